@@ -1,0 +1,240 @@
+//! `tunebench bench`: this machine's speed figures, each against a baseline measured in the same run.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::output::{parser_for, Profile, Report, ResponseType};
+use crate::schema::{Check, CompiledSchema};
+use crate::truncate::cut::{Answer, Cuts, Unit};
+use crate::truncate::sweep::sweep;
+
+/// Options of `tunebench bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Lines of the discriminated-union JSONL answer to parse and validate.
+    #[arg(long, default_value_t = 100_000)]
+    pub lines: usize,
+    /// Items of the JSON-array answer to sweep (the 10× answer has ten times as many).
+    #[arg(long, default_value_t = 1_000)]
+    pub items: usize,
+    /// Timed repetitions of each measurement; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Every figure `bench` measures.
+#[derive(Debug, Serialize)]
+pub struct Figures {
+    pub jsonl_lines: usize,
+    /// tunebench's jsonl parser + validation, the answer fed whole.
+    pub jsonl_lines_per_s: f64,
+    /// The same, fed in 16-byte chunks as a stream arrives.
+    pub jsonl_streamed_lines_per_s: f64,
+    /// Baseline: `serde_json::from_str` per line + the same compiled schema, no verdicts kept.
+    pub baseline_lines_per_s: f64,
+    pub jsonl_vs_baseline: f64,
+    pub sweep: SweepFigures,
+}
+
+/// The sweep's cost against one full parse, and how it grows with the answer.
+#[derive(Debug, Serialize)]
+pub struct SweepFigures {
+    pub items: usize,
+    pub tokens: usize,
+    pub full_parse_ms: f64,
+    pub sweep_ms: f64,
+    /// Sweep of every token cut under json, json-repair and jsonl ÷ one full parse (json + jsonl).
+    pub sweep_vs_full_parse: f64,
+    pub tokens_10x: usize,
+    pub sweep_10x_ms: f64,
+    /// Time of the 10× longer answer's sweep ÷ the 1× sweep (linear is 10).
+    pub growth_10x: f64,
+}
+
+pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(args.runs > 0, "--runs must be at least 1, not 0");
+    let figures = measure(args)?;
+    if args.json {
+        super::print_json(&figures)?;
+    } else {
+        print!("{}", human(&figures));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn measure(args: &BenchArgs) -> anyhow::Result<Figures> {
+    let schema: Arc<dyn Check> = Arc::new(CompiledSchema::compile(&union_schema())?);
+    let answer = union_jsonl(args.lines);
+    let whole = median(args.runs, || {
+        let mut parser = parser_for(ResponseType::Jsonl, Profile::Lenient, Some(schema.clone()));
+        parser.feed(&answer);
+        expect_lines(&parser.report(), args.lines);
+    });
+    let streamed = median(args.runs, || {
+        let mut parser = parser_for(ResponseType::Jsonl, Profile::Lenient, Some(schema.clone()));
+        chunks(&answer, 16).for_each(|c| parser.feed(c));
+        expect_lines(&parser.report(), args.lines);
+    });
+    let baseline = median(args.runs, || {
+        let valid = answer
+            .lines()
+            .filter(|line| serde_json::from_str::<Value>(line).is_ok_and(|v| schema.check(&v).is_ok()))
+            .count();
+        assert!(valid > 0);
+    });
+    let per_s = |d: Duration| args.lines as f64 / d.as_secs_f64();
+    Ok(Figures {
+        jsonl_lines: args.lines,
+        jsonl_lines_per_s: per_s(whole),
+        jsonl_streamed_lines_per_s: per_s(streamed),
+        baseline_lines_per_s: per_s(baseline),
+        jsonl_vs_baseline: baseline.as_secs_f64() / whole.as_secs_f64(),
+        sweep: measure_sweep(args)?,
+    })
+}
+
+fn measure_sweep(args: &BenchArgs) -> anyhow::Result<SweepFigures> {
+    let one = array_answer(args.items);
+    let ten = array_answer(args.items * 10);
+    let cuts_one = token_cuts(&one)?;
+    let cuts_ten = token_cuts(&ten)?;
+    let full_parse = median(args.runs, || {
+        for response_type in [ResponseType::Json, ResponseType::Jsonl] {
+            let mut parser = parser_for(response_type, Profile::Lenient, None);
+            parser.feed(&one);
+            std::hint::black_box(parser.report());
+        }
+    });
+    let sweep_one = median(args.runs, || {
+        std::hint::black_box(sweep(&one, &cuts_one, Profile::Lenient, None));
+    });
+    let sweep_ten = median(args.runs, || {
+        std::hint::black_box(sweep(&ten, &cuts_ten, Profile::Lenient, None));
+    });
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    Ok(SweepFigures {
+        items: args.items,
+        tokens: cuts_one.len() - 1,
+        full_parse_ms: ms(full_parse),
+        sweep_ms: ms(sweep_one),
+        sweep_vs_full_parse: sweep_one.as_secs_f64() / full_parse.as_secs_f64(),
+        tokens_10x: cuts_ten.len() - 1,
+        sweep_10x_ms: ms(sweep_ten),
+        growth_10x: sweep_ten.as_secs_f64() / sweep_one.as_secs_f64(),
+    })
+}
+
+fn human(f: &Figures) -> String {
+    let s = &f.sweep;
+    format!(
+        "jsonl parse + validate, {} discriminated-union lines:\n\
+         \x20 tunebench (whole)     {:>12.0} lines/s\n\
+         \x20 tunebench (streamed)  {:>12.0} lines/s  (16-byte chunks)\n\
+         \x20 baseline              {:>12.0} lines/s  (serde_json per line + the same compiled schema)\n\
+         \x20 tunebench / baseline  {:>12.2}×\n\
+         truncation sweep, every token cut under json, json-repair and jsonl:\n\
+         \x20 {} items, {} tokens: full parse {:.2} ms, sweep {:.2} ms → {:.2}× one full parse\n\
+         \x20 10× longer ({} tokens): sweep {:.2} ms → {:.2}× the 1× sweep (linear = 10)\n",
+        f.jsonl_lines,
+        f.jsonl_lines_per_s,
+        f.jsonl_streamed_lines_per_s,
+        f.baseline_lines_per_s,
+        f.jsonl_vs_baseline,
+        s.items,
+        s.tokens,
+        s.full_parse_ms,
+        s.sweep_ms,
+        s.sweep_vs_full_parse,
+        s.tokens_10x,
+        s.sweep_10x_ms,
+        s.growth_10x,
+    )
+}
+
+/// The median wall time of `runs` calls of `work` (after one warm-up call).
+fn median(runs: usize, mut work: impl FnMut()) -> Duration {
+    work();
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            work();
+            start.elapsed()
+        })
+        .collect();
+    times.sort_unstable();
+    times[times.len() / 2]
+}
+
+fn expect_lines(report: &Report, lines: usize) {
+    if let Report::Jsonl(r) = report {
+        assert_eq!(r.lines.len(), lines, "every line has a verdict");
+    }
+}
+
+fn chunks(text: &str, size: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut end = size.min(rest.len());
+        while !rest.is_char_boundary(end) {
+            end += 1;
+        }
+        let (head, tail) = rest.split_at(end);
+        rest = tail;
+        Some(head)
+    })
+}
+
+fn token_cuts(answer: &str) -> anyhow::Result<Vec<(usize, usize)>> {
+    let answer = Answer { text: answer.to_string(), ..Answer::default() };
+    Ok(Cuts::new(&answer, Unit::Token)?.all())
+}
+
+/// TrustGraph's definition + relationship union (the agent-kg-extract schema).
+pub fn union_schema() -> Value {
+    json!({"oneOf": [
+        {"type": "object",
+         "properties": {"type": {"const": "definition"}, "entity": {"type": "string"}, "definition": {"type": "string"}},
+         "required": ["type", "entity", "definition"], "additionalProperties": false},
+        {"type": "object",
+         "properties": {"type": {"const": "relationship"}, "subject": {"type": "string"},
+                        "predicate": {"type": "string"}, "object": {"type": "string"},
+                        "object-entity": {"type": "boolean"}},
+         "required": ["type", "subject", "predicate", "object", "object-entity"], "additionalProperties": false}
+    ]})
+}
+
+/// A `lines`-line union answer: definitions and relationships alternating, one in fifty failing the schema.
+pub fn union_jsonl(lines: usize) -> String {
+    let mut out = String::with_capacity(lines * 110);
+    for i in 0..lines {
+        let line = match i % 50 {
+            49 => json!({"type": "relationship", "subject": format!("entity {i}"), "predicate": "part_of",
+                         "object": "cell", "object-entity": "yes"}),
+            n if n % 2 == 0 => json!({"type": "definition", "entity": format!("entity {i}"),
+                                      "definition": format!("A molecule numbered {i} that carries genetic instructions")}),
+            _ => json!({"type": "relationship", "subject": format!("entity {i}"), "predicate": "located_in",
+                        "object": format!("compartment {}", i % 7), "object-entity": true}),
+        };
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// A pretty-printed JSON array answer of `items` definitions, as a model writes one.
+pub fn array_answer(items: usize) -> String {
+    let values: Vec<Value> = (0..items)
+        .map(|i| json!({"entity": format!("entity {i}"), "definition": format!("Definition number {i}, with \"quotes\" and a comma, then more words")}))
+        .collect();
+    serde_json::to_string_pretty(&values).unwrap_or_default()
+}

@@ -1,0 +1,171 @@
+//! What `parse` and `truncate` share: the parse options, reading the answer, and building the check.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+
+use crate::output::{Profile, ResponseType};
+use crate::prompt::file::PromptFile;
+use crate::prompt::signature::json_mode::AnswerCheck;
+use crate::prompt::signature::{self, SigType, Signature};
+use crate::schema::{lint_schema_text, Check, CompiledSchema};
+use crate::truncate::cut::Answer;
+
+/// How to read and check an answer.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ParseOptions {
+    /// How to read the answer [default: the prompt's response type, else jsonl].
+    #[arg(long = "type", value_enum)]
+    pub response_type: Option<ResponseType>,
+    /// A JSON Schema file (for jsonl it describes each line, for json the whole answer).
+    #[arg(long, conflicts_with_all = ["signature", "prompt"])]
+    pub schema: Option<PathBuf>,
+    /// A PtcRunner signature to check against, e.g. "{sentiment :string, score :float}".
+    #[arg(long, conflicts_with = "prompt")]
+    pub signature: Option<String>,
+    /// A prompt file: its response type, profile and schema.
+    #[arg(long)]
+    pub prompt: Option<PathBuf>,
+    /// Whose rules turn text into JSON [default: the prompt's profile, else lenient].
+    #[arg(long, value_enum)]
+    pub profile: Option<Profile>,
+    /// The answer: raw text or a transcript file; - for standard input.
+    #[arg(default_value = "-")]
+    pub file: PathBuf,
+}
+
+/// The parser settings the options resolve to.
+#[derive(Clone)]
+pub struct Setup {
+    pub response_type: ResponseType,
+    pub profile: Profile,
+    /// What the answer is checked against: each line for jsonl, the whole value for json.
+    pub check: Option<Arc<dyn Check>>,
+    /// What one item is checked against in a truncation sweep: for jsonl the line check, for json the
+    /// schema of one element of the array (or of PtcRunner's `{"items": [...]}` wrapper).
+    pub item_check: Option<Arc<dyn Check>>,
+}
+
+impl ParseOptions {
+    /// Resolves response type, profile and check from the flags and the prompt file.
+    pub fn setup(&self) -> anyhow::Result<Setup> {
+        let prompt = match &self.prompt {
+            Some(path) => Some(PromptFile::load(path)?),
+            None => None,
+        };
+        let response_type =
+            self.response_type.or(prompt.as_ref().map(|p| p.response_type)).unwrap_or(ResponseType::Jsonl);
+        let profile = self.profile.or(prompt.as_ref().and_then(|p| p.profile)).unwrap_or_default();
+        let checks = if let Some(path) = &self.schema {
+            Checks::Schema(load_schema(path)?)
+        } else if let Some(src) = &self.signature {
+            Checks::Signature(signature_check(src, "--signature")?)
+        } else if let (Some(prompt), Some(path)) = (&prompt, &self.prompt) {
+            prompt_checks(prompt, path)?
+        } else {
+            Checks::None
+        };
+        let (check, item_check) = checks.split(response_type, profile);
+        Ok(Setup { response_type, profile, check, item_check })
+    }
+
+    /// Reads the answer named by `file` (or standard input).
+    pub fn read_answer(&self) -> anyhow::Result<Answer> {
+        let text = read_text(&self.file)?;
+        Answer::from_input(text).with_context(|| format!("reading {}", self.file.display()))
+    }
+}
+
+type SharedCheck = Arc<dyn Check>;
+
+/// What an answer can be checked against, before it is split into answer and item checks.
+enum Checks {
+    None,
+    Schema(CompiledSchema),
+    Signature(Signature),
+}
+
+impl Checks {
+    /// The answer check and the per-item check for `response_type` under `profile`.
+    fn split(self, response_type: ResponseType, profile: Profile) -> (Option<SharedCheck>, Option<SharedCheck>) {
+        match self {
+            Checks::None => (None, None),
+            Checks::Schema(schema) => {
+                let schema: Arc<CompiledSchema> = Arc::new(schema);
+                let item: Option<Arc<dyn Check>> = match response_type {
+                    ResponseType::Json => {
+                        schema.item_schema().and_then(Result::ok).map(|s| Arc::new(s) as Arc<dyn Check>)
+                    }
+                    _ => Some(schema.clone()),
+                };
+                (Some(schema), item)
+            }
+            Checks::Signature(sig) => {
+                let item: Option<Arc<dyn Check>> = match (&sig.returns, response_type) {
+                    (SigType::List(element), ResponseType::Json) => {
+                        Some(Arc::new(Signature { params: Vec::new(), returns: (**element).clone() }))
+                    }
+                    (_, ResponseType::Json) => None,
+                    _ => Some(Arc::new(sig.clone())),
+                };
+                // PtcRunner's JSON mode has answer rules of its own (the list wrapper, objects only).
+                let check: Arc<dyn Check> = match (profile, response_type) {
+                    (Profile::Ptc, ResponseType::Json) => Arc::new(AnswerCheck(sig)),
+                    _ => Arc::new(sig),
+                };
+                (Some(check), item)
+            }
+        }
+    }
+}
+
+/// The checks a prompt file describes: its signature (PtcRunner's rules) or its JSON Schema.
+fn prompt_checks(prompt: &PromptFile, path: &Path) -> anyhow::Result<Checks> {
+    if let Some(src) = &prompt.signature {
+        return Ok(Checks::Signature(signature_check(src, &path.display().to_string())?));
+    }
+    let base = path.parent().unwrap_or(Path::new("."));
+    let Some(schema) = prompt.resolve_schema(base)? else {
+        return Ok(Checks::None);
+    };
+    let compiled =
+        CompiledSchema::compile(&schema).with_context(|| format!("the schema of prompt {}", path.display()))?;
+    Ok(Checks::Schema(compiled))
+}
+
+fn signature_check(src: &str, origin: &str) -> anyhow::Result<Signature> {
+    signature::parse(src).map_err(|e| anyhow::anyhow!("{origin}: bad signature:\n{e}"))
+}
+
+/// Reads and compiles a JSON Schema file, naming the file and where it is wrong.
+pub fn load_schema(path: &Path) -> anyhow::Result<CompiledSchema> {
+    let text = read_text(path)?;
+    lint_schema_text(&text).map_err(|issues| {
+        let lines: Vec<String> = issues.iter().map(|i| format!("  {}: {i}", path.display())).collect();
+        anyhow::anyhow!("schema {} is not usable:\n{}", path.display(), lines.join("\n"))
+    })
+}
+
+/// Reads a file (or standard input for `-`) as UTF-8, naming the file and where bad bytes are.
+pub fn read_text(path: &Path) -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    if path == Path::new("-") {
+        std::io::stdin().read_to_end(&mut bytes).context("reading standard input")?;
+    } else {
+        bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let good = &e.as_bytes()[..at];
+            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+            let line_start = good.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+            let column = String::from_utf8_lossy(&good[line_start..]).chars().count() + 1;
+            let name = if path == Path::new("-") { "standard input".to_string() } else { path.display().to_string() };
+            bail!("{name}:{line}:{column}: not UTF-8 (invalid byte 0x{:02x} at byte offset {at})", e.as_bytes()[at])
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! The headless subcommands: one file per command; machine-readable JSON on stdout, messages on stderr.
+//!
+//! Exit codes (CLI.md): 0 success, 1 the checked thing failed (`--strict`), 2 a usage or input error.
+
+pub mod bench;
+pub mod export;
+pub mod import;
+pub mod input;
+pub mod parse;
+pub mod signature;
+pub mod truncate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// tunebench: a workbench for prompts whose answers are structured data.
+#[derive(Debug, Parser)]
+#[command(name = "tunebench", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Every headless capability of the workbench.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Parse a model's answer (raw text or a transcript) and validate it: items and a verdict per line.
+    Parse(parse::ParseArgs),
+    /// Print the JSON Schema of a PtcRunner-style signature.
+    Signature(signature::SignatureArgs),
+    /// Cut an answer at a position, or sweep every cut, under json, json-repair and jsonl.
+    Truncate(truncate::TruncateArgs),
+    /// Import prompts from another system's configuration.
+    Import(import::ImportArgs),
+    /// Export prompts to another system's configuration.
+    Export(export::ExportArgs),
+    /// Measure this machine's speed figures (parse, validate, sweep).
+    Bench(bench::BenchArgs),
+}
+
+/// Runs one subcommand; an `Err` is a usage or input error (exit 2).
+pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Parse(args) => parse::run(args),
+        Command::Signature(args) => signature::run(args),
+        Command::Truncate(args) => truncate::run(args),
+        Command::Import(args) => import::run(args),
+        Command::Export(args) => export::run(args),
+        Command::Bench(args) => bench::run(args),
+    }
+}
+
+/// Prints `value` as pretty JSON on stdout.
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}

@@ -1,0 +1,16 @@
+//! tunebench: a workbench for prompts whose answers are structured data.
+//!
+//! Map of the crate (the core never imports the TUI):
+//! - [`prompt`]: prompt files, template rendering, PtcRunner signatures, TrustGraph import/export.
+//! - [`output`]: one incremental parser per response type (`text`, `json`, `jsonl`) under four profiles.
+//! - [`schema`]: JSON Schema compiled once, validation with failing paths, union branches, lint.
+//! - [`truncate`]: transcripts, cut positions (char, token, chunk) and one-pass truncation sweeps.
+//! - [`cli`]: the headless subcommands; JSON on stdout, logs on stderr.
+
+pub mod cli;
+pub mod output;
+pub mod prompt;
+pub mod provider;
+pub mod safe_text;
+pub mod schema;
+pub mod truncate;

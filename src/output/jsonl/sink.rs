@@ -1,0 +1,121 @@
+//! Where judged JSONL records land: the verdicts, the items handed to the consumer and the counts,
+//! plus the mapping of serde_json's error positions (byte columns) to 1-based character columns.
+
+use serde_json::Value;
+
+use crate::output::{LineStatus, LineVerdict, Summary};
+use crate::schema::Check;
+
+/// The lines a verdict covers: `line`, and `end_line` when a record spans several lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub line: usize,
+    pub end_line: Option<usize>,
+}
+
+impl Span {
+    pub fn line(line: usize) -> Span {
+        Span { line, end_line: None }
+    }
+}
+
+/// Verdicts, items and counts, appended to as records are judged; never revised.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Sink {
+    pub lines: Vec<LineVerdict>,
+    pub items: Vec<Value>,
+    pub summary: Summary,
+}
+
+impl Sink {
+    pub fn skipped(&mut self, span: Span, reason: &str, repairs: Vec<String>) {
+        self.summary.skipped += 1;
+        self.push(span, LineStatus::Skipped { reason: reason.to_owned() }, repairs);
+    }
+
+    pub fn invalid(&mut self, span: Span, error: String, column: usize, repairs: Vec<String>) {
+        self.summary.invalid_json += 1;
+        self.push(span, LineStatus::InvalidJson { error, column }, repairs);
+    }
+
+    /// Checks `value` (when there is a check) and keeps it as an item if it passes.
+    pub fn record(&mut self, check: Option<&dyn Check>, span: Span, value: Value, repairs: Vec<String>) {
+        match check.map(|check| check.check(&value)) {
+            None => self.valid(span, None, value, repairs),
+            Some(Ok(branch)) => self.valid(span, branch, value, repairs),
+            Some(Err(errors)) => {
+                self.summary.schema_error += 1;
+                self.push(span, LineStatus::SchemaError { errors }, repairs);
+            }
+        }
+    }
+
+    fn valid(&mut self, span: Span, branch: Option<String>, value: Value, repairs: Vec<String>) {
+        self.summary.valid += 1;
+        self.items.push(value);
+        self.push(span, LineStatus::Valid { branch }, repairs);
+    }
+
+    fn push(&mut self, span: Span, status: LineStatus, repairs: Vec<String>) {
+        self.lines.push(LineVerdict { line: span.line, end_line: span.end_line, status, repairs });
+    }
+}
+
+/// serde_json's message without its " at line X column Y" suffix.
+pub(crate) fn error_message(error: &serde_json::Error) -> String {
+    let mut message = error.to_string();
+    if let Some(at) = message.rfind(" at line ") {
+        message.truncate(at);
+    }
+    message
+}
+
+/// Byte offset in `text` of the byte serde_json's error points at (its line, and its byte column,
+/// which is 1-based; for an early end it is the last byte read).
+pub(crate) fn error_offset(text: &str, error: &serde_json::Error) -> usize {
+    let mut start = 0;
+    for _ in 1..error.line() {
+        match text.get(start..).and_then(|rest| rest.find('\n')) {
+            Some(newline) => start += newline + 1,
+            None => break,
+        }
+    }
+    (start + error.column().saturating_sub(1)).min(text.len())
+}
+
+/// 1-based column, in characters, of the character holding byte `offset` of `line` (the last
+/// character when `offset` is past the end).
+pub(crate) fn char_column(line: &str, offset: usize) -> usize {
+    let end = offset.saturating_add(1).min(line.len());
+    let starts = line.as_bytes().get(..end).map_or(0, |head| head.iter().filter(|b| (**b & 0xC0) != 0x80).count());
+    starts.max(1)
+}
+
+/// Byte offset of `inner` inside `outer`, when `inner` is a subslice of it.
+pub(crate) fn offset_in(outer: &str, inner: &str) -> usize {
+    (inner.as_ptr() as usize).saturating_sub(outer.as_ptr() as usize).min(outer.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column_of(text: &str) -> (String, usize) {
+        let error = serde_json::from_str::<Value>(text).unwrap_err();
+        (error_message(&error), char_column(text, error_offset(text, &error)))
+    }
+
+    #[test]
+    fn columns_count_characters_not_bytes() {
+        assert_eq!(column_of(r#"{"é":x}"#), ("expected value".to_owned(), 6));
+        assert_eq!(column_of(r#"{"a":"é"#), ("EOF while parsing a string".to_owned(), 7));
+        assert_eq!(column_of(r#"{"a":1,}"#), ("trailing comma".to_owned(), 8));
+    }
+
+    #[test]
+    fn offsets_follow_lines() {
+        let text = "{\n\"a\":1,\n}";
+        let error = serde_json::from_str::<Value>(text).unwrap_err();
+        assert_eq!(error_offset(text, &error), text.len() - 1);
+    }
+}

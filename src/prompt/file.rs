@@ -1,0 +1,368 @@
+//! The prompt file: a TOML document with the prompt's texts, response type, schema, variables,
+//! named test cases and run settings; loaded with errors at file:line:column, saved atomically.
+//!
+//! ```toml
+//! id = "extract-definitions"
+//! description = "Entities and their definitions, one JSON object per line"
+//! response_type = "jsonl"            # text | json | jsonl (default text, as TrustGraph)
+//! profile = "lenient"                # optional: lenient | strict | trustgraph | ptc
+//! max_turns = 1                      # optional: validation retries (PtcRunner's loop)
+//! system = "You are ..."             # optional
+//! template = """..."""               # the user message: Jinja + PtcRunner's Mustache forms
+//! schema = '''{"type": "object"}'''  # at most one of: schema (JSON text, or a TOML table),
+//!                                    # schema_file (relative to this file), signature
+//! [variables]                        # defaults (any JSON value)
+//! text = "..."
+//! [terms]                            # TrustGraph's global terms: under the variables
+//! [provider]                         # name, model, base_url, temperature, max_tokens, structured, stop
+//! [[cases]]                          # named test cases: name, variables, expect (notes)
+//! name = "astronomy"
+//! variables = { text = "..." }
+//! ```
+
+mod error;
+mod position;
+mod save;
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toml::Spanned;
+
+pub use error::PromptError;
+use position::{line_col, parse_schema_text};
+
+use super::signature::{self, Signature};
+use super::template::{self, RenderedPrompt, Variables};
+use crate::output::{Profile, ResponseType};
+
+/// A prompt as its TOML file describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PromptFile {
+    /// The prompt's name (TrustGraph's template id); the file stem when the file has none.
+    pub id: String,
+    pub description: Option<String>,
+    /// The system message template.
+    pub system: Option<String>,
+    /// The user message template.
+    pub template: String,
+    pub response_type: ResponseType,
+    /// Inline JSON Schema (for `jsonl`, of each line; for `json`, of the whole answer).
+    pub schema: Option<Value>,
+    /// A `.json` schema file, relative to the prompt file.
+    pub schema_file: Option<PathBuf>,
+    /// A PtcRunner signature, e.g. `(text :string) -> {sentiment :string, score :float}`.
+    pub signature: Option<String>,
+    /// Default variables.
+    pub variables: Variables,
+    /// TrustGraph's global terms: available to system and template, overridden by the variables.
+    pub terms: Variables,
+    /// Named test cases.
+    pub cases: Vec<Case>,
+    /// How many turns a run may take (validation errors fed back), PtcRunner's `max_turns`.
+    pub max_turns: Option<u32>,
+    pub provider: ProviderSettings,
+    /// The parser profile to read answers with (default: lenient).
+    pub profile: Option<Profile>,
+}
+
+/// A named set of variables to run the prompt with.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub name: String,
+    /// What a good answer looks like, in words (notes for the author).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<String>,
+    /// Merged over the prompt's default variables.
+    #[serde(default, skip_serializing_if = "Variables::is_empty")]
+    pub variables: Variables,
+}
+
+/// Run settings, kept as written; the provider layer interprets them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSettings {
+    /// `openai`, `ollama`, `anthropic`, `local` or `replay`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// `none`, `json-object`, `json-schema` or `constrained`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
+}
+
+impl ProviderSettings {
+    /// Whether nothing is set.
+    pub fn is_empty(&self) -> bool {
+        *self == ProviderSettings::default()
+    }
+}
+
+/// Where a resolved schema came from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SchemaOrigin {
+    Inline,
+    /// The schema file, as resolved against the prompt's directory.
+    File(PathBuf),
+    /// The output part of the signature, as PtcRunner's JSON mode derives it.
+    Signature(Signature),
+}
+
+/// A prompt's schema as JSON, whatever way the file gave it. Dereferences to the schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedSchema {
+    pub schema: Value,
+    pub origin: SchemaOrigin,
+}
+
+impl std::ops::Deref for ResolvedSchema {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        &self.schema
+    }
+}
+
+/// The file as serde reads it, with spans for errors.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrompt {
+    id: Option<String>,
+    description: Option<String>,
+    system: Option<String>,
+    template: String,
+    response_type: Option<ResponseType>,
+    schema: Option<Spanned<Value>>,
+    schema_file: Option<Spanned<PathBuf>>,
+    signature: Option<Spanned<String>>,
+    #[serde(default)]
+    variables: Variables,
+    #[serde(default)]
+    terms: Variables,
+    #[serde(default)]
+    cases: Vec<Spanned<Case>>,
+    max_turns: Option<u32>,
+    #[serde(default)]
+    provider: ProviderSettings,
+    profile: Option<Profile>,
+}
+
+impl PromptFile {
+    /// A `text` prompt with nothing but an id and a template; set the other fields as needed.
+    pub fn new(id: impl Into<String>, template: impl Into<String>) -> PromptFile {
+        PromptFile {
+            id: id.into(),
+            description: None,
+            system: None,
+            template: template.into(),
+            response_type: ResponseType::Text,
+            schema: None,
+            schema_file: None,
+            signature: None,
+            variables: Variables::new(),
+            terms: Variables::new(),
+            cases: Vec::new(),
+            max_turns: None,
+            provider: ProviderSettings::default(),
+            profile: None,
+        }
+    }
+
+    /// Reads and checks a prompt file; errors name the file, line and column.
+    pub fn load(path: impl AsRef<Path>) -> Result<PromptFile, PromptError> {
+        let path = path.as_ref();
+        let bytes =
+            std::fs::read(path).map_err(|e| PromptError::Read { path: path.to_path_buf(), message: e.to_string() })?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let good = String::from_utf8_lossy(e.as_bytes().get(..at).unwrap_or_default()).into_owned();
+            let (line, column) = line_col(&good, good.len());
+            let byte = e.as_bytes().get(at).copied().unwrap_or_default();
+            PromptError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: format!("not UTF-8 (byte 0x{byte:02x})"),
+            }
+        })?;
+        Self::from_toml_str(&text, path)
+    }
+
+    /// Parses a prompt file's text; `path` names it in errors and gives the default id.
+    pub fn from_toml_str(text: &str, path: &Path) -> Result<PromptFile, PromptError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let at = |span: Range<usize>| {
+            let (line, column) = line_col(text, span.start);
+            (path.to_path_buf(), line, column)
+        };
+        let raw: RawPrompt = toml::from_str(text).map_err(|e| {
+            let (path, line, column) = at(e.span().unwrap_or(0..0));
+            PromptError::Toml { path, line, column, message: e.message().trim().to_string() }
+        })?;
+        let sources: Vec<(&str, Range<usize>)> = [
+            raw.schema.as_ref().map(|s| ("schema", s.span())),
+            raw.schema_file.as_ref().map(|s| ("schema_file", s.span())),
+            raw.signature.as_ref().map(|s| ("signature", s.span())),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if let [(first, _), (second, span), ..] = sources.as_slice() {
+            let (path, line, column) = at(span.clone());
+            return Err(PromptError::Invalid {
+                path,
+                line,
+                column,
+                message: format!(
+                    "both `{first}` and `{second}` are set; a prompt has one of schema, schema_file or signature"
+                ),
+            });
+        }
+        let schema = match raw.schema {
+            Some(spanned) => {
+                let span = spanned.span();
+                Some(match spanned.into_inner() {
+                    Value::String(json) => {
+                        parse_schema_text(text, span, &json).map_err(|(line, column, message)| {
+                            PromptError::Invalid { path: path.to_path_buf(), line, column, message }
+                        })?
+                    }
+                    value => value,
+                })
+            }
+            None => None,
+        };
+        let mut cases: Vec<Case> = Vec::with_capacity(raw.cases.len());
+        for spanned in raw.cases {
+            let span = spanned.span();
+            let case = spanned.into_inner();
+            if cases.iter().any(|c| c.name == case.name) {
+                let (path, line, column) = at(span);
+                return Err(PromptError::Invalid {
+                    path,
+                    line,
+                    column,
+                    message: format!("a second case named {:?}", case.name),
+                });
+            }
+            cases.push(case);
+        }
+        let id = match raw.id {
+            Some(id) if id.trim().is_empty() => {
+                let (path, line, column) = at(0..0);
+                return Err(PromptError::Invalid { path, line, column, message: "`id` is empty".into() });
+            }
+            Some(id) => id,
+            None => path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "prompt".into()),
+        };
+        Ok(PromptFile {
+            id,
+            description: raw.description,
+            system: raw.system,
+            template: raw.template,
+            response_type: raw.response_type.unwrap_or(ResponseType::Text),
+            schema,
+            schema_file: raw.schema_file.map(Spanned::into_inner),
+            signature: raw.signature.map(Spanned::into_inner),
+            variables: raw.variables,
+            terms: raw.terms,
+            cases,
+            max_turns: raw.max_turns,
+            provider: raw.provider,
+            profile: raw.profile,
+        })
+    }
+
+    /// The prompt's schema as JSON: inline, read from `schema_file` (relative to `base_dir`, the
+    /// prompt file's directory), or the output schema of the signature. `None` when it has none.
+    pub fn resolve_schema(&self, base_dir: &Path) -> Result<Option<ResolvedSchema>, PromptError> {
+        let count = [self.schema.is_some(), self.schema_file.is_some(), self.signature.is_some()]
+            .iter()
+            .filter(|&&b| b)
+            .count();
+        if count > 1 {
+            return Err(PromptError::Conflict { id: self.id.clone() });
+        }
+        if let Some(schema) = &self.schema {
+            return Ok(Some(ResolvedSchema { schema: schema.clone(), origin: SchemaOrigin::Inline }));
+        }
+        if let Some(file) = &self.schema_file {
+            let path = base_dir.join(file);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| PromptError::Read { path: path.clone(), message: e.to_string() })?;
+            let text_no_bom = text.strip_prefix('\u{feff}').unwrap_or(&text);
+            let schema: Value = serde_json::from_str(text_no_bom).map_err(|e| PromptError::SchemaFile {
+                path: path.clone(),
+                line: e.line(),
+                column: e.column(),
+                message: e.to_string(),
+            })?;
+            return Ok(Some(ResolvedSchema { schema, origin: SchemaOrigin::File(path) }));
+        }
+        if let Some(src) = &self.signature {
+            let sig = signature::parse(src)
+                .map_err(|e| PromptError::Signature { id: self.id.clone(), source: Box::new(e) })?;
+            return Ok(Some(ResolvedSchema { schema: sig.output_schema(), origin: SchemaOrigin::Signature(sig) }));
+        }
+        Ok(None)
+    }
+
+    /// The default variables with `case`'s variables merged over them (name by name).
+    pub fn variables_for(&self, case: Option<&str>) -> Result<Variables, PromptError> {
+        let Some(name) = case else { return Ok(self.variables.clone()) };
+        let case = self.case(name)?;
+        Ok(template::merge(&[&self.variables, &case.variables]))
+    }
+
+    /// The case named `name`; an unknown name is an error listing the known ones.
+    pub fn case(&self, name: &str) -> Result<&Case, PromptError> {
+        self.cases.iter().find(|c| c.name == name).ok_or_else(|| PromptError::UnknownCase {
+            id: self.id.clone(),
+            name: name.to_string(),
+            known: self.cases.iter().map(|c| c.name.clone()).collect(),
+        })
+    }
+
+    /// Renders system and template with the terms, the defaults, the case and then `overrides`
+    /// (each layer over the one before).
+    pub fn render(&self, case: Option<&str>, overrides: &Variables) -> Result<RenderedPrompt, PromptError> {
+        let vars = template::merge(&[&self.terms, &self.variables_for(case)?, overrides]);
+        template::render_prompt(self.system.as_deref(), &self.template, &vars)
+            .map_err(|source| PromptError::Template { id: self.id.clone(), source })
+    }
+
+    /// Replaces `schema_file` or `signature` by the inline schema they resolve to.
+    pub fn inline_schema(&mut self, base_dir: &Path) -> Result<(), PromptError> {
+        if let Some(resolved) = self.resolve_schema(base_dir)? {
+            self.schema = Some(resolved.schema);
+            self.schema_file = None;
+            self.signature = None;
+        }
+        Ok(())
+    }
+
+    /// The prompt as TOML text (inline schemas as pretty JSON text).
+    pub fn to_toml_string(&self) -> Result<String, PromptError> {
+        save::to_toml(self)
+    }
+
+    /// Writes the file atomically: a temporary file in the same directory, synced, then renamed
+    /// over `path`, so a reader sees the old file or the new one, never half of one.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), PromptError> {
+        save::write_atomic(path.as_ref(), &self.to_toml_string()?)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,183 @@
+//! Writing a prompt file: TOML text in a fixed key order, and the atomic temp-file-then-rename write.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Case, PromptError, PromptFile, ProviderSettings};
+use crate::output::{Profile, ResponseType};
+use crate::prompt::template::Variables;
+
+/// The file's keys in the order they are written: scalars, the texts, then the tables.
+#[derive(Serialize)]
+struct Out<'a> {
+    id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    response_type: ResponseType,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile: Option<Profile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_turns: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schema_file: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<&'a str>,
+    template: &'a str,
+    /// Inline schemas are written as pretty JSON text: how JSON Schema reads best, and it keeps nulls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schema: Option<String>,
+    #[serde(skip_serializing_if = "Variables::is_empty")]
+    variables: &'a Variables,
+    #[serde(skip_serializing_if = "Variables::is_empty")]
+    terms: &'a Variables,
+    #[serde(skip_serializing_if = "ProviderSettings::is_empty")]
+    provider: &'a ProviderSettings,
+    #[serde(skip_serializing_if = "<[Case]>::is_empty")]
+    cases: &'a [Case],
+}
+
+/// The prompt as TOML text.
+pub(super) fn to_toml(prompt: &PromptFile) -> Result<String, PromptError> {
+    let not_toml = |message: String| PromptError::NotToml { id: prompt.id.clone(), message };
+    let set = [prompt.schema.is_some(), prompt.schema_file.is_some(), prompt.signature.is_some()];
+    if set.iter().filter(|&&b| b).count() > 1 {
+        return Err(PromptError::Conflict { id: prompt.id.clone() });
+    }
+    check_no_null("variables", &prompt.variables).map_err(not_toml)?;
+    check_no_null("terms", &prompt.terms).map_err(not_toml)?;
+    for case in &prompt.cases {
+        check_no_null(&format!("case {:?}", case.name), &case.variables).map_err(not_toml)?;
+    }
+    let schema_file = match &prompt.schema_file {
+        Some(path) => {
+            Some(path.to_str().ok_or_else(|| not_toml(format!("schema_file {} is not UTF-8", path.display())))?)
+        }
+        None => None,
+    };
+    let schema = prompt.schema.as_ref().map(|schema| pretty_json(schema, 0));
+    let out = Out {
+        id: &prompt.id,
+        description: prompt.description.as_deref(),
+        response_type: prompt.response_type,
+        profile: prompt.profile,
+        max_turns: prompt.max_turns,
+        signature: prompt.signature.as_deref(),
+        schema_file,
+        system: prompt.system.as_deref(),
+        template: &prompt.template,
+        schema,
+        variables: &prompt.variables,
+        terms: &prompt.terms,
+        provider: &prompt.provider,
+        cases: &prompt.cases,
+    };
+    toml::to_string_pretty(&out).map_err(|e| not_toml(e.to_string()))
+}
+
+/// Widest line [`pretty_json`] keeps a value on.
+const LINE_WIDTH: usize = 88;
+
+/// JSON as a person would indent it: a value that fits on its line stays on one line
+/// (`{"type": "string"}`), a bigger one opens up with two-space indents. Depth is bounded by the
+/// parser's nesting limit, so the recursion is too.
+pub(crate) fn pretty_json(value: &Value, indent: usize) -> String {
+    let compact = compact_json(value);
+    let container =
+        matches!(value, Value::Array(a) if !a.is_empty()) || matches!(value, Value::Object(o) if !o.is_empty());
+    if !container || indent + compact.len() <= LINE_WIDTH {
+        return compact;
+    }
+    let pad = " ".repeat(indent + 2);
+    let (open, close, items): (char, char, Vec<String>) = match value {
+        Value::Array(items) => {
+            ('[', ']', items.iter().map(|v| format!("{pad}{}", pretty_json(v, indent + 2))).collect())
+        }
+        Value::Object(map) => (
+            '{',
+            '}',
+            map.iter()
+                .map(|(k, v)| {
+                    format!("{pad}{}: {}", compact_json(&Value::String(k.clone())), pretty_json(v, indent + 2))
+                })
+                .collect(),
+        ),
+        _ => return compact,
+    };
+    format!("{open}\n{}\n{}{close}", items.join(",\n"), " ".repeat(indent))
+}
+
+/// One-line JSON with `", "` and `": "` separators.
+fn compact_json(value: &Value) -> String {
+    match value {
+        Value::Array(items) => format!("[{}]", items.iter().map(compact_json).collect::<Vec<_>>().join(", ")),
+        Value::Object(map) => format!(
+            "{{{}}}",
+            map.iter()
+                .map(|(k, v)| format!("{}: {}", compact_json(&Value::String(k.clone())), compact_json(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        scalar => scalar.to_string(),
+    }
+}
+
+/// TOML has no null: name the first variable holding one (at any depth).
+fn check_no_null(table: &str, vars: &Variables) -> Result<(), String> {
+    let mut stack: Vec<(String, &Value)> = vars.iter().map(|(k, v)| (k.clone(), v)).collect();
+    while let Some((path, value)) = stack.pop() {
+        match value {
+            Value::Null => return Err(format!("{table}: `{path}` is null, which TOML cannot hold")),
+            Value::Array(items) => stack.extend(items.iter().enumerate().map(|(i, v)| (format!("{path}[{i}]"), v))),
+            Value::Object(map) => stack.extend(map.iter().map(|(k, v)| (format!("{path}.{k}"), v))),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+static NEXT_TEMP: AtomicUsize = AtomicUsize::new(0);
+
+/// Writes `text` to `path` through a temporary file in the same directory and a rename.
+pub(super) fn write_atomic(path: &Path, text: &str) -> Result<(), PromptError> {
+    let fail = |message: String| PromptError::Write { path: path.to_path_buf(), message };
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| fail("not a file name".into()))?.to_string_lossy().into_owned();
+    let permissions = std::fs::metadata(path).ok().map(|m| m.permissions());
+    for _ in 0..1000 {
+        let n = NEXT_TEMP.fetch_add(1, Ordering::Relaxed);
+        let temp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
+        let mut file = match OpenOptions::new().write(true).create_new(true).open(&temp) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(fail(format!("cannot create a temporary file in {}: {e}", dir.display()))),
+        };
+        let written = file
+            .write_all(text.as_bytes())
+            .and_then(|()| file.sync_all())
+            .and_then(|()| match &permissions {
+                Some(p) => std::fs::set_permissions(&temp, p.clone()),
+                None => Ok(()),
+            })
+            .and_then(|()| {
+                drop(file);
+                std::fs::rename(&temp, path)
+            });
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temp);
+            return Err(fail(e.to_string()));
+        }
+        // Make the rename itself durable where the platform allows syncing a directory.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        return Ok(());
+    }
+    Err(fail(format!("no free temporary file name in {}", dir.display())))
+}

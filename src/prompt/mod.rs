@@ -1,0 +1,6 @@
+//! Prompt files (TOML), template rendering, PtcRunner signatures and TrustGraph import/export.
+
+pub mod file;
+pub mod signature;
+pub mod template;
+pub mod trustgraph;

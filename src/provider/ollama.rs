@@ -1,0 +1,262 @@
+//! `ollama`: Ollama's native `/api/chat` NDJSON stream — `format` carries the JSON Schema (or `"json"`),
+//! `options.num_predict` the max tokens, `done_reason` the finish reason, eval counts the usage.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::snippet;
+use super::generate::{generate, Emit};
+use super::http::{self, guarded_body, media_type, HttpOptions, Target};
+use super::lines::ndjson_units;
+use super::modes::Ladder;
+use super::turn::Answer;
+use super::{ApiKey, Event, EventStream, FinishReason, Provider, ProviderError, Request, StructuredMode};
+
+/// The host used when neither a base URL nor `OLLAMA_HOST` is given.
+pub const DEFAULT_HOST: &str = "http://127.0.0.1:11434";
+const NAME: &str = "ollama";
+const OFFERED: &[StructuredMode] = &[StructuredMode::JsonSchema, StructuredMode::JsonObject, StructuredMode::None];
+
+/// An Ollama server.
+#[derive(Clone, Debug)]
+pub struct Ollama {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    host: String,
+    base_hint: &'static str,
+    key: Option<ApiKey>,
+    client: reqwest::Client,
+    options: HttpOptions,
+}
+
+/// `OLLAMA_HOST` as Ollama reads it: `host`, `host:port` or a URL; scheme `http` and port 11434 by default.
+pub fn normalize_host(host: &str) -> String {
+    let host = host.trim().trim_end_matches('/');
+    let (scheme, rest) = match host.split_once("://") {
+        Some((scheme, rest)) => (scheme, rest),
+        None => ("http", host),
+    };
+    let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+    let has_port = authority.rsplit_once(':').is_some_and(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
+        && !authority.ends_with(']');
+    let default_port = if scheme == "https" { 443 } else { 11434 };
+    let authority = match authority {
+        "" | "0.0.0.0" => format!("127.0.0.1:{default_port}"),
+        a if has_port => a.to_string(),
+        a => format!("{a}:{default_port}"),
+    };
+    let path = if path.is_empty() { String::new() } else { format!("/{path}") };
+    format!("{scheme}://{authority}{path}")
+}
+
+impl Ollama {
+    /// A provider for the server at `host` (see [`normalize_host`]); `key` for hosted Ollama.
+    pub fn new(host: &str, key: Option<ApiKey>, options: HttpOptions) -> Result<Self, ProviderError> {
+        Self::build(host, "the base URL given", key, options)
+    }
+
+    /// `host` if given, else `OLLAMA_HOST`, else the local default; the key from `OLLAMA_API_KEY`.
+    pub fn from_env(host: Option<&str>, options: HttpOptions) -> Result<Self, ProviderError> {
+        Self::from_lookup(host, |name| std::env::var(name).ok(), options)
+    }
+
+    /// [`Self::from_env`] reading variables through `lookup`.
+    pub fn from_lookup(
+        host: Option<&str>,
+        lookup: impl Fn(&str) -> Option<String>,
+        options: HttpOptions,
+    ) -> Result<Self, ProviderError> {
+        let env_host = lookup("OLLAMA_HOST").filter(|v| !v.trim().is_empty());
+        let (host, hint) = match (host, &env_host) {
+            (Some(host), _) => (host.to_string(), "--base-url"),
+            (None, Some(host)) => (host.clone(), "OLLAMA_HOST"),
+            (None, None) => (DEFAULT_HOST.to_string(), "the default; set OLLAMA_HOST or --base-url"),
+        };
+        Self::build(&host, hint, lookup("OLLAMA_API_KEY").and_then(ApiKey::new), options)
+    }
+
+    fn build(
+        host: &str,
+        base_hint: &'static str,
+        key: Option<ApiKey>,
+        options: HttpOptions,
+    ) -> Result<Self, ProviderError> {
+        let host = normalize_host(host);
+        let client = http::client(NAME, &host, &options)?;
+        Ok(Self { inner: Arc::new(Inner { host, base_hint, key, client, options }) })
+    }
+
+    /// The chat URL requests go to.
+    pub fn url(&self) -> String {
+        format!("{}/api/chat", self.inner.host)
+    }
+}
+
+impl Provider for Ollama {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn stream(&self, request: &Request) -> EventStream {
+        let inner = Arc::clone(&self.inner);
+        let request = request.clone();
+        let url = self.url();
+        generate(move |emit| async move { inner.run(&url, request, emit).await })
+    }
+}
+
+fn body(request: &Request) -> Value {
+    let messages: Vec<Value> =
+        request.messages.iter().map(|m| json!({"role": m.role.as_str(), "content": m.content})).collect();
+    let mut body = json!({"model": request.model, "messages": messages, "stream": true});
+    let mut options = serde_json::Map::new();
+    if let Some(max_tokens) = request.max_tokens {
+        options.insert("num_predict".into(), json!(max_tokens));
+    }
+    if let Some(temperature) = request.temperature {
+        options.insert("temperature".into(), json!(temperature));
+    }
+    if !request.stop.is_empty() {
+        options.insert("stop".into(), json!(request.stop));
+    }
+    if !options.is_empty() {
+        body["options"] = Value::Object(options);
+    }
+    match (request.structured, &request.schema) {
+        (StructuredMode::JsonSchema, Some(schema)) => body["format"] = schema.clone(),
+        (StructuredMode::JsonObject, _) => body["format"] = json!("json"),
+        _ => {}
+    }
+    body
+}
+
+impl Inner {
+    async fn run(&self, url: &str, request: Request, emit: Emit) {
+        let target = Target {
+            provider: NAME,
+            url,
+            key_var: "OLLAMA_API_KEY",
+            key: self.key.as_ref(),
+            model: &request.model,
+            base_hint: self.base_hint,
+        };
+        let ladder = Ladder::new(&request, NAME, OFFERED);
+        let sent = ladder.request_for(&request);
+        let payload = body(&sent).to_string();
+        let build = || {
+            let builder = self.client.post(url).header("content-type", "application/json").body(payload.clone());
+            match &self.key {
+                Some(key) => builder.bearer_auth(key.expose()),
+                None => builder,
+            }
+        };
+        let response = match target.send(build, &self.options, &emit).await {
+            Err(error) => return emit.send(Event::Error(error.redacted(self.key.as_ref()))),
+            Ok(Err((rejected, retries))) => {
+                let mut error = target.status_error(&rejected, retries);
+                if let ProviderError::Http { status: 404, hint, .. } = &mut error {
+                    if rejected.body.contains("not found") {
+                        *hint = Some(format!("Pull the model first: ollama pull {}", request.model));
+                    }
+                }
+                return emit.send(Event::Error(error));
+            }
+            Ok(Ok(response)) => response,
+        };
+        emit.send(Event::Mode(ladder.report()));
+        let mut answer = Answer::new(emit, &sent);
+        let outcome = match media_type(&response).as_str() {
+            "application/x-ndjson" | "application/json" | "" => read_stream(&mut answer, response, &self.options).await,
+            _ => Err(http::wrong_content_type(&target, response, "application/x-ndjson", &self.options).await),
+        };
+        match outcome {
+            Ok(()) => answer.end(),
+            Err(error) => answer.fail(error.redacted(self.key.as_ref())),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Line {
+    #[serde(default)]
+    message: Option<LineMessage>,
+    #[serde(default)]
+    done: bool,
+    #[serde(default)]
+    done_reason: Option<String>,
+    #[serde(default)]
+    prompt_eval_count: Option<u64>,
+    #[serde(default)]
+    eval_count: Option<u64>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct LineMessage {
+    #[serde(default)]
+    content: String,
+}
+
+async fn read_stream(
+    answer: &mut Answer,
+    response: reqwest::Response,
+    options: &HttpOptions,
+) -> Result<(), ProviderError> {
+    let mut units = ndjson_units(NAME, guarded_body(NAME, response, options));
+    while let Some(unit) = units.next().await {
+        let data = unit?.data;
+        let line: Line = serde_json::from_str(&data).map_err(|e| ProviderError::Malformed {
+            provider: NAME.to_string(),
+            what: "NDJSON line (expected a chat response object)".to_string(),
+            message: e.to_string(),
+            snippet: snippet(&data),
+        })?;
+        if let Some(error) = line.error {
+            let message = error.as_str().map_or_else(|| error.to_string(), str::to_string);
+            return Err(ProviderError::Server { provider: NAME.to_string(), message: snippet(&message) });
+        }
+        if let Some(message) = line.message {
+            answer.delta(&message.content);
+        }
+        if line.done {
+            answer.usage(line.prompt_eval_count, line.eval_count);
+            // Ollama before done_reason existed ended every finished answer with done: true.
+            answer.finish_reason(FinishReason::parse(line.done_reason.as_deref().unwrap_or("stop")));
+            break;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_read_as_ollama_reads_them() {
+        assert_eq!(normalize_host("127.0.0.1"), "http://127.0.0.1:11434");
+        assert_eq!(normalize_host("0.0.0.0"), "http://127.0.0.1:11434");
+        assert_eq!(normalize_host("example.com:8080"), "http://example.com:8080");
+        assert_eq!(normalize_host("https://example.com/ollama/"), "https://example.com:443/ollama");
+        assert_eq!(normalize_host("http://[::1]:9000"), "http://[::1]:9000");
+        assert_eq!(normalize_host("[::1]"), "http://[::1]:11434");
+    }
+
+    #[test]
+    fn the_schema_goes_in_format_and_max_tokens_in_num_predict() {
+        let schema = json!({"type":"object"});
+        let request = Request::new("llama3.2").user("u").max_tokens(7).stop(["x"]);
+        let strict = body(&request.clone().structured(StructuredMode::JsonSchema, Some(schema.clone())));
+        assert_eq!(strict["format"], schema);
+        assert_eq!(strict["options"], json!({"num_predict": 7, "stop": ["x"]}));
+        assert_eq!(body(&request.clone().structured(StructuredMode::JsonObject, None))["format"], json!("json"));
+        assert!(body(&request).get("format").is_none());
+    }
+}

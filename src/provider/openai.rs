@@ -1,0 +1,330 @@
+//! `openai`: any OpenAI-compatible server — SSE chat completions with usage asked for, structured
+//! modes with the json-schema → json-object → prompt fallback, and non-streamed answers understood.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::{body_message, snippet};
+use super::generate::{generate, Emit};
+use super::http::{self, guarded_body, media_type, read_text, HttpOptions, Rejected, Target};
+use super::modes::Ladder;
+use super::sse::{sse_units, Unit};
+use super::turn::Answer;
+use super::{ApiKey, Event, EventStream, FinishReason, Provider, ProviderError, Request, StructuredMode};
+
+/// The base URL used when none is given.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+const NAME: &str = "openai";
+const OFFERED: &[StructuredMode] = &[StructuredMode::JsonSchema, StructuredMode::JsonObject, StructuredMode::None];
+
+/// An OpenAI-compatible chat-completions server.
+#[derive(Clone, Debug)]
+pub struct OpenAi {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    base_url: String,
+    base_hint: &'static str,
+    key: Option<ApiKey>,
+    client: reqwest::Client,
+    options: HttpOptions,
+}
+
+impl OpenAi {
+    /// A provider for `base_url` (e.g. `http://127.0.0.1:8080/v1`), with an optional key.
+    pub fn new(base_url: &str, key: Option<ApiKey>, options: HttpOptions) -> Result<Self, ProviderError> {
+        Self::build(base_url, "the base URL given", key, options)
+    }
+
+    /// A provider configured as OpenAI's tools are: `base_url` if given, else `OPENAI_BASE_URL`, else
+    /// OpenAI's own; the key from `OPENAI_API_KEY`. OpenAI's own URL without a key is an error.
+    pub fn from_env(base_url: Option<&str>, options: HttpOptions) -> Result<Self, ProviderError> {
+        Self::from_lookup(base_url, |name| std::env::var(name).ok(), options)
+    }
+
+    /// [`Self::from_env`] reading variables through `lookup`.
+    pub fn from_lookup(
+        base_url: Option<&str>,
+        lookup: impl Fn(&str) -> Option<String>,
+        options: HttpOptions,
+    ) -> Result<Self, ProviderError> {
+        let from_env = lookup("OPENAI_BASE_URL").filter(|v| !v.trim().is_empty());
+        let (base, hint) = match (base_url, &from_env) {
+            (Some(url), _) => (url.to_string(), "--base-url"),
+            (None, Some(url)) => (url.clone(), "OPENAI_BASE_URL"),
+            (None, None) => (DEFAULT_BASE_URL.to_string(), "the default; set OPENAI_BASE_URL or --base-url"),
+        };
+        let key = lookup("OPENAI_API_KEY").and_then(ApiKey::new);
+        if key.is_none() && base.trim_end_matches('/') == DEFAULT_BASE_URL {
+            let message =
+                format!("no API key for {DEFAULT_BASE_URL}: set OPENAI_API_KEY, or --base-url for a local server");
+            return Err(ProviderError::Config { provider: NAME.to_string(), message });
+        }
+        Self::build(&base, hint, key, options)
+    }
+
+    fn build(
+        base_url: &str,
+        base_hint: &'static str,
+        key: Option<ApiKey>,
+        options: HttpOptions,
+    ) -> Result<Self, ProviderError> {
+        let base_url = base_url.trim().trim_end_matches('/').to_string();
+        let client = http::client(NAME, &base_url, &options)?;
+        Ok(Self { inner: Arc::new(Inner { base_url, base_hint, key, client, options }) })
+    }
+
+    /// The chat-completions URL requests go to.
+    pub fn url(&self) -> String {
+        format!("{}/chat/completions", self.inner.base_url)
+    }
+}
+
+impl Provider for OpenAi {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn stream(&self, request: &Request) -> EventStream {
+        let inner = Arc::clone(&self.inner);
+        let request = request.clone();
+        let url = self.url();
+        generate(move |emit| async move { inner.run(&url, request, emit).await })
+    }
+}
+
+/// The JSON body of a streaming chat-completions request.
+fn body(request: &Request, include_usage: bool) -> Value {
+    let messages: Vec<Value> =
+        request.messages.iter().map(|m| json!({"role": m.role.as_str(), "content": m.content})).collect();
+    let mut body = json!({"messages": messages, "stream": true});
+    if !request.model.is_empty() {
+        body["model"] = json!(request.model);
+    }
+    if include_usage {
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    if let Some(max_tokens) = request.max_tokens {
+        body["max_tokens"] = json!(max_tokens);
+    }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if !request.stop.is_empty() {
+        body["stop"] = json!(request.stop);
+    }
+    match (request.structured, &request.schema) {
+        (StructuredMode::JsonSchema, Some(schema)) => {
+            body["response_format"] =
+                json!({"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": schema}});
+        }
+        (StructuredMode::JsonObject, _) => body["response_format"] = json!({"type": "json_object"}),
+        _ => {}
+    }
+    body
+}
+
+/// Whether a rejection is about `field` (a 4xx/5xx whose message names it).
+fn rejects(rejected: &Rejected, fields: &[&str]) -> bool {
+    let body = rejected.body.to_ascii_lowercase();
+    matches!(rejected.status, 400 | 422 | 500 | 501) && fields.iter().any(|f| body.contains(f))
+}
+
+impl Inner {
+    async fn run(&self, url: &str, request: Request, emit: Emit) {
+        let target = Target {
+            provider: NAME,
+            url,
+            key_var: "OPENAI_API_KEY",
+            key: self.key.as_ref(),
+            model: &request.model,
+            base_hint: self.base_hint,
+        };
+        let mut ladder = Ladder::new(&request, NAME, OFFERED);
+        let mut include_usage = true;
+        let (response, sent) = loop {
+            let sent = ladder.request_for(&request);
+            let payload = body(&sent, include_usage).to_string();
+            let build = || {
+                let builder = self.client.post(url).header("content-type", "application/json").body(payload.clone());
+                match &self.key {
+                    Some(key) => builder.bearer_auth(key.expose()),
+                    None => builder,
+                }
+            };
+            match target.send(build, &self.options, &emit).await {
+                Err(error) => return emit.send(Event::Error(error.redacted(self.key.as_ref()))),
+                Ok(Ok(response)) => break (response, sent),
+                Ok(Err((rejected, _))) if include_usage && rejects(&rejected, &["stream_options"]) => {
+                    include_usage = false
+                }
+                Ok(Err((rejected, retries))) => {
+                    let mode = ladder.current();
+                    let rejected_mode = mode != StructuredMode::None
+                        && rejects(&rejected, &["response_format", "json_schema", "json_object"]);
+                    let reason = format!(
+                        "the server rejected {mode} (HTTP {}: {})",
+                        rejected.status,
+                        body_message(&rejected.body)
+                    );
+                    if !(rejected_mode && ladder.step_down(reason)) {
+                        return emit.send(Event::Error(target.status_error(&rejected, retries)));
+                    }
+                }
+            }
+        };
+        emit.send(Event::Mode(ladder.report()));
+        let mut answer = Answer::new(emit, &sent);
+        let outcome = match media_type(&response).as_str() {
+            "text/event-stream" | "" => read_stream(&mut answer, response, &self.options).await,
+            "application/json" => read_whole(&mut answer, response, &self.options).await,
+            _ => Err(http::wrong_content_type(&target, response, "text/event-stream", &self.options).await),
+        };
+        match outcome {
+            Ok(()) => answer.end(),
+            Err(error) => answer.fail(error.redacted(self.key.as_ref())),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<TokenUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    index: u32,
+    #[serde(default)]
+    delta: Option<Content>,
+    #[serde(default)]
+    message: Option<Content>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Content {
+    #[serde(default)]
+    content: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TokenUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+}
+
+/// Applies one chunk (streamed or whole) to the answer.
+fn apply(answer: &mut Answer, chunk: Chunk) -> Result<(), ProviderError> {
+    if let Some(error) = chunk.error {
+        return Err(ProviderError::Server {
+            provider: NAME.to_string(),
+            message: body_message(&json!({"error": error}).to_string()),
+        });
+    }
+    if let Some(usage) = chunk.usage {
+        answer.usage(usage.prompt_tokens, usage.completion_tokens);
+    }
+    for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+        if let Some(text) = choice.delta.or(choice.message).and_then(|c| c.content) {
+            answer.delta(&text);
+        }
+        if let Some(reason) = choice.finish_reason {
+            answer.finish_reason(FinishReason::parse(&reason));
+        }
+    }
+    Ok(())
+}
+
+fn parse_chunk(text: &str, what: &str) -> Result<Chunk, ProviderError> {
+    serde_json::from_str(text).map_err(|e| ProviderError::Malformed {
+        provider: NAME.to_string(),
+        what: what.to_string(),
+        message: e.to_string(),
+        snippet: snippet(text),
+    })
+}
+
+async fn read_stream(
+    answer: &mut Answer,
+    response: reqwest::Response,
+    options: &HttpOptions,
+) -> Result<(), ProviderError> {
+    let mut units = sse_units(NAME, guarded_body(NAME, response, options));
+    while let Some(unit) = units.next().await {
+        let Unit { data, .. } = unit?;
+        if data.trim() == "[DONE]" {
+            break;
+        }
+        apply(answer, parse_chunk(&data, "SSE event (expected a chat.completion.chunk)")?)?;
+    }
+    Ok(())
+}
+
+/// A server that ignored `stream: true` and sent one chat.completion.
+async fn read_whole(
+    answer: &mut Answer,
+    response: reqwest::Response,
+    options: &HttpOptions,
+) -> Result<(), ProviderError> {
+    let text = read_text(response, options, options.max_line_bytes).await;
+    apply(answer, parse_chunk(&text, "chat.completion (the server did not stream)")?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_carry_every_setting_and_the_mode() {
+        let schema = json!({"type":"object"});
+        let request = Request::new("m").system("s").user("u").max_tokens(9).temperature(0.0).stop(["\n\n"]);
+        let plain = body(&request, true);
+        assert_eq!(plain["stream_options"], json!({"include_usage": true}));
+        assert_eq!((plain["max_tokens"].clone(), plain["temperature"].clone()), (json!(9), json!(0.0)));
+        assert_eq!(plain["messages"][1], json!({"role":"user","content":"u"}));
+        assert!(plain.get("response_format").is_none());
+        let strict = body(&request.clone().structured(StructuredMode::JsonSchema, Some(schema.clone())), false);
+        assert_eq!(strict["response_format"]["json_schema"]["schema"], schema);
+        assert_eq!(strict["response_format"]["json_schema"]["strict"], json!(true));
+        assert!(strict.get("stream_options").is_none());
+        let object = body(&request.structured(StructuredMode::JsonObject, Some(schema)), true);
+        assert_eq!(object["response_format"], json!({"type":"json_object"}));
+        assert!(body(&Request::new("").user("u"), true).get("model").is_none());
+    }
+
+    #[test]
+    fn the_default_url_needs_a_key_but_a_local_one_does_not() {
+        let none = |_: &str| None;
+        let error = OpenAi::from_lookup(None, none, HttpOptions::default()).unwrap_err();
+        assert!(error.to_string().contains("set OPENAI_API_KEY"), "{error}");
+        let local = OpenAi::from_lookup(Some("http://127.0.0.1:9/v1/"), none, HttpOptions::default()).unwrap();
+        assert_eq!(local.url(), "http://127.0.0.1:9/v1/chat/completions");
+        let env = |name: &str| (name == "OPENAI_BASE_URL").then(|| "http://localhost:1/v1".to_string());
+        assert_eq!(
+            OpenAi::from_lookup(None, env, HttpOptions::default()).unwrap().url(),
+            "http://localhost:1/v1/chat/completions"
+        );
+        let bad = OpenAi::new("not a url", None, HttpOptions::default()).unwrap_err();
+        assert!(bad.to_string().contains("\"not a url\" is not a URL"), "{bad}");
+    }
+
+    #[test]
+    fn debug_output_hides_the_key() {
+        let key = ApiKey::new("sk-very-secret").unwrap();
+        let provider = OpenAi::new("http://127.0.0.1:9/v1", Some(key), HttpOptions::default()).unwrap();
+        assert!(!format!("{provider:?}").contains("sk-very-secret"));
+    }
+}

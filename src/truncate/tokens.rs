@@ -1,0 +1,48 @@
+//! Token positions in text with no recorded chunks, from a real BPE tokenizer (o200k, via tiktoken-rs).
+
+/// Byte offsets in `text` where each o200k token ends, in order; the last is `text.len()`.
+///
+/// A token that ends inside a UTF-8 character (BPE works on bytes) ends at the start of that character
+/// instead, as a stream holds back the bytes of a split character until it is whole.
+pub fn o200k_token_ends(text: &str) -> Vec<usize> {
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    let mut end = 0;
+    let mut ends = Vec::new();
+    for token in bpe.encode_ordinary(text) {
+        end += bpe.decode_bytes(&[token]).map_or(0, |bytes| bytes.len());
+        let mut at = end.min(text.len());
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        ends.push(at);
+    }
+    ends
+}
+
+/// How many o200k tokens `text` is, for usage estimates where a provider sends none.
+pub fn count_o200k(text: &str) -> usize {
+    tiktoken_rs::o200k_base_singleton().encode_ordinary(text).len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_ends_cover_the_text_and_are_char_boundaries() {
+        let text = "{\"entity\": \"DNA\", \"definition\": \"分子 🧬 carrying 12345\"}\n";
+        let ends = o200k_token_ends(text);
+        assert_eq!(ends.last(), Some(&text.len()));
+        assert!(ends.windows(2).all(|w| w[0] <= w[1]));
+        assert!(ends.iter().all(|&e| text.is_char_boundary(e)));
+        // A real BPE: far fewer tokens than characters, more than whitespace words.
+        assert!(ends.len() < text.chars().count());
+        assert!(ends.len() > text.split_whitespace().count());
+        assert_eq!(count_o200k(text), ends.len());
+    }
+
+    #[test]
+    fn empty_text_has_no_tokens() {
+        assert!(o200k_token_ends("").is_empty());
+    }
+}
