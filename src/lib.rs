@@ -5,12 +5,15 @@
 //! - [`output`]: one incremental parser per response type (`text`, `json`, `jsonl`) under four profiles.
 //! - [`schema`]: JSON Schema compiled once, validation with failing paths, union branches, lint.
 //! - [`truncate`]: transcripts, cut positions (char, token, chunk) and one-pass truncation sweeps.
+//! - [`provider`]: streaming providers (OpenAI-compatible, Ollama, Anthropic, replay), one event stream.
+//! - [`run`]: the run engine (live parsing, retry with feedback), run records and the history.
 //! - [`cli`]: the headless subcommands; JSON on stdout, logs on stderr.
 
 pub mod cli;
 pub mod output;
 pub mod prompt;
 pub mod provider;
+pub mod run;
 pub mod safe_text;
 pub mod schema;
 pub mod truncate;

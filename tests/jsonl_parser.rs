@@ -194,6 +194,68 @@ proptest! {
             }
         }
     }
+
+    #[test]
+    fn the_pending_tail_is_what_the_report_adds_at_every_prefix(text in prop_oneof![answer(), fenced_answer(), valid_answer().prop_map(|(text, _)| text)], asks in proptest::collection::vec(any::<bool>(), 1..16), checked: bool) {
+        for profile in PROFILES {
+            let mut streamed = parser(profile, checked);
+            let mut asked: Option<(u64, Vec<Value>)> = None;
+            for (index, (at, character)) in text.char_indices().enumerate() {
+                streamed.feed(character.encode_utf8(&mut [0; 4]));
+                // Asking at some cuts only: the version must also cover text fed between two looks.
+                if !asks[index % asks.len()] {
+                    continue;
+                }
+                let version = streamed.pending_version();
+                let open = streamed.pending_is_open();
+                let pending = streamed.pending_items();
+                let mut items = streamed.items().to_vec();
+                items.extend(pending.iter().cloned());
+                prop_assert_eq!(&jsonl(streamed.report()).items, &items, "{:?} at {}", profile, at);
+                if let Some((before, before_items)) = &asked {
+                    if *before == version {
+                        prop_assert_eq!(before_items, &pending);
+                    }
+                }
+                if open {
+                    let ends_inside = text[..at + character.len_utf8()].rsplit('\n').next().is_some_and(|line| line.contains(['"', '{', '[']));
+                    prop_assert!(ends_inside, "open without a quote or bracket on the line");
+                }
+                asked = Some((version, pending));
+            }
+        }
+    }
+
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_big_answer_fed_whole_gives_the_report_of_small_chunks(base in prop_oneof![answer(), fenced_answer(), valid_answer().prop_map(|(text, _)| text)], offset in 0usize..64, checked: bool) {
+        // Fed whole, the complete lines are judged on every core; in 4 KiB chunks, one after another.
+        let base = format!("{base}\n");
+        let lines_per_copy = base.matches('\n').count();
+        let copies = (4500 / lines_per_copy).max(70_000 / base.len()) + 1;
+        let text = format!("{}{}", "x\n".repeat(offset), base.repeat(copies));
+        for profile in PROFILES {
+            let mut whole = parser(profile, checked);
+            whole.feed(&text);
+            let mut chunked = parser(profile, checked);
+            let mut from = 0;
+            while from < text.len() {
+                let mut to = (from + 4096).min(text.len());
+                while !text.is_char_boundary(to) {
+                    to += 1;
+                }
+                chunked.feed(&text[from..to]);
+                from = to;
+            }
+            prop_assert_eq!(whole.lines(), chunked.lines());
+            prop_assert_eq!(whole.items(), chunked.items());
+            prop_assert_eq!(jsonl(whole.report()), jsonl(chunked.report()));
+        }
+    }
 }
 
 #[test]
@@ -235,5 +297,81 @@ fn deep_nesting_fed_in_chunks_gives_a_verdict_not_an_overflow() {
         let report = jsonl(parser.report());
         assert_eq!(report.items.last(), Some(&json!({"ok": 1})), "{profile:?}");
         assert!(report.summary.invalid_json >= 1, "{profile:?}");
+    }
+}
+
+#[test]
+#[ignore]
+fn zz_throughput_harness() {
+    use tunebench::cli::bench::{union_jsonl, union_schema};
+    let schema: Arc<dyn Check> = Arc::new(tunebench::schema::CompiledSchema::compile(&union_schema()).unwrap());
+    let lines: usize = std::env::var("LINES").ok().and_then(|r| r.parse().ok()).unwrap_or(100_000);
+    let answer = union_jsonl(lines);
+    let mode = std::env::var("MODE").unwrap_or_default();
+    let reps: usize = std::env::var("REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(5);
+    let cpu = || -> f64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+        stat.split_whitespace().next().and_then(|ns| ns.parse::<f64>().ok()).unwrap_or(0.0) / 1e9
+    };
+    for _ in 0..reps {
+        let start = std::time::Instant::now();
+        let cpu_start = cpu();
+        match mode.as_str() {
+            "baseline" => {
+                let valid = answer
+                    .lines()
+                    .filter(|line| serde_json::from_str::<Value>(line).is_ok_and(|v| schema.check(&v).is_ok()))
+                    .count();
+                assert!(valid > 0);
+            }
+            "none" => {}
+            "keep" => {
+                let kept: Vec<Value> =
+                    answer.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()).collect();
+                assert!(kept.len() > 1);
+            }
+            "keepcheck" => {
+                let kept: Vec<(Value, Option<String>)> = answer
+                    .lines()
+                    .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                    .filter_map(|v| schema.check(&v).ok().map(|b| (v, b)))
+                    .collect();
+                assert!(kept.len() > 1);
+            }
+            "check" => {
+                let values: Vec<Value> =
+                    answer.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()).collect();
+                let start = std::time::Instant::now();
+                let valid = values.iter().filter(|v| schema.check(v).is_ok()).count();
+                eprintln!("check only: {:.0} lines/s", lines as f64 / start.elapsed().as_secs_f64());
+                assert!(valid > 1);
+            }
+            "parse" => {
+                let valid = answer.lines().filter(|line| serde_json::from_str::<Value>(line).is_ok()).count();
+                assert!(valid > 0);
+            }
+            "streamed" => {
+                let mut parser = JsonlParser::new(Profile::Lenient, Some(schema.clone()));
+                for chunk in answer.as_bytes().chunks(16) {
+                    parser.feed(std::str::from_utf8(chunk).unwrap());
+                }
+                assert_eq!(jsonl(parser.report()).lines.len(), lines);
+            }
+            "feed" => {
+                let mut parser = JsonlParser::new(Profile::Lenient, Some(schema.clone()));
+                parser.feed(&answer);
+                assert_eq!(parser.lines().len(), lines);
+            }
+            _ => {
+                let mut parser = JsonlParser::new(Profile::Lenient, Some(schema.clone()));
+                parser.feed(&answer);
+                assert_eq!(jsonl(parser.report()).lines.len(), lines);
+            }
+        }
+        eprintln!(
+            "{mode}: {:.0} lines/s wall, {:.0} lines/s cpu",
+            lines as f64 / start.elapsed().as_secs_f64(),
+            lines as f64 / (cpu() - cpu_start)
+        );
     }
 }

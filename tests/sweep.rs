@@ -106,6 +106,40 @@ fn dress() -> impl proptest::strategy::Strategy<Value = Dress> {
         })
 }
 
+/// JSON text no `Value` serialises to: repeated keys, numbers spelled `1.50`, `-0`, `1e2`, escapes and
+/// surrogate pairs, a lone high surrogate, trailing commas.
+fn raw_value() -> impl proptest::strategy::Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just("null"),
+        Just("true"),
+        Just("false"),
+        Just("1.50"),
+        Just("-0"),
+        Just("0.0"),
+        Just("1e2"),
+        Just("12"),
+        Just("-1.5E-3"),
+        Just("\"x\""),
+        Just("\"a\\u00e9\\ud83d\\ude00\\n\""),
+        Just("\"\\ud83d\""),
+        Just("\"\""),
+    ]
+    .prop_map(String::from);
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            (prop::collection::vec(inner.clone(), 0..4), any::<bool>()).prop_map(|(values, comma)| format!(
+                "[{}{}]",
+                values.join(", "),
+                if comma && !values.is_empty() { "," } else { "" }
+            )),
+            prop::collection::vec(("[ab]", inner), 0..4).prop_map(|pairs| {
+                let pairs: Vec<String> = pairs.iter().map(|(key, value)| format!("\"{key}\": {value}")).collect();
+                format!("{{{}}}", pairs.join(", "))
+            }),
+        ]
+    })
+}
+
 fn array_answer(items: &[Value], dress: &Dress) -> String {
     let value = if dress.wrapped { json!({ "items": items }) } else { Value::Array(items.to_vec()) };
     let body = if dress.pretty {
@@ -175,6 +209,28 @@ proptest! {
             assert_sweep_matches(&answer, &cuts, profile, None);
         }
         assert_sweep_matches(&answer, &cuts, Profile::Trustgraph, Some(Arc::new(HasA)));
+    }
+
+    #[test]
+    fn sweep_equals_reparse_for_raw_json_text(
+        items in prop::collection::vec(raw_value(), 0..5),
+        pretty in any::<bool>(),
+        lines in any::<bool>(),
+        dress in dress(),
+    ) {
+        let separator = match (lines, pretty) {
+            (true, _) => "\n",
+            (false, true) => ",\n  ",
+            (false, false) => ",",
+        };
+        let body = items.join(separator);
+        let body = if lines { body } else { format!("[{body}]") };
+        let answer = dressed(body, &dress);
+        let cuts = every_char_cut(&answer);
+        for profile in PROFILES {
+            assert_sweep_matches(&answer, &cuts, profile, None);
+        }
+        assert_sweep_matches(&answer, &cuts, Profile::Lenient, Some(Arc::new(HasA)));
     }
 
     #[test]

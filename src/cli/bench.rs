@@ -41,6 +41,11 @@ pub struct Figures {
     pub baseline_lines_per_s: f64,
     pub jsonl_vs_baseline: f64,
     pub sweep: SweepFigures,
+    /// Time to first token added by tunebench's openai provider over a raw HTTP client, both against the
+    /// same in-process server replaying a recorded stream.
+    pub ttft: crate::provider::bench::TtftFigures,
+    /// A 100k-chunk transcript replayed through the run engine with live parsing, in chunks per second.
+    pub replay_chunks_per_s: f64,
 }
 
 /// The sweep's cost against one full parse, and how it grows with the answer.
@@ -97,6 +102,8 @@ fn measure(args: &BenchArgs) -> anyhow::Result<Figures> {
         baseline_lines_per_s: per_s(baseline),
         jsonl_vs_baseline: baseline.as_secs_f64() / whole.as_secs_f64(),
         sweep: measure_sweep(args)?,
+        ttft: crate::provider::bench::ttft_added_blocking(200)?,
+        replay_chunks_per_s: crate::run::bench::replay_throughput(100_000)?,
     })
 }
 
@@ -141,7 +148,11 @@ fn human(f: &Figures) -> String {
          \x20 tunebench / baseline  {:>12.2}×\n\
          truncation sweep, every token cut under json, json-repair and jsonl:\n\
          \x20 {} items, {} tokens: full parse {:.2} ms, sweep {:.2} ms → {:.2}× one full parse\n\
-         \x20 10× longer ({} tokens): sweep {:.2} ms → {:.2}× the 1× sweep (linear = 10)\n",
+         \x20 10× longer ({} tokens): sweep {:.2} ms → {:.2}× the 1× sweep (linear = 10)\n\
+         time to first token added over a raw HTTP client (same in-process server, median of {} runs):\n\
+         \x20 {:.0} µs (raw {:.0} µs, tunebench {:.0} µs)\n\
+         replay of a 100k-chunk transcript through the run engine with live parsing:\n\
+         \x20 {:.0} chunks/s\n",
         f.jsonl_lines,
         f.jsonl_lines_per_s,
         f.jsonl_streamed_lines_per_s,
@@ -155,6 +166,11 @@ fn human(f: &Figures) -> String {
         s.tokens_10x,
         s.sweep_10x_ms,
         s.growth_10x,
+        f.ttft.runs,
+        f.ttft.added_median_us,
+        f.ttft.raw_median_us,
+        f.ttft.tunebench_median_us,
+        f.replay_chunks_per_s,
     )
 }
 

@@ -59,7 +59,7 @@ impl ParseOptions {
             self.response_type.or(prompt.as_ref().map(|p| p.response_type)).unwrap_or(ResponseType::Jsonl);
         let profile = self.profile.or(prompt.as_ref().and_then(|p| p.profile)).unwrap_or_default();
         let checks = if let Some(path) = &self.schema {
-            Checks::Schema(load_schema(path)?)
+            Checks::Schema(Box::new(load_schema(path)?))
         } else if let Some(src) = &self.signature {
             Checks::Signature(signature_check(src, "--signature")?)
         } else if let (Some(prompt), Some(path)) = (&prompt, &self.prompt) {
@@ -83,7 +83,7 @@ type SharedCheck = Arc<dyn Check>;
 /// What an answer can be checked against, before it is split into answer and item checks.
 enum Checks {
     None,
-    Schema(CompiledSchema),
+    Schema(Box<CompiledSchema>),
     Signature(Signature),
 }
 
@@ -93,7 +93,7 @@ impl Checks {
         match self {
             Checks::None => (None, None),
             Checks::Schema(schema) => {
-                let schema: Arc<CompiledSchema> = Arc::new(schema);
+                let schema: Arc<CompiledSchema> = Arc::from(schema);
                 let item: Option<Arc<dyn Check>> = match response_type {
                     ResponseType::Json => {
                         schema.item_schema().and_then(Result::ok).map(|s| Arc::new(s) as Arc<dyn Check>)
@@ -132,7 +132,7 @@ fn prompt_checks(prompt: &PromptFile, path: &Path) -> anyhow::Result<Checks> {
     };
     let compiled =
         CompiledSchema::compile(&schema).with_context(|| format!("the schema of prompt {}", path.display()))?;
-    Ok(Checks::Schema(compiled))
+    Ok(Checks::Schema(Box::new(compiled)))
 }
 
 fn signature_check(src: &str, origin: &str) -> anyhow::Result<Signature> {

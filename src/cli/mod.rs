@@ -7,6 +7,7 @@ pub mod export;
 pub mod import;
 pub mod input;
 pub mod parse;
+pub mod run;
 pub mod signature;
 pub mod truncate;
 
@@ -37,6 +38,8 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Measure this machine's speed figures (parse, validate, sweep).
     Bench(bench::BenchArgs),
+    /// Run a prompt against a model: stream the answer, validate it, retry with feedback, record the run.
+    Run(Box<run::RunArgs>),
 }
 
 /// Runs one subcommand; an `Err` is a usage or input error (exit 2).
@@ -48,6 +51,7 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
         Command::Import(args) => import::run(args),
         Command::Export(args) => export::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Run(args) => run::run(args),
     }
 }
 

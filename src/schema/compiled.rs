@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use self::dispatch::Dispatch;
 use super::{Check, SchemaIssue};
 
 /// Longest message kept for one issue: a message quotes the failing instance, which may be huge.
@@ -31,6 +32,8 @@ pub struct CompiledSchema {
     /// For a list schema whose items are a union: where the items are and their own compiled schema,
     /// so an item's issues point at its failing field rather than at "not valid under any of the schemas".
     union_items: Option<(&'static str, Box<CompiledSchema>)>,
+    /// For a union discriminated by `type` consts: the branch an object names (see `dispatch.rs`).
+    dispatch: Option<Dispatch>,
 }
 
 impl std::fmt::Debug for CompiledSchema {
@@ -60,7 +63,8 @@ impl CompiledSchema {
             })
             .collect::<Option<Vec<_>>>()
             .unwrap_or_default();
-        let mut compiled = Self { source: schema.clone(), validator, branches, union_items: None };
+        let dispatch = Dispatch::of(schema).filter(|_| !branches.is_empty());
+        let mut compiled = Self { source: schema.clone(), validator, branches, union_items: None, dispatch };
         let items_at = if compiled.source.get("type") == Some(&Value::from("array")) { "" } else { "/items" };
         if let Some(Ok(items)) = compiled.item_schema() {
             if !items.branches.is_empty() {
@@ -144,6 +148,22 @@ impl CompiledSchema {
 
 impl Check for CompiledSchema {
     fn check(&self, value: &Value) -> Result<Option<String>, Vec<SchemaIssue>> {
+        if let (Some(dispatch), Some(Value::String(tag))) =
+            (&self.dispatch, value.as_object().and_then(|o| o.get("type")))
+        {
+            // Only the branch `tag` names can accept the object: its verdict is the whole schema's.
+            return match dispatch.branch(tag).and_then(|index| self.branches.get(index)) {
+                Some(branch) if branch.validator.is_valid(value) => Ok(Some(branch.name.clone())),
+                _ => Err(self.issues(value)),
+            };
+        }
+        self.check_whole(value)
+    }
+}
+
+impl CompiledSchema {
+    /// The check against the whole schema, the union's branches all tried.
+    fn check_whole(&self, value: &Value) -> Result<Option<String>, Vec<SchemaIssue>> {
         if self.validator.is_valid(value) {
             Ok(self.matched_branch(value))
         } else {
@@ -212,5 +232,6 @@ fn with_definitions(document: &Value, sub: &Value) -> Value {
     sub
 }
 
+mod dispatch;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,10 @@
 //! Builds the value a [`Scanner`] reads, without recursion, keeping the answer's items (the root
 //! array's elements, or those of the root object's `"items"` array, PtcRunner's list wrapper) in a
 //! list of their own so a sweep can count them as they complete; materialises the repaired value.
+//!
+//! For the truncation sweep it also keeps a content clock ([`Builder::clock`]: every value start and
+//! every piece of a value string ticks it), counts duplicate keys, and marks where each item completed
+//! ([`ItemMark`]): a cut whose clock equals its item's end mark lacks nothing of that item.
 
 use serde_json::{Map, Number, Value};
 
@@ -43,6 +47,19 @@ pub struct Builder {
     /// The root object got a second `"items"` key: items no longer follow the container.
     irregular: bool,
     trailing_commas: Vec<usize>,
+    clock: u64,
+    dups: u64,
+    last_start: usize,
+    marks: Vec<ItemMark>,
+}
+
+/// The content clock and duplicate-key count when an item completed (one per item of [`Builder::items`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ItemMark {
+    /// Where the item starts.
+    pub start: usize,
+    pub clock: u64,
+    pub dups: u64,
 }
 
 impl Builder {
@@ -62,6 +79,10 @@ impl Builder {
             open_start: None,
             irregular: false,
             trailing_commas: Vec::new(),
+            clock: 0,
+            dups: 0,
+            last_start: 0,
+            marks: Vec::new(),
         }
     }
 
@@ -77,6 +98,35 @@ impl Builder {
 
     pub fn take_items(&mut self) -> Vec<Value> {
         std::mem::take(&mut self.items)
+    }
+
+    /// Where each item of [`Builder::items`] completed.
+    pub fn marks(&self) -> &[ItemMark] {
+        &self.marks
+    }
+
+    pub fn take_marks(&mut self) -> Vec<ItemMark> {
+        std::mem::take(&mut self.marks)
+    }
+
+    /// Ticks at every value start and every piece of a value string: while it stands still, the
+    /// repaired value gains nothing (only closing brackets, blanks, keys, number digits can pass).
+    pub fn clock(&self) -> u64 {
+        self.clock
+    }
+
+    /// How many times an object key was given a second value.
+    pub fn dups(&self) -> u64 {
+        self.dups
+    }
+
+    /// Where the last value started (for a number in progress: where the number starts).
+    pub fn last_start(&self) -> usize {
+        self.last_start
+    }
+
+    fn mark(&self) -> ItemMark {
+        ItemMark { start: self.open_start.unwrap_or(usize::MAX), clock: self.clock, dups: self.dups }
     }
 
     pub fn done(&self) -> bool {
@@ -132,12 +182,22 @@ impl Builder {
         if self.done {
             return self.root();
         }
-        let mut current = match scanner.open_token() {
-            OpenToken::ValueString { .. } => Some(Value::String(self.text.clone())),
-            OpenToken::Number { valid: true } => parse_number(scanner.number_text()),
-            _ => None,
-        };
-        for (depth, frame) in self.frames.iter().enumerate().rev() {
+        self.close_frames(0, open_token_value(&self.text, scanner))
+    }
+
+    /// The item in progress as a repair at the scanner's position gives it (what [`Builder::materialise`]
+    /// would hold in that item's place), `None` when nothing is kept or no item is in progress.
+    pub fn materialise_item(&self, scanner: &Scanner) -> Option<Value> {
+        let open = self.open_item(scanner)?;
+        match self.mode {
+            Mode::Single => self.materialise(scanner),
+            Mode::Items => self.close_frames(open.depth, open_token_value(&self.text, scanner)),
+        }
+    }
+
+    /// Closes the frames from `from` on around `current` (the kept token in progress, if any).
+    fn close_frames(&self, from: usize, mut current: Option<Value>) -> Option<Value> {
+        for (depth, frame) in self.frames.iter().enumerate().skip(from).rev() {
             current = Some(match frame {
                 Frame::Array(values) => {
                     let mut values = values.clone();
@@ -167,10 +227,14 @@ impl Builder {
     fn attach(&mut self, value: Value) {
         match self.frames.last_mut() {
             None => {
+                let mark = self.mark();
                 self.done = true;
                 self.open_start = None;
                 match (self.mode, self.in_object) {
-                    (Mode::Single, _) => self.items.push(value),
+                    (Mode::Single, _) => {
+                        self.items.push(value);
+                        self.marks.push(mark);
+                    }
                     (Mode::Items, true) => self.shell = Some(value),
                     (Mode::Items, false) => {}
                 }
@@ -178,11 +242,14 @@ impl Builder {
             Some(Frame::Array(values)) => values.push(value),
             Some(Frame::Object(map, key)) => {
                 if let Some(key) = key.take() {
-                    map.insert(key, value);
+                    if map.insert(key, value).is_some() {
+                        self.dups += 1;
+                    }
                 }
             }
             Some(Frame::Items) => {
                 self.items.push(value);
+                self.marks.push(self.mark());
                 self.open_start = None;
             }
         }
@@ -193,12 +260,22 @@ impl Builder {
         self.irregular = true;
         if self.mode == Mode::Items {
             let items = std::mem::take(&mut self.items);
+            self.marks.clear();
             if let Some(Frame::Object(map, _)) = self.frames.first_mut() {
                 map.insert("items".into(), Value::Array(items));
             }
             self.mode = Mode::Single;
             self.in_object = false;
         }
+    }
+}
+
+/// The token in progress as a repair keeps it: the open value string closed, a valid number.
+fn open_token_value(text: &str, scanner: &Scanner) -> Option<Value> {
+    match scanner.open_token() {
+        OpenToken::ValueString { .. } => Some(Value::String(text.to_owned())),
+        OpenToken::Number { valid: true } => parse_number(scanner.number_text()),
+        _ => None,
     }
 }
 
@@ -217,6 +294,8 @@ pub struct OpenItem {
 
 impl Sink for Builder {
     fn value_start(&mut self, at: usize, depth: usize) {
+        self.clock += 1;
+        self.last_start = at;
         let in_items = depth > 0 && self.frames.len() == depth && matches!(self.frames.last(), Some(Frame::Items));
         if depth == 0 || in_items {
             self.open_start = Some(at);
@@ -264,11 +343,15 @@ impl Sink for Builder {
     }
 
     fn string_part(&mut self, part: &str) {
+        self.clock += u64::from(!self.key);
         self.text.push_str(part);
     }
 
     fn string_end(&mut self) {
-        let text = std::mem::take(&mut self.text);
+        // A copy of exactly the string's size; the buffer stays for the next string (a string fed in
+        // many small pieces grows it once, not once per string).
+        let text = self.text.as_str().to_owned();
+        self.text.clear();
         if !self.key {
             self.attach(Value::String(text));
             return;

@@ -16,7 +16,7 @@
 
 use serde_json::Value;
 
-use super::build::{Builder, Mode, OpenItem};
+use super::build::{Builder, ItemMark, Mode, OpenItem};
 use super::scan::{Fed, Grammar, ScanError, Scanner};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub struct Lenient {
     value_end: Option<usize>,
     bom: bool,
     epoch: usize,
-    retired: Vec<Vec<Value>>,
+    retired: Vec<(Vec<Value>, Vec<ItemMark>)>,
     first_error: Option<ScanError>,
     fatal: Option<ScanError>,
     pos: usize,
@@ -211,7 +211,7 @@ impl Lenient {
     /// Drops the candidate (its items are kept for the sweep) and starts a new epoch.
     fn restart(&mut self) {
         let mut old = std::mem::replace(&mut self.builder, Builder::new(true));
-        self.retired.push(old.take_items());
+        self.retired.push((old.take_items(), old.take_marks()));
         self.epoch += 1;
         self.value_end = None;
         self.phase = Phase::Search;
@@ -236,8 +236,17 @@ impl Lenient {
 
     pub fn epoch_items(&self, epoch: usize) -> &[Value] {
         match self.retired.get(epoch) {
-            Some(items) => items,
+            Some((items, _)) => items,
             None if epoch == self.epoch => self.builder.items(),
+            None => &[],
+        }
+    }
+
+    /// Where each item of [`Lenient::epoch_items`] completed.
+    pub fn epoch_marks(&self, epoch: usize) -> &[ItemMark] {
+        match self.retired.get(epoch) {
+            Some((_, marks)) => marks,
+            None if epoch == self.epoch => self.builder.marks(),
             None => &[],
         }
     }

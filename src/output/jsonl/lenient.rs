@@ -46,6 +46,11 @@ impl Block {
 }
 
 impl Lenient {
+    /// No pretty-printed record open: the next line is judged as if it were the first.
+    pub fn is_at_rest(&self) -> bool {
+        self.block.is_none()
+    }
+
     pub fn line(&mut self, sink: &mut Sink, check: Option<&dyn Check>, line: usize, raw: &str) {
         let mut notes = Vec::new();
         let mut text = raw.trim();
@@ -102,7 +107,7 @@ impl Lenient {
         if !starts_like_json(text) {
             return judge(sink, check, &Place { text, first_line: line, first_column }, notes, true);
         }
-        if let Ok(value) = serde_json::from_str(text) {
+        if let Ok(value) = super::value::from_str(text) {
             return record(sink, check, span, value, notes);
         }
         let scan = Scan::of(text);

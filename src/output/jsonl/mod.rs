@@ -12,6 +12,18 @@
 //! - [`OutputParser::report`] judges the pending last line (no `\n` yet) as if the answer ended there,
 //!   on a copy: the work is proportional to that tail plus copying the verdicts, never a re-parse.
 //!
+//! The pending tail alone, for callers that ask at every cut (the truncation sweep), never copying the
+//! judged state; for every prefix, profile and check, `report().items == items() ++ pending_items()`:
+//! - [`JsonlParser::pending_items`]`(&self) -> Vec<Value>`: the items the tail (the line still arriving,
+//!   with a held or open record before it) adds if the answer ends now, checked as `report()` checks.
+//!   Cost: the pending record only; a repeated call at an unchanged [`JsonlParser::pending_version`]
+//!   returns the cached items (a clone of them).
+//! - [`JsonlParser::pending_version`]`(&self) -> u64`: changes whenever the text fed since the last call
+//!   may have changed `pending_items`; equal versions mean equal `pending_items`. Amortised O(1) per
+//!   byte fed (a lazy scan of the pending line only).
+//! - [`JsonlParser::pending_is_open`]`(&self) -> bool`: the pending line is now inside a string or an
+//!   open bracket (counted from the line's start). While it stays so byte after byte, the version stands.
+//!
 //! Profiles: `trustgraph` is TrustGraph's `parse_jsonl` + `invoke` filter exactly (see [`trustgraph`]);
 //! `strict` reads every non-blank line as RFC 8259 JSON with nothing stripped (a CR before the `\n` is
 //! JSON whitespace, so CRLF reads, as the JSON Lines format allows; NBSP, a BOM, fences and prose are
@@ -19,15 +31,18 @@
 //! `jsonl/lenient.rs`. PtcRunner has no JSONL mode, so `ptc` behaves as `lenient` (the report still says `ptc`).
 
 mod lenient;
+mod lines;
+mod pending;
 mod python;
 mod record;
 mod sink;
 pub mod trustgraph;
+mod value;
 
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
@@ -49,6 +64,8 @@ pub struct JsonlParser {
     completed: usize,
     /// Verdicts already handed out by [`JsonlParser::take_new_lines`].
     taken: usize,
+    /// The lazily kept view of the pending tail (see [`JsonlParser::pending_items`]).
+    tail: Mutex<pending::Tail>,
 }
 
 /// The per-profile state machine that turns completed lines into verdicts.
@@ -75,6 +92,24 @@ impl Rules {
             Rules::Lenient(rules) => rules.finish(sink, check),
         }
     }
+
+    /// The state between two records: nothing open or held, past the first line with content.
+    fn at_rest(&self) -> Rules {
+        match self {
+            Rules::Strict => Rules::Strict,
+            Rules::Trustgraph(_) => Rules::Trustgraph(trustgraph::Trustgraph::at_rest()),
+            Rules::Lenient(_) => Rules::Lenient(Default::default()),
+        }
+    }
+
+    /// Whether the lines still to come are judged exactly as from [`Rules::at_rest`].
+    fn is_at_rest(&self) -> bool {
+        match self {
+            Rules::Strict => true,
+            Rules::Trustgraph(rules) => rules.is_at_rest(),
+            Rules::Lenient(rules) => rules.is_at_rest(),
+        }
+    }
 }
 
 impl JsonlParser {
@@ -85,7 +120,16 @@ impl JsonlParser {
             Profile::Trustgraph => Rules::Trustgraph(Default::default()),
             Profile::Lenient | Profile::Ptc => Rules::Lenient(Default::default()),
         };
-        JsonlParser { profile, check, rules, sink: Sink::default(), pending: String::new(), completed: 0, taken: 0 }
+        JsonlParser {
+            profile,
+            check,
+            rules,
+            sink: Sink::default(),
+            pending: String::new(),
+            completed: 0,
+            taken: 0,
+            tail: Mutex::default(),
+        }
     }
 
     pub fn profile(&self) -> Profile {
@@ -95,6 +139,48 @@ impl JsonlParser {
     /// The items of the records judged so far (completed lines only), as the profile hands them on.
     pub fn items(&self) -> &[Value] {
         &self.sink.items
+    }
+
+    /// The items the pending tail adds if the answer ends now: `report().items` is `items()` followed by
+    /// these. Costs the pending record only, and a clone of cached items while the version stands.
+    pub fn pending_items(&self) -> Vec<Value> {
+        let mut tail = self.tail();
+        if let Some(items) = tail.cached() {
+            return items.clone();
+        }
+        let items = self.judge_pending().items;
+        tail.cache(items.clone());
+        items
+    }
+
+    /// Changes whenever the text fed since the last call may have changed [`JsonlParser::pending_items`].
+    pub fn pending_version(&self) -> u64 {
+        self.tail().version()
+    }
+
+    /// Whether the pending line is inside a string or an open bracket (counted from its start).
+    pub fn pending_is_open(&self) -> bool {
+        self.tail().is_open()
+    }
+
+    /// The tail's scan, brought up to the text fed so far.
+    fn tail(&self) -> MutexGuard<'_, pending::Tail> {
+        let mut tail = self.tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tail.catch_up(self.completed, &self.pending);
+        tail
+    }
+
+    /// The verdicts of the pending tail alone, as if the answer ended now, judged on a copy of the rules
+    /// (which hold only the open or held record).
+    fn judge_pending(&self) -> Sink {
+        let mut sink = Sink::default();
+        let mut rules = self.rules.clone();
+        let check = self.check.as_deref();
+        if !self.pending.is_empty() {
+            rules.line(&mut sink, check, self.completed + 1, &self.pending);
+        }
+        rules.finish(&mut sink, check);
+        sink
     }
 
     /// Counts of the verdicts so far (completed lines only).
@@ -145,30 +231,30 @@ impl JsonlParser {
 impl OutputParser for JsonlParser {
     fn feed(&mut self, chunk: &str) {
         let mut rest = chunk;
-        while let Some(newline) = rest.find('\n') {
-            let (line, after) = (rest.get(..newline).unwrap_or_default(), rest.get(newline + 1..).unwrap_or_default());
-            if self.pending.is_empty() {
-                self.complete_line(line);
-            } else {
-                let mut pending = std::mem::take(&mut self.pending);
-                pending.push_str(line);
-                self.complete_line(&pending);
-                pending.clear();
-                self.pending = pending;
-            }
-            rest = after;
+        if !self.pending.is_empty() {
+            let Some(newline) = rest.find('\n') else {
+                self.pending.push_str(rest);
+                return;
+            };
+            let mut pending = std::mem::take(&mut self.pending);
+            pending.push_str(rest.get(..newline).unwrap_or_default());
+            self.complete_line(&pending);
+            pending.clear();
+            self.pending = pending;
+            rest = rest.get(newline + 1..).unwrap_or_default();
         }
-        self.pending.push_str(rest);
+        // The complete lines left, judged in one run (on every core when there are many), then the tail.
+        let (run, tail) = rest.rfind('\n').map_or(("", rest), |newline| rest.split_at(newline + 1));
+        if !run.is_empty() {
+            let check = self.check.as_deref();
+            self.completed += lines::judge_run(&mut self.rules, &mut self.sink, check, self.completed, run);
+        }
+        self.pending.push_str(tail);
     }
 
     fn report(&self) -> Report {
-        let mut sink = self.sink.clone();
-        let mut rules = self.rules.clone();
-        let check = self.check.as_deref();
-        if !self.pending.is_empty() {
-            rules.line(&mut sink, check, self.completed + 1, &self.pending);
-        }
-        rules.finish(&mut sink, check);
+        let mut sink = self.sink.copy(lines::cores());
+        sink.append(self.judge_pending());
         Report::Jsonl(self.report_of(sink))
     }
 
@@ -182,7 +268,7 @@ fn strict_line(sink: &mut Sink, check: Option<&dyn Check>, line: usize, raw: &st
     if raw.bytes().all(|byte| matches!(byte, b' ' | b'\t' | b'\r')) {
         return;
     }
-    match serde_json::from_str(raw) {
+    match value::from_str(raw) {
         Ok(value) => sink.record(check, Span::line(line), value, Vec::new()),
         Err(error) => {
             let column = char_column(raw, error_offset(raw, &error));

@@ -42,15 +42,15 @@ pub(crate) fn py_lstrip(text: &str) -> &str {
 /// Known difference: nesting deeper than serde_json's 128 levels fails here, while Python reads up to
 /// its recursion limit and then raises `RecursionError` (which escapes TrustGraph's `parse_jsonl`).
 pub(crate) fn python_loads(text: &str) -> Result<(Value, Vec<String>), serde_json::Error> {
-    match serde_json::from_str(text) {
+    match super::value::from_str(text) {
         // Python reads the integer `-0` as 0 where serde_json gives the float -0.0.
         Ok(value) if text.contains("-0") => match python_rewrite(text) {
-            Some((rewritten, notes)) => Ok((serde_json::from_str(&rewritten).unwrap_or(value), notes)),
+            Some((rewritten, notes)) => Ok((super::value::from_str(&rewritten).unwrap_or(value), notes)),
             None => Ok((value, Vec::new())),
         },
         Ok(value) => Ok((value, Vec::new())),
         Err(error) => match python_rewrite(text) {
-            Some((rewritten, notes)) => match serde_json::from_str(&rewritten) {
+            Some((rewritten, notes)) => match super::value::from_str(&rewritten) {
                 Ok(value) => Ok((value, notes)),
                 Err(_) => Err(error),
             },

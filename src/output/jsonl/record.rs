@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::python::python_rewrite;
 use super::sink::{char_column, error_message, error_offset, Sink, Span};
+use super::value::Exact;
 use crate::schema::Check;
 
 /// Brace depth and string state of JSON text read so far, byte by byte (no recursion, any depth).
@@ -27,7 +28,7 @@ impl Scan {
         text.bytes().for_each(|byte| self.feed_byte(byte));
     }
 
-    fn feed_byte(&mut self, byte: u8) {
+    pub fn feed_byte(&mut self, byte: u8) {
         if self.in_string {
             match byte {
                 _ if self.escape => self.escape = false,
@@ -52,6 +53,11 @@ impl Scan {
 
     pub fn in_string(&self) -> bool {
         self.in_string
+    }
+
+    /// Inside a string or an open object/array (outside a string, depth counted from the scan's start).
+    pub fn inside(&self) -> bool {
+        self.in_string || self.depth > 0
     }
 }
 
@@ -223,7 +229,7 @@ struct Sequence {
 
 fn read_sequence(text: &str) -> Sequence {
     let mut read = Sequence { values: Vec::new(), comma_after_last: None, error: None };
-    if let Ok(value) = serde_json::from_str(text) {
+    if let Ok(value) = super::value::from_str(text) {
         read.values.push(value);
         return read;
     }
@@ -238,9 +244,9 @@ fn read_sequence(text: &str) -> Sequence {
             }
         }
         let rest = text.get(at..).unwrap_or_default();
-        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Exact>();
         match stream.next() {
-            Some(Ok(value)) => {
+            Some(Ok(Exact(value))) => {
                 at += stream.byte_offset();
                 read.values.push(value);
             }

@@ -19,6 +19,9 @@ impl Span {
     }
 }
 
+/// Below this many items a sink is copied on the calling thread.
+const PARALLEL_COPY: usize = 8192;
+
 /// Verdicts, items and counts, appended to as records are judged; never revised.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Sink {
@@ -48,6 +51,34 @@ impl Sink {
                 self.push(span, LineStatus::SchemaError { errors }, repairs);
             }
         }
+    }
+
+    /// A copy; a large one is copied on two threads (its items are most of the work: each is a tree of
+    /// allocations), which gives the same copy in about half the time.
+    pub fn copy(&self, threads: usize) -> Sink {
+        if threads < 2 || self.items.len() < PARALLEL_COPY {
+            return self.clone();
+        }
+        let (head, tail) = self.items.split_at(self.items.len() / 2);
+        let (lines, mut items, tail) = std::thread::scope(|scope| {
+            let tail = scope.spawn(|| tail.to_vec());
+            let mut items = Vec::with_capacity(self.items.len());
+            items.extend_from_slice(head);
+            (self.lines.clone(), items, tail.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        items.extend(tail);
+        Sink { lines, items, summary: self.summary }
+    }
+
+    /// Appends what `other` judged after this sink's verdicts.
+    pub fn append(&mut self, other: Sink) {
+        self.lines.extend(other.lines);
+        self.items.extend(other.items);
+        let (sum, add) = (&mut self.summary, other.summary);
+        sum.valid += add.valid;
+        sum.invalid_json += add.invalid_json;
+        sum.schema_error += add.schema_error;
+        sum.skipped += add.skipped;
     }
 
     fn valid(&mut self, span: Span, branch: Option<String>, value: Value, repairs: Vec<String>) {

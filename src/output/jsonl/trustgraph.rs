@@ -69,6 +69,16 @@ struct Held {
 }
 
 impl Trustgraph {
+    /// The state after a line with content, nothing held: where a run of lines can be judged from
+    /// without knowing the lines before it.
+    pub fn at_rest() -> Trustgraph {
+        Trustgraph { seen_content: true, held: None }
+    }
+
+    pub fn is_at_rest(&self) -> bool {
+        self.seen_content && self.held.is_none()
+    }
+
     pub fn line(&mut self, sink: &mut Sink, check: Option<&dyn Check>, line: usize, raw: &str) {
         let stripped = py_strip(raw);
         if stripped.is_empty() {

@@ -105,3 +105,105 @@ fn union_items_of_an_array_report_the_failing_field() {
     let issues = schema.check(&json!({"items": [{"type": "definition", "entity": 3, "definition": "x"}]})).unwrap_err();
     assert_eq!(issues[0].path, "/items/0/entity", "{issues:?}");
 }
+
+mod fast_path {
+    use proptest::prelude::*;
+    use serde_json::{json, Map, Value};
+
+    use super::super::dispatch::Dispatch;
+    use super::super::*;
+    use super::union;
+
+    /// Unions the fast path takes, and ones it must leave to the whole schema.
+    fn schemas() -> Vec<(Value, bool)> {
+        let strict = json!({"oneOf": [
+            {"type": "object",
+             "properties": {"type": {"const": "definition"}, "entity": {"type": "string"}, "definition": {"type": "string"}},
+             "required": ["type", "entity", "definition"], "additionalProperties": false},
+            {"type": "object",
+             "properties": {"type": {"const": "relationship"}, "subject": {"type": "string"}, "object-entity": {"type": "boolean"}},
+             "required": ["type", "subject"], "additionalProperties": false}
+        ]});
+        let with_defs = json!({"$defs": {"name": {"type": "string", "minLength": 2}}, "anyOf": [
+            {"properties": {"type": {"const": "a"}, "n": {"$ref": "#/$defs/name"}}},
+            {"properties": {"type": {"const": "b"}, "m": {"type": "integer"}}, "required": ["m"]},
+            {"properties": {"type": {"const": "c"}}}
+        ]});
+        let loose = json!({"oneOf": [
+            {"properties": {"type": {"const": "a"}}},
+            {"properties": {"type": {"const": "b"}, "x": {"type": "integer"}}}
+        ]});
+        vec![
+            (union(), true),
+            (strict, true),
+            (with_defs, true),
+            (loose, true),
+            (json!({"type": "object", "oneOf": union()["oneOf"].clone()}), false),
+            (json!({"$schema": "http://json-schema.org/draft-04/schema#", "oneOf": union()["oneOf"].clone()}), false),
+            (
+                json!({"oneOf": [{"properties": {"type": {"const": "a"}}}, {"properties": {"type": {"const": "a"}}}]}),
+                false,
+            ),
+            (
+                json!({"oneOf": [{"properties": {"type": {"const": "a"}}}, {"properties": {"x": {"type": "integer"}}}]}),
+                false,
+            ),
+            (json!({"oneOf": [{"properties": {"type": {"const": "a"}}}, {"$ref": "#/oneOf/0"}]}), false),
+        ]
+    }
+
+    #[test]
+    fn the_fast_path_is_taken_only_where_it_is_certain() {
+        for (schema, fast) in schemas() {
+            assert_eq!(Dispatch::of(&schema).is_some(), fast, "{schema}");
+        }
+    }
+
+    fn field() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(json!("definition")),
+            Just(json!("relationship")),
+            Just(json!("a")),
+            Just(json!("b")),
+            Just(json!("c")),
+            Just(json!("zz")),
+            Just(json!("x")),
+            Just(json!(1)),
+            Just(json!(true)),
+            Just(Value::Null),
+            Just(json!(["a"])),
+        ]
+    }
+
+    fn instance() -> impl Strategy<Value = Value> {
+        let keys = proptest::sample::select(vec![
+            "type",
+            "entity",
+            "definition",
+            "subject",
+            "predicate",
+            "object",
+            "object-entity",
+            "n",
+            "m",
+            "x",
+        ]);
+        prop_oneof![
+            4 => proptest::collection::vec((keys, field()), 0..7)
+                .prop_map(|pairs| Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect::<Map<_, _>>())),
+            1 => field(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn the_fast_path_gives_the_whole_schemas_verdict(values in proptest::collection::vec(instance(), 1..24)) {
+            for (schema, _) in schemas() {
+                let compiled = CompiledSchema::compile(&schema).unwrap();
+                for value in &values {
+                    prop_assert_eq!(compiled.check(value), compiled.check_whole(value), "{} on {}", schema, value);
+                }
+            }
+        }
+    }
+}

@@ -2,26 +2,30 @@
 //! incremental parsers the text between consecutive cuts and reading their state (never a re-parse
 //! per cut), then resolving "corrupt" against the reference once it is known at the full length.
 //!
-//! Cost: each parser reads the answer once (`json` shares the `lenient` parser with `json-repair`
-//! under the lenient profile); `json` decodes its value only when its [`Settled`] key changes (a
-//! bounded number of times); `json-repair` records completed items as they come and, at the end,
-//! reads each item that was open at some cut ONCE more with a [`Matcher`](crate::output::json::matcher)
-//! against its reference item (time proportional to the item, not to the cut count). With a check,
-//! the open item must be built and checked at each cut inside it (work proportional to the item).
+//! Cost: each parser reads the answer once (`json` reads the `json-repair` parser under the lenient
+//! profile); reading a state at a cut is a few field reads, and figures are kept as runs where they
+//! do not change. `json` decodes its value only when its key changes (a bounded number of times, and
+//! under `lenient` never: a complete value is "every item of the epoch"). `json-repair` settles each
+//! item's cuts from the builder's content clock when the item completes ([`repair`]); items it
+//! cannot settle so are read once more against their reference item. No item is copied: the
+//! reference is a list of references into the parsers' own items.
 
+mod epochs;
+mod fallback;
+mod json;
 mod jsonl;
 mod repair;
 
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
 
+use self::epochs::Epochs;
+use self::json::JsonTrack;
 use self::jsonl::JsonlTrack;
 use self::repair::RepairTrack;
-use super::strategy::{corrupt, passing, CutFigures, Strategy};
-use crate::output::json::{items_of, JsonParser, Settled};
-use crate::output::{OutputParser, Profile};
+use super::strategy::{prefix, CutFigures, Strategy};
+use crate::output::Profile;
 use crate::schema::Check;
 
 /// The figures of every strategy at every cut of one answer.
@@ -72,93 +76,52 @@ impl Sweep {
     }
 }
 
-/// The `json` strategy: the profile's value without repair, decoded only when its key changes.
-struct JsonTrack {
-    last: Option<Settled>,
-    outcomes: Vec<Vec<Value>>,
-    at_cut: Vec<Option<usize>>,
-}
-
-impl JsonTrack {
-    fn read(&mut self, parser: &JsonParser, check: Option<&dyn Check>) -> Option<usize> {
-        let key = parser.settled()?;
-        if self.last != Some(key) || self.outcomes.is_empty() {
-            self.last = Some(key);
-            let items = parser.settled_value().map(items_of).unwrap_or_default();
-            self.outcomes.push(passing(items, check));
-        }
-        Some(self.outcomes.len() - 1)
-    }
-}
-
 /// Sweeps `answer` at every cut: `cuts` are `(position, byte offset)` pairs in ascending order, the
 /// position being what the caller counts (it is only copied into [`Sweep::cuts`]), the offset a byte
 /// offset into `answer` (clamped to it and moved down to a character boundary; an offset below the
 /// previous one is read as the previous one). `check` is the per-ITEM check.
 pub fn sweep(answer: &str, cuts: &[(usize, usize)], profile: Profile, check: Option<Arc<dyn Check>>) -> Sweep {
-    let check_ref = check.as_deref();
-    let mut repair = RepairTrack::new(cuts.len());
-    // `None` under the lenient profile: the `json-repair` parser is read instead.
-    let mut json_parser = (profile != Profile::Lenient).then(|| JsonParser::new(profile, None));
-    let mut json = JsonTrack { last: None, outcomes: Vec::new(), at_cut: Vec::with_capacity(cuts.len()) };
-    let mut jsonl = JsonlTrack::new(profile, check.clone(), cuts.len());
+    let mut repair = RepairTrack::new(cuts.len(), check.clone());
+    let mut json = JsonTrack::new(profile, check.clone());
+    let mut jsonl = JsonlTrack::new(profile, check.clone());
     let mut fed = 0;
     let mut offsets = Vec::with_capacity(cuts.len());
     for &(_, offset) in cuts {
-        let offset = super::strategy::prefix(answer, offset).len().max(fed);
+        let offset = prefix(answer, offset).len().max(fed);
         let chunk = answer.get(fed..offset).unwrap_or_default();
         fed = offset;
         offsets.push(offset);
-        repair.feed(chunk);
-        if let Some(parser) = &mut json_parser {
-            parser.feed(chunk);
-        }
+        repair.feed(answer.get(..offset).unwrap_or_default());
+        json.feed(chunk);
         jsonl.feed(chunk);
-        let parser = json_parser.as_ref().unwrap_or(repair.parser());
-        let outcome = json.read(parser, check_ref);
-        json.at_cut.push(outcome);
-        repair.record();
+        json.record(repair.lenient(), offset);
+        repair.record(answer, offset);
         jsonl.record();
     }
     let rest = answer.get(fed..).unwrap_or_default();
-    repair.feed(rest);
-    if let Some(parser) = &mut json_parser {
-        parser.feed(rest);
-    }
+    repair.feed(answer);
+    json.feed(rest);
     jsonl.feed(rest);
+    repair.finish(answer);
+    json.finish(repair.lenient(), answer.len());
+    jsonl.finish();
 
-    let full_json = {
-        let parser = json_parser.as_ref().unwrap_or(repair.parser());
-        passing(parser.settled_value().map(items_of).unwrap_or_default(), check_ref)
-    };
-    let full_repair = repair.full_items(check_ref);
-    let full_jsonl = jsonl.full_items();
-    let mut reference = (Strategy::Json, full_json);
-    for (strategy, items) in [(Strategy::Jsonl, full_jsonl), (Strategy::JsonRepair, full_repair)] {
+    let mut epochs = Epochs::new(repair.lenient(), check);
+    let mut reference = (Strategy::Json, json.full_items(&mut epochs));
+    for (strategy, items) in
+        [(Strategy::Jsonl, jsonl.full_items()), (Strategy::JsonRepair, repair.full_items(&mut epochs))]
+    {
         if items.len() > reference.1.len() {
             reference = (strategy, items);
         }
     }
     let (reference_strategy, reference) = reference;
-
-    let outcome_corrupt: Vec<usize> = json.outcomes.iter().map(|items| corrupt(items, &reference)).collect();
-    let json_figures = json
-        .at_cut
-        .iter()
-        .map(|outcome| match outcome {
-            Some(at) => CutFigures {
-                items: json.outcomes.get(*at).map_or(0, Vec::len),
-                corrupt: outcome_corrupt.get(*at).copied().unwrap_or(0),
-            },
-            None => CutFigures::default(),
-        })
-        .collect();
     Sweep {
         full_items: reference.len(),
         reference: reference_strategy,
         cuts: cuts.iter().map(|&(position, _)| position).collect(),
-        json: json_figures,
-        json_repair: repair.figures(answer, &offsets, profile, check.as_ref(), &reference),
+        json: json.figures(&mut epochs, &reference),
+        json_repair: repair.figures(answer, &offsets, profile, &mut epochs, &reference),
         jsonl: jsonl.figures(&reference),
     }
 }

@@ -1,111 +1,168 @@
 //! Speed figures of the sweep against one full parse (no assertion, never run by default):
-//! `cargo test --release --lib truncate::sweep::timing -- --ignored --nocapture`.
+//! `cargo test --release --lib truncate::sweep::timing -- --ignored --nocapture`, and a loop to profile
+//! one part under `perf` (`SWEEP_PROFILE=sweep|json|jsonl|feed|parse SWEEP_ITEMS=n SWEEP_REPS=n`).
+//!
+//! "One full parse" is what `tunebench bench` divides by: one lenient `JsonParser` parse and one
+//! `JsonlParser` parse of the whole answer, each with its report.
 
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
+use super::epochs::Epochs;
+use super::json::JsonTrack;
+use super::jsonl::JsonlTrack;
 use super::repair::RepairTrack;
 use super::*;
+use crate::cli::bench::array_answer;
+use crate::output::json::lenient::Lenient;
+use crate::output::json::JsonParser;
 use crate::output::jsonl::JsonlParser;
+use crate::output::OutputParser;
 use crate::truncate::tokens::o200k_token_ends;
 
-fn item(i: usize) -> Value {
-    json!({"type": "definition", "entity": format!("entity number {i}"),
-           "definition": format!("A definition of entity {i}, written at some length so that the item is a realistic size for an extraction prompt's answer \u{e9}.")})
-}
-
-fn best_of<F: FnMut()>(mut run: F) -> f64 {
-    (0..3)
+fn median_of<F: FnMut()>(runs: usize, mut run: F) -> f64 {
+    run();
+    let mut times: Vec<f64> = (0..runs)
         .map(|_| {
             let start = Instant::now();
             run();
             start.elapsed().as_secs_f64()
         })
-        .fold(f64::MAX, f64::min)
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times.get(times.len() / 2).copied().unwrap_or_default()
+}
+
+fn token_cuts(answer: &str) -> Vec<(usize, usize)> {
+    std::iter::once(0).chain(o200k_token_ends(answer)).enumerate().collect()
+}
+
+/// One lenient json parse and one jsonl parse of the whole answer, with their reports.
+fn full_parse(answer: &str) {
+    let mut parser = JsonParser::new(Profile::Lenient, None);
+    parser.feed(answer);
+    std::hint::black_box(parser.report());
+    let mut parser = JsonlParser::new(Profile::Lenient, None);
+    parser.feed(answer);
+    std::hint::black_box(parser.report());
 }
 
 /// The `json` and `json-repair` strategies alone (one lenient parser, both read from it).
 fn json_side(answer: &str, cuts: &[(usize, usize)]) -> usize {
-    let mut repair = RepairTrack::new(cuts.len());
-    let mut json = JsonTrack { last: None, outcomes: Vec::new(), at_cut: Vec::new() };
-    let mut fed = 0;
-    let mut offsets = Vec::new();
+    let mut repair = RepairTrack::new(cuts.len(), None);
+    let mut json = JsonTrack::new(Profile::Lenient, None);
+    let mut offsets = Vec::with_capacity(cuts.len());
     for &(_, offset) in cuts {
-        repair.feed(answer.get(fed..offset).unwrap_or_default());
-        fed = offset;
+        repair.feed(answer.get(..offset).unwrap_or_default());
         offsets.push(offset);
-        let outcome = json.read(repair.parser(), None);
-        json.at_cut.push(outcome);
-        repair.record();
+        json.record(repair.lenient(), offset);
+        repair.record(answer, offset);
     }
-    let reference = repair.full_items(None);
-    repair.figures(answer, &offsets, Profile::Lenient, None, &reference).len()
+    repair.feed(answer);
+    repair.finish(answer);
+    json.finish(repair.lenient(), answer.len());
+    let mut epochs = Epochs::new(repair.lenient(), None);
+    let reference = repair.full_items(&mut epochs);
+    json.figures(&mut epochs, &reference).len()
+        + repair.figures(answer, &offsets, Profile::Lenient, &mut epochs, &reference).len()
 }
 
-/// Pass 1 only: feeding the lenient parser cut by cut (no state read).
-fn feed_only(answer: &str, cuts: &[(usize, usize)]) {
-    let mut parser = JsonParser::new(Profile::Lenient, None);
+/// The `jsonl` strategy alone.
+fn jsonl_side(answer: &str, cuts: &[(usize, usize)]) -> usize {
+    let mut jsonl = JsonlTrack::new(Profile::Lenient, None);
     let mut fed = 0;
     for &(_, offset) in cuts {
-        parser.feed(answer.get(fed..offset).unwrap_or_default());
+        jsonl.feed(answer.get(fed..offset).unwrap_or_default());
         fed = offset;
+        jsonl.record();
     }
+    jsonl.feed(answer.get(fed..).unwrap_or_default());
+    jsonl.finish();
+    let reference = jsonl.full_items();
+    jsonl.figures(&reference).len()
+}
+
+/// Feeding the lenient parser cut by cut (no state read).
+fn feed_only(answer: &str, cuts: &[(usize, usize)]) {
+    let mut lenient = Lenient::default();
+    for &(_, offset) in cuts {
+        lenient.feed(answer.get(..offset).unwrap_or_default());
+    }
+}
+
+fn jsonl_answer(items: usize) -> String {
+    (0..items)
+        .map(|i| json!({"entity": format!("entity {i}"), "definition": format!("Definition number {i}, with \"quotes\" and a comma, then more words")}).to_string() + "\n")
+        .collect()
 }
 
 #[test]
 #[ignore]
 fn sweep_against_one_parse() {
-    let quick = std::env::var_os("SWEEP_TIMING_QUICK").is_some();
-    let sizes: &[(&str, usize)] = if quick { &[("100 KB", 500)] } else { &[("100 KB", 500), ("1 MB", 5000)] };
-    for &(label, n) in sizes {
-        let items: Vec<Value> = (0..n).map(item).collect();
-        let array = serde_json::to_string_pretty(&Value::Array(items.clone())).unwrap_or_default();
-        let lines: String = items.iter().map(|i| serde_json::to_string(i).unwrap_or_default() + "\n").collect();
-        for (kind, answer) in [("json array", array), ("jsonl", lines)] {
-            let tokens: Vec<(usize, usize)> = std::iter::once(0).chain(o200k_token_ends(&answer)).enumerate().collect();
-            let chars: Vec<(usize, usize)> =
-                std::iter::once(0).chain(answer.char_indices().map(|(at, c)| at + c.len_utf8())).enumerate().collect();
-            let parse = best_of(|| {
-                let mut parser = JsonParser::new(Profile::Lenient, None);
-                parser.feed(&answer);
-                parser.report();
+    let sizes: Vec<usize> = match std::env::var("SWEEP_ITEMS") {
+        Ok(items) => items.split(',').filter_map(|n| n.parse().ok()).collect(),
+        Err(_) => vec![100, 1000, 10_000],
+    };
+    for (kind, make) in [("json array", array_answer as fn(usize) -> String), ("jsonl", jsonl_answer)] {
+        let mut last: Option<f64> = None;
+        for &n in &sizes {
+            let answer = make(n);
+            let cuts = token_cuts(&answer);
+            let runs = if answer.len() > 500_000 { 3 } else { 7 };
+            let parse = median_of(runs, || full_parse(&answer));
+            let all = median_of(runs, || {
+                std::hint::black_box(sweep(&answer, &cuts, Profile::Lenient, None));
             });
-            let parse_jsonl = best_of(|| {
-                let mut parser = JsonlParser::new(Profile::Lenient, None);
-                parser.feed(&answer);
-                parser.report();
+            let json = median_of(runs, || {
+                std::hint::black_box(json_side(&answer, &cuts));
             });
-            let json_tokens = best_of(|| {
-                json_side(&answer, &tokens);
+            let jsonl = median_of(runs, || {
+                std::hint::black_box(jsonl_side(&answer, &cuts));
             });
-            let fed = best_of(|| feed_only(&answer, &tokens));
-            println!("  feeding the lenient parser token by token: {:.2} ms", fed * 1e3);
-            let json_chars = best_of(|| {
-                json_side(&answer, &chars);
-            });
+            let fed = median_of(runs, || feed_only(&answer, &cuts));
             println!(
-                "{label} {kind}: {} bytes, {} tokens; one parse: json {:.2} ms, jsonl {:.2} ms; \
-                 json+json-repair sweep: every token {:.2} ms ({:.2}x), every char {:.2} ms ({:.2}x)",
+                "{kind}, {n} items ({} bytes, {} tokens): one full parse {:.3} ms; sweep {:.3} ms = {:.2}x \
+                 (json+json-repair {:.2}x, jsonl {:.2}x, feeding the lenient parser alone {:.2}x){}",
                 answer.len(),
-                tokens.len() - 1,
+                cuts.len() - 1,
                 parse * 1e3,
-                parse_jsonl * 1e3,
-                json_tokens * 1e3,
-                json_tokens / parse,
-                json_chars * 1e3,
-                json_chars / parse,
+                all * 1e3,
+                all / parse,
+                json / parse,
+                jsonl / parse,
+                fed / parse,
+                last.map(|last| format!("; {:.1}x the previous size's sweep", all / last)).unwrap_or_default(),
             );
-            if n == 500 && !quick {
-                let all = best_of(|| {
-                    sweep(&answer, &tokens, Profile::Lenient, None);
-                });
-                println!(
-                    "{label} {kind}: full sweep (with jsonl), every token: {:.2} ms ({:.1}x)",
-                    all * 1e3,
-                    all / parse
-                );
-            }
+            last = Some(all);
         }
     }
+}
+
+/// A loop to profile one part of the sweep under `perf record`.
+#[test]
+#[ignore]
+fn profile_loop() {
+    let what = std::env::var("SWEEP_PROFILE").unwrap_or_default();
+    let number = |name: &str, default: usize| std::env::var(name).ok().and_then(|n| n.parse().ok()).unwrap_or(default);
+    let answer = array_answer(number("SWEEP_ITEMS", 1000));
+    let cuts = token_cuts(&answer);
+    let reps = number("SWEEP_REPS", 50);
+    let start = Instant::now();
+    for _ in 0..reps {
+        match what.as_str() {
+            "feed" => feed_only(&answer, &cuts),
+            "json" => {
+                std::hint::black_box(json_side(&answer, &cuts));
+            }
+            "jsonl" => {
+                std::hint::black_box(jsonl_side(&answer, &cuts));
+            }
+            "sweep" => {
+                std::hint::black_box(sweep(&answer, &cuts, Profile::Lenient, None));
+            }
+            _ => full_parse(&answer),
+        }
+    }
+    println!("{what}: {:.3} ms per rep", start.elapsed().as_secs_f64() * 1e3 / reps as f64);
 }

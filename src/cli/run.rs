@@ -1,0 +1,366 @@
+//! `tunebench run`: run a prompt against a provider — the answer streamed to stdout as it arrives
+//! (control characters escaped), a summary on stderr, `--json` for the run record — and append the
+//! record to the history. Exit 0 when the answer passes, 1 when it fails, 2 on a usage or input error.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use serde_json::{json, Value};
+
+use super::input::{read_text, ParseOptions};
+use crate::output::Profile;
+use crate::prompt::file::{PromptFile, ProviderSettings};
+use crate::prompt::template::Variables;
+use crate::provider::replay::{Pace, Replay};
+use crate::provider::Provider;
+use crate::run::factory::write_transcripts;
+use crate::run::{engine, history, Job, ProviderChoice, Reading, RunEvent, RunPlan, RunRecord, RunSettings};
+use crate::safe_text::escape_controls;
+
+/// Options of `tunebench run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The prompt file (TOML).
+    pub prompt: PathBuf,
+    /// openai, ollama, anthropic, local or replay [default: the prompt's, else openai].
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model name [default: the prompt's; replay: the transcript's].
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The server's base URL, e.g. http://127.0.0.1:8080/v1 [default: the prompt's, else the
+    /// provider's environment variable (OPENAI_BASE_URL, OLLAMA_HOST, ANTHROPIC_BASE_URL)].
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// A variable over the prompt's and the case's. VALUE is text; one starting with [ or { that
+    /// parses as JSON is taken as that JSON value.
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+    /// A variable whose text is read from a file (- for standard input).
+    #[arg(long = "var-file", value_name = "NAME=PATH")]
+    pub var_files: Vec<String>,
+    /// Run one of the prompt's test cases.
+    #[arg(long, conflicts_with = "all_cases")]
+    pub case: Option<String>,
+    /// Run every test case of the prompt, as a batch.
+    #[arg(long)]
+    pub all_cases: bool,
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// A stop sequence (repeat for several).
+    #[arg(long)]
+    pub stop: Vec<String>,
+    /// How the answer is held to JSON [default: the prompt's, else none].
+    #[arg(long, value_parser = ["none", "json-object", "json-schema", "constrained"])]
+    pub structured: Option<String>,
+    /// Turns allowed: a failed answer is retried with error feedback [default: the prompt's, else 1].
+    #[arg(long)]
+    pub max_turns: Option<u32>,
+    /// The model's context window in tokens; caps the feedback a retry carries.
+    #[arg(long, default_value_t = crate::run::plan::DEFAULT_CONTEXT_TOKENS)]
+    pub context_tokens: u32,
+    /// Cases run at once in a batch [default: 1 for a server on this machine (llama.cpp-style servers
+    /// answer one request at a time), 4 for remote APIs, 8 for replay].
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Whose rules turn the answer into JSON [default: the prompt's, else lenient].
+    #[arg(long, value_enum)]
+    pub profile: Option<Profile>,
+    /// Print the answer once it is complete instead of as it arrives.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Write each turn's transcript: FILE, then FILE's name with .turn2, ... (and .CASE in a batch).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// For --provider replay: the transcript to play (written by --record).
+    #[arg(long, value_name = "FILE")]
+    pub transcript: Option<PathBuf>,
+    /// For --provider replay: recorded, instant, or a speed such as 10x.
+    #[arg(long, default_value = "recorded")]
+    pub replay_speed: String,
+    /// Print the run record as JSON (a batch: {"prompt", "ok", "runs": [...]}).
+    #[arg(long)]
+    pub json: bool,
+    /// Do not append the run to the history file.
+    #[arg(long)]
+    pub no_history: bool,
+}
+
+pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let prompt = PromptFile::load(&args.prompt)?;
+    let base_dir = args.prompt.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let overrides = variables(args)?;
+    let pace = Pace::parse(&args.replay_speed).with_context(|| {
+        format!("--replay-speed {:?}: use recorded, instant, or a speed such as 10x", args.replay_speed)
+    })?;
+    let setup = ParseOptions {
+        response_type: None,
+        schema: None,
+        signature: None,
+        prompt: Some(args.prompt.clone()),
+        profile: args.profile,
+        file: PathBuf::from("-"),
+    }
+    .setup()?;
+    let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
+    let cli_settings = ProviderSettings {
+        name: args.provider.clone(),
+        model: args.model.clone(),
+        base_url: args.base_url.clone(),
+        temperature: args.temperature,
+        max_tokens: args.max_tokens,
+        structured: args.structured.clone(),
+        stop: args.stop.clone(),
+    };
+    let mut settings = RunSettings::resolve(&prompt, &cli_settings, args.max_turns, Some(args.context_tokens))?;
+    if settings.provider == "replay" && settings.model.is_empty() {
+        if let Some(path) = &args.transcript {
+            settings.model = Replay::from_file(path, Pace::Instant)?.transcript().header.model.clone();
+        }
+    }
+    let cases: Vec<Option<String>> = if args.all_cases {
+        if prompt.cases.is_empty() {
+            bail!("--all-cases: prompt `{}` has no [[cases]]", prompt.id);
+        }
+        prompt.cases.iter().map(|c| Some(c.name.clone())).collect()
+    } else {
+        vec![args.case.clone()]
+    };
+    let plans = cases
+        .iter()
+        .map(|case| RunPlan::new(&prompt, &base_dir, case.as_deref(), &overrides, &settings, reading.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let choice = ProviderChoice::new(&settings, args.transcript.clone(), pace);
+    let batch = args.all_cases;
+    let shared: Option<Arc<dyn Provider>> =
+        if settings.provider == "replay" { None } else { Some(choice.build(None)?) };
+    let jobs = plans
+        .into_iter()
+        .map(|plan| {
+            let provider = match &shared {
+                Some(provider) => Arc::clone(provider),
+                None => choice.build(if batch { plan.case.as_deref() } else { None })?,
+            };
+            Ok(Job { provider, plan })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let concurrency = args.concurrency.unwrap_or_else(|| default_concurrency(&settings)).max(1);
+    let names: Vec<String> = jobs.iter().map(|j| j.plan.case.clone().unwrap_or_default()).collect();
+    let mut printer = Printer::new(!args.json, !args.no_stream && (jobs.len() == 1 || concurrency == 1), names);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let records = runtime.block_on(engine::run_batch(&jobs, concurrency, |index, event| printer.on(index, event)));
+    finish(args, &prompt, &records, batch, &printer)
+}
+
+/// Writes transcripts and history, prints the record or summary, and picks the exit code.
+fn finish(
+    args: &RunArgs,
+    prompt: &PromptFile,
+    records: &[RunRecord],
+    batch: bool,
+    printer: &Printer,
+) -> anyhow::Result<ExitCode> {
+    for record in records {
+        if !args.no_history {
+            if let Err(error) = history::append(record) {
+                eprintln!("tunebench: warning: the run was not added to the history: {error}");
+            }
+        }
+        if let Some(base) = &args.record {
+            let case = if batch { record.case.as_deref() } else { None };
+            match write_transcripts(record, base, case) {
+                Ok(paths) => paths.iter().for_each(|path| eprintln!("recorded {}", path.display())),
+                Err(error) => eprintln!("tunebench: warning: the transcript was not recorded: {error}"),
+            }
+        }
+    }
+    let ok = records.iter().all(|r| r.ok);
+    if args.json {
+        match records {
+            [record] if !batch => super::print_json(record)?,
+            _ => super::print_json(&json!({"prompt": prompt.id, "ok": ok, "runs": records}))?,
+        }
+    } else {
+        for record in records {
+            if !printer.streamed {
+                if records.len() > 1 {
+                    eprintln!("=== case {}", record.case.as_deref().unwrap_or("(default)"));
+                }
+                let answer = record.turns.last().map_or("", |t| t.output.as_str());
+                print_answer(answer);
+            }
+            eprintln!("{}", record.summary_line());
+            for warning in &record.warnings {
+                eprintln!("  warning: {warning}");
+            }
+            if let Some(error) = &record.error {
+                eprintln!("  error: {error}");
+            }
+        }
+        if records.len() > 1 {
+            eprintln!("{} of {} cases ok", records.iter().filter(|r| r.ok).count(), records.len());
+        }
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn print_answer(answer: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(escape_controls(answer).as_bytes());
+    if !answer.ends_with('\n') {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
+
+/// Concurrency when none is given: 1 for a server on this machine, 4 for a remote API, 8 for replay.
+fn default_concurrency(settings: &RunSettings) -> usize {
+    let env = match settings.provider.as_str() {
+        "replay" => return 8,
+        "openai" => "OPENAI_BASE_URL",
+        "anthropic" => "ANTHROPIC_BASE_URL",
+        "ollama" => "OLLAMA_HOST",
+        _ => return 1,
+    };
+    let url = settings.base_url.clone().or_else(|| std::env::var(env).ok().filter(|v| !v.trim().is_empty()));
+    let local = match url {
+        None => settings.provider == "ollama",
+        Some(url) => {
+            let host = url.split("://").nth(1).unwrap_or(&url).split(['/', ':']).next().unwrap_or_default();
+            host.is_empty()
+                || host == "localhost"
+                || host.starts_with("127.")
+                || host == "0.0.0.0"
+                || url.contains("[::1]")
+        }
+    };
+    if local {
+        1
+    } else {
+        4
+    }
+}
+
+/// The `--var` and `--var-file` values.
+fn variables(args: &RunArgs) -> anyhow::Result<Variables> {
+    let mut vars = Variables::new();
+    for text in &args.vars {
+        let (name, value) = split_var("--var", text, "NAME=VALUE")?;
+        vars.insert(name, var_value(value));
+    }
+    for text in &args.var_files {
+        let (name, path) = split_var("--var-file", text, "NAME=PATH")?;
+        let content = read_text(Path::new(path)).with_context(|| format!("--var-file {text:?}"))?;
+        vars.insert(name, Value::String(content));
+    }
+    Ok(vars)
+}
+
+fn split_var<'a>(flag: &str, text: &'a str, shape: &str) -> anyhow::Result<(String, &'a str)> {
+    let Some((name, value)) = text.split_once('=') else {
+        bail!("{flag} {text:?}: expected {shape}, e.g. {flag} text=hello");
+    };
+    let name = name.trim();
+    if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+        bail!("{flag} {text:?}: {name:?} is not a variable name (letters, digits, _ and -)");
+    }
+    Ok((name.to_string(), value))
+}
+
+/// Text, unless it is a JSON array or object.
+fn var_value(text: &str) -> Value {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') || trimmed.starts_with('{') {
+        if let Ok(value) = serde_json::from_str(text) {
+            return value;
+        }
+    }
+    Value::String(text.to_string())
+}
+
+/// Shows a run's progress on the terminal: the answer on stdout as it arrives, progress on stderr.
+struct Printer {
+    human: bool,
+    /// The answer goes to stdout as it arrives (one run, or a batch run one case at a time).
+    streamed: bool,
+    names: Vec<String>,
+    /// Whether the stdout line is open (the answer so far did not end with a newline).
+    open_line: BTreeMap<usize, bool>,
+}
+
+impl Printer {
+    fn new(human: bool, stream: bool, names: Vec<String>) -> Self {
+        Self { human, streamed: human && stream, names, open_line: BTreeMap::new() }
+    }
+
+    fn on(&mut self, index: usize, event: RunEvent) {
+        if !self.human {
+            return;
+        }
+        match event {
+            RunEvent::TurnStarted { turn, max_turns, .. } => {
+                self.close_line(index);
+                let name = self.names.get(index).filter(|n| !n.is_empty());
+                match (turn, name) {
+                    (1, Some(name)) if self.names.len() > 1 => eprintln!("=== case {name}"),
+                    (1, _) => {}
+                    (turn, _) => eprintln!("--- turn {turn} of {max_turns}: the answer is sent again with feedback"),
+                }
+            }
+            RunEvent::Delta(text) if self.streamed => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(escape_controls(&text).as_bytes());
+                let _ = out.flush();
+                self.open_line.insert(index, !text.ends_with('\n'));
+            }
+            RunEvent::Waiting { attempt, after_ms, reason } => {
+                eprintln!("waiting {after_ms} ms before attempt {} ({reason})", attempt + 1)
+            }
+            RunEvent::StreamError(error) => {
+                self.close_line(index);
+                eprintln!("stream failed: {error}");
+            }
+            RunEvent::Feedback { turn, message } => {
+                self.close_line(index);
+                let errors = message.lines().filter(|l| l.starts_with("- ")).count();
+                let detail = if errors > 0 { format!(" ({errors} errors)") } else { String::new() };
+                eprintln!("turn {turn}: the answer failed validation{detail}; retrying with feedback");
+            }
+            RunEvent::RunEnded { .. } => self.close_line(index),
+            _ => {}
+        }
+    }
+
+    fn close_line(&mut self, index: usize) {
+        if self.open_line.insert(index, false) == Some(true) && self.streamed {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(b"\n");
+            let _ = out.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_are_text_unless_json_arrays_or_objects() {
+        assert_eq!(var_value("hello"), json!("hello"));
+        assert_eq!(var_value("123"), json!("123"));
+        assert_eq!(var_value("[\"a\", \"b\"]"), json!(["a", "b"]));
+        assert_eq!(var_value("{\"name\": \"x\"}"), json!({"name": "x"}));
+        assert_eq!(var_value("[Chorus] la la"), json!("[Chorus] la la"));
+        assert_eq!(split_var("--var", "text=a=b", "NAME=VALUE").unwrap(), ("text".to_string(), "a=b"));
+        let error = split_var("--var", "novalue", "NAME=VALUE").unwrap_err().to_string();
+        assert!(error.contains("\"novalue\"") && error.contains("expected NAME=VALUE"), "{error}");
+        let error = split_var("--var", "bad name=x", "NAME=VALUE").unwrap_err().to_string();
+        assert!(error.contains("\"bad name\" is not a variable name"), "{error}");
+    }
+}

@@ -1,0 +1,131 @@
+//! The turn loop (PtcRunner's JSON-mode loop over a streaming provider), and batches of cases run
+//! concurrently under a bound.
+//!
+//! A turn whose answer fails validation is followed, while turns remain, by a retry carrying the
+//! answer and its feedback (see [`super::feedback`] for the message and the context cap). A turn whose
+//! stream failed ends the run: the partial answer stays in the record with the error. Text answers
+//! are never retried.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures_util::StreamExt;
+
+use super::feedback::{self, Exchange};
+use super::plan::RunPlan;
+use super::record::{now_ms, repairs_of, result_of, warnings_of, RunRecord, Turn};
+use super::turn::stream_turn;
+use super::RunEvent;
+use crate::output::ResponseType;
+use crate::provider::{FinishReason, Provider, Request};
+
+/// Runs `plan` through `provider`, reporting progress to `sink`; returns the run record.
+/// Dropping the future cancels the run (and closes the provider's connection).
+pub async fn run<F: FnMut(RunEvent) + Send>(provider: &dyn Provider, plan: &RunPlan, mut sink: F) -> RunRecord {
+    let started_at_ms = now_ms();
+    let started = Instant::now();
+    // Counted only when a retry needs it (the tokenizer is not loaded for runs that pass at once).
+    let mut budget: Option<u64> = None;
+    let mut request = plan.request.clone();
+    let mut exchanges: Vec<Exchange> = Vec::new();
+    let mut turns: Vec<Turn> = Vec::new();
+    let mut no_room = false;
+    for number in 1..=plan.max_turns {
+        sink(RunEvent::TurnStarted { turn: number, max_turns: plan.max_turns, request: request.clone() });
+        let mut turn = stream_turn(provider, plan, &request, number, &mut sink).await;
+        sink(RunEvent::TurnEnded(Box::new(turn.summary())));
+        let retry = !turn.ok
+            && turn.error.is_none()
+            && number < plan.max_turns
+            && plan.reading.response_type != ResponseType::Text;
+        if !retry {
+            turns.push(turn);
+            break;
+        }
+        let message = feedback::message(plan, &turn.output, &turn.parse, turn.finish_reason.as_ref());
+        exchanges.push(Exchange { answer: turn.output.clone(), feedback: message.clone() });
+        let budget = *budget.get_or_insert_with(|| feedback::budget(plan));
+        let Some(messages) = feedback::retry_messages(&plan.request.messages, &exchanges, budget) else {
+            no_room = true;
+            turns.push(turn);
+            break;
+        };
+        turn.feedback = Some(message.clone());
+        sink(RunEvent::Feedback { turn: number, message });
+        request = Request { messages, ..plan.request.clone() };
+        turns.push(turn);
+    }
+    let mut record = record_of(provider.name(), plan, turns, started_at_ms);
+    record.duration_ms = started.elapsed().as_millis() as u64;
+    if no_room {
+        record.warnings.push(format!(
+            "no retry: the feedback does not fit in the context window ({} tokens); give a larger context size",
+            plan.context_tokens
+        ));
+    }
+    sink(RunEvent::RunEnded { ok: record.ok, turns: record.turns.len() as u32 });
+    record
+}
+
+fn record_of(provider: &str, plan: &RunPlan, turns: Vec<Turn>, started_at_ms: u64) -> RunRecord {
+    let last = turns.last();
+    let (ok, result, truncated, repaired, warnings, error, mode) = match last {
+        Some(turn) => (
+            turn.ok,
+            result_of(&turn.parse),
+            turn.finish_reason == Some(FinishReason::Length),
+            !repairs_of(&turn.parse).is_empty(),
+            warnings_of(turn),
+            turn.error.as_ref().map(ToString::to_string),
+            turn.mode.clone(),
+        ),
+        None => (false, serde_json::Value::Null, false, false, Vec::new(), None, plan.mode.clone()),
+    };
+    RunRecord {
+        prompt: plan.prompt.clone(),
+        case: plan.case.clone(),
+        provider: provider.to_string(),
+        model: plan.request.model.clone(),
+        structured: plan.mode.requested,
+        response_type: plan.reading.response_type,
+        profile: plan.reading.profile,
+        ok,
+        result,
+        truncated,
+        repaired,
+        warnings,
+        error,
+        variables: plan.variables.clone(),
+        mode,
+        max_turns: plan.max_turns,
+        started_at_ms,
+        duration_ms: 0,
+        turns,
+    }
+}
+
+/// One run of a batch: a plan and the provider that answers it.
+#[derive(Clone)]
+pub struct Job {
+    pub provider: Arc<dyn Provider>,
+    pub plan: RunPlan,
+}
+
+/// Runs every job, at most `concurrency` at a time (llama.cpp-style servers answer one request at a
+/// time: use 1 for them). `sink` gets each event with the index of its job; records come back in
+/// job order.
+pub async fn run_batch<F: FnMut(usize, RunEvent) + Send>(jobs: &[Job], concurrency: usize, sink: F) -> Vec<RunRecord> {
+    let sink = Mutex::new(sink);
+    let sink = &sink;
+    let runs = futures_util::stream::iter(jobs.iter().enumerate().map(|(index, job)| async move {
+        let forward = move |event: RunEvent| {
+            let mut sink = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            (*sink)(index, event);
+        };
+        (index, run(job.provider.as_ref(), &job.plan, forward).await)
+    }))
+    .buffer_unordered(concurrency.max(1));
+    let mut done: Vec<(usize, RunRecord)> = runs.collect().await;
+    done.sort_by_key(|(index, _)| *index);
+    done.into_iter().map(|(_, record)| record).collect()
+}

@@ -1,0 +1,224 @@
+//! A provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`; `local` is not built
+//! yet), and the transcript files a run records and a replay plays: one file per turn, and per case
+//! in a batch.
+//!
+//! Naming: the first turn of a single run is the file given (`run.jsonl`); turn N is
+//! `run.turnN.jsonl`; in a batch each case adds its name (`run.geology.jsonl`, `run.geology.turn2.jsonl`).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use super::plan::RunSettings;
+use super::record::RunRecord;
+use super::RunError;
+use crate::provider::anthropic::Anthropic;
+use crate::provider::http::HttpOptions;
+use crate::provider::ollama::Ollama;
+use crate::provider::openai::OpenAi;
+use crate::provider::replay::{Pace, Replay};
+use crate::provider::{EventStream, Provider, ProviderError, Request};
+
+/// Which provider answers, and how to reach it.
+#[derive(Clone, Debug)]
+pub struct ProviderChoice {
+    /// `openai`, `ollama`, `anthropic`, `local` or `replay`.
+    pub name: String,
+    pub model: String,
+    /// For HTTP providers; `None` reads the provider's environment variable, then its default.
+    pub base_url: Option<String>,
+    /// For `replay`: the transcript of the first turn (later turns and cases by [`transcript_path`]).
+    pub transcript: Option<PathBuf>,
+    pub pace: Pace,
+    pub http: HttpOptions,
+}
+
+impl ProviderChoice {
+    /// The choice the settings make; `transcript` and `pace` are for replay.
+    pub fn new(settings: &RunSettings, transcript: Option<PathBuf>, pace: Pace) -> Self {
+        Self {
+            name: settings.provider.clone(),
+            model: settings.model.clone(),
+            base_url: settings.base_url.clone(),
+            transcript,
+            pace,
+            http: HttpOptions::default(),
+        }
+    }
+
+    /// The provider for one run; `case` is the case's name in a batch (`None` for a single run),
+    /// which only replay uses (to pick the case's transcripts).
+    pub fn build(&self, case: Option<&str>) -> Result<Arc<dyn Provider>, RunError> {
+        let base = self.base_url.as_deref();
+        let needs_model = |provider: &str| {
+            RunError::Setting(format!(
+                "the {provider} provider needs a model name: give --model, or set model in the prompt's [provider]"
+            ))
+        };
+        Ok(match self.name.as_str() {
+            "openai" => Arc::new(OpenAi::from_env(base, self.http.clone())?),
+            "ollama" if self.model.is_empty() => return Err(needs_model("ollama")),
+            "ollama" => Arc::new(Ollama::from_env(base, self.http.clone())?),
+            "anthropic" if self.model.is_empty() => return Err(needs_model("anthropic")),
+            "anthropic" => Arc::new(Anthropic::from_env(base, self.http.clone())?),
+            "replay" => {
+                let Some(first) = &self.transcript else {
+                    return Err(RunError::Setting(
+                        "the replay provider plays a recorded transcript: give --transcript FILE (written by --record)"
+                            .into(),
+                    ));
+                };
+                Arc::new(ReplaySequence::open(first, case, self.pace)?)
+            }
+            "local" => {
+                return Err(RunError::Setting(
+                    "the local provider (the embedded model with schema-constrained decoding) is not built yet: it \
+                     arrives with issue #5; use openai, ollama, anthropic or replay"
+                        .into(),
+                ))
+            }
+            other => {
+                return Err(RunError::Setting(format!(
+                    "unknown provider {other:?}: use openai, ollama, anthropic, local or replay"
+                )))
+            }
+        })
+    }
+}
+
+/// Where turn `turn` of a run is recorded, given the file named on the command line (`base`) and, in
+/// a batch, the case's name.
+pub fn transcript_path(base: &Path, case: Option<&str>, turn: u32) -> PathBuf {
+    if case.is_none() && turn <= 1 {
+        return base.to_path_buf();
+    }
+    let stem = base.file_stem().map_or("transcript".into(), |s| s.to_string_lossy().into_owned());
+    let mut name = stem;
+    if let Some(case) = case {
+        name.push('.');
+        name.extend(case.chars().map(|c| if c.is_alphanumeric() || c == '-' || c == '_' { c } else { '_' }));
+    }
+    if turn > 1 {
+        name.push_str(&format!(".turn{turn}"));
+    }
+    if let Some(extension) = base.extension() {
+        name.push('.');
+        name.push_str(&extension.to_string_lossy());
+    }
+    base.with_file_name(name)
+}
+
+/// Writes every turn of `record` as a transcript file (see [`transcript_path`]); returns the paths.
+pub fn write_transcripts(record: &RunRecord, base: &Path, case: Option<&str>) -> std::io::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    if let Some(dir) = base.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display())))?;
+    }
+    for turn in &record.turns {
+        let path = transcript_path(base, case, turn.turn);
+        std::fs::write(&path, turn.transcript.to_jsonl())
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Recorded turns played in order: the n-th request gets the n-th transcript (the last one repeats),
+/// so a run with retries replays turn by turn.
+#[derive(Debug)]
+pub struct ReplaySequence {
+    turns: Vec<Replay>,
+    next: AtomicUsize,
+}
+
+impl ReplaySequence {
+    /// Reads `first` (or the case's file in a batch) and the files of the turns after it, as many as exist.
+    pub fn open(first: &Path, case: Option<&str>, pace: Pace) -> Result<Self, ProviderError> {
+        let mut turns = vec![Replay::from_file(&transcript_path(first, case, 1), pace)?];
+        for turn in 2.. {
+            let path = transcript_path(first, case, turn);
+            if !path.exists() {
+                break;
+            }
+            turns.push(Replay::from_file(&path, pace)?);
+        }
+        Ok(Self::new(turns))
+    }
+
+    pub fn new(turns: Vec<Replay>) -> Self {
+        Self { turns, next: AtomicUsize::new(0) }
+    }
+
+    /// The model named in the first transcript's header.
+    pub fn model(&self) -> &str {
+        self.turns.first().map_or("", |t| t.transcript().header.model.as_str())
+    }
+
+    pub fn len(&self) -> usize {
+        self.turns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.turns.is_empty()
+    }
+}
+
+impl Provider for ReplaySequence {
+    fn name(&self) -> &str {
+        "replay"
+    }
+
+    fn stream(&self, request: &Request) -> EventStream {
+        let index = self.next.fetch_add(1, Ordering::SeqCst);
+        match self.turns.get(index).or(self.turns.last()) {
+            Some(replay) => replay.stream(request),
+            None => Box::pin(futures_util::stream::empty()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transcript_files_are_named_by_case_and_turn() {
+        let base = Path::new("out/run.jsonl");
+        assert_eq!(transcript_path(base, None, 1), Path::new("out/run.jsonl"));
+        assert_eq!(transcript_path(base, None, 2), Path::new("out/run.turn2.jsonl"));
+        assert_eq!(transcript_path(base, Some("geo logy/x"), 1), Path::new("out/run.geo_logy_x.jsonl"));
+        assert_eq!(transcript_path(base, Some("a"), 3), Path::new("out/run.a.turn3.jsonl"));
+        assert_eq!(transcript_path(Path::new("t"), None, 2), Path::new("t.turn2"));
+    }
+
+    #[test]
+    fn local_and_unknown_providers_say_what_to_use() {
+        let settings = RunSettings {
+            provider: "local".into(),
+            model: String::new(),
+            base_url: None,
+            temperature: None,
+            max_tokens: None,
+            stop: Vec::new(),
+            structured: Default::default(),
+            max_turns: 1,
+            context_tokens: 8192,
+        };
+        let mut choice = ProviderChoice::new(&settings, None, Pace::Instant);
+        let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("not built yet") && error.contains("issue #5"), "{error}");
+        choice.name = "ollama".into();
+        let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("needs a model name"), "{error}");
+        choice.name = "replay".into();
+        let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("--transcript FILE"), "{error}");
+        choice.transcript = Some(PathBuf::from("/nonexistent/t.jsonl"));
+        let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("/nonexistent/t.jsonl"), "{error}");
+        choice.name = "gpt".into();
+        let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(error.contains("unknown provider \"gpt\""), "{error}");
+    }
+}

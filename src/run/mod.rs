@@ -1,0 +1,96 @@
+//! Runs: a prompt rendered, streamed through a provider, parsed live, validated, retried with
+//! PtcRunner-style error feedback, and written down as a run record appended to the history.
+//!
+//! ```text
+//! RunPlan (prompt + case + --var + settings) ──engine::run──▶ turn 1: Request ─Provider::stream─▶ Events
+//!        │                                                      │ feed OutputParser live ─▶ RunEvent::{Delta, Line, ..}
+//!        │                                                      ▼
+//!        │                                   parse report ─ ok? ─ no, turns left ─▶ feedback ─▶ turn 2 ...
+//!        ▼
+//! RunRecord (CLI.md `run --json`) ──history::append──▶ <data dir>/history.jsonl
+//! ```
+//!
+//! - [`plan`]: what one run sends ([`RunPlan`]) and the settings it is built from ([`RunSettings`]).
+//! - [`engine`]: the turn loop ([`run`]), and [`run_batch`] for several cases at once (bounded).
+//! - [`feedback`]: the retry message (PtcRunner's for signatures, its equivalent for JSON Schema) and
+//!   the cap that keeps a retry inside the context window.
+//! - [`record`]: the run record and its turns.
+//! - [`history`]: the data directory and the history file.
+//! - [`factory`]: a provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`).
+//! - [`bench`]: replay throughput through the engine, for `tunebench bench`.
+//!
+//! The engine is plain async code over a [`Provider`](crate::provider::Provider): it owns no runtime,
+//! reports progress through a callback of [`RunEvent`]s, and is cancelled by dropping its future
+//! (which drops the provider's stream and closes the connection).
+
+pub mod bench;
+pub mod engine;
+pub mod factory;
+pub mod feedback;
+pub mod history;
+pub mod plan;
+pub mod record;
+mod turn;
+
+pub use engine::{run, run_batch, Job};
+pub use factory::{transcript_path, ProviderChoice, ReplaySequence};
+pub use plan::{Expected, Reading, RunPlan, RunSettings};
+pub use record::{RunRecord, Turn};
+
+use crate::output::{LineVerdict, Report};
+use crate::provider::{FinishReason, ModeReport, ProviderError, Request, Usage};
+
+/// What a run reports while it goes, in order: a UI follows the run from these alone.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunEvent {
+    /// A turn's request is about to be sent (turn 1 is the rendered prompt; later turns carry feedback).
+    TurnStarted { turn: u32, max_turns: u32, request: Request },
+    /// The server accepted the request; how the structured-output mode was settled.
+    Mode(ModeReport),
+    /// The server asked to wait (429/503); the request is sent again after `after_ms`.
+    Waiting { attempt: u32, after_ms: u64, reason: String },
+    /// A piece of the answer, as it arrived.
+    Delta(String),
+    /// A JSONL line's verdict, the moment the line completed.
+    Line(LineVerdict),
+    /// Tokens of the turn.
+    Usage(Usage),
+    /// Why the answer ended (`length`: cut off by max tokens; `interrupted`: no reason given).
+    Finish(FinishReason),
+    /// The stream failed; the text received before stays in the turn.
+    StreamError(ProviderError),
+    /// The turn's answer was parsed and validated.
+    TurnEnded(Box<TurnSummary>),
+    /// The answer failed and turns remain: this feedback goes to the model as the next user message.
+    Feedback { turn: u32, message: String },
+    /// The run is over; the record is what [`run`] returns.
+    RunEnded { ok: bool, turns: u32 },
+}
+
+/// A finished turn in brief: what a status bar or summary line shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnSummary {
+    pub turn: u32,
+    pub ok: bool,
+    pub finish_reason: Option<FinishReason>,
+    pub usage: Option<Usage>,
+    pub ttft_ms: Option<u64>,
+    pub duration_ms: u64,
+    pub tokens_per_s: Option<f64>,
+    pub chunks: usize,
+    pub parse: Report,
+}
+
+/// A run that cannot start: a bad setting, prompt or variable. Each message names the bad value.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A setting's value is not one the run understands.
+    #[error("{0}")]
+    Setting(String),
+    /// The prompt file cannot be rendered or its schema resolved.
+    #[error(transparent)]
+    Prompt(#[from] crate::prompt::file::PromptError),
+    /// The provider cannot be set up (missing key, bad URL, unreadable transcript).
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+}

@@ -1,0 +1,257 @@
+//! What one run sends and how it reads the answer: settings resolved from the command line over the
+//! prompt file over defaults, the rendered request, and the structured-output mode it asks for.
+//!
+//! Structured output per response type: `json` asks for the requested mode with the schema of the
+//! whole answer (the provider falls back when a server refuses it); `jsonl` never asks a server for a
+//! schema or json-object mode, since either forces the whole answer into ONE value, so the per-line
+//! schema is described in the system prompt instead; `text` is sent as written.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::RunError;
+use crate::output::{Profile, ResponseType};
+use crate::prompt::file::{PromptFile, ProviderSettings, SchemaOrigin};
+use crate::prompt::signature::Signature;
+use crate::prompt::template::Variables;
+use crate::provider::{Fallback, Message, ModeReport, Request, Role, StructuredMode};
+use crate::schema::Check;
+
+/// Context window assumed when none is given: what a retry's messages must fit in.
+pub const DEFAULT_CONTEXT_TOKENS: u32 = 8192;
+
+/// The provider names a run accepts.
+pub const PROVIDERS: &[&str] = &["openai", "ollama", "anthropic", "local", "replay"];
+
+/// The settings of a run, resolved: the command line over the prompt's `[provider]` over defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSettings {
+    /// `openai`, `ollama`, `anthropic`, `local` or `replay`.
+    pub provider: String,
+    /// May be empty (servers that serve one model).
+    pub model: String,
+    pub base_url: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub stop: Vec<String>,
+    /// The structured-output mode asked for.
+    pub structured: StructuredMode,
+    /// Turns allowed (1 = no retry).
+    pub max_turns: u32,
+    /// The model's context window in tokens, which caps the feedback of retries.
+    pub context_tokens: u32,
+}
+
+impl RunSettings {
+    /// `overrides` (the command line; `name` is the provider) over the prompt's `[provider]` table and
+    /// `max_turns`, over the defaults (openai, no model, prompt-only, 1 turn, 8,192 context tokens).
+    pub fn resolve(
+        prompt: &PromptFile,
+        overrides: &ProviderSettings,
+        max_turns: Option<u32>,
+        context_tokens: Option<u32>,
+    ) -> Result<Self, RunError> {
+        let file = &prompt.provider;
+        let provider = pick(&overrides.name, &file.name, "--provider").unwrap_or(("openai".into(), ""));
+        if !PROVIDERS.contains(&provider.0.as_str()) {
+            return Err(setting(&provider.0, provider.1, &format!("a provider: {}", PROVIDERS.join(", "))));
+        }
+        let structured = match pick(&overrides.structured, &file.structured, "--structured") {
+            None => StructuredMode::None,
+            Some((text, origin)) => StructuredMode::parse(text.trim()).ok_or_else(|| {
+                setting(&text, origin, "a structured mode: none, json-object, json-schema, constrained")
+            })?,
+        };
+        let temperature = overrides.temperature.or(file.temperature);
+        if let Some(t) = temperature.filter(|t| !t.is_finite() || *t < 0.0) {
+            return Err(RunError::Setting(format!("temperature {t} is not a number of 0 or more")));
+        }
+        let max_turns = max_turns.or(prompt.max_turns).unwrap_or(1);
+        if max_turns == 0 {
+            return Err(RunError::Setting("max_turns is 0: a run needs at least 1 turn".into()));
+        }
+        let context_tokens = context_tokens.unwrap_or(DEFAULT_CONTEXT_TOKENS);
+        let max_tokens = overrides.max_tokens.or(file.max_tokens);
+        if max_tokens == Some(0) {
+            return Err(RunError::Setting("max_tokens is 0: the model could not answer at all".into()));
+        }
+        Ok(Self {
+            provider: provider.0,
+            model: overrides.model.clone().or_else(|| file.model.clone()).unwrap_or_default(),
+            base_url: overrides.base_url.clone().or_else(|| file.base_url.clone()),
+            temperature,
+            max_tokens,
+            stop: if overrides.stop.is_empty() { file.stop.clone() } else { overrides.stop.clone() },
+            structured,
+            max_turns,
+            context_tokens,
+        })
+    }
+}
+
+/// The value and where it came from (command line first).
+fn pick(cli: &Option<String>, file: &Option<String>, flag: &'static str) -> Option<(String, &'static str)> {
+    match (cli, file) {
+        (Some(value), _) => Some((value.clone(), flag)),
+        (None, Some(value)) => Some((value.clone(), "the prompt's [provider]")),
+        (None, None) => None,
+    }
+}
+
+fn setting(value: &str, origin: &str, expected: &str) -> RunError {
+    RunError::Setting(format!("{value:?} (from {origin}) is not {expected}"))
+}
+
+/// How answers are read and checked (what `cli::input::ParseOptions::setup` resolves for a prompt).
+#[derive(Clone)]
+pub struct Reading {
+    pub response_type: ResponseType,
+    pub profile: Profile,
+    /// The whole answer for json, each line for jsonl.
+    pub check: Option<Arc<dyn Check>>,
+}
+
+/// What a failed answer is told to look like in the retry feedback.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expected {
+    /// A PtcRunner signature: its example answer (and PtcRunner's own feedback text for json).
+    Signature(Signature),
+    /// A JSON Schema (of the whole answer for json, of each line for jsonl).
+    Schema(Value),
+    /// No schema: only well-formed JSON is expected.
+    Nothing,
+}
+
+/// Everything one run of one case sends and checks.
+#[derive(Clone)]
+pub struct RunPlan {
+    /// The prompt's id.
+    pub prompt: String,
+    pub case: Option<String>,
+    /// The `--var` values laid over the case (kept in the record).
+    pub variables: Variables,
+    pub reading: Reading,
+    pub expected: Expected,
+    /// Turn 1's request: the rendered messages, sampling settings and structured mode.
+    pub request: Request,
+    /// How the mode was settled before the provider saw it (the provider's own steps are added).
+    pub mode: ModeReport,
+    pub max_turns: u32,
+    pub context_tokens: u32,
+}
+
+impl RunPlan {
+    /// Renders `prompt` for `case` with `overrides` and builds turn 1's request under `settings`.
+    /// `base_dir` is the prompt file's directory (for `schema_file`).
+    pub fn new(
+        prompt: &PromptFile,
+        base_dir: &Path,
+        case: Option<&str>,
+        overrides: &Variables,
+        settings: &RunSettings,
+        reading: Reading,
+    ) -> Result<Self, RunError> {
+        let rendered = prompt.render(case, overrides)?;
+        let resolved = prompt.resolve_schema(base_dir)?;
+        let schema = resolved.as_ref().map(|r| r.schema.clone());
+        let expected = match resolved.map(|r| (r.schema, r.origin)) {
+            Some((_, SchemaOrigin::Signature(sig))) => Expected::Signature(sig),
+            Some((schema, _)) => Expected::Schema(schema),
+            None => Expected::Nothing,
+        };
+        let mut request = Request::new(settings.model.clone());
+        if let Some(system) = rendered.system {
+            request = request.system(system);
+        }
+        request = request.user(rendered.user).stop(settings.stop.clone());
+        request.temperature = settings.temperature;
+        request.max_tokens = settings.max_tokens;
+        let (request, mode) = structure(request, reading.response_type, settings.structured, schema);
+        Ok(Self {
+            prompt: prompt.id.clone(),
+            case: case.map(str::to_string),
+            variables: overrides.clone(),
+            reading,
+            expected,
+            request,
+            mode,
+            max_turns: settings.max_turns,
+            context_tokens: settings.context_tokens,
+        })
+    }
+
+    /// The mode report of a turn: this plan's own steps, then the provider's (`None` before the
+    /// server accepted the request).
+    pub fn mode_with(&self, provider: Option<&ModeReport>) -> ModeReport {
+        let Some(provider) = provider else { return self.mode.clone() };
+        let mut fallbacks = self.mode.fallbacks.clone();
+        fallbacks.extend(provider.fallbacks.iter().cloned());
+        ModeReport {
+            requested: self.mode.requested,
+            used: provider.used,
+            schema_in_prompt: self.mode.schema_in_prompt || provider.schema_in_prompt,
+            fallbacks,
+        }
+    }
+}
+
+/// Sets the request's structured mode for the response type; the report says what was asked and why
+/// it differs.
+fn structure(
+    request: Request,
+    response_type: ResponseType,
+    requested: StructuredMode,
+    schema: Option<Value>,
+) -> (Request, ModeReport) {
+    let mut mode = ModeReport { requested, used: requested, ..ModeReport::default() };
+    match response_type {
+        ResponseType::Json => (request.structured(requested, schema), mode),
+        _ if requested == StructuredMode::None => (request.structured(StructuredMode::None, schema), mode),
+        ResponseType::Text => {
+            let reason = "a text answer is not JSON: the prompt is sent as written".to_string();
+            mode.fallbacks.push(Fallback { from: requested, to: StructuredMode::None, reason });
+            mode.used = StructuredMode::None;
+            (request.structured(StructuredMode::None, None), mode)
+        }
+        ResponseType::Jsonl => {
+            let reason = format!(
+                "a jsonl answer holds one JSON value per line, and {requested} would force the whole answer into one value: {}",
+                if schema.is_some() { "the schema of each line is described in the prompt" } else { "JSONL is asked for by the prompt alone" }
+            );
+            mode.fallbacks.push(Fallback { from: requested, to: StructuredMode::None, reason });
+            mode.used = StructuredMode::None;
+            mode.schema_in_prompt = schema.is_some();
+            let request = match &schema {
+                Some(schema) => with_system_text(request, &jsonl_instructions(schema)),
+                None => request,
+            };
+            (request.structured(StructuredMode::None, schema), mode)
+        }
+    }
+}
+
+/// The prompt text asking for JSON Lines whose every line matches `schema`.
+pub fn jsonl_instructions(schema: &Value) -> String {
+    let schema_text = serde_json::to_string_pretty(schema).unwrap_or_else(|_| schema.to_string());
+    format!(
+        "Answer in JSON Lines: one JSON value per line, each written on a single line, with no prose and no code fence. Every line must validate against this JSON Schema:\n{schema_text}"
+    )
+}
+
+/// `request` with `text` added to its last system message (or as a new first system message).
+fn with_system_text(mut request: Request, text: &str) -> Request {
+    match request.messages.iter_mut().rev().find(|m| m.role == Role::System) {
+        Some(system) => {
+            system.content.push_str("\n\n");
+            system.content.push_str(text);
+        }
+        None => request.messages.insert(0, Message { role: Role::System, content: text.to_string() }),
+    }
+    request
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

@@ -1,0 +1,149 @@
+//! Settings resolution and the structured mode each response type asks for.
+
+use serde_json::json;
+
+use super::*;
+
+fn prompt(response_type: ResponseType) -> PromptFile {
+    let mut prompt = PromptFile::new("p", "Tell me about {{ topic }}.");
+    prompt.system = Some("Be brief.".into());
+    prompt.response_type = response_type;
+    prompt.schema = Some(json!({"type": "object", "required": ["a"]}));
+    prompt.variables.insert("topic".into(), json!("stars"));
+    prompt
+}
+
+fn reading(response_type: ResponseType) -> Reading {
+    Reading { response_type, profile: Profile::Lenient, check: None }
+}
+
+fn settings(structured: &str) -> RunSettings {
+    let cli = ProviderSettings { structured: Some(structured.into()), ..ProviderSettings::default() };
+    RunSettings::resolve(&prompt(ResponseType::Json), &cli, None, None).unwrap()
+}
+
+fn plan(response_type: ResponseType, structured: &str) -> RunPlan {
+    let prompt = prompt(response_type);
+    RunPlan::new(&prompt, Path::new("."), None, &Variables::new(), &settings(structured), reading(response_type))
+        .unwrap()
+}
+
+#[test]
+fn the_command_line_wins_over_the_prompt_over_the_defaults() {
+    let mut file = prompt(ResponseType::Json);
+    file.provider = ProviderSettings {
+        name: Some("ollama".into()),
+        model: Some("llama3".into()),
+        temperature: Some(0.2),
+        max_tokens: Some(100),
+        stop: vec!["END".into()],
+        ..ProviderSettings::default()
+    };
+    file.max_turns = Some(3);
+    let cli = ProviderSettings { model: Some("qwen".into()), max_tokens: Some(50), ..ProviderSettings::default() };
+    let settings = RunSettings::resolve(&file, &cli, None, Some(4096)).unwrap();
+    assert_eq!((settings.provider.as_str(), settings.model.as_str()), ("ollama", "qwen"));
+    assert_eq!((settings.temperature, settings.max_tokens, settings.max_turns), (Some(0.2), Some(50), 3));
+    assert_eq!((settings.stop.clone(), settings.context_tokens), (vec!["END".to_string()], 4096));
+    let defaults = RunSettings::resolve(&prompt(ResponseType::Json), &ProviderSettings::default(), None, None).unwrap();
+    assert_eq!(
+        (defaults.provider.as_str(), defaults.structured, defaults.max_turns),
+        ("openai", StructuredMode::None, 1)
+    );
+    assert_eq!(defaults.context_tokens, DEFAULT_CONTEXT_TOKENS);
+    assert_eq!(RunSettings::resolve(&file, &cli, Some(1), None).unwrap().max_turns, 1);
+}
+
+#[test]
+fn bad_settings_name_the_value_and_where_it_came_from() {
+    let mut file = prompt(ResponseType::Json);
+    file.provider.structured = Some("strict".into());
+    let error = RunSettings::resolve(&file, &ProviderSettings::default(), None, None).unwrap_err().to_string();
+    assert!(error.contains("\"strict\" (from the prompt's [provider]) is not a structured mode"), "{error}");
+    let cli = ProviderSettings { name: Some("gpt".into()), ..ProviderSettings::default() };
+    let error = RunSettings::resolve(&file, &cli, None, None).unwrap_err().to_string();
+    assert!(error.contains("\"gpt\" (from --provider) is not a provider"), "{error}");
+    let ok = prompt(ResponseType::Json);
+    let error = RunSettings::resolve(&ok, &ProviderSettings::default(), Some(0), None).unwrap_err().to_string();
+    assert!(error.contains("at least 1 turn"), "{error}");
+    let cold = ProviderSettings { temperature: Some(-1.0), ..ProviderSettings::default() };
+    assert!(RunSettings::resolve(&ok, &cold, None, None).is_err());
+    let none = ProviderSettings { max_tokens: Some(0), ..ProviderSettings::default() };
+    assert!(RunSettings::resolve(&ok, &none, None, None).is_err());
+}
+
+#[test]
+fn json_prompts_ask_for_the_mode_with_the_whole_answer_schema() {
+    let plan = plan(ResponseType::Json, "json-schema");
+    assert_eq!(plan.request.structured, StructuredMode::JsonSchema);
+    assert_eq!(plan.request.schema, Some(json!({"type": "object", "required": ["a"]})));
+    assert_eq!(plan.request.messages[0].content, "Be brief.");
+    assert_eq!(plan.request.messages[1].content, "Tell me about stars.");
+    assert!(plan.mode.fallbacks.is_empty());
+    assert_eq!(plan.expected, Expected::Schema(json!({"type": "object", "required": ["a"]})));
+}
+
+#[test]
+fn jsonl_prompts_never_bind_the_whole_answer_to_one_value() {
+    for mode in ["json-schema", "json-object", "constrained"] {
+        let plan = plan(ResponseType::Jsonl, mode);
+        assert_eq!(plan.request.structured, StructuredMode::None, "{mode}");
+        let system = &plan.request.messages[0].content;
+        assert!(system.starts_with("Be brief.\n\nAnswer in JSON Lines"), "{system}");
+        assert!(system.contains("\"required\": ["), "{system}");
+        assert_eq!(plan.mode.used, StructuredMode::None);
+        assert!(plan.mode.schema_in_prompt);
+        assert_eq!(plan.mode.fallbacks.len(), 1);
+        assert!(plan.mode.fallbacks[0].reason.contains("force the whole answer into one value"));
+    }
+    let plain = plan(ResponseType::Jsonl, "none");
+    assert_eq!(plain.request.messages[0].content, "Be brief.");
+    assert!(plain.mode.fallbacks.is_empty() && !plain.mode.schema_in_prompt);
+}
+
+#[test]
+fn text_prompts_are_sent_as_written() {
+    let plan = plan(ResponseType::Text, "json-object");
+    assert_eq!((plan.request.structured, plan.request.schema.clone()), (StructuredMode::None, None));
+    assert!(plan.mode.fallbacks[0].reason.contains("not JSON"));
+}
+
+#[test]
+fn the_providers_steps_follow_the_plans() {
+    let plan = plan(ResponseType::Jsonl, "json-schema");
+    let provider = ModeReport {
+        requested: StructuredMode::None,
+        used: StructuredMode::None,
+        schema_in_prompt: false,
+        fallbacks: vec![Fallback { from: StructuredMode::None, to: StructuredMode::None, reason: "x".into() }],
+    };
+    let merged = plan.mode_with(Some(&provider));
+    assert_eq!(merged.requested, StructuredMode::JsonSchema);
+    assert!(merged.schema_in_prompt);
+    assert_eq!(merged.fallbacks.len(), 2);
+    assert_eq!(plan.mode_with(None), plan.mode);
+}
+
+#[test]
+fn cases_and_overrides_are_rendered_and_kept() {
+    let mut file = prompt(ResponseType::Json);
+    file.cases.push(crate::prompt::file::Case {
+        name: "moon".into(),
+        expect: None,
+        variables: [("topic".to_string(), json!("the moon"))].into_iter().collect(),
+    });
+    let settings = settings("none");
+    let plan =
+        RunPlan::new(&file, Path::new("."), Some("moon"), &Variables::new(), &settings, reading(ResponseType::Json))
+            .unwrap();
+    assert_eq!(plan.request.messages[1].content, "Tell me about the moon.");
+    assert_eq!(plan.case.as_deref(), Some("moon"));
+    let overrides: Variables = [("topic".to_string(), json!("comets"))].into_iter().collect();
+    let plan =
+        RunPlan::new(&file, Path::new("."), Some("moon"), &overrides, &settings, reading(ResponseType::Json)).unwrap();
+    assert_eq!(plan.request.messages[1].content, "Tell me about comets.");
+    assert_eq!(plan.variables, overrides);
+    let unknown = RunPlan::new(&file, Path::new("."), Some("sun"), &overrides, &settings, reading(ResponseType::Json));
+    let error = unknown.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(error.contains("no case named \"sun\"") && error.contains("moon"), "{error}");
+}

@@ -1,0 +1,107 @@
+//! One turn: send the request, feed every delta to the parser as it arrives, report JSONL verdicts the
+//! moment their line completes, write the transcript down, and time it.
+
+use std::time::Instant;
+
+use futures_util::StreamExt;
+
+use super::plan::RunPlan;
+use super::record::{passes, Turn};
+use super::RunEvent;
+use crate::output::parser_for;
+use crate::provider::record::Recorder;
+use crate::provider::{Event, FinishReason, ModeReport, Provider, ProviderError, Request, Usage};
+
+/// Streams `request` through `provider` as turn `number` of `plan`.
+pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send>(
+    provider: &dyn Provider,
+    plan: &RunPlan,
+    request: &Request,
+    number: u32,
+    sink: &mut F,
+) -> Turn {
+    let mut parser = parser_for(plan.reading.response_type, plan.reading.profile, plan.reading.check.clone());
+    let mut recorder = Recorder::new(provider.name(), request);
+    let started = Instant::now();
+    let mut stream = provider.stream(request);
+    let mut output = String::new();
+    let mut chunks = 0usize;
+    let mut seen_lines = 0usize;
+    let mut first: Option<Instant> = None;
+    // The provider's own report; the plan's steps are added when it is shown.
+    let mut mode: Option<ModeReport> = None;
+    let mut usage: Option<Usage> = None;
+    let mut finish: Option<FinishReason> = None;
+    let mut error: Option<ProviderError> = None;
+    while let Some(event) = stream.next().await {
+        recorder.observe(&event);
+        match event {
+            Event::Mode(report) => {
+                sink(RunEvent::Mode(plan.mode_with(Some(&report))));
+                mode = Some(report);
+            }
+            Event::Retrying { attempt, after_ms, reason } => sink(RunEvent::Waiting { attempt, after_ms, reason }),
+            Event::Delta(text) => {
+                first.get_or_insert_with(Instant::now);
+                chunks += 1;
+                output.push_str(&text);
+                parser.feed(&text);
+                sink(RunEvent::Delta(text));
+                let lines = parser.lines();
+                if lines.len() > seen_lines {
+                    for verdict in lines.get(seen_lines..).unwrap_or_default() {
+                        sink(RunEvent::Line(verdict.clone()));
+                    }
+                    seen_lines = lines.len();
+                }
+            }
+            Event::Usage(tokens) => {
+                sink(RunEvent::Usage(tokens));
+                usage = Some(tokens);
+            }
+            Event::Finish(reason) => {
+                sink(RunEvent::Finish(reason.clone()));
+                finish = Some(reason);
+            }
+            Event::Error(failure) => {
+                sink(RunEvent::StreamError(failure.clone()));
+                error = Some(failure);
+            }
+        }
+    }
+    drop(stream);
+    let ended = Instant::now();
+    if finish.is_none() && error.is_none() {
+        // The provider's stream stopped without its last event: say so, as the providers do.
+        let reason = FinishReason::Interrupted;
+        recorder.observe(&Event::Finish(reason.clone()));
+        sink(RunEvent::Finish(reason.clone()));
+        finish = Some(reason);
+    }
+    let parse = parser.report();
+    let ttft_ms = first.map(|at| at.duration_since(started).as_millis() as u64);
+    let generating = first.map(|at| ended.duration_since(at).as_secs_f64()).filter(|s| *s > 0.0);
+    let tokens_per_s = match (usage, generating) {
+        (Some(u), Some(seconds)) if u.output_tokens > 0 => {
+            Some((u.output_tokens as f64 / seconds * 10.0).round() / 10.0)
+        }
+        _ => None,
+    };
+    let ok = error.is_none() && passes(&parse);
+    Turn {
+        turn: number,
+        output,
+        finish_reason: finish,
+        error,
+        usage,
+        ttft_ms,
+        duration_ms: ended.duration_since(started).as_millis() as u64,
+        tokens_per_s,
+        chunks,
+        parse,
+        ok,
+        feedback: None,
+        mode: plan.mode_with(mode.as_ref()),
+        transcript: recorder.into_transcript(),
+    }
+}

@@ -1,0 +1,112 @@
+//! Truncation shown beside the repaired result, failed streams keeping their partial answer, server
+//! errors, and the history file.
+
+use serde_json::json;
+use tunebench::output::{LineStatus, Report};
+use tunebench::provider::wire_server::{Reply, Step};
+use tunebench::provider::{FinishReason, ProviderError};
+use tunebench::run::history;
+
+use crate::support::*;
+
+const PERSON_PROMPT: &str = r#"
+id = "person"
+response_type = "json"
+template = "Output a JSON object with fields id (integer) and name (string). Output only JSON."
+schema = '{"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}, "required": ["id", "name"]}'
+[provider]
+max_tokens = 20
+"#;
+
+#[tokio::test]
+async fn a_json_answer_cut_by_max_tokens_is_repaired_and_flagged_truncated() {
+    // A real capture: max_tokens 20, the answer stops inside a fenced object.
+    let server = serve(vec![recorded("llama-cpp-python/c_max_tokens_20_length.txt")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan(&prompt_file(dir.path(), "person", PERSON_PROMPT), None);
+    let (record, _) = run(openai(&server).as_ref(), &plan).await;
+    assert_eq!(record.turns[0].output, "```json\n{\n  \"id\": 1,\n  \"name\": \"John Doe\"");
+    assert_eq!(record.turns[0].finish_reason, Some(FinishReason::Length));
+    assert_eq!(record.result, json!({"id": 1, "name": "John Doe"}));
+    assert!(record.ok, "the repaired value passes the schema");
+    assert!(record.truncated && record.repaired);
+    let first = &record.warnings[0];
+    assert!(
+        first.starts_with("truncated: the answer hit the max-tokens limit of 20 (finish_reason length)"),
+        "{first}"
+    );
+    assert!(first.contains("repaired from the cut answer"), "{first}");
+    assert!(
+        record.warnings.iter().any(|w| w.starts_with("repaired: ") && w.contains("closed")),
+        "{:?}",
+        record.warnings
+    );
+    let value = serde_json::to_value(&record).unwrap();
+    assert_eq!((value["truncated"].clone(), value["repaired"].clone()), (json!(true), json!(true)));
+    assert_eq!(record.turns[0].usage.map(|u| (u.output_tokens, u.estimated)), Some((20, false)));
+}
+
+#[tokio::test]
+async fn a_jsonl_answer_cut_by_max_tokens_keeps_its_complete_lines() {
+    let server = serve(vec![recorded("run/definitions_length_stream.txt")]).await;
+    let plan = plan(&sample("extract-definitions"), None);
+    let (record, _) = run(openai(&server).as_ref(), &plan).await;
+    assert!(record.truncated && !record.ok);
+    assert_eq!(record.result.as_array().map(Vec::len), Some(2));
+    assert!(record.warnings[0].contains("2 complete items kept; line 3 was cut mid-record"), "{:?}", record.warnings);
+}
+
+#[tokio::test]
+async fn a_failed_stream_keeps_the_partial_answer_and_is_not_retried() {
+    // The recorded stream up to the middle of line 2, then a TCP reset.
+    let full = recorded("run/definitions_stream.txt");
+    let cut_at = full.steps.len() * 45 / 100;
+    let mut steps: Vec<Step> = full.steps.into_iter().take(cut_at).collect();
+    steps.push(Step::Reset);
+    let server = serve(vec![Reply { steps }]).await;
+    let plan = plan(&sample("extract-definitions"), Some(3));
+    let (record, _) = run(openai(&server).as_ref(), &plan).await;
+    assert_eq!(server.received().len(), 1, "a broken stream is reported, not retried");
+    assert!(!record.ok);
+    let turn = &record.turns[0];
+    assert!(matches!(turn.error, Some(ProviderError::Broken { .. })), "{:?}", turn.error);
+    assert_eq!(turn.finish_reason, None);
+    assert!(turn.output.starts_with("{\"entity\": \"mitochondria\""), "{}", turn.output);
+    assert!(turn.output.len() > 100 && !turn.output.ends_with('\n'), "{:?}", turn.output);
+    let Report::Jsonl(parse) = &turn.parse else { panic!() };
+    assert!(matches!(parse.lines[0].status, LineStatus::Valid { .. }));
+    assert_eq!(record.result.as_array().map(Vec::len), Some(1), "the complete line is kept");
+    assert!(turn.transcript.end.as_ref().is_some_and(|end| end.error.is_some()));
+    assert!(record.error.as_deref().is_some_and(|e| e.contains("broke mid-stream")), "{:?}", record.error);
+    assert!(record.warnings.iter().any(|w| w.starts_with("the stream failed after")), "{:?}", record.warnings);
+}
+
+#[tokio::test]
+async fn a_server_error_ends_the_run_with_its_message() {
+    let server = serve(vec![Reply::status(500, "text/plain", "Internal Server Error")]).await;
+    let plan = plan(&sample("extract-definitions"), Some(2));
+    let (record, _) = run(openai(&server).as_ref(), &plan).await;
+    assert!(!record.ok);
+    assert_eq!(record.turns.len(), 1);
+    assert_eq!(record.turns[0].output, "");
+    assert!(record.error.as_deref().is_some_and(|e| e.contains("HTTP 500")), "{:?}", record.error);
+}
+
+#[tokio::test]
+async fn records_are_appended_to_the_history_file() {
+    let server =
+        serve(vec![recorded("run/definitions_stream.txt"), recorded("run/definitions_invalid_stream.txt")]).await;
+    let plan = plan(&sample("extract-definitions"), None);
+    let (first, _) = run(openai(&server).as_ref(), &plan).await;
+    let (second, _) = run(openai(&server).as_ref(), &plan).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested").join(history::HISTORY_FILE);
+    history::append_to(&path, &first).unwrap();
+    history::append_to(&path, &second).unwrap();
+    let lines = history::read(&path).unwrap();
+    assert_eq!(lines.len(), 2);
+    assert_eq!((lines[0]["ok"].clone(), lines[1]["ok"].clone()), (json!(true), json!(false)));
+    assert_eq!(lines[1]["turns"][0]["output"], json!(second.turns[0].output));
+    assert_eq!(lines[0], serde_json::to_value(&first).unwrap());
+    assert!(history::read(&dir.path().join("none.jsonl")).unwrap().is_empty());
+}

@@ -1,0 +1,9 @@
+//! Run-engine tests: sample prompts run end to end against in-process servers replaying the wire
+//! fixtures (`tests/fixtures/wire/`), replays of recorded runs, retries with feedback, truncation,
+//! failed streams, batches, the history, and `tunebench run` driven as a binary.
+
+mod batch;
+mod cli;
+mod engine;
+mod faults;
+mod support;
