@@ -148,9 +148,7 @@ impl CompiledSchema {
 
 impl Check for CompiledSchema {
     fn check(&self, value: &Value) -> Result<Option<String>, Vec<SchemaIssue>> {
-        if let (Some(dispatch), Some(Value::String(tag))) =
-            (&self.dispatch, value.as_object().and_then(|o| o.get("type")))
-        {
+        if let (Some(dispatch), Some(Value::String(tag))) = (&self.dispatch, type_of(value)) {
             // Only the branch `tag` names can accept the object: its verdict is the whole schema's.
             return match dispatch.branch(tag).and_then(|index| self.branches.get(index)) {
                 Some(branch) if branch.validator.is_valid(value) => Ok(Some(branch.name.clone())),
@@ -169,6 +167,16 @@ impl CompiledSchema {
         } else {
             Err(self.issues(value))
         }
+    }
+}
+
+/// An object's `type` member: found by comparing keys in a small object (cheaper than hashing one).
+fn type_of(value: &Value) -> Option<&Value> {
+    let object = value.as_object()?;
+    if object.len() <= 8 {
+        object.iter().find_map(|(key, member)| (key == "type").then_some(member))
+    } else {
+        object.get("type")
     }
 }
 

@@ -34,7 +34,8 @@ pub(super) fn judge_run(
     run: &str,
 ) -> usize {
     let threads = cores().min(MAX_THREADS);
-    let parts = if run.len() >= PARALLEL_BYTES && threads > 1 { split(run, threads * PARTS_PER_THREAD) } else { Vec::new() };
+    let parts =
+        if run.len() >= PARALLEL_BYTES && threads > 1 { split(run, threads * PARTS_PER_THREAD) } else { Vec::new() };
     if parts.len() < 2 {
         return judge_lines(rules, sink, check, completed, run);
     }
@@ -58,13 +59,13 @@ fn judge_parts(
     let rested = rules.at_rest();
     let judged: Vec<Judged> = rest.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
-    let work = || {
-        while let Some((part, slot)) = rest.get(next.fetch_add(1, Ordering::Relaxed)).zip(judged.get(next.load(Ordering::Relaxed).saturating_sub(1))) {
-            let mut part_rules = rested.clone();
-            let mut part_sink = Sink::default();
-            judge_lines(&mut part_rules, &mut part_sink, check, completed + part.before, part.text);
-            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((part_rules, part_sink));
-        }
+    let work = || loop {
+        let index = next.fetch_add(1, Ordering::Relaxed);
+        let (Some(part), Some(slot)) = (rest.get(index), judged.get(index)) else { break };
+        let mut part_rules = rested.clone();
+        let mut part_sink = Sink::default();
+        judge_lines(&mut part_rules, &mut part_sink, check, completed + part.before, part.text);
+        *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some((part_rules, part_sink));
     };
     std::thread::scope(|scope| {
         for _ in 1..threads {
@@ -74,8 +75,15 @@ fn judge_parts(
         work();
     });
     let mut redone = 0;
+    let judged: Vec<Option<(Rules, Sink)>> =
+        judged.into_iter().map(|slot| slot.into_inner().unwrap_or_else(PoisonError::into_inner)).collect();
+    let counts = judged.iter().flatten().map(|(_, part)| (part.lines.len(), part.items.len()));
+    let (lines, items) =
+        counts.fold((0, 0), |(lines, items), (more_lines, more_items)| (lines + more_lines, items + more_items));
+    sink.lines.reserve(lines);
+    sink.items.reserve(items);
     for (part, slot) in rest.iter().zip(judged) {
-        match slot.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        match slot {
             Some((part_rules, part_sink)) if rules.is_at_rest() => {
                 *rules = part_rules;
                 sink.append(part_sink);
@@ -173,11 +181,11 @@ mod tests {
     #[test]
     fn parts_cut_at_line_ends_and_count_every_line() {
         let text = run(3000);
-        for cores in [1, 2, 3, 8] {
-            let parts = split(&text, cores);
+        for wanted in [1, 2, 3, 8] {
+            let parts = split(&text, wanted);
             assert_eq!(parts.iter().map(|p| p.text).collect::<String>(), text);
             assert!(parts.iter().all(|p| p.text.ends_with('\n') && p.lines == newlines(p.text)));
-            assert_eq!(parts.len(), cores.min(newlines(&text) / LINES_PER_PART), "{cores}");
+            assert_eq!(parts.len(), wanted.min(newlines(&text) / LINES_PER_PART), "{wanted}");
         }
         assert_eq!(split(&run(10), 2).len(), 1);
     }
@@ -188,18 +196,18 @@ mod tests {
         for records in [1000, 1001, 1002, 1003] {
             let text = run(records);
             for profile in [Profile::Lenient, Profile::Strict, Profile::Trustgraph] {
-                for cores in [2, 3] {
+                for (wanted, threads) in [(2, 2), (3, 2), (3, 1), (3, 3)] {
                     let mut sequential = JsonlParser::new(profile, None);
                     for line in text.split_inclusive('\n') {
                         sequential.feed(line);
                     }
                     let mut shared = JsonlParser::new(profile, None);
-                    let parts = split(&text, cores);
-                    let (lines, again) = judge_parts(&mut shared.rules, &mut shared.sink, None, 0, &parts);
+                    let parts = split(&text, wanted);
+                    let (lines, again) = judge_parts(&mut shared.rules, &mut shared.sink, None, 0, &parts, threads);
                     shared.completed = lines;
                     (taken, redone) = (taken + parts.len() - 1 - again, redone + again);
                     assert_eq!(lines, newlines(&text));
-                    assert_eq!(shared.lines(), sequential.lines(), "{profile:?} {cores} {records}");
+                    assert_eq!(shared.lines(), sequential.lines(), "{profile:?} {wanted} {records}");
                     assert_eq!(shared.items(), sequential.items());
                     assert_eq!(shared.report(), sequential.report());
                 }

@@ -144,6 +144,23 @@ mod tests {
     }
 
     #[test]
+    fn a_large_sink_copied_on_two_threads_is_the_same_copy() {
+        let mut sink = Sink::default();
+        for n in 0..3 * PARALLEL_COPY + 4 {
+            match n % 3 {
+                0 => sink.record(None, Span::line(n + 1), serde_json::json!({"n": n, "s": "é"}), vec![format!("{n}")]),
+                1 => sink.skipped(Span { line: n + 1, end_line: Some(n + 2) }, "prose", Vec::new()),
+                _ => sink.invalid(Span::line(n + 1), "expected value".into(), n, Vec::new()),
+            }
+        }
+        assert!(sink.items.len() > PARALLEL_COPY);
+        for threads in [1, 2] {
+            let copy = sink.copy(threads);
+            assert_eq!((copy.lines, copy.items, copy.summary), (sink.lines.clone(), sink.items.clone(), sink.summary));
+        }
+    }
+
+    #[test]
     fn offsets_follow_lines() {
         let text = "{\n\"a\":1,\n}";
         let error = serde_json::from_str::<Value>(text).unwrap_err();
