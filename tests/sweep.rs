@@ -351,3 +351,19 @@ fn deep_nesting_sweeps() {
         assert!(swept.figures(Strategy::JsonRepair).iter().all(|f| f.items <= 1));
     }
 }
+
+/// A root object that repeats `"items"`: the items read before the second key are moved back into
+/// the object, and every cut (before and after) must still match a re-parse.
+#[test]
+fn a_repeated_items_key_matches_reparse() {
+    for answer in [
+        r#"{"items": [{"a": 1}, {"a": 2}, {"b": 3}], "items": [{"a": 3}]}"#,
+        r#"{"items": [{"a": 1}, {"a": 2}], "x": 1, "items": 5} [{"a": 4}]"#,
+    ] {
+        let cuts = every_char_cut(answer);
+        for profile in PROFILES {
+            assert_sweep_matches(answer, &cuts, profile, None);
+            assert_sweep_matches(answer, &cuts, profile, Some(Arc::new(HasA)));
+        }
+    }
+}

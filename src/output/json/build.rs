@@ -51,6 +51,8 @@ pub struct Builder {
     dups: u64,
     last_start: usize,
     marks: Vec<ItemMark>,
+    /// The items and marks as they stood when a second `"items"` key moved them into the object.
+    moved: Option<(Vec<Value>, Vec<ItemMark>)>,
 }
 
 /// The content clock and duplicate-key count when an item completed (one per item of [`Builder::items`]).
@@ -83,6 +85,7 @@ impl Builder {
             dups: 0,
             last_start: 0,
             marks: Vec::new(),
+            moved: None,
         }
     }
 
@@ -96,17 +99,26 @@ impl Builder {
         &self.items
     }
 
-    pub fn take_items(&mut self) -> Vec<Value> {
-        std::mem::take(&mut self.items)
-    }
-
     /// Where each item of [`Builder::items`] completed.
     pub fn marks(&self) -> &[ItemMark] {
         &self.marks
     }
 
-    pub fn take_marks(&mut self) -> Vec<ItemMark> {
-        std::mem::take(&mut self.marks)
+    /// The items a sweep counted for this candidate, with their marks: [`Builder::items`], or, once a
+    /// second `"items"` key moved them into the object, the items as they stood then.
+    pub fn counted(&self) -> (&[Value], &[ItemMark]) {
+        match &self.moved {
+            Some((items, marks)) => (items, marks),
+            None => (&self.items, &self.marks),
+        }
+    }
+
+    /// Takes [`Builder::counted`].
+    pub fn take_counted(&mut self) -> (Vec<Value>, Vec<ItemMark>) {
+        match self.moved.take() {
+            Some(moved) => moved,
+            None => (std::mem::take(&mut self.items), std::mem::take(&mut self.marks)),
+        }
     }
 
     /// Ticks at every value start and every piece of a value string: while it stands still, the
@@ -260,7 +272,7 @@ impl Builder {
         self.irregular = true;
         if self.mode == Mode::Items {
             let items = std::mem::take(&mut self.items);
-            self.marks.clear();
+            self.moved = Some((items.clone(), std::mem::take(&mut self.marks)));
             if let Some(Frame::Object(map, _)) = self.frames.first_mut() {
                 map.insert("items".into(), Value::Array(items));
             }
@@ -425,5 +437,53 @@ pub fn items_of(value: Value) -> Vec<Value> {
             _ => Vec::new(),
         },
         other => vec![other],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::json::scan::Grammar;
+    use serde_json::json;
+
+    fn built(text: &str) -> (Scanner, Builder) {
+        let mut scanner = Scanner::new(Grammar::LENIENT, 0);
+        let mut builder = Builder::new(true);
+        scanner.feed(text, &mut builder);
+        (scanner, builder)
+    }
+
+    #[test]
+    fn the_clock_ticks_on_content_only() {
+        let clock = |text: &str| built(text).1.clock();
+        // `[`, the object, the string value's start and its piece.
+        assert_eq!(clock(r#"[{"key": "v"#), 4);
+        // The closing quote, brackets, blanks, a key and a comma add no content.
+        assert_eq!(clock(r#"[{"key": "v"} ,"#), 4);
+        assert_eq!(clock(r#"[{"key": "v"}, {"other"#), 5);
+        // Number digits do not tick (a sweep compares numbers by value).
+        assert_eq!(clock("[12"), clock("[1"));
+    }
+
+    #[test]
+    fn items_are_marked_where_they_complete() {
+        let (_, builder) = built(r#"[{"a": 1, "a": 2}, "x"]"#);
+        assert_eq!(builder.items(), [json!({"a": 2}), json!("x")]);
+        let marks = builder.marks();
+        assert_eq!(marks.iter().map(|m| (m.start, m.dups)).collect::<Vec<_>>(), [(1, 1), (19, 1)]);
+        assert!(marks[0].clock < marks[1].clock);
+        let (_, single) = built(r#" {"a": [1]}"#);
+        assert_eq!(single.marks().iter().map(|m| m.start).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn materialise_item_gives_the_item_in_progress_only() {
+        let (scanner, builder) = built(r#"{"items": [{"a": 1}, {"b": [2, "t"#);
+        assert_eq!(builder.materialise_item(&scanner), Some(json!({"b": [2, "t"]})));
+        assert_eq!(builder.materialise(&scanner), Some(json!({"items": [{"a": 1}, {"b": [2, "t"]}]})));
+        let (scanner, builder) = built(r#"[{"a": 1}, tr"#);
+        assert_eq!(builder.materialise_item(&scanner), None);
+        let (scanner, builder) = built(r#"{"a": "x"#);
+        assert_eq!(builder.materialise_item(&scanner), Some(json!({"a": "x"})));
     }
 }

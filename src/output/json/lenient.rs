@@ -166,7 +166,12 @@ impl Lenient {
     }
 
     fn after(&mut self, bytes: &[u8]) {
+        let scalar = self.builder.mode() == Mode::Single && self.builder.items().first().is_some_and(is_scalar);
         while let Some(&byte) = bytes.get(self.pos) {
+            if !scalar && byte != b'`' {
+                self.skip_to_backtick(bytes);
+                continue;
+            }
             if self.fence_byte(byte) {
                 self.pos += 1;
                 if self.fence.is_some() {
@@ -180,13 +185,32 @@ impl Lenient {
                 return;
             }
             let blank = matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | b'`');
-            if !blank && self.builder.mode() == Mode::Single && self.builder.items().first().is_some_and(is_scalar) {
+            if !blank && scalar {
                 self.restart();
                 self.fresh = false;
                 self.phase = Phase::Search;
                 return;
             }
             self.pos += 1;
+        }
+    }
+
+    /// After an array or object only a fence matters: reads up to the next backtick in one pass,
+    /// leaving the fence detector as [`Lenient::fence_byte`] would (none of these bytes is a backtick).
+    fn skip_to_backtick(&mut self, bytes: &[u8]) {
+        let mut at_start = self.line.at_start && self.line.ticks == 0;
+        let start = self.pos;
+        while let Some(&byte) = bytes.get(self.pos) {
+            match byte {
+                b'`' => break,
+                b'\n' => at_start = true,
+                b' ' | b'\t' => {}
+                _ => at_start = false,
+            }
+            self.pos += 1;
+        }
+        if self.pos > start {
+            self.line = LineStart { at_start, ticks: 0, in_fence_line: false };
         }
     }
 
@@ -211,7 +235,7 @@ impl Lenient {
     /// Drops the candidate (its items are kept for the sweep) and starts a new epoch.
     fn restart(&mut self) {
         let mut old = std::mem::replace(&mut self.builder, Builder::new(true));
-        self.retired.push((old.take_items(), old.take_marks()));
+        self.retired.push(old.take_counted());
         self.epoch += 1;
         self.value_end = None;
         self.phase = Phase::Search;
@@ -234,10 +258,12 @@ impl Lenient {
         self.epoch
     }
 
+    /// The items epoch `epoch` counted ([`Builder::counted`]: as they stood if a second `"items"` key
+    /// moved them into the object).
     pub fn epoch_items(&self, epoch: usize) -> &[Value] {
         match self.retired.get(epoch) {
             Some((items, _)) => items,
-            None if epoch == self.epoch => self.builder.items(),
+            None if epoch == self.epoch => self.builder.counted().0,
             None => &[],
         }
     }
@@ -246,7 +272,7 @@ impl Lenient {
     pub fn epoch_marks(&self, epoch: usize) -> &[ItemMark] {
         match self.retired.get(epoch) {
             Some((_, marks)) => marks,
-            None if epoch == self.epoch => self.builder.marks(),
+            None if epoch == self.epoch => self.builder.counted().1,
             None => &[],
         }
     }

@@ -291,19 +291,24 @@ impl RepairTrack {
             };
             let target = reference.get(passed).copied();
             let itself = self.lenient.epoch_items(epoch).get(done).is_some_and(|item| same(item, target.as_ref()));
-            let verdicts: Vec<(bool, bool)> = if open.settled && itself {
-                flags.iter().map(|&f| (f & KEPT != 0, f & WHOLE != 0)).collect()
-            } else {
-                let cuts = offsets.get(range).unwrap_or_default();
-                matched_run(answer, open.start, open.depth, cuts, target)
-                    .unwrap_or_else(|| built_run(answer, open.start, open.depth, cuts, target))
-            };
-            for ((figure, &f), (kept, equal)) in out.iter_mut().zip(flags).zip(verdicts) {
+            let figure = |f: u8, kept: bool, equal: bool| {
                 let counted = kept && (self.check.is_none() || f & PASSES != 0);
-                *figure = CutFigures {
+                CutFigures {
                     items: stable.items + usize::from(counted),
                     corrupt: stable.corrupt + usize::from(counted && !equal),
-                };
+                }
+            };
+            if open.settled && itself {
+                for (out, &f) in out.iter_mut().zip(flags) {
+                    *out = figure(f, f & KEPT != 0, f & WHOLE != 0);
+                }
+                continue;
+            }
+            let cuts = offsets.get(range).unwrap_or_default();
+            let verdicts = matched_run(answer, open.start, open.depth, cuts, target)
+                .unwrap_or_else(|| built_run(answer, open.start, open.depth, cuts, target));
+            for ((out, &f), (kept, equal)) in out.iter_mut().zip(flags).zip(verdicts) {
+                *out = figure(f, kept, equal);
             }
         }
         figures

@@ -1,6 +1,7 @@
 //! Speed figures of the sweep against one full parse (no assertion, never run by default):
 //! `cargo test --release --lib truncate::sweep::timing -- --ignored --nocapture`, and a loop to profile
-//! one part under `perf` (`SWEEP_PROFILE=sweep|json|jsonl|feed|parse SWEEP_ITEMS=n SWEEP_REPS=n`).
+//! one part under `perf` (`SWEEP_PROFILE=sweep|json|jsonl|feed|jsonl-feed|parse SWEEP_KIND=array|jsonl SWEEP_ITEMS=n
+//! SWEEP_REPS=n`).
 //!
 //! "One full parse" is what `tunebench bench` divides by: one lenient `JsonParser` parse and one
 //! `JsonlParser` parse of the whole answer, each with its report.
@@ -83,6 +84,20 @@ fn jsonl_side(answer: &str, cuts: &[(usize, usize)]) -> usize {
     jsonl.figures(&reference).len()
 }
 
+/// The jsonl parser fed cut by cut and asked only for its pending version: the `jsonl` side's cost
+/// apart from judging the tail.
+fn jsonl_feed_only(answer: &str, cuts: &[(usize, usize)]) -> u64 {
+    let mut parser = JsonlParser::new(Profile::Lenient, None);
+    let mut fed = 0;
+    let mut versions = 0;
+    for &(_, offset) in cuts {
+        parser.feed(answer.get(fed..offset).unwrap_or_default());
+        fed = offset;
+        versions += parser.pending_version();
+    }
+    versions
+}
+
 /// Feeding the lenient parser cut by cut (no state read).
 fn feed_only(answer: &str, cuts: &[(usize, usize)]) {
     let mut lenient = Lenient::default();
@@ -121,9 +136,12 @@ fn sweep_against_one_parse() {
                 std::hint::black_box(jsonl_side(&answer, &cuts));
             });
             let fed = median_of(runs, || feed_only(&answer, &cuts));
+            let jsonl_fed = median_of(runs, || {
+                std::hint::black_box(jsonl_feed_only(&answer, &cuts));
+            });
             println!(
                 "{kind}, {n} items ({} bytes, {} tokens): one full parse {:.3} ms; sweep {:.3} ms = {:.2}x \
-                 (json+json-repair {:.2}x, jsonl {:.2}x, feeding the lenient parser alone {:.2}x){}",
+                 (json+json-repair {:.2}x, jsonl {:.2}x; feeding alone: lenient json {:.2}x, jsonl {:.2}x){}",
                 answer.len(),
                 cuts.len() - 1,
                 parse * 1e3,
@@ -132,6 +150,7 @@ fn sweep_against_one_parse() {
                 json / parse,
                 jsonl / parse,
                 fed / parse,
+                jsonl_fed / parse,
                 last.map(|last| format!("; {:.1}x the previous size's sweep", all / last)).unwrap_or_default(),
             );
             last = Some(all);
@@ -145,13 +164,20 @@ fn sweep_against_one_parse() {
 fn profile_loop() {
     let what = std::env::var("SWEEP_PROFILE").unwrap_or_default();
     let number = |name: &str, default: usize| std::env::var(name).ok().and_then(|n| n.parse().ok()).unwrap_or(default);
-    let answer = array_answer(number("SWEEP_ITEMS", 1000));
+    let make = match std::env::var("SWEEP_KIND").as_deref() {
+        Ok("jsonl") => jsonl_answer,
+        _ => array_answer,
+    };
+    let answer = make(number("SWEEP_ITEMS", 1000));
     let cuts = token_cuts(&answer);
     let reps = number("SWEEP_REPS", 50);
     let start = Instant::now();
     for _ in 0..reps {
         match what.as_str() {
             "feed" => feed_only(&answer, &cuts),
+            "jsonl-feed" => {
+                std::hint::black_box(jsonl_feed_only(&answer, &cuts));
+            }
             "json" => {
                 std::hint::black_box(json_side(&answer, &cuts));
             }
