@@ -299,3 +299,23 @@ fn deep_nesting_fed_in_chunks_gives_a_verdict_not_an_overflow() {
         assert!(report.summary.invalid_json >= 1, "{profile:?}");
     }
 }
+
+/// A pretty-printed record that opens after a complete one on the same line, then joins lines, closes,
+/// and is followed by more: at every prefix the pending tail is what the report adds (the open record is
+/// judged once and kept while it stays open).
+#[test]
+fn an_open_pretty_printed_record_reads_its_first_values_until_it_closes() {
+    let text =
+        "{\"a\": 1} {\"b\": [\n  1,\n  \"x]\",\n\n  {\"c\": NaN}\n]}\n{\"d\": 2}\n[\n  {\"e\": 1},\n  {\"e\": 2}\n";
+    for profile in PROFILES {
+        for checked in [false, true] {
+            let mut streamed = parser(profile, checked);
+            for (at, character) in text.char_indices() {
+                streamed.feed(character.encode_utf8(&mut [0; 4]));
+                let mut items = streamed.items().to_vec();
+                items.extend(streamed.pending_items());
+                assert_eq!(jsonl(streamed.report()).items, items, "{profile:?} at {at}");
+            }
+        }
+    }
+}

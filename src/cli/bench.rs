@@ -80,12 +80,12 @@ fn measure(args: &BenchArgs) -> anyhow::Result<Figures> {
     let whole = median(args.runs, || {
         let mut parser = parser_for(ResponseType::Jsonl, Profile::Lenient, Some(schema.clone()));
         parser.feed(&answer);
-        expect_lines(&parser.report(), args.lines);
+        expect_lines(&parser.into_report(), args.lines);
     });
     let streamed = median(args.runs, || {
         let mut parser = parser_for(ResponseType::Jsonl, Profile::Lenient, Some(schema.clone()));
         chunks(&answer, 16).for_each(|c| parser.feed(c));
-        expect_lines(&parser.report(), args.lines);
+        expect_lines(&parser.into_report(), args.lines);
     });
     let baseline = median(args.runs, || {
         let valid = answer
@@ -116,7 +116,7 @@ fn measure_sweep(args: &BenchArgs) -> anyhow::Result<SweepFigures> {
         for response_type in [ResponseType::Json, ResponseType::Jsonl] {
             let mut parser = parser_for(response_type, Profile::Lenient, None);
             parser.feed(&one);
-            std::hint::black_box(parser.report());
+            std::hint::black_box(parser.into_report());
         }
     });
     let sweep_one = median(args.runs, || {

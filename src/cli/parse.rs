@@ -31,7 +31,7 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
         Some(transcript) => transcript.chunks.iter().for_each(|c| parser.feed(&c.delta)),
         None => parser.feed(&answer.text),
     }
-    let report = parser.report();
+    let report = parser.into_report();
     if args.json {
         print_json_report(&report, args.summary)?;
     } else {

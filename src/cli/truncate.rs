@@ -44,7 +44,7 @@ pub fn run(args: &TruncateArgs) -> anyhow::Result<ExitCode> {
         let prefix = &answer.text[..end];
         let mut parser = parser_for(setup.response_type, setup.profile, setup.check);
         parser.feed(prefix);
-        let report = parser.report();
+        let report = parser.into_report();
         if args.json {
             let mut object = match serde_json::to_value(&report)? {
                 Value::Object(map) => map,

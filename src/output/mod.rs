@@ -168,6 +168,11 @@ pub trait OutputParser: Send {
     /// The report as if the answer had ended after the last chunk fed; the parser's state is unchanged,
     /// so feeding may go on afterwards.
     fn report(&self) -> Report;
+    /// The final report, consuming the parser: the same as [`OutputParser::report`], without copying
+    /// what the parser already holds (use it once the answer has ended).
+    fn into_report(self: Box<Self>) -> Report {
+        self.report()
+    }
     /// Verdicts of the JSONL records whose last line has ended so far (always empty for text and json).
     fn lines(&self) -> &[LineVerdict] {
         &[]
@@ -191,5 +196,5 @@ pub fn parser_for(
 pub fn parse(response_type: ResponseType, profile: Profile, check: Option<Arc<dyn Check>>, text: &str) -> Report {
     let mut parser = parser_for(response_type, profile, check);
     parser.feed(text);
-    parser.report()
+    parser.into_report()
 }

@@ -78,7 +78,7 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send>(
         sink(RunEvent::Finish(reason.clone()));
         finish = Some(reason);
     }
-    let parse = parser.report();
+    let parse = parser.into_report();
     let ttft_ms = first.map(|at| at.duration_since(started).as_millis() as u64);
     let generating = first.map(|at| ended.duration_since(at).as_secs_f64()).filter(|s| *s > 0.0);
     let tokens_per_s = match (usage, generating) {

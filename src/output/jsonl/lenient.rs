@@ -59,11 +59,7 @@ impl Lenient {
                 block.blank_run += 1;
                 return;
             }
-            let complete_on_its_own = raw.starts_with(['{', '[']) && {
-                let scan = Scan::of(text);
-                !scan.open() && !scan.in_string()
-            };
-            if !is_fence(text) && continues_json(text) && !complete_on_its_own {
+            if joins(raw, text) {
                 block.text.extend(std::iter::repeat_n('\n', block.blank_run + 1));
                 block.text.push_str(raw);
                 block.blank_run = 0;
@@ -119,6 +115,23 @@ impl Lenient {
         judge(sink, check, &Place { text, first_line: line, first_column }, notes, false);
     }
 
+    /// The first line of the open pretty-printed record when `pending`, the line still arriving, leaves
+    /// what the record reads unchanged, whether the answer ends now or later: the line is blank, or it
+    /// joins the record and leaves a bracket open. The record then reads the values it read when it
+    /// opened (those complete before the open one): no later byte completes a value while a bracket
+    /// stays open, and no repair reads an open text whole (comma removal and Python's forms move no
+    /// quote or bracket). The truncation sweep asks this at every cut, to judge the record once.
+    pub fn open_record_unchanged_by(&self, pending: &str) -> Option<usize> {
+        let block = self.block.as_ref()?;
+        let text = pending.trim();
+        if text.is_empty() {
+            return Some(block.first_line);
+        }
+        let mut scan = block.scan;
+        scan.feed(pending);
+        (joins(pending, text) && scan.depth_open()).then_some(block.first_line)
+    }
+
     /// The answer ends: an open pretty-printed record is judged as it stands.
     pub fn finish(&mut self, sink: &mut Sink, check: Option<&dyn Check>) {
         if let Some(block) = self.block.take() {
@@ -139,6 +152,15 @@ fn glued_opening_fence(text: &str) -> Option<(&str, &str)> {
     let fence = text.get(..marks + info)?;
     let rest = text.get(marks + info..)?.trim_start();
     (!rest.is_empty() && starts_like_json(rest)).then_some((fence, rest))
+}
+
+/// Whether line `raw` (`text` trimmed) joins an open pretty-printed record rather than ending it.
+fn joins(raw: &str, text: &str) -> bool {
+    let complete_on_its_own = raw.starts_with(['{', '[']) && {
+        let scan = Scan::of(text);
+        !scan.open() && !scan.in_string()
+    };
+    !is_fence(text) && continues_json(text) && !complete_on_its_own
 }
 
 /// Whether a line can be part of a pretty-printed JSON value (as opposed to prose).

@@ -153,9 +153,34 @@ impl JsonlParser {
         if let Some(items) = tail.cached() {
             return items.clone();
         }
-        let items = self.judge_pending().items;
+        let items = match self.open_record_unchanged() {
+            Some(first_line) => match tail.open_record(first_line) {
+                Some(items) => items.clone(),
+                None => {
+                    let items = self.judge_open_record().items;
+                    tail.keep_open_record(first_line, items.clone());
+                    items
+                }
+            },
+            None => self.judge_pending().items,
+        };
         tail.cache(items.clone());
         items
+    }
+
+    /// The first line of an open pretty-printed record that the pending line leaves unchanged.
+    fn open_record_unchanged(&self) -> Option<usize> {
+        match &self.rules {
+            Rules::Lenient(rules) => rules.open_record_unchanged_by(&self.pending),
+            Rules::Strict | Rules::Trustgraph(_) => None,
+        }
+    }
+
+    /// The verdicts of the open record as it stands (without the pending line).
+    fn judge_open_record(&self) -> Sink {
+        let mut sink = Sink::default();
+        self.rules.clone().finish(&mut sink, self.check.as_deref());
+        sink
     }
 
     /// Changes whenever the text fed since the last call may have changed [`JsonlParser::pending_items`].
@@ -261,6 +286,10 @@ impl OutputParser for JsonlParser {
         let mut sink = self.sink.copy(lines::cores());
         sink.append(self.judge_pending());
         Report::Jsonl(self.report_of(sink))
+    }
+
+    fn into_report(self: Box<Self>) -> Report {
+        JsonlParser::into_report(*self)
     }
 
     fn lines(&self) -> &[LineVerdict] {

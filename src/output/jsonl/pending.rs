@@ -26,13 +26,17 @@ pub(crate) struct Tail {
     version: u64,
     /// The version the cached items were judged at, and the items.
     cached: Option<(u64, Vec<Value>)>,
+    /// The items of the open pretty-printed record, by its first line (kept across lines: they do not
+    /// change while the record stays open, see `Lenient::open_record_unchanged_by`).
+    open_record: Option<(usize, Vec<Value>)>,
 }
 
 impl Tail {
     /// Brings the scan up to `pending`, the text after `line` completed lines.
     pub fn catch_up(&mut self, line: usize, pending: &str) {
         if line != self.line {
-            *self = Tail { line, version: self.version + 1, ..Tail::default() };
+            let open_record = self.open_record.take();
+            *self = Tail { line, version: self.version + 1, open_record, ..Tail::default() };
         }
         let mut changed = false;
         for &byte in pending.as_bytes().get(self.scanned..).unwrap_or_default() {
@@ -55,6 +59,15 @@ impl Tail {
     /// The items cached at the current version, if any.
     pub fn cached(&self) -> Option<&Vec<Value>> {
         self.cached.as_ref().filter(|(at, _)| *at == self.version).map(|(_, items)| items)
+    }
+
+    /// The items kept for the open record starting at `first_line`, if any.
+    pub fn open_record(&self, first_line: usize) -> Option<&Vec<Value>> {
+        self.open_record.as_ref().filter(|(line, _)| *line == first_line).map(|(_, items)| items)
+    }
+
+    pub fn keep_open_record(&mut self, first_line: usize, items: Vec<Value>) {
+        self.open_record = Some((first_line, items));
     }
 
     pub fn cache(&mut self, items: Vec<Value>) {

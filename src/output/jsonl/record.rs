@@ -51,6 +51,11 @@ impl Scan {
         self.depth > 0 && !self.in_string
     }
 
+    /// An object or array is open (inside a string or not).
+    pub fn depth_open(&self) -> bool {
+        self.depth > 0
+    }
+
     pub fn in_string(&self) -> bool {
         self.in_string
     }
