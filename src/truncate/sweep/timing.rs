@@ -1,6 +1,6 @@
 //! Speed figures of the sweep against one full parse (no assertion, never run by default):
 //! `cargo test --release --lib truncate::sweep::timing -- --ignored --nocapture`, and a loop to profile
-//! one part under `perf` (`SWEEP_PROFILE=sweep|json|jsonl|feed|jsonl-feed|parse SWEEP_KIND=array|jsonl SWEEP_ITEMS=n
+//! one part under `perf` (`SWEEP_PROFILE=sweep|json|jsonl|feed|jsonl-feed|parse|union-parse SWEEP_KIND=array|jsonl|union SWEEP_ITEMS=n
 //! SWEEP_REPS=n`).
 //!
 //! "One full parse" is what `tunebench bench` divides by: one lenient `JsonParser` parse and one
@@ -166,10 +166,11 @@ fn profile_loop() {
     let number = |name: &str, default: usize| std::env::var(name).ok().and_then(|n| n.parse().ok()).unwrap_or(default);
     let make = match std::env::var("SWEEP_KIND").as_deref() {
         Ok("jsonl") => jsonl_answer,
+        Ok("union") => crate::cli::bench::union_jsonl,
         _ => array_answer,
     };
     let answer = make(number("SWEEP_ITEMS", 1000));
-    let cuts = token_cuts(&answer);
+    let cuts = if what == "union-parse" { Vec::new() } else { token_cuts(&answer) };
     let reps = number("SWEEP_REPS", 50);
     let start = Instant::now();
     for _ in 0..reps {
@@ -183,6 +184,13 @@ fn profile_loop() {
             }
             "jsonl" => {
                 std::hint::black_box(jsonl_side(&answer, &cuts));
+            }
+            "union-parse" => {
+                let schema = crate::schema::CompiledSchema::compile(&crate::cli::bench::union_schema());
+                let check = schema.ok().map(|s| std::sync::Arc::new(s) as std::sync::Arc<dyn crate::schema::Check>);
+                let mut parser = Box::new(JsonlParser::new(Profile::Lenient, check));
+                parser.feed(&answer);
+                std::hint::black_box(OutputParser::into_report(parser));
             }
             "sweep" => {
                 std::hint::black_box(sweep(&answer, &cuts, Profile::Lenient, None));
