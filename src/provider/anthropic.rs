@@ -7,6 +7,7 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::endpoint;
 use super::error::{body_message, snippet};
 use super::generate::{generate, Emit};
 use super::http::{self, guarded_body, media_type, HttpOptions, Target};
@@ -58,18 +59,16 @@ impl Anthropic {
         lookup: impl Fn(&str) -> Option<String>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
-        let from_env = lookup("ANTHROPIC_BASE_URL").filter(|v| !v.trim().is_empty());
-        let (base, hint) = match (base_url, &from_env) {
-            (Some(url), _) => (url.to_string(), "--base-url"),
-            (None, Some(url)) => (url.clone(), "ANTHROPIC_BASE_URL"),
-            (None, None) => (DEFAULT_BASE_URL.to_string(), "the default; set ANTHROPIC_BASE_URL or --base-url"),
+        let vars = endpoint::Vars {
+            provider: NAME,
+            url_var: "ANTHROPIC_BASE_URL",
+            key_var: "ANTHROPIC_API_KEY",
+            default_url: DEFAULT_BASE_URL,
+            default_hint: "the default; set ANTHROPIC_BASE_URL or --base-url",
+            key_required: Some(""),
         };
-        let key = lookup("ANTHROPIC_API_KEY").and_then(ApiKey::new);
-        if key.is_none() && base.trim_end_matches('/') == DEFAULT_BASE_URL {
-            let message = format!("no API key for {DEFAULT_BASE_URL}: set ANTHROPIC_API_KEY");
-            return Err(ProviderError::Config { provider: NAME.to_string(), message });
-        }
-        Self::build(&base, hint, key, options)
+        let found = endpoint::resolve(&vars, base_url, lookup)?;
+        Self::build(&found.url, found.hint, found.key, options)
     }
 
     fn build(

@@ -15,6 +15,7 @@
 
 pub mod anthropic;
 pub mod bench;
+mod endpoint;
 mod error;
 mod generate;
 pub mod http;

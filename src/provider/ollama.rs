@@ -7,6 +7,7 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::endpoint;
 use super::error::snippet;
 use super::generate::{generate, Emit};
 use super::http::{self, guarded_body, media_type, HttpOptions, Target};
@@ -72,13 +73,16 @@ impl Ollama {
         lookup: impl Fn(&str) -> Option<String>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
-        let env_host = lookup("OLLAMA_HOST").filter(|v| !v.trim().is_empty());
-        let (host, hint) = match (host, &env_host) {
-            (Some(host), _) => (host.to_string(), "--base-url"),
-            (None, Some(host)) => (host.clone(), "OLLAMA_HOST"),
-            (None, None) => (DEFAULT_HOST.to_string(), "the default; set OLLAMA_HOST or --base-url"),
+        let vars = endpoint::Vars {
+            provider: NAME,
+            url_var: "OLLAMA_HOST",
+            key_var: "OLLAMA_API_KEY",
+            default_url: DEFAULT_HOST,
+            default_hint: "the default; set OLLAMA_HOST or --base-url",
+            key_required: None,
         };
-        Self::build(&host, hint, lookup("OLLAMA_API_KEY").and_then(ApiKey::new), options)
+        let found = endpoint::resolve(&vars, host, lookup)?;
+        Self::build(&found.url, found.hint, found.key, options)
     }
 
     fn build(
