@@ -4,7 +4,9 @@
 //! alone on the same transcript, no screen.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ratatui::backend::TestBackend;
@@ -107,28 +109,28 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
     let keys_before = app.stats.keys_handled.len();
     let run_at = Instant::now();
     app.handle(Msg::Action(Action::Run));
-    let typist = spawn_typist(tx.clone());
+    let typed = Arc::new(AtomicBool::new(false));
+    let typist = spawn_typist(tx.clone(), Arc::clone(&typed));
     let mut stream_end: Option<Instant> = None;
+    let mut done: Option<Instant> = None;
+    // The loop runs until the run is swept AND every key typed has been handled (keys go on arriving
+    // after a fast stream ends; they must meet a running loop, not a queue).
     app.run(&mut terminal, |state| {
         if stream_end.is_none() && matches!(state.phase, RunPhase::Done { .. } | RunPhase::Failed(_)) {
             stream_end = Some(Instant::now());
         }
-        state.truncation.sweep.is_some()
-            || state.truncation.error.is_some()
-            || matches!(state.phase, RunPhase::Failed(_))
+        let swept = state.truncation.sweep.is_some() || state.truncation.error.is_some();
+        if swept && done.is_none() {
+            done = Some(Instant::now());
+        }
+        let failed = matches!(state.phase, RunPhase::Failed(_));
+        failed || (swept && typed.load(Ordering::SeqCst) && state.edits >= KEYS as u64)
     })?;
-    let done = Instant::now();
     if let RunPhase::Failed(e) = &app.state.phase {
         anyhow::bail!("the bench run failed: {e}");
     }
     let sent = typist.join().unwrap_or_default();
-    // Keys still queued when the run ended are handled now (they count too).
-    while app.stats.keys_handled.len() - keys_before < sent.len() {
-        match app.rx.recv_timeout(Duration::from_secs(5)) {
-            Ok(msg) => app.handle(msg),
-            Err(_) => break,
-        }
-    }
+    let done = done.unwrap_or_else(Instant::now);
     let stream_end = stream_end.unwrap_or(done);
     let handled = &app.stats.keys_handled[keys_before..];
     let mut to_handle: Vec<f64> = Vec::new();
@@ -159,11 +161,14 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
     })
 }
 
-/// Types a character into the focused editor every 10 ms, 40 times; returns when each was sent.
-fn spawn_typist(tx: Sender<Msg>) -> std::thread::JoinHandle<Vec<Instant>> {
+/// Keys the typist types.
+const KEYS: usize = 40;
+
+/// Types a character into the focused editor every 10 ms, [`KEYS`] times; returns when each was sent.
+fn spawn_typist(tx: Sender<Msg>, typed: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Instant>> {
     std::thread::spawn(move || {
         let mut sent = Vec::new();
-        for i in 0..40 {
+        for i in 0..KEYS {
             std::thread::sleep(Duration::from_millis(10));
             let key = Input { key: Key::Char(if i % 2 == 0 { 'x' } else { 'y' }), ..Input::default() };
             sent.push(Instant::now());
@@ -171,6 +176,7 @@ fn spawn_typist(tx: Sender<Msg>) -> std::thread::JoinHandle<Vec<Instant>> {
                 break;
             }
         }
+        typed.store(true, Ordering::SeqCst);
         sent
     })
 }
