@@ -8,6 +8,7 @@
 //! - [`provider`]: streaming providers (OpenAI-compatible, Ollama, Anthropic, replay), one event stream.
 //! - [`run`]: the run engine (live parsing, retry with feedback), run records and the history.
 //! - [`cli`]: the headless subcommands; JSON on stdout, logs on stderr.
+//! - `tui` (feature `tui`, on by default): the workbench; nothing above imports it.
 
 pub mod cli;
 pub mod output;
@@ -17,3 +18,5 @@ pub mod run;
 pub mod safe_text;
 pub mod schema;
 pub mod truncate;
+#[cfg(feature = "tui")]
+pub mod tui;

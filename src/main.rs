@@ -1,8 +1,11 @@
-//! The `tunebench` binary: parse the command line and hand over to the headless commands.
+//! The `tunebench` binary: parse the command line and hand over to the headless commands, or open
+//! the workbench (no subcommand: `tunebench` or `tunebench PROMPT.toml`).
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+#[cfg(not(feature = "tui"))]
+use clap::CommandFactory;
+use clap::Parser;
 use tunebench::cli::{self, Cli};
 
 /// mimalloc instead of the system allocator: parsing builds and frees millions of small values, and
@@ -13,9 +16,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let Some(command) = &cli.command else {
-        // The workbench (TUI) is its own issue; until it lands, show what the headless commands do.
-        let _ = Cli::command().print_help();
-        return ExitCode::SUCCESS;
+        return workbench(cli.prompt);
     };
     match cli::run(command) {
         Ok(code) => code,
@@ -24,4 +25,23 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+#[cfg(feature = "tui")]
+fn workbench(prompt: Option<std::path::PathBuf>) -> ExitCode {
+    match tunebench::tui::start(prompt) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("tunebench: error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Built without the `tui` feature: show what the headless commands do.
+#[cfg(not(feature = "tui"))]
+fn workbench(_prompt: Option<std::path::PathBuf>) -> ExitCode {
+    let _ = Cli::command().print_help();
+    eprintln!("tunebench: this build has no workbench (built without the `tui` feature)");
+    ExitCode::from(2)
 }

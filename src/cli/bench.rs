@@ -27,6 +27,12 @@ pub struct BenchArgs {
     /// Print the figures as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Tokens of the transcript the `tui` section replays into the workbench.
+    #[arg(long, default_value_t = 100_000)]
+    pub tui_tokens: usize,
+    /// Measure only the `tui` section (the workbench's loop).
+    #[arg(long)]
+    pub tui_only: bool,
 }
 
 /// Every figure `bench` measures.
@@ -46,6 +52,10 @@ pub struct Figures {
     pub ttft: crate::provider::bench::TtftFigures,
     /// A 100k-chunk transcript replayed through the run engine with live parsing, in chunks per second.
     pub replay_chunks_per_s: f64,
+    /// The workbench's loop on a test backend with a 100k-token transcript replayed instantly.
+    #[cfg(feature = "tui")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tui: Option<crate::tui::bench::TuiFigures>,
 }
 
 /// The sweep's cost against one full parse, and how it grows with the answer.
@@ -65,6 +75,9 @@ pub struct SweepFigures {
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.runs > 0, "--runs must be at least 1, not 0");
+    if args.tui_only {
+        return tui_only(args);
+    }
     let figures = measure(args)?;
     if args.json {
         super::print_json(&figures)?;
@@ -104,6 +117,8 @@ fn measure(args: &BenchArgs) -> anyhow::Result<Figures> {
         sweep: measure_sweep(args)?,
         ttft: crate::provider::bench::ttft_added_blocking(200)?,
         replay_chunks_per_s: crate::run::bench::replay_throughput(100_000)?,
+        #[cfg(feature = "tui")]
+        tui: Some(crate::tui::bench::measure(args.tui_tokens)?),
     })
 }
 
@@ -140,6 +155,10 @@ fn measure_sweep(args: &BenchArgs) -> anyhow::Result<SweepFigures> {
 
 fn human(f: &Figures) -> String {
     let s = &f.sweep;
+    #[cfg(feature = "tui")]
+    let tui = f.tui.as_ref().map(tui_human).unwrap_or_default();
+    #[cfg(not(feature = "tui"))]
+    let tui = String::new();
     format!(
         "jsonl parse + validate, {} discriminated-union lines:\n\
          \x20 tunebench (whole)     {:>12.0} lines/s\n\
@@ -152,7 +171,7 @@ fn human(f: &Figures) -> String {
          time to first token added over a raw HTTP client (same in-process server, median of {} runs):\n\
          \x20 {:.0} µs (raw {:.0} µs, tunebench {:.0} µs)\n\
          replay of a 100k-chunk transcript through the run engine with live parsing:\n\
-         \x20 {:.0} chunks/s\n",
+         \x20 {:.0} chunks/s\n{tui}",
         f.jsonl_lines,
         f.jsonl_lines_per_s,
         f.jsonl_streamed_lines_per_s,
@@ -171,6 +190,50 @@ fn human(f: &Figures) -> String {
         f.ttft.raw_median_us,
         f.ttft.tunebench_median_us,
         f.replay_chunks_per_s,
+    )
+}
+
+/// `--tui-only`: the workbench's figures alone.
+#[cfg(feature = "tui")]
+fn tui_only(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let figures = crate::tui::bench::measure(args.tui_tokens)?;
+    if args.json {
+        super::print_json(&figures)?;
+    } else {
+        print!("{}", tui_human(&figures));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "tui"))]
+fn tui_only(_args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("--tui-only: this build has no workbench (built without the `tui` feature)")
+}
+
+/// The `tui` section as text.
+#[cfg(feature = "tui")]
+fn tui_human(t: &crate::tui::bench::TuiFigures) -> String {
+    format!(
+        "workbench (real loop, 120×40 test backend), {} tokens / {} JSONL lines replayed instantly, each line validated:\n\
+         \x20 start-up to first frame   {:>8.1} ms\n\
+         \x20 stream (run → last line)  {:>8.1} ms  (engine alone, no screen: {:.1} ms → {:.2}×)\n\
+         \x20 stream + sweep shown      {:>8.1} ms\n\
+         \x20 renders during the stream {:>8}    ({:.1} per second; the frame limiter allows 62.5)\n\
+         \x20 {} keystrokes, one every 10 ms from the run's start: handled in median {:.1} ms, max {:.1} ms; on screen in median {:.1} ms, max {:.1} ms\n",
+        t.tokens,
+        t.lines,
+        t.startup_to_first_frame_ms,
+        t.stream_ms,
+        t.engine_only_ms,
+        t.tui_vs_engine,
+        t.stream_and_sweep_ms,
+        t.renders,
+        t.renders_per_s,
+        t.keys,
+        t.key_handled_median_ms,
+        t.key_handled_max_ms,
+        t.key_to_frame_median_ms,
+        t.key_to_frame_max_ms,
     )
 }
 

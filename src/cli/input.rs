@@ -63,7 +63,7 @@ impl ParseOptions {
         } else if let Some(src) = &self.signature {
             Checks::Signature(signature_check(src, "--signature")?)
         } else if let (Some(prompt), Some(path)) = (&prompt, &self.prompt) {
-            prompt_checks(prompt, path)?
+            prompt_checks(prompt, path, path.parent().unwrap_or(Path::new(".")))?
         } else {
             Checks::None
         };
@@ -121,12 +121,26 @@ impl Checks {
     }
 }
 
+/// The parser settings of a prompt held in memory (the workbench's edited prompt): its response type,
+/// `profile` or the prompt's, and its checks. `path` names the prompt in errors; `base_dir` resolves
+/// `schema_file`.
+pub fn setup_for_prompt(
+    prompt: &PromptFile,
+    path: &Path,
+    base_dir: &Path,
+    profile: Option<Profile>,
+) -> anyhow::Result<Setup> {
+    let response_type = prompt.response_type;
+    let profile = profile.or(prompt.profile).unwrap_or_default();
+    let (check, item_check) = prompt_checks(prompt, path, base_dir)?.split(response_type, profile);
+    Ok(Setup { response_type, profile, check, item_check })
+}
+
 /// The checks a prompt file describes: its signature (PtcRunner's rules) or its JSON Schema.
-fn prompt_checks(prompt: &PromptFile, path: &Path) -> anyhow::Result<Checks> {
+fn prompt_checks(prompt: &PromptFile, path: &Path, base: &Path) -> anyhow::Result<Checks> {
     if let Some(src) = &prompt.signature {
         return Ok(Checks::Signature(signature_check(src, &path.display().to_string())?));
     }
-    let base = path.parent().unwrap_or(Path::new("."));
     let Some(schema) = prompt.resolve_schema(base)? else {
         return Ok(Checks::None);
     };

@@ -17,8 +17,10 @@ use clap::{Parser, Subcommand};
 
 /// tunebench: a workbench for prompts whose answers are structured data.
 #[derive(Debug, Parser)]
-#[command(name = "tunebench", version, about, long_about = None)]
+#[command(name = "tunebench", version, about, long_about = None, args_conflicts_with_subcommands = true)]
 pub struct Cli {
+    /// A prompt file to open in the workbench (no argument: the sample prompt, run on its recorded answer).
+    pub prompt: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }

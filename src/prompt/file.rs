@@ -33,6 +33,7 @@ use toml::Spanned;
 
 pub use error::PromptError;
 use position::{line_col, parse_schema_text};
+pub use save::write_atomic;
 
 use super::signature::{self, Signature};
 use super::template::{self, RenderedPrompt, Variables};

@@ -145,7 +145,7 @@ fn check_no_null(table: &str, vars: &Variables) -> Result<(), String> {
 static NEXT_TEMP: AtomicUsize = AtomicUsize::new(0);
 
 /// Writes `text` to `path` through a temporary file in the same directory and a rename.
-pub(super) fn write_atomic(path: &Path, text: &str) -> Result<(), PromptError> {
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), PromptError> {
     let fail = |message: String| PromptError::Write { path: path.to_path_buf(), message };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().ok_or_else(|| fail("not a file name".into()))?.to_string_lossy().into_owned();

@@ -1,0 +1,103 @@
+//! The prompt as edited: the editors' texts turned back into a prompt file (for runs and saving), the
+//! live schema lint, and the recovery snapshot. Pure functions over the state.
+
+use std::path::PathBuf;
+
+use super::recovery::Recovery;
+use super::state::{Lint, SchemaKind, State};
+use crate::prompt::file::PromptFile;
+use crate::prompt::signature;
+use crate::schema::lint_schema_text;
+
+/// Lints the schema editor's text: JSON syntax errors at line:column, schema errors at their path,
+/// signature errors with their column.
+pub fn relint(state: &mut State) {
+    let text = state.schema.lines().join("\n");
+    state.lint = match state.schema_kind {
+        SchemaKind::Signature => Lint {
+            what: "signature",
+            issues: match signature::parse(text.trim()) {
+                Ok(_) => Vec::new(),
+                Err(e) => e.to_string().lines().map(str::to_string).collect(),
+            },
+        },
+        _ if text.trim().is_empty() => Lint { what: "no schema", issues: Vec::new() },
+        _ => Lint {
+            what: "JSON Schema",
+            issues: match lint_schema_text(&text) {
+                Ok(_) => Vec::new(),
+                Err(issues) => issues.iter().map(ToString::to_string).collect(),
+            },
+        },
+    };
+}
+
+/// Records that an editor changed: dirty when the texts differ from the saved ones.
+pub fn edited(state: &mut State) {
+    state.edits += 1;
+    state.dirty = state.texts() != state.saved_texts;
+}
+
+/// The prompt as the editors hold it, for a run: a schema file's edited text is inlined.
+pub fn prompt_for_run(state: &State) -> Result<PromptFile, String> {
+    Ok(edited_prompt(state)?.0)
+}
+
+/// The prompt as the editors hold it, for saving, and the schema file to write beside it (if the
+/// schema lives in its own file).
+pub fn prompt_for_save(state: &State) -> Result<(PromptFile, Option<(PathBuf, String)>), String> {
+    let (mut prompt, file) = edited_prompt(state)?;
+    if let Some((path, text)) = file {
+        prompt.schema = None;
+        prompt.schema_file = state.saved.schema_file.clone();
+        return Ok((prompt, Some((path, text))));
+    }
+    Ok((prompt, None))
+}
+
+fn edited_prompt(state: &State) -> Result<(PromptFile, Option<(PathBuf, String)>), String> {
+    let [system, template, schema] = state.texts();
+    let mut prompt = state.saved.clone();
+    prompt.system = (!system.is_empty()).then_some(system);
+    prompt.template = template;
+    let mut file = None;
+    match &state.schema_kind {
+        SchemaKind::Signature => prompt.signature = Some(schema.trim().to_string()),
+        kind => {
+            prompt.signature = None;
+            prompt.schema_file = None;
+            prompt.schema = if schema.trim().is_empty() {
+                None
+            } else {
+                Some(serde_json::from_str(&schema).map_err(|e| {
+                    let message = e.to_string();
+                    let message = message.split(" at line ").next().unwrap_or(&message).to_string();
+                    format!(
+                        "the schema is not JSON ({}:{}: {message}); fix it in the schema pane",
+                        e.line(),
+                        e.column()
+                    )
+                })?)
+            };
+            if let SchemaKind::File(path) = kind {
+                file = Some((path.clone(), schema));
+            }
+        }
+    }
+    Ok((prompt, file))
+}
+
+/// The unsaved edits as a recovery snapshot.
+pub fn recovery(state: &State, now_epoch_ms: u64) -> Recovery {
+    let [system, template, schema] = state.texts();
+    Recovery { path: state.path.clone(), system, template, schema, written_at_ms: now_epoch_ms }
+}
+
+/// Puts recovered texts into the editors (they count as unsaved edits).
+pub fn restore(state: &mut State, recovery: &Recovery) {
+    state.system = super::state::editor(&recovery.system);
+    state.template = super::state::editor(&recovery.template);
+    state.schema = super::state::editor(&recovery.schema);
+    relint(state);
+    edited(state);
+}

@@ -1,0 +1,30 @@
+//! The workbench: a ratatui TUI over the core (feature `tui`; the core never imports this module).
+//!
+//! - [`msg`]: the four enums — `TermEvent`, `Action`, `Msg`, `Effect`.
+//! - [`state`]: everything on screen; [`edit`]: the editors' texts as a prompt, the schema lint.
+//! - [`update`]: `update(&mut State, Msg) -> Vec<Effect>`, pure; [`mouse`]: clicks, wheel, drags.
+//! - [`app`]: the loop (batches of messages, a render at most every 16 ms); [`runner`]: effects.
+//! - [`panes`]: one file per pane, rendering from `&State` and `&Theme`.
+//! - [`keymap`] (+ `keymap.toml`), [`theme`] (`themes/*.toml`), [`recovery`], [`sample`], [`log`], [`paths`].
+//! - [`terminal`]: raw mode, mouse, the panic hook and the input thread; [`setup`]: the start-up.
+//! - [`bench`]: the `tui` section of `tunebench bench` (the real loop on a test backend).
+
+pub mod app;
+pub mod bench;
+pub mod edit;
+pub mod keymap;
+pub mod log;
+pub mod mouse;
+pub mod msg;
+pub mod panes;
+pub mod paths;
+pub mod recovery;
+pub mod runner;
+pub mod sample;
+pub mod setup;
+pub mod state;
+pub mod terminal;
+pub mod theme;
+pub mod update;
+
+pub use terminal::start;

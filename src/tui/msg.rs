@@ -1,0 +1,207 @@
+//! The four enums of the workbench: raw input ([`TermEvent`]), user intents ([`Action`]), everything
+//! `update` accepts ([`Msg`]) and everything it asks the outside world to do ([`Effect`]).
+
+use std::path::PathBuf;
+
+use ratatui_textarea::Input;
+use serde_json::Value;
+
+use crate::prompt::file::PromptFile;
+use crate::run::RunEvent;
+use crate::truncate::sweep::Sweep;
+
+/// Raw input from the terminal, already read off the wire.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TermEvent {
+    /// A key press (modifiers included); key releases are dropped before this.
+    Key(Input),
+    /// A mouse button or wheel event at a cell of the screen.
+    Mouse(Mouse),
+    /// The terminal was resized to (columns, rows).
+    Resize(u16, u16),
+    /// Text pasted in one piece (bracketed paste).
+    Paste(String),
+}
+
+/// A mouse event in screen cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mouse {
+    pub kind: MouseKind,
+    pub column: u16,
+    pub row: u16,
+}
+
+/// What the mouse did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MouseKind {
+    /// The left button went down.
+    Click,
+    /// The mouse moved with the left button held.
+    Drag,
+    /// The wheel turned towards the user.
+    ScrollDown,
+    /// The wheel turned away from the user.
+    ScrollUp,
+}
+
+/// A user intent a key binds to; the keymap file names them in kebab-case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// Leave the workbench (asks first when there are unsaved edits).
+    Quit,
+    /// Write the prompt file atomically.
+    Save,
+    /// Run the prompt with the current settings.
+    Run,
+    /// Run one turn only (no retry), with the current settings.
+    RunOneTurn,
+    /// Stop the running stream; the partial answer stays.
+    CancelRun,
+    /// Move the focus to the next pane.
+    FocusNext,
+    /// Move the focus to the previous pane.
+    FocusPrev,
+    /// Focus the system message editor.
+    FocusSystem,
+    /// Focus the user template editor.
+    FocusTemplate,
+    /// Focus the schema editor.
+    FocusSchema,
+    /// Focus the variables and test cases.
+    FocusVariables,
+    /// Focus the streamed output.
+    FocusOutput,
+    /// Focus the per-line verdicts.
+    FocusLines,
+    /// Focus the truncation view.
+    FocusTruncation,
+    /// Focus the run history.
+    FocusHistory,
+    /// Show only the focused pane (again: show all panes).
+    ToggleZoom,
+    /// Open or close the key help.
+    ToggleHelp,
+    /// Show the token boundaries in the output (alternating colours).
+    ToggleTokens,
+    /// Show the rendered request instead of the system editor.
+    TogglePreview,
+    /// Copy the rendered request as a curl command (terminal clipboard, and a file in the data dir).
+    CopyCurl,
+    /// Next provider: replay, openai, ollama, anthropic, local.
+    NextProvider,
+    /// Next structured-output mode: none, json-object, json-schema, constrained.
+    NextStructured,
+    /// Next test case (the default variables first).
+    NextCase,
+    /// Raise max tokens (doubles it; none → 256).
+    MoreTokens,
+    /// Lower max tokens (halves it; below 16 → none).
+    FewerTokens,
+    /// Move the selection (or the cut) up / back by one.
+    Up,
+    /// Move the selection (or the cut) down / forward by one.
+    Down,
+    /// Move the cut back by one unit.
+    Left,
+    /// Move the cut forward by one unit.
+    Right,
+    /// A page up (selection, scroll or cut by ten).
+    PageUp,
+    /// A page down.
+    PageDown,
+    /// The first row (or cut 0).
+    Home,
+    /// The last row (or the whole answer); the output follows the tail again.
+    End,
+    /// Open the selected history entry (replay it into the panes) or choose the selected case.
+    Open,
+}
+
+/// Everything `update` accepts.
+#[derive(Clone, Debug)]
+pub enum Msg {
+    /// Input from the terminal.
+    Term(TermEvent),
+    /// An action, from a key binding or from a test.
+    Action(Action),
+    /// An event of run number `run`; `at_ms` is milliseconds since the run started. Events of an
+    /// older (cancelled) run are ignored.
+    Run { run: u64, event: Box<RunEvent>, at_ms: u64 },
+    /// Run number `run` could not start or stopped outside the engine; the message says why.
+    RunFailed { run: u64, message: String },
+    /// The run task ended and its record went to the history (or the message says why not).
+    RunRecorded(Result<PathBuf, String>),
+    /// The cancelled run's task has stopped.
+    RunCancelled,
+    /// The truncation sweep of the finished answer is ready (or why it is not).
+    SweepReady { answer_len: usize, sweep: Result<Box<Sweep>, String> },
+    /// Past runs of this prompt, newest first (or why they could not be read).
+    HistoryLoaded(Result<Vec<Value>, String>),
+    /// The prompt was written to disk (or why not).
+    Saved(Result<PathBuf, String>),
+    /// A note from the outside world for the status line (clipboard, recovery file).
+    Note(String),
+    /// Time passed: `now_ms` since the workbench started.
+    Tick { now_ms: u64 },
+}
+
+/// What the outside world should do for `update`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Start a run of this prompt snapshot with these settings.
+    StartRun(Box<RunRequest>),
+    /// Stop the running run (drop its stream).
+    CancelRun,
+    /// Write the prompt (and an edited schema file) atomically; forget the recovery file.
+    Save { path: PathBuf, prompt: Box<PromptFile>, schema_file: Option<(PathBuf, String)> },
+    /// Write the unsaved edits to the recovery file.
+    WriteRecovery(super::recovery::Recovery),
+    /// Delete the recovery file (saved, or edits discarded on quit).
+    ClearRecovery,
+    /// Sweep the finished answer at every chunk cut, in the background.
+    ComputeSweep(Box<SweepRequest>),
+    /// Read this prompt's past runs from the history file, in the background.
+    LoadHistory { prompt_id: String },
+    /// Put text on the terminal's clipboard (OSC 52) and in a file of the data directory.
+    Copy { text: String, file_name: String },
+    /// Leave the workbench.
+    Quit,
+}
+
+/// One run to start: the prompt as edited, and the run settings chosen in the workbench.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunRequest {
+    /// The run's number: its events carry it.
+    pub run: u64,
+    pub prompt: PromptFile,
+    /// The prompt file (names it in errors; its directory resolves `schema_file`).
+    pub path: PathBuf,
+    pub case: Option<String>,
+    pub provider: String,
+    pub model: Option<String>,
+    pub structured: Option<String>,
+    pub max_tokens: Option<u32>,
+    /// `Some(1)` for "run one turn"; else the prompt's.
+    pub max_turns: Option<u32>,
+    /// What the replay provider plays.
+    pub replay: Option<ReplaySource>,
+}
+
+/// A recorded answer for the replay provider.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReplaySource {
+    /// A transcript file, at its recorded pace.
+    File(PathBuf),
+    /// A transcript from a history record (`turns[-1].transcript`), instantly.
+    Record(Box<Value>),
+}
+
+/// A truncation sweep to compute: the answer, where its chunks ended, and how to read it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepRequest {
+    pub answer: String,
+    pub chunk_ends: Vec<usize>,
+    pub prompt: PromptFile,
+    pub path: PathBuf,
+}

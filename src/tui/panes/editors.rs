@@ -1,0 +1,65 @@
+//! The three editors (system, template, schema): tui-textarea widgets in a pane frame; the schema
+//! pane shows its live lint under the text.
+
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::block;
+use crate::tui::state::{Pane, SchemaKind, State};
+use crate::tui::theme::Theme;
+
+pub fn render(frame: &mut Frame, area: Rect, pane: Pane, state: &State, theme: &Theme) {
+    let (area_widget, extra) = match pane {
+        Pane::System => (&state.system, vec![]),
+        Pane::Template => (&state.template, vec![Span::styled(format!("({}) ", response_type_name(state)), theme.dim)]),
+        _ => {
+            let kind = match &state.schema_kind {
+                SchemaKind::Inline => "inline JSON Schema".to_string(),
+                SchemaKind::File(path) => format!("file {}", path.display()),
+                SchemaKind::Signature => "signature".to_string(),
+                SchemaKind::None => "none yet: type a JSON Schema".to_string(),
+            };
+            (&state.schema, vec![Span::styled(format!("({kind}) "), theme.dim)])
+        }
+    };
+    let frame_block = block(pane, state, theme, extra);
+    let inner = frame_block.inner(area);
+    frame.render_widget(frame_block, area);
+    if pane != Pane::Schema {
+        frame.render_widget(area_widget, inner);
+        return;
+    }
+    let issues = &state.lint.issues;
+    let lint_height = if issues.is_empty() { 1 } else { (issues.len() as u16 + 1).min(inner.height / 2).max(2) };
+    let parts = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Min(1), Constraint::Length(lint_height)])
+        .split(inner);
+    frame.render_widget(area_widget, parts[0]);
+    let lines: Vec<Line> = if issues.is_empty() {
+        vec![Line::from(Span::styled(
+            if state.lint.what == "no schema" {
+                "no schema: items are not checked".to_string()
+            } else {
+                format!("✓ {} compiles", state.lint.what)
+            },
+            theme.valid,
+        ))]
+    } else {
+        std::iter::once(Line::from(Span::styled(format!("✗ {} errors:", state.lint.what), theme.invalid)))
+            .chain(issues.iter().map(|i| Line::from(Span::styled(i.clone(), theme.error))))
+            .collect()
+    };
+    frame.render_widget(Paragraph::new(lines), parts[1]);
+}
+
+/// The prompt's response type as the prompt file writes it.
+pub fn response_type_name(state: &State) -> &'static str {
+    match state.saved.response_type {
+        crate::output::ResponseType::Text => "text",
+        crate::output::ResponseType::Json => "json",
+        crate::output::ResponseType::Jsonl => "jsonl",
+    }
+}

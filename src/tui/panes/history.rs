@@ -1,0 +1,66 @@
+//! Past runs of this prompt (newest first): when, provider, model, case, verdict and items; enter
+//! replays the selected one into the panes.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+use serde_json::Value;
+
+use super::{block, clip};
+use crate::tui::state::{Pane, State};
+use crate::tui::theme::Theme;
+
+pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let extra = vec![Span::styled(format!("{} runs ", state.history.len()), theme.dim)];
+    let frame_block = block(Pane::History, state, theme, extra);
+    let inner = frame_block.inner(area);
+    frame.render_widget(frame_block, area);
+    if state.history.is_empty() {
+        frame.render_widget(Paragraph::new("no runs of this prompt yet").style(theme.dim), inner);
+        return;
+    }
+    let height = inner.height as usize;
+    let first = state.history_selected.saturating_sub(height.saturating_sub(1));
+    let rows: Vec<Line> = state
+        .history
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(height)
+        .map(|(index, record)| {
+            let line = row(record, theme, inner.width as usize);
+            if index == state.history_selected && state.focus == Pane::History {
+                line.style(theme.selection)
+            } else {
+                line
+            }
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(rows), inner);
+}
+
+/// `12:04:33 ✓ replay hand-written… astronomy 5 items`.
+pub fn row<'a>(record: &Value, theme: &Theme, width: usize) -> Line<'a> {
+    let ok = record["ok"].as_bool().unwrap_or(false);
+    let secs = record["started_at_ms"].as_u64().unwrap_or(0) / 1000;
+    let time = format!("{:02}:{:02}:{:02}", secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    let items = match &record["result"] {
+        Value::Array(items) => format!("{} items", items.len()),
+        Value::Null => "no result".into(),
+        _ => "1 value".into(),
+    };
+    let text = format!(
+        "{} {} {} {} {}",
+        record["provider"].as_str().unwrap_or("?"),
+        record["model"].as_str().unwrap_or(""),
+        record["case"].as_str().unwrap_or(""),
+        items,
+        record["turns"].as_array().map_or(0, Vec::len),
+    );
+    Line::from(vec![
+        Span::styled(format!("{time} "), theme.dim),
+        Span::styled(if ok { "✓ " } else { "✗ " }, if ok { theme.valid } else { theme.invalid }),
+        Span::styled(clip(&crate::safe_text::escape_controls(&text), width.saturating_sub(11)), theme.text),
+    ])
+}

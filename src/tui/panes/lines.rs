@@ -1,0 +1,116 @@
+//! One row per JSONL line: its verdict, the union branch or the first error (path and message); the
+//! selected row's line is highlighted in the output. A json answer shows its one verdict instead.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::{block, clip};
+use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
+use crate::tui::state::{counts, Pane, State};
+use crate::tui::theme::Theme;
+
+pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let verdicts = &state.run.verdicts;
+    let [valid, invalid, schema, skipped] = counts(verdicts);
+    let extra = vec![
+        Span::styled(format!("✓{valid} "), theme.valid),
+        Span::styled(format!("✗{invalid} "), theme.invalid),
+        Span::styled(format!("≠{schema} "), theme.schema_error),
+        Span::styled(format!("–{skipped} "), theme.skipped),
+    ];
+    let frame_block = block(Pane::Lines, state, theme, extra);
+    let inner = frame_block.inner(area);
+    frame.render_widget(frame_block, area);
+    let width = inner.width as usize;
+    if state.response_type() != ResponseType::Jsonl {
+        frame.render_widget(Paragraph::new(json_verdict(state, theme, width)), inner);
+        return;
+    }
+    if verdicts.is_empty() {
+        frame.render_widget(
+            Paragraph::new("each JSONL line gets a verdict here as it completes").style(theme.dim),
+            inner,
+        );
+        return;
+    }
+    let height = inner.height as usize;
+    let selected = state.selected_line.min(verdicts.len() - 1);
+    // Keep the selection on screen; while streaming with the selection at the top, follow the tail.
+    let first = if state.focus != Pane::Lines && state.running() {
+        verdicts.len().saturating_sub(height)
+    } else {
+        selected.saturating_sub(height.saturating_sub(1))
+    };
+    let rows: Vec<Line> = verdicts
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(height)
+        .map(|(index, verdict)| {
+            let line = row(verdict, theme, width);
+            if index == selected && state.focus == Pane::Lines {
+                line.style(theme.selection)
+            } else {
+                line
+            }
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(rows), inner);
+}
+
+/// A verdict as one row: `L12 ✓ valid  definition`.
+pub fn row<'a>(verdict: &LineVerdict, theme: &Theme, width: usize) -> Line<'a> {
+    let at = match verdict.end_line {
+        Some(end) => format!("L{}-{}", verdict.line, end),
+        None => format!("L{}", verdict.line),
+    };
+    let (mark, word, style, detail) = match &verdict.status {
+        LineStatus::Valid { branch } => ("✓", "valid", theme.valid, branch.clone().unwrap_or_default()),
+        LineStatus::InvalidJson { error, column } => ("✗", "invalid", theme.invalid, format!("col {column}: {error}")),
+        LineStatus::SchemaError { errors } => (
+            "≠",
+            "schema",
+            theme.schema_error,
+            errors
+                .first()
+                .map_or(String::new(), |e| format!("{}: {}", if e.path.is_empty() { "/" } else { &e.path }, e.message)),
+        ),
+        LineStatus::Skipped { reason } => ("–", "skipped", theme.skipped, reason.clone()),
+    };
+    let head = format!("{at:<5} {mark} {word:<7} ");
+    let rest = width.saturating_sub(head.chars().count());
+    Line::from(vec![
+        Span::styled(head, style),
+        Span::styled(clip(&crate::safe_text::escape_controls(&detail), rest), theme.text),
+    ])
+}
+
+fn json_verdict<'a>(state: &State, theme: &Theme, width: usize) -> Vec<Line<'a>> {
+    match &state.run.report {
+        Some(Report::Json(report)) => {
+            let mut lines = vec![if report.ok {
+                Line::from(Span::styled(format!("✓ valid {}", report.branch.clone().unwrap_or_default()), theme.valid))
+            } else {
+                let kind = report.error.as_ref().map_or("schema_error".to_string(), |e| format!("{:?}", e.kind));
+                Line::from(Span::styled(format!("✗ {kind}"), theme.invalid))
+            }];
+            if let Some(error) = &report.error {
+                lines.push(Line::from(clip(&error.message, width)));
+            }
+            for issue in &report.errors {
+                lines.push(Line::from(Span::styled(
+                    clip(&format!("{}: {}", issue.path, issue.message), width),
+                    theme.schema_error,
+                )));
+            }
+            for repair in &report.repairs {
+                lines.push(Line::from(Span::styled(clip(&format!("repaired: {}", repair.what), width), theme.warning)));
+            }
+            lines
+        }
+        Some(Report::Text(_)) => vec![Line::from("text answer: nothing to validate")],
+        _ => vec![Line::from(Span::styled("a json answer gets its verdict here when it completes", theme.dim))],
+    }
+}

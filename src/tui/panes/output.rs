@@ -1,0 +1,95 @@
+//! The answer as it streams: follows the tail (or scrolls), token boundaries on a toggle, the lines of
+//! the selected JSONL record highlighted. Model output is escaped before it reaches the terminal.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::block;
+use crate::safe_text::escape_controls;
+use crate::tui::state::{Pane, RunPhase, State};
+use crate::tui::theme::Theme;
+
+pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let run = &state.run;
+    let mut extra = vec![Span::styled(format!("{} chunks ", run.chunk_ends.len()), theme.dim)];
+    if state.show_tokens {
+        extra.push(Span::styled("tokens shown ", theme.token_alt));
+    }
+    if state.output_scroll.is_none() && state.running() {
+        extra.push(Span::styled("following ", theme.dim));
+    }
+    let frame_block = block(Pane::Output, state, theme, extra);
+    let inner = frame_block.inner(area);
+    frame.render_widget(frame_block, area);
+    if run.output.is_empty() {
+        let hint = match &state.phase {
+            RunPhase::Idle => "ctrl-r runs the prompt; the answer streams here".to_string(),
+            RunPhase::Starting | RunPhase::Running => "waiting for the first token…".to_string(),
+            RunPhase::Failed(e) => format!("run failed: {e}"),
+            _ => "(empty answer)".to_string(),
+        };
+        frame.render_widget(Paragraph::new(hint).style(theme.dim).wrap(ratatui::widgets::Wrap { trim: true }), inner);
+        return;
+    }
+    let height = inner.height as usize;
+    let width = inner.width as usize;
+    let total = run.line_count();
+    let first = match state.output_scroll {
+        Some(at) => at.min(total.saturating_sub(1)),
+        None => total.saturating_sub(height),
+    };
+    let highlighted = state.run.verdicts.get(state.selected_line).map(|v| (v.line, v.end_line.unwrap_or(v.line)));
+    let lines: Vec<Line> = (first..(first + height).min(total))
+        .map(|index| {
+            let number = index + 1;
+            let mut line = render_line(state, index, width, theme);
+            if highlighted.is_some_and(|(from, to)| (from..=to).contains(&number)) {
+                line = line.style(theme.highlight);
+            }
+            line
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines).style(theme.text), inner);
+}
+
+/// One output line, at most `width` characters, escaped, split at token boundaries when shown.
+fn render_line<'a>(state: &'a State, index: usize, width: usize, theme: &Theme) -> Line<'a> {
+    let run = &state.run;
+    let start = run.line_starts.get(index).copied().unwrap_or(0);
+    let text = run.line(index);
+    // Never more than a screen's width of bytes goes through the escaper.
+    let mut end = text.len().min(width.saturating_mul(4));
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let text = &text[..end];
+    if !state.show_tokens {
+        return Line::from(clip_escaped(text, width));
+    }
+    let mut spans = Vec::new();
+    let mut chunk = run.chunk_ends.partition_point(|&e| e <= start);
+    let mut at = 0;
+    let mut used = 0;
+    while at < text.len() && used < width {
+        let chunk_end = run.chunk_ends.get(chunk).map_or(text.len(), |&e| e.saturating_sub(start).min(text.len()));
+        let mut piece_end = chunk_end.max(at + 1).min(text.len());
+        while !text.is_char_boundary(piece_end) {
+            piece_end += 1;
+        }
+        let piece = clip_escaped(&text[at..piece_end], width - used);
+        used += piece.chars().count();
+        let style = if chunk % 2 == 1 { theme.token_alt } else { theme.text };
+        spans.push(Span::styled(piece, style));
+        at = piece_end;
+        chunk += 1;
+    }
+    Line::from(spans)
+}
+
+/// `text` escaped (control characters and escape sequences made visible), tabs as spaces, cut to `width`.
+fn clip_escaped(text: &str, width: usize) -> String {
+    let escaped = escape_controls(text).replace('\t', "  ");
+    escaped.chars().take(width).collect()
+}

@@ -1,0 +1,70 @@
+//! The status bar: provider and model (and why replay is used), time to first token, tokens/s with a
+//! sparkline, tokens in/out, finish reason, turn k of n, the run's phase, unsaved edits; then the
+//! last note and the main keys.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::clip;
+use crate::tui::state::{RunPhase, State};
+use crate::tui::theme::Theme;
+
+const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// The last `width` rate buckets as bar characters.
+pub fn sparkline(rate: &[u64], width: usize) -> String {
+    let shown = &rate[rate.len().saturating_sub(width)..];
+    let max = shown.iter().copied().max().unwrap_or(0).max(1);
+    shown.iter().map(|&n| BARS[((n * 7) / max) as usize]).collect()
+}
+
+pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let run = &state.run;
+    let provider = if run.provider.is_empty() { state.choice.provider.as_str() } else { run.provider.as_str() };
+    let model = if run.model.is_empty() { state.choice.model.as_deref().unwrap_or("") } else { run.model.as_str() };
+    let phase = match &state.phase {
+        RunPhase::Idle => "idle".to_string(),
+        RunPhase::Starting => "starting".to_string(),
+        RunPhase::Running => "streaming".to_string(),
+        RunPhase::Cancelling => "cancelling".to_string(),
+        RunPhase::Done { ok: true } => "done ✓".to_string(),
+        RunPhase::Done { ok: false } => "done ✗".to_string(),
+        RunPhase::Cancelled => "cancelled".to_string(),
+        RunPhase::Failed(_) => "failed".to_string(),
+    };
+    let parts = [
+        format!(" {phase}"),
+        format!("{provider} {model}"),
+        format!("ttft {}", run.ttft_ms.map_or("-".into(), |t| format!("{t}ms"))),
+        format!("{} tok/s {}", run.tokens_per_s.map_or("-".into(), |t| format!("{t:.0}")), sparkline(&run.rate, 8)),
+        format!(
+            "in {} out {}",
+            run.usage.map_or("-".into(), |u| u.input_tokens.to_string()),
+            run.usage.map_or(run.chunk_ends.len().to_string(), |u| u.output_tokens.to_string())
+        ),
+        run.finish.as_ref().map_or("finish -".to_string(), |f| f.as_str().to_string()),
+        format!("turn {}/{}", run.turn, run.max_turns.max(1)),
+    ];
+    let width = area.width as usize;
+    let mut first = vec![Span::styled(clip(&parts.join(" · "), width.saturating_sub(12)), theme.status)];
+    if state.dirty {
+        first.push(Span::styled(" ● unsaved ", theme.status_warn));
+    } else {
+        first.push(Span::styled(" saved ", theme.status));
+    }
+    let note = state
+        .note
+        .clone()
+        .or_else(|| run.error.as_ref().map(|e| format!("stream error: {e}")))
+        .or_else(|| (state.choice.provider == "replay").then(|| state.replay_reason.clone()).flatten())
+        .unwrap_or_default();
+    let keys = "F1 help · ctrl-r run · esc stop · ctrl-s save · ctrl-q quit";
+    let room = width.saturating_sub(keys.chars().count() + 1);
+    let second = Line::from(vec![
+        Span::styled(format!("{:<room$}", clip(&crate::safe_text::escape_controls(&note), room)), theme.warning),
+        Span::styled(format!(" {keys}"), theme.dim),
+    ]);
+    frame.render_widget(Paragraph::new(vec![Line::from(first).style(theme.status), second]), area);
+}

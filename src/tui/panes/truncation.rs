@@ -1,0 +1,160 @@
+//! What survives a cut: the cut position (keys or a mouse drag), the answer up to it, the items each
+//! strategy (json, json-repair, jsonl) recovers there with its resilience, and a chart of items
+//! recovered against the cut for the three strategies with the cut marked.
+
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
+use ratatui::Frame;
+
+use super::{block, clip};
+use crate::safe_text::escape_controls;
+use crate::truncate::strategy::Strategy;
+use crate::truncate::sweep::Sweep;
+use crate::tui::state::{Pane, State};
+use crate::tui::theme::Theme;
+
+/// The strategies in the order the pane lists them.
+pub const ORDER: [Strategy; 3] = [Strategy::Json, Strategy::JsonRepair, Strategy::Jsonl];
+/// Rows above the chart: the cut, three strategies, two lines of the answer.
+const HEADER: u16 = 6;
+/// Columns of the chart's y-axis labels.
+const Y_LABELS: u16 = 5;
+
+/// The chart's step lines, one per strategy in [`ORDER`]: a point wherever the items change.
+pub fn series(sweep: &Sweep) -> [Vec<(f64, f64)>; 3] {
+    ORDER.map(|strategy| {
+        let mut points: Vec<(f64, f64)> = Vec::new();
+        let mut last = 0usize;
+        for (i, [cut, items, _]) in sweep.steps(strategy).into_iter().enumerate() {
+            if i > 0 {
+                points.push((cut as f64, last as f64));
+            }
+            points.push((cut as f64, items as f64));
+            last = items;
+        }
+        if let Some(&end) = sweep.cuts.last() {
+            points.push((end as f64, last as f64));
+        }
+        points
+    })
+}
+
+/// Where the chart's plotting area is inside the pane (for mouse drags): x from, width.
+pub fn plot_columns(area: Rect) -> Option<(u16, u16, Rect)> {
+    let inner = Rect {
+        x: area.x + 1,
+        y: area.y + 1,
+        width: area.width.saturating_sub(2),
+        height: area.height.saturating_sub(2),
+    };
+    if inner.height <= HEADER + 3 || inner.width <= Y_LABELS + 2 {
+        return None;
+    }
+    let chart = Rect { y: inner.y + HEADER, height: inner.height - HEADER, ..inner };
+    Some((chart.x + Y_LABELS + 1, chart.width - Y_LABELS - 1, chart))
+}
+
+pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let view = &state.truncation;
+    let total = state.run.chunk_ends.len();
+    let extra = match &view.sweep {
+        Some(_) => vec![Span::styled(format!("cut {}/{} chunks ", view.cut, total), theme.cut)],
+        None => vec![],
+    };
+    let frame_block = block(Pane::Truncation, state, theme, extra);
+    let inner = frame_block.inner(area);
+    frame.render_widget(frame_block, area);
+    let Some(sweep) = &view.sweep else {
+        let text = if view.pending {
+            "sweeping every cut…".to_string()
+        } else if let Some(e) = &view.error {
+            format!("no sweep: {e}")
+        } else {
+            "when a run ends, every cut of its answer is swept here: ←/→ move the cut".to_string()
+        };
+        frame.render_widget(Paragraph::new(text).style(theme.dim).wrap(ratatui::widgets::Wrap { trim: true }), inner);
+        return;
+    };
+    let width = inner.width as usize;
+    let cut = view.cut.min(sweep.cuts.len().saturating_sub(1));
+    let mut rows = vec![Line::from(vec![
+        Span::styled(format!("cut {cut}/{total}"), theme.cut),
+        Span::styled(format!("  of {} items (reference: {})", sweep.full_items, sweep.reference), theme.dim),
+    ])];
+    for (strategy, style) in ORDER.iter().zip([theme.series_json, theme.series_repair, theme.series_jsonl]) {
+        let figures = sweep.figures(*strategy).get(cut).copied().unwrap_or_default();
+        rows.push(Line::from(vec![
+            Span::styled(format!("{:<11}", strategy.name()), style),
+            Span::styled(format!("{:>3} items", figures.items), theme.text),
+            Span::styled(
+                format!(" {:>2} corrupt", figures.corrupt),
+                if figures.corrupt > 0 { theme.warning } else { theme.dim },
+            ),
+            Span::styled(format!("  res {:.2}", sweep.resilience(*strategy)), theme.dim),
+        ]));
+    }
+    let offset = if cut == 0 { 0 } else { state.run.chunk_ends.get(cut - 1).copied().unwrap_or(0) };
+    let prefix = crate::truncate::strategy::prefix(&state.run.output, offset);
+    let tail_lines: Vec<&str> = prefix.rsplit('\n').take(2).collect();
+    for (i, line) in tail_lines.iter().rev().enumerate() {
+        let mut spans =
+            vec![Span::styled(clip(&escape_controls(&tail(line, width)), width.saturating_sub(1)), theme.dim)];
+        if i + 1 == tail_lines.len() {
+            spans.push(Span::styled("▌", theme.cut));
+        }
+        rows.push(Line::from(spans));
+    }
+    let header = Rect { height: HEADER.min(inner.height), ..inner };
+    frame.render_widget(Paragraph::new(rows), header);
+    if let Some((_, _, chart_area)) = plot_columns(area) {
+        render_chart(frame, chart_area, state, sweep, cut, theme);
+    }
+}
+
+/// The last `width` characters of `line` (the part next to the cut).
+fn tail(line: &str, width: usize) -> String {
+    let count = line.chars().count();
+    line.chars().skip(count.saturating_sub(width.saturating_sub(2))).collect()
+}
+
+fn render_chart(frame: &mut Frame, area: Rect, state: &State, sweep: &Sweep, cut: usize, theme: &Theme) {
+    let x_max = sweep.cuts.last().copied().unwrap_or(1).max(1) as f64;
+    let y_max = state.truncation.series.iter().flatten().map(|(_, y)| *y).fold(1.0_f64, f64::max);
+    let marker = [(cut as f64, 0.0), (cut as f64, y_max)];
+    let styles = [theme.series_json, theme.series_repair, theme.series_jsonl];
+    let mut datasets: Vec<Dataset> = ORDER
+        .iter()
+        .zip(state.truncation.series.iter())
+        .zip(styles)
+        .map(|((strategy, points), style)| {
+            Dataset::default()
+                .name(strategy.name())
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(style)
+                .data(points)
+        })
+        .collect();
+    datasets.push(
+        Dataset::default()
+            .name("cut")
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(theme.cut)
+            .data(&marker),
+    );
+    let label = |v: f64| Span::styled(format!("{v:.0}"), theme.dim);
+    let chart = Chart::new(datasets)
+        .x_axis(Axis::default().bounds([0.0, x_max]).labels([label(0.0), label(x_max)]).style(theme.dim))
+        .y_axis(Axis::default().bounds([0.0, y_max]).labels([label(0.0), label(y_max)]).style(theme.dim))
+        .style(Style::default())
+        .legend_position(Some(ratatui::widgets::LegendPosition::TopLeft))
+        .hidden_legend_constraints((
+            ratatui::layout::Constraint::Ratio(1, 2),
+            ratatui::layout::Constraint::Ratio(1, 2),
+        ));
+    frame.render_widget(chart, area);
+}

@@ -1,0 +1,84 @@
+//! Never lose work: the unsaved edits of a prompt written to a recovery file in the data directory
+//! (at least once a second while there are edits), offered back on the next start.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::prompt::file::write_atomic;
+
+/// The unsaved texts of one prompt file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// The prompt file the edits belong to (absolute when it could be made so).
+    pub path: PathBuf,
+    pub system: String,
+    pub template: String,
+    pub schema: String,
+    /// Milliseconds since the Unix epoch when the edits were written.
+    pub written_at_ms: u64,
+}
+
+/// The recovery file of `prompt` inside `data_dir`: one per prompt file, named after a hash of its path.
+pub fn recovery_path(data_dir: &Path, prompt: &Path) -> PathBuf {
+    let key = prompt.to_string_lossy();
+    // FNV-1a: stable across builds and platforms (std's hasher is not).
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let stem = prompt.file_stem().map_or("prompt".into(), |s| s.to_string_lossy().into_owned());
+    data_dir.join("recovery").join(format!("{stem}-{hash:016x}.json"))
+}
+
+/// Writes the edits atomically.
+pub fn write(data_dir: &Path, recovery: &Recovery) -> Result<PathBuf, String> {
+    let path = recovery_path(data_dir, &recovery.path);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(recovery).map_err(|e| e.to_string())?;
+    write_atomic(&path, &text).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// The edits saved for `prompt`, if any; a damaged file is an error naming it.
+pub fn read(data_dir: &Path, prompt: &Path) -> Result<Option<Recovery>, String> {
+    let path = recovery_path(data_dir, prompt);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| format!("recovery file {}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// Deletes the recovery file of `prompt` (nothing to do when there is none).
+pub fn clear(data_dir: &Path, prompt: &Path) -> Result<(), String> {
+    let path = recovery_path(data_dir, prompt);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("cannot delete {}: {e}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_edits_read_back_and_clear() {
+        let dir = tempfile::tempdir().unwrap();
+        let prompt = Path::new("/tmp/some/prompt.toml");
+        assert_eq!(read(dir.path(), prompt).unwrap(), None);
+        let edits = Recovery {
+            path: prompt.to_path_buf(),
+            system: "s".into(),
+            template: "t {{x}}".into(),
+            schema: "{}".into(),
+            written_at_ms: 5,
+        };
+        write(dir.path(), &edits).unwrap();
+        assert_eq!(read(dir.path(), prompt).unwrap(), Some(edits));
+        assert_eq!(read(dir.path(), Path::new("/tmp/other.toml")).unwrap(), None);
+        clear(dir.path(), prompt).unwrap();
+        assert_eq!(read(dir.path(), prompt).unwrap(), None);
+    }
+}

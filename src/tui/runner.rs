@@ -1,0 +1,258 @@
+//! The outside world of `update`: executes each [`Effect`] — runs on a tokio runtime (events back as
+//! messages, cancel by aborting the task), saves, recovery files, sweeps and history reads on
+//! background threads — and hands results back as [`Msg`]s on the loop's channel.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::log::Log;
+use super::msg::{Effect, Msg, ReplaySource, RunRequest, SweepRequest};
+use super::recovery;
+use crate::cli::input::setup_for_prompt;
+use crate::prompt::file::{write_atomic, ProviderSettings};
+use crate::prompt::template::Variables;
+use crate::provider::replay::{Pace, Replay};
+use crate::provider::Provider;
+use crate::run::{engine, history, ProviderChoice, Reading, ReplaySequence, RunPlan, RunSettings};
+use crate::truncate::sweep::sweep;
+use crate::truncate::transcript::Transcript;
+
+/// Executes effects for the loop.
+pub struct Runner {
+    pub tx: Sender<Msg>,
+    runtime: tokio::runtime::Runtime,
+    task: Option<tokio::task::JoinHandle<()>>,
+    pub data_dir: Option<PathBuf>,
+    pub log: Log,
+    /// How a transcript file is replayed (recorded pace by default; `TUNEBENCH_REPLAY_SPEED`).
+    pub pace: Pace,
+    /// Whether `Copy` may write an OSC 52 sequence to the terminal (not under a test backend).
+    pub clipboard: bool,
+    /// Whether runs go to the history file.
+    pub record_history: bool,
+    /// The prompt file the workbench edits (its recovery file is the one cleared).
+    pub prompt_path: Option<PathBuf>,
+}
+
+impl Runner {
+    pub fn new(tx: Sender<Msg>, data_dir: Option<PathBuf>) -> anyhow::Result<Runner> {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+        let log = data_dir.as_deref().map(Log::open).unwrap_or_default();
+        Ok(Runner {
+            tx,
+            runtime,
+            task: None,
+            data_dir,
+            log,
+            pace: Pace::Recorded,
+            clipboard: false,
+            record_history: true,
+            prompt_path: None,
+        })
+    }
+
+    /// Executes `effect`; messages that follow at once (a save's result) are returned, the rest arrive
+    /// on the channel.
+    pub fn execute(&mut self, effect: Effect) -> Vec<Msg> {
+        match effect {
+            Effect::StartRun(request) => {
+                let run = request.run;
+                if let Err(e) = self.start(*request) {
+                    let message = format!("cannot run: {e:#}");
+                    self.log.line(&message);
+                    return vec![Msg::RunFailed { run, message }];
+                }
+                Vec::new()
+            }
+            Effect::CancelRun => {
+                if let Some(task) = self.task.take() {
+                    task.abort();
+                }
+                self.log.line("run cancelled");
+                vec![Msg::RunCancelled]
+            }
+            Effect::Save { path, prompt, schema_file } => {
+                let result = (|| -> Result<PathBuf, String> {
+                    if let Some((file, text)) = &schema_file {
+                        let file = path.parent().unwrap_or(Path::new(".")).join(file);
+                        write_atomic(&file, text).map_err(|e| e.to_string())?;
+                    }
+                    prompt.save(&path).map_err(|e| e.to_string())?;
+                    Ok(path.clone())
+                })();
+                self.log.line(&format!("save {}: {result:?}", path.display()));
+                vec![Msg::Saved(result)]
+            }
+            Effect::WriteRecovery(mut edits) => {
+                let Some(dir) = &self.data_dir else { return Vec::new() };
+                edits.path = absolute(&edits.path);
+                edits.written_at_ms = crate::run::record::now_ms();
+                match recovery::write(dir, &edits) {
+                    Ok(_) => Vec::new(),
+                    Err(e) => vec![Msg::Note(format!("recovery file not written: {e}"))],
+                }
+            }
+            Effect::ClearRecovery => {
+                if let (Some(dir), Some(path)) = (&self.data_dir, self.prompt_path.as_ref()) {
+                    if let Err(e) = recovery::clear(dir, &absolute(path)) {
+                        return vec![Msg::Note(e)];
+                    }
+                }
+                Vec::new()
+            }
+            Effect::ComputeSweep(request) => {
+                let tx = self.tx.clone();
+                std::thread::spawn(move || {
+                    let answer_len = request.answer.len();
+                    let result = compute_sweep(&request);
+                    let _ = tx.send(Msg::SweepReady { answer_len, sweep: result.map(Box::new) });
+                });
+                Vec::new()
+            }
+            Effect::LoadHistory { prompt_id } => {
+                let tx = self.tx.clone();
+                let path = self.data_dir.as_ref().map(|d| d.join(history::HISTORY_FILE));
+                std::thread::spawn(move || {
+                    let result = match path {
+                        None => Err("no data directory: set TUNEBENCH_DATA_DIR".to_string()),
+                        Some(path) => history::read(&path).map_err(|e| e.to_string()).map(|runs| {
+                            runs.into_iter()
+                                .rev()
+                                .filter(|r| r["prompt"].as_str() == Some(prompt_id.as_str()))
+                                .collect()
+                        }),
+                    };
+                    let _ = tx.send(Msg::HistoryLoaded(result));
+                });
+                Vec::new()
+            }
+            Effect::Copy { text, file_name } => {
+                let mut notes = Vec::new();
+                if let Some(dir) = &self.data_dir {
+                    let path = dir.join(&file_name);
+                    match write_atomic(&path, &text) {
+                        Ok(()) => notes.push(format!("written to {}", path.display())),
+                        Err(e) => notes.push(format!("not written: {e}")),
+                    }
+                }
+                if self.clipboard {
+                    use std::io::Write;
+                    let mut out = std::io::stdout();
+                    let _ = write!(out, "\x1b]52;c;{}\x07", base64(text.as_bytes()));
+                    let _ = out.flush();
+                    notes.insert(0, "request copied as curl (terminal clipboard)".into());
+                }
+                vec![Msg::Note(notes.join("; "))]
+            }
+            Effect::Quit => Vec::new(),
+        }
+    }
+
+    fn start(&mut self, request: RunRequest) -> anyhow::Result<()> {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        let base_dir = request.path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let setup = setup_for_prompt(&request.prompt, &request.path, &base_dir, None)?;
+        let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
+        let overrides = ProviderSettings {
+            name: Some(request.provider.clone()),
+            model: request.model.clone(),
+            structured: request.structured.clone(),
+            max_tokens: request.max_tokens,
+            ..ProviderSettings::default()
+        };
+        let mut settings = RunSettings::resolve(&request.prompt, &overrides, request.max_turns, None)?;
+        let provider: Arc<dyn Provider> = match &request.replay {
+            Some(ReplaySource::File(path)) => {
+                let sequence = ReplaySequence::open(path, None, self.pace)?;
+                if settings.model.is_empty() {
+                    settings.model = sequence.model().to_string();
+                }
+                Arc::new(sequence)
+            }
+            Some(ReplaySource::Record(transcript)) => {
+                let transcript: Transcript = serde_json::from_value((**transcript).clone())
+                    .map_err(|e| anyhow::anyhow!("the history entry's transcript cannot be read: {e}"))?;
+                if settings.model.is_empty() {
+                    settings.model = transcript.header.model.clone();
+                }
+                Arc::new(Replay::new(transcript, Pace::Instant))
+            }
+            None => ProviderChoice::new(&settings, None, self.pace).build(None)?,
+        };
+        let plan =
+            RunPlan::new(&request.prompt, &base_dir, request.case.as_deref(), &Variables::new(), &settings, reading)?;
+        self.log.line(&format!(
+            "run {} of {} with {} {}",
+            request.run,
+            request.path.display(),
+            provider.name(),
+            settings.model
+        ));
+        let tx = self.tx.clone();
+        let run = request.run;
+        let record_history = self.record_history;
+        self.task = Some(self.runtime.spawn(async move {
+            let started = Instant::now();
+            let events = tx.clone();
+            let record = engine::run(provider.as_ref(), &plan, move |event| {
+                let at_ms = started.elapsed().as_millis() as u64;
+                let _ = events.send(Msg::Run { run, event: Box::new(event), at_ms });
+            })
+            .await;
+            if record_history {
+                let result = tokio::task::spawn_blocking(move || history::append(&record).map_err(|e| e.to_string()))
+                    .await
+                    .unwrap_or_else(|e| Err(e.to_string()));
+                let _ = tx.send(Msg::RunRecorded(result));
+            }
+        }));
+        Ok(())
+    }
+}
+
+/// The sweep of a finished (or cancelled) answer at every chunk cut, read as its prompt reads it.
+pub fn compute_sweep(request: &SweepRequest) -> Result<crate::truncate::sweep::Sweep, String> {
+    let base_dir = request.path.parent().unwrap_or(Path::new("."));
+    let setup = setup_for_prompt(&request.prompt, &request.path, base_dir, None).map_err(|e| format!("{e:#}"))?;
+    let cuts: Vec<(usize, usize)> =
+        std::iter::once((0, 0)).chain(request.chunk_ends.iter().enumerate().map(|(i, &end)| (i + 1, end))).collect();
+    Ok(sweep(&request.answer, &cuts, setup.profile, setup.item_check))
+}
+
+/// `path` made absolute against the working directory (left as is when that fails).
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Standard base64 (for the OSC 52 clipboard sequence).
+fn base64(bytes: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let n = group.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= group.len() {
+                out.push(TABLE[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_matches_the_standard() {
+        assert_eq!(super::base64(b""), "");
+        assert_eq!(super::base64(b"f"), "Zg==");
+        assert_eq!(super::base64(b"fo"), "Zm8=");
+        assert_eq!(super::base64(b"foo"), "Zm9v");
+        assert_eq!(super::base64(b"foobar"), "Zm9vYmFy");
+    }
+}

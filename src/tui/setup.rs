@@ -1,0 +1,155 @@
+//! Start-up: the prompt loaded (errors before the terminal is touched), its schema text, keymap and
+//! theme from the config directory, the run choice (the local model, else the recorded answer via
+//! replay, saying why), unsaved edits offered back, the history loaded in the background.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, Sender};
+use std::time::Instant;
+
+use super::app::{App, LoopStats};
+use super::keymap::{Keymap, DEFAULT_KEYMAP};
+use super::msg::{Effect, Msg};
+use super::runner::{absolute, Runner};
+use super::state::{Overlay, SchemaKind, State};
+use super::theme::Theme;
+use super::{paths, recovery, sample};
+use crate::prompt::file::PromptFile;
+use crate::provider::replay::Pace;
+use crate::run::{ProviderChoice, RunSettings};
+
+/// How the workbench starts.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The data directory (`None`: the platform's or `TUNEBENCH_DATA_DIR`).
+    pub data_dir: Option<PathBuf>,
+    /// Replay pace for transcript files (`TUNEBENCH_REPLAY_SPEED`: recorded, instant, 10x).
+    pub pace: Option<Pace>,
+    /// Start the run at once (the sample on a fresh start).
+    pub run_now: bool,
+}
+
+/// The workbench on the prompt at `path`, ready to loop (no terminal needed).
+pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)> {
+    let started = Instant::now();
+    let mut state = state_for(path)?;
+    let mut notes: Vec<String> = Vec::new();
+    let config = paths::config_dir();
+    let user_keymap = config.as_ref().and_then(|d| std::fs::read_to_string(d.join("keymap.toml")).ok());
+    match Keymap::from_toml(DEFAULT_KEYMAP, user_keymap.as_deref()) {
+        Ok(keymap) => state.keymap = keymap,
+        Err(e) => notes.push(format!("{e} (default keys used)")),
+    }
+    let theme = load_theme(config.as_deref(), &mut notes);
+    let data_dir = options.data_dir.clone().or_else(|| paths::data_dir().ok());
+    if let Some(dir) = &data_dir {
+        match recovery::read(dir, &absolute(path)) {
+            Ok(Some(edits))
+                if [edits.system.clone(), edits.template.clone(), edits.schema.clone()] != state.texts() =>
+            {
+                state.overlay = Overlay::Recovery(Box::new(edits));
+            }
+            Ok(_) => {}
+            Err(e) => notes.push(e),
+        }
+    }
+    if !notes.is_empty() {
+        state.note = Some(notes.join("; "));
+    }
+    let (tx, rx) = channel();
+    let mut runner = Runner::new(tx.clone(), data_dir)?;
+    runner.prompt_path = Some(path.to_path_buf());
+    runner.pace = options
+        .pace
+        .or_else(|| std::env::var("TUNEBENCH_REPLAY_SPEED").ok().and_then(|s| Pace::parse(&s)))
+        .unwrap_or(Pace::Recorded);
+    let mut app = App { state, theme, rx, runner, started, stats: LoopStats::default() };
+    let follow = app.runner.execute(Effect::LoadHistory { prompt_id: app.state.saved.id.clone() });
+    follow.into_iter().for_each(|m| app.handle(m));
+    if options.run_now && app.state.overlay == Overlay::None {
+        app.handle(Msg::Action(super::msg::Action::Run));
+    }
+    Ok((app, tx))
+}
+
+/// The state of a fresh workbench on the prompt at `path` (default keys, provider chosen), no IO
+/// beyond reading the prompt (and its schema file and recorded answer).
+pub fn state_for(path: &Path) -> anyhow::Result<State> {
+    let prompt = PromptFile::load(path)?;
+    let (schema_text, schema_kind) = schema_text(&prompt, path)?;
+    let mut state = State::new(path.to_path_buf(), prompt, schema_text, schema_kind);
+    choose_provider(&mut state);
+    Ok(state)
+}
+
+/// The text the schema editor starts with, and what it is.
+fn schema_text(prompt: &PromptFile, path: &Path) -> anyhow::Result<(String, SchemaKind)> {
+    if let Some(signature) = &prompt.signature {
+        return Ok((signature.clone(), SchemaKind::Signature));
+    }
+    if let Some(file) = &prompt.schema_file {
+        let full = path.parent().unwrap_or(Path::new(".")).join(file);
+        let text = std::fs::read_to_string(&full)
+            .map_err(|e| anyhow::anyhow!("{}: schema_file {}: {e}", path.display(), full.display()))?;
+        return Ok((text, SchemaKind::File(file.clone())));
+    }
+    if let Some(schema) = &prompt.schema {
+        return Ok((serde_json::to_string_pretty(schema)?, SchemaKind::Inline));
+    }
+    Ok((String::new(), SchemaKind::None))
+}
+
+/// The theme: `TUNEBENCH_THEME`, else `theme.toml` in the config directory, else dark; NO_COLOR strips colours.
+fn load_theme(config: Option<&Path>, notes: &mut Vec<String>) -> Theme {
+    let mut theme = match std::env::var(paths::THEME_VAR).ok().filter(|t| !t.is_empty()) {
+        Some(name) => Theme::named(&name).unwrap_or_else(|e| {
+            notes.push(e);
+            Theme::default()
+        }),
+        None => {
+            match config.map(|d| d.join("theme.toml")).and_then(|p| std::fs::read_to_string(&p).ok().map(|t| (p, t))) {
+                Some((path, text)) => Theme::from_user_file(&text, &path.display().to_string()).unwrap_or_else(|e| {
+                    notes.push(e);
+                    Theme::default()
+                }),
+                None => Theme::default(),
+            }
+        }
+    };
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        theme = theme.without_colors();
+    }
+    theme
+}
+
+/// The prompt's provider; with none (or `local`), the embedded model when it is built, else the
+/// recorded answer next to the prompt via replay, the status bar saying why.
+fn choose_provider(state: &mut State) {
+    let transcript = sample::transcript_for(&state.path);
+    state.choice.transcript = transcript.clone();
+    let named = state.saved.provider.name.clone();
+    if named.as_deref().is_some_and(|n| n != "local") {
+        return;
+    }
+    let local = RunSettings::resolve(
+        &state.saved,
+        &crate::prompt::file::ProviderSettings { name: Some("local".into()), ..Default::default() },
+        None,
+        None,
+    )
+    .map_err(|e| e.to_string())
+    .and_then(|settings| {
+        ProviderChoice::new(&settings, None, Pace::Recorded).build(None).map(|_| ()).map_err(|e| e.to_string())
+    });
+    match (local, transcript) {
+        (Ok(()), _) => state.choice.provider = "local".into(),
+        (Err(why), Some(path)) => {
+            state.choice.provider = "replay".into();
+            let why = if why.contains("not built yet") { "the local model is not built yet".to_string() } else { why };
+            state.replay_reason = Some(format!("replay: {} ({why})", path.display()));
+        }
+        (Err(why), None) => {
+            state.choice.provider = "openai".into();
+            state.note = Some(format!("no local model ({why}) and no recorded answer: alt-p picks a provider"));
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! Everything the workbench shows, in one place: the prompt being edited, the run as it streams, the
+//! truncation view, the history, the overlays. `update` changes it; panes only read it.
+
+use std::path::PathBuf;
+
+use ratatui_textarea::TextArea;
+use serde_json::Value;
+
+use super::keymap::Keymap;
+use super::recovery::Recovery;
+use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
+use crate::prompt::file::PromptFile;
+use crate::provider::{FinishReason, Usage};
+use crate::truncate::sweep::Sweep;
+
+/// The panes, in focus order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pane {
+    System,
+    Template,
+    Schema,
+    Variables,
+    Output,
+    Lines,
+    Truncation,
+    History,
+}
+
+impl Pane {
+    pub const ALL: [Pane; 8] = [
+        Pane::System,
+        Pane::Template,
+        Pane::Schema,
+        Pane::Variables,
+        Pane::Output,
+        Pane::Lines,
+        Pane::Truncation,
+        Pane::History,
+    ];
+
+    /// Whether typing goes to a text editor in this pane.
+    pub fn is_editor(self) -> bool {
+        matches!(self, Pane::System | Pane::Template | Pane::Schema)
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::System => "system",
+            Pane::Template => "template",
+            Pane::Schema => "schema",
+            Pane::Variables => "variables & cases",
+            Pane::Output => "output",
+            Pane::Lines => "lines",
+            Pane::Truncation => "truncation",
+            Pane::History => "history",
+        }
+    }
+}
+
+/// What the schema editor holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchemaKind {
+    /// An inline JSON Schema.
+    Inline,
+    /// A JSON Schema file next to the prompt (saved to that file).
+    File(PathBuf),
+    /// A PtcRunner signature.
+    Signature,
+    /// No schema yet: what is typed becomes an inline schema.
+    None,
+}
+
+/// The live lint of the schema editor.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Lint {
+    /// Empty when the schema compiles.
+    pub issues: Vec<String>,
+    /// What was linted (`JSON Schema`, `signature`).
+    pub what: &'static str,
+}
+
+/// A modal view over the panes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Overlay {
+    None,
+    /// The key help.
+    Help,
+    /// Quit was asked with unsaved edits.
+    ConfirmQuit,
+    /// Unsaved edits of this prompt were found from an earlier session.
+    Recovery(Box<Recovery>),
+}
+
+/// Where the run is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunPhase {
+    /// Nothing has run yet in this session.
+    Idle,
+    /// Asked to start; no event yet.
+    Starting,
+    /// Streaming.
+    Running,
+    /// Cancel was asked; the task is stopping.
+    Cancelling,
+    /// The run ended (`ok`: the final answer passed).
+    Done { ok: bool },
+    /// Cancelled by the user; the partial answer stays.
+    Cancelled,
+    /// The run could not start or failed; the message says why.
+    Failed(String),
+}
+
+/// The run settings chosen in the workbench.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Choice {
+    pub provider: String,
+    pub model: Option<String>,
+    pub structured: Option<String>,
+    pub max_tokens: Option<u32>,
+    /// `None`: the prompt's default variables.
+    pub case: Option<String>,
+    /// The recorded answer the replay provider plays (the sample's transcript).
+    pub transcript: Option<PathBuf>,
+}
+
+/// The answer as it streams, and what is known of the run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunView {
+    pub output: String,
+    /// Byte offsets where each chunk ended (token boundaries).
+    pub chunk_ends: Vec<usize>,
+    /// Byte offsets where each line of the output starts.
+    pub line_starts: Vec<usize>,
+    /// JSONL verdicts of the current turn, as they arrive.
+    pub verdicts: Vec<LineVerdict>,
+    pub turn: u32,
+    pub max_turns: u32,
+    pub ttft_ms: Option<u64>,
+    /// Milliseconds since the start of the last event.
+    pub last_at_ms: u64,
+    pub usage: Option<Usage>,
+    pub finish: Option<FinishReason>,
+    pub tokens_per_s: Option<f64>,
+    /// Chunks per 100 ms bucket since the first token (the sparkline).
+    pub rate: Vec<u64>,
+    /// The final report of the last turn (json answers show their verdict from it).
+    pub report: Option<Report>,
+    pub error: Option<String>,
+    /// The provider and model as the run reported them.
+    pub provider: String,
+    pub model: String,
+    /// The structured mode used, and a note when the provider fell back.
+    pub mode: Option<String>,
+}
+
+impl RunView {
+    /// A fresh view for a new turn (figures of the run kept).
+    pub fn clear_answer(&mut self) {
+        self.output.clear();
+        self.chunk_ends.clear();
+        self.line_starts = vec![0];
+        self.verdicts.clear();
+        self.ttft_ms = None;
+        self.usage = None;
+        self.finish = None;
+        self.tokens_per_s = None;
+        self.rate.clear();
+        self.report = None;
+        self.error = None;
+    }
+
+    /// Appends a chunk: the text, its end, where new lines start.
+    pub fn push_chunk(&mut self, text: &str) {
+        let start = self.output.len();
+        self.output.push_str(text);
+        for (i, b) in text.bytes().enumerate() {
+            if b == b'\n' {
+                self.line_starts.push(start + i + 1);
+            }
+        }
+        self.chunk_ends.push(self.output.len());
+    }
+
+    /// How many lines the output has (a trailing partial line counts).
+    pub fn line_count(&self) -> usize {
+        self.line_starts.len().max(1)
+    }
+
+    /// The text of 0-based line `index`, without its newline.
+    pub fn line(&self, index: usize) -> &str {
+        let Some(&start) = self.line_starts.get(index) else { return "" };
+        let end = self.line_starts.get(index + 1).map_or(self.output.len(), |&next| next - 1);
+        self.output.get(start..end.max(start)).unwrap_or_default()
+    }
+}
+
+/// The verdict counts shown in the lines pane title.
+pub fn counts(verdicts: &[LineVerdict]) -> [usize; 4] {
+    let mut counts = [0; 4];
+    for verdict in verdicts {
+        let at = match verdict.status {
+            LineStatus::Valid { .. } => 0,
+            LineStatus::InvalidJson { .. } => 1,
+            LineStatus::SchemaError { .. } => 2,
+            LineStatus::Skipped { .. } => 3,
+        };
+        counts[at] += 1;
+    }
+    counts
+}
+
+/// The truncation view: the cut (in chunks) and the sweep of the finished answer.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TruncationView {
+    /// Chunks kept (0 ..= chunk count).
+    pub cut: usize,
+    pub sweep: Option<Sweep>,
+    /// The sweep is being computed.
+    pub pending: bool,
+    pub error: Option<String>,
+    /// The chart's step lines (cut, items) of json, json-repair and jsonl, made once per sweep.
+    pub series: [Vec<(f64, f64)>; 3],
+}
+
+/// The whole workbench.
+pub struct State {
+    pub path: PathBuf,
+    /// The prompt as last loaded or saved.
+    pub saved: PromptFile,
+    pub system: TextArea<'static>,
+    pub template: TextArea<'static>,
+    pub schema: TextArea<'static>,
+    pub schema_kind: SchemaKind,
+    /// The schema text as last loaded or saved (dirty tracking).
+    pub saved_texts: [String; 3],
+    pub lint: Lint,
+    /// Edits since the last save.
+    pub dirty: bool,
+    /// Bumped on every edit; the recovery file is written when it moved.
+    pub edits: u64,
+    pub recovery_written: u64,
+    pub last_recovery_ms: u64,
+    pub focus: Pane,
+    pub zoom: bool,
+    pub overlay: Overlay,
+    pub preview: bool,
+    pub show_tokens: bool,
+    pub choice: Choice,
+    pub phase: RunPhase,
+    pub run: RunView,
+    /// Selected JSONL verdict (index into `run.verdicts`).
+    pub selected_line: usize,
+    /// First output line shown; `None` follows the tail.
+    pub output_scroll: Option<usize>,
+    pub truncation: TruncationView,
+    pub history: Vec<Value>,
+    pub history_selected: usize,
+    pub selected_variable: usize,
+    /// The last note for the status line.
+    pub note: Option<String>,
+    pub keymap: Keymap,
+    /// Columns, rows of the terminal.
+    pub size: (u16, u16),
+    pub now_ms: u64,
+    pub quit: bool,
+    /// Why the replay provider is used when nothing else was chosen (shown in the status bar).
+    pub replay_reason: Option<String>,
+    /// The prompt and texts a save in flight writes (they become the saved ones when it succeeds).
+    pub pending_save: Option<Box<(PromptFile, [String; 3])>>,
+    /// The prompt the current run was started with (the sweep reads its answer the same way).
+    pub run_prompt: Option<Box<PromptFile>>,
+    /// The number of the latest run (events of older runs are ignored).
+    pub run_id: u64,
+}
+
+impl State {
+    /// The workbench on `prompt` loaded from `path`.
+    pub fn new(path: PathBuf, prompt: PromptFile, schema_text: String, schema_kind: SchemaKind) -> State {
+        let system = prompt.system.clone().unwrap_or_default();
+        let template = prompt.template.clone();
+        let transcript = None;
+        let choice = Choice {
+            provider: prompt.provider.name.clone().unwrap_or_else(|| "replay".into()),
+            model: prompt.provider.model.clone(),
+            structured: prompt.provider.structured.clone(),
+            max_tokens: prompt.provider.max_tokens,
+            case: None,
+            transcript,
+        };
+        let mut state = State {
+            path,
+            saved_texts: [system.clone(), template.clone(), schema_text.clone()],
+            system: editor(&system),
+            template: editor(&template),
+            schema: editor(&schema_text),
+            saved: prompt,
+            schema_kind,
+            lint: Lint::default(),
+            dirty: false,
+            edits: 0,
+            recovery_written: 0,
+            last_recovery_ms: 0,
+            focus: Pane::Template,
+            zoom: false,
+            overlay: Overlay::None,
+            preview: false,
+            show_tokens: false,
+            choice,
+            phase: RunPhase::Idle,
+            run: RunView { line_starts: vec![0], ..RunView::default() },
+            selected_line: 0,
+            output_scroll: None,
+            truncation: TruncationView::default(),
+            history: Vec::new(),
+            history_selected: 0,
+            selected_variable: 0,
+            note: None,
+            keymap: Keymap::default(),
+            size: (120, 40),
+            now_ms: 0,
+            quit: false,
+            replay_reason: None,
+            pending_save: None,
+            run_prompt: None,
+            run_id: 0,
+        };
+        super::edit::relint(&mut state);
+        state
+    }
+
+    /// The texts of the three editors.
+    pub fn texts(&self) -> [String; 3] {
+        [self.system.lines().join("\n"), self.template.lines().join("\n"), self.schema.lines().join("\n")]
+    }
+
+    pub fn response_type(&self) -> ResponseType {
+        self.saved.response_type
+    }
+
+    /// Whether a run is streaming or about to.
+    pub fn running(&self) -> bool {
+        matches!(self.phase, RunPhase::Starting | RunPhase::Running | RunPhase::Cancelling)
+    }
+}
+
+/// A text editor holding `text`.
+pub fn editor(text: &str) -> TextArea<'static> {
+    let lines: Vec<String> =
+        if text.is_empty() { vec![String::new()] } else { text.split('\n').map(str::to_string).collect() };
+    let mut area = TextArea::new(lines);
+    area.set_max_histories(200);
+    area
+}

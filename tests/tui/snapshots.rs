@@ -1,0 +1,97 @@
+//! What each pane looks like (ratatui TestBackend + insta snapshots): the whole screen mid-stream
+//! with valid, invalid and skipped lines, each pane zoomed at 80×24 after the run, and the overlays.
+
+use std::path::PathBuf;
+
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use tunebench::tui::msg::{Action, Msg, SweepRequest};
+use tunebench::tui::panes::render;
+use tunebench::tui::runner::compute_sweep;
+use tunebench::tui::state::{Pane, State};
+use tunebench::tui::theme::Theme;
+use tunebench::tui::update::update;
+
+use super::support::*;
+
+fn screen(state: &State, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|frame| render(frame, state, &Theme::default())).unwrap();
+    terminal.backend().to_string()
+}
+
+/// The sample after its whole recorded answer, swept, with the cut at `cut`.
+fn finished(cut: usize) -> State {
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::Run));
+    feed(&mut state, sample_events(None));
+    let request = SweepRequest {
+        answer: state.run.output.clone(),
+        chunk_ends: state.run.chunk_ends.clone(),
+        prompt: state.saved.clone(),
+        path: PathBuf::from(SAMPLE),
+    };
+    let sweep = compute_sweep(&request).unwrap();
+    update(&mut state, Msg::SweepReady { answer_len: request.answer.len(), sweep: Ok(Box::new(sweep)) });
+    state.truncation.cut = cut;
+    state
+}
+
+#[test]
+fn whole_screen_mid_stream_shows_valid_invalid_and_skipped_lines() {
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::Run));
+    // Up to the truncated line 7 and a little past it.
+    feed(&mut state, sample_events(Some(190)));
+    let text = screen(&state, 120, 40);
+    assert!(text.contains("skipped") && text.contains("valid") && text.contains("schema"), "{text}");
+    insta::assert_snapshot!("mid_stream_120x40", text);
+}
+
+#[test]
+fn each_pane_zoomed_at_80x24() {
+    let mut state = finished(150);
+    state.zoom = true;
+    for pane in Pane::ALL {
+        state.focus = pane;
+        let name = format!("pane_{}", pane.title().split(' ').next().unwrap_or("pane"));
+        insta::assert_snapshot!(name, screen(&state, 80, 24));
+    }
+}
+
+#[test]
+fn truncation_at_a_cut_where_json_and_jsonl_diverge() {
+    let state = finished(120);
+    let sweep = state.truncation.sweep.as_ref().unwrap();
+    let at = |s| sweep.figures(s)[120].items;
+    use tunebench::truncate::strategy::Strategy;
+    assert!(at(Strategy::Jsonl) > at(Strategy::Json), "jsonl keeps complete lines where json has nothing");
+    let mut state = state;
+    state.focus = Pane::Truncation;
+    insta::assert_snapshot!("truncation_120x40", screen(&state, 120, 40));
+}
+
+#[test]
+fn overlays_help_and_quit() {
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::ToggleHelp));
+    let help = screen(&state, 120, 40);
+    assert!(help.contains("ctrl-s") && help.contains("cancel-run"), "{help}");
+    insta::assert_snapshot!("help_120x40", help);
+    let mut state = sample_state();
+    type_text(&mut state, "x");
+    update(&mut state, Msg::Action(Action::Quit));
+    insta::assert_snapshot!("confirm_quit_80x24", screen(&state, 80, 24));
+}
+
+#[test]
+fn model_output_is_escaped_on_screen() {
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::Run));
+    let run = state.run_id;
+    let evil = "{\"a\": \"\u{1b}[2J\u{1b}]52;c;AAAA\u{7}bell\"}\n";
+    update(&mut state, Msg::Run { run, event: Box::new(tunebench::run::RunEvent::Delta(evil.into())), at_ms: 5 });
+    let text = screen(&state, 120, 40);
+    assert!(text.contains("\\u{1b}[2J"), "{text}");
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'));
+}

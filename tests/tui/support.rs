@@ -1,0 +1,87 @@
+//! Shared helpers: the sample prompt's state, keys, and the run events its recorded answer produces.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ratatui_textarea::{Input, Key};
+use tunebench::output::jsonl::JsonlParser;
+use tunebench::output::LineVerdict;
+use tunebench::run::RunEvent;
+use tunebench::schema::Check;
+use tunebench::truncate::transcript::Transcript;
+use tunebench::tui::msg::{Msg, TermEvent};
+use tunebench::tui::setup::state_for;
+use tunebench::tui::state::State;
+use tunebench::tui::update::update;
+
+pub const SAMPLE: &str = "sample-prompts/agent-kg-extract.toml";
+pub const SAMPLE_ANSWER: &str = "sample-prompts/answers/agent-kg-extract.jsonl";
+
+pub fn sample_state() -> State {
+    state_for(Path::new(SAMPLE)).expect("the sample prompt loads")
+}
+
+pub fn key(c: char) -> Msg {
+    Msg::Term(TermEvent::Key(Input { key: Key::Char(c), ..Input::default() }))
+}
+
+pub fn special(key: Key) -> Msg {
+    Msg::Term(TermEvent::Key(Input { key, ..Input::default() }))
+}
+
+pub fn ctrl(c: char) -> Msg {
+    Msg::Term(TermEvent::Key(Input { key: Key::Char(c), ctrl: true, ..Input::default() }))
+}
+
+pub fn alt(c: char) -> Msg {
+    Msg::Term(TermEvent::Key(Input { key: Key::Char(c), alt: true, ..Input::default() }))
+}
+
+pub fn type_text(state: &mut State, text: &str) {
+    for c in text.chars() {
+        let msg = if c == '\n' { special(Key::Enter) } else { key(c) };
+        update(state, msg);
+    }
+}
+
+/// The events a run of the sample emits for its first `chunks` chunks (all with `None`), judged by
+/// the real JSONL parser against the sample's schema, as the engine does.
+pub fn sample_events(chunks: Option<usize>) -> Vec<(RunEvent, u64)> {
+    let text = std::fs::read_to_string(SAMPLE_ANSWER).unwrap();
+    let transcript = Transcript::parse(&text).unwrap();
+    let state = sample_state();
+    let schema = state.saved.resolve_schema(Path::new("sample-prompts")).unwrap().unwrap();
+    let check: Arc<dyn Check> = Arc::new(tunebench::schema::CompiledSchema::compile(&schema).unwrap());
+    let mut parser = JsonlParser::new(Default::default(), Some(check));
+    let mut events = vec![(
+        RunEvent::TurnStarted {
+            turn: 1,
+            max_turns: 1,
+            request: tunebench::provider::Request::new("hand-written example answer"),
+        },
+        0,
+    )];
+    let count = chunks.unwrap_or(transcript.chunks.len());
+    for chunk in transcript.chunks.iter().take(count) {
+        events.push((RunEvent::Delta(chunk.delta.clone()), chunk.t_ms));
+        tunebench::output::OutputParser::feed(&mut parser, &chunk.delta);
+        let lines: Vec<LineVerdict> = parser.take_new_lines();
+        events.extend(lines.into_iter().map(|v| (RunEvent::Line(v), chunk.t_ms)));
+    }
+    if chunks.is_none() {
+        let end = transcript.end.clone().unwrap();
+        events.push((RunEvent::Usage(end.usage.unwrap()), end.t_ms));
+        events.push((RunEvent::Finish(tunebench::provider::FinishReason::Length), end.t_ms));
+        events.push((RunEvent::RunEnded { ok: false, turns: 1 }, end.t_ms));
+    }
+    events
+}
+
+/// Feeds run events of run `run` to `state`; returns the effects.
+pub fn feed(state: &mut State, events: Vec<(RunEvent, u64)>) -> Vec<tunebench::tui::msg::Effect> {
+    let run = state.run_id;
+    events
+        .into_iter()
+        .flat_map(|(event, at_ms)| update(state, Msg::Run { run, event: Box::new(event), at_ms }))
+        .collect()
+}

@@ -1,0 +1,234 @@
+//! Transition tests of `update`: keys and run events in, state and effects out. No IO, no terminal.
+
+use ratatui_textarea::Key;
+use tunebench::output::LineStatus;
+use tunebench::tui::msg::{Action, Effect, Mouse, MouseKind, Msg, ReplaySource, TermEvent};
+use tunebench::tui::state::{Overlay, Pane, RunPhase};
+use tunebench::tui::update::update;
+
+use super::support::*;
+
+#[test]
+fn typing_in_the_template_marks_unsaved_and_save_writes_the_edit() {
+    let mut state = sample_state();
+    assert_eq!(state.focus, Pane::Template);
+    assert!(!state.dirty);
+    type_text(&mut state, "Be brief. ");
+    assert!(state.dirty);
+    assert!(state.texts()[1].starts_with("Be brief. "), "{}", state.texts()[1]);
+    let effects = update(&mut state, ctrl('s'));
+    let [Effect::Save { prompt, path, schema_file: None }] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!(path, &state.path);
+    assert!(prompt.template.starts_with("Be brief. "));
+    let path = state.path.clone();
+    let effects = update(&mut state, Msg::Saved(Ok(path)));
+    assert_eq!(effects, [Effect::ClearRecovery]);
+    assert!(!state.dirty);
+    assert_eq!(state.saved.template, state.texts()[1]);
+    // Undo back to the saved text is not "unsaved" any more; typing again is.
+    type_text(&mut state, "x");
+    assert!(state.dirty);
+}
+
+#[test]
+fn schema_is_linted_as_typed_with_line_and_column() {
+    let mut state = sample_state();
+    assert!(state.lint.issues.is_empty(), "{:?}", state.lint);
+    update(&mut state, Msg::Action(Action::FocusSchema));
+    type_text(&mut state, "}");
+    assert_eq!(state.lint.issues.len(), 1, "{:?}", state.lint);
+    assert!(state.lint.issues[0].starts_with("1:1:"), "{:?}", state.lint.issues);
+    update(&mut state, special(Key::Backspace));
+    assert!(state.lint.issues.is_empty(), "{:?}", state.lint);
+    // A schema error names its path.
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::FocusSchema));
+    state.schema = tunebench::tui::state::editor(r#"{"type": "objekt"}"#);
+    type_text(&mut state, " ");
+    assert!(state.lint.issues.iter().any(|i| i.contains("/type")), "{:?}", state.lint.issues);
+    // Running with a schema that is not JSON says so and starts nothing.
+    state.schema = tunebench::tui::state::editor("{");
+    assert!(update(&mut state, ctrl('r')).is_empty());
+    assert!(state.note.as_deref().unwrap_or("").contains("not JSON"), "{:?}", state.note);
+}
+
+#[test]
+fn run_streams_into_output_and_lines_then_asks_for_the_sweep() {
+    let mut state = sample_state();
+    assert_eq!(state.choice.provider, "replay");
+    let effects = update(&mut state, ctrl('r'));
+    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!(request.provider, "replay");
+    assert!(matches!(&request.replay, Some(ReplaySource::File(p)) if p.ends_with("answers/agent-kg-extract.jsonl")));
+    assert_eq!(state.phase, RunPhase::Starting);
+    // A second run while one goes is refused.
+    assert!(update(&mut state, ctrl('r')).is_empty());
+
+    let effects = feed(&mut state, sample_events(None));
+    assert_eq!(state.phase, RunPhase::Done { ok: false });
+    assert!(state.run.output.contains("RNA polymerase"));
+    assert_eq!(state.run.chunk_ends.len(), 209);
+    let statuses: Vec<&str> = state
+        .run
+        .verdicts
+        .iter()
+        .map(|v| match v.status {
+            LineStatus::Valid { .. } => "valid",
+            LineStatus::InvalidJson { .. } => "invalid",
+            LineStatus::SchemaError { .. } => "schema",
+            LineStatus::Skipped { .. } => "skipped",
+        })
+        .collect();
+    assert_eq!(statuses, ["skipped", "valid", "valid", "schema", "valid", "valid", "invalid"]);
+    assert_eq!(state.run.ttft_ms, Some(220));
+    assert!(state.run.tokens_per_s.is_some());
+    let [Effect::ComputeSweep(sweep)] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!(sweep.answer, state.run.output);
+    assert_eq!(sweep.chunk_ends.len(), 209);
+}
+
+#[test]
+fn cancel_keeps_the_partial_answer_and_ignores_the_old_runs_events() {
+    let mut state = sample_state();
+    update(&mut state, ctrl('r'));
+    feed(&mut state, sample_events(Some(60)));
+    assert_eq!(state.phase, RunPhase::Running);
+    let partial = state.run.output.clone();
+    assert!(!partial.is_empty());
+    let effects = update(&mut state, special(Key::Esc));
+    assert_eq!(effects, [Effect::CancelRun]);
+    assert_eq!(state.phase, RunPhase::Cancelling);
+    let effects = update(&mut state, Msg::RunCancelled);
+    assert_eq!(state.phase, RunPhase::Cancelled);
+    assert_eq!(state.run.output, partial);
+    assert!(matches!(effects.as_slice(), [Effect::ComputeSweep(_)]));
+    // A new run; a late event of the cancelled one changes nothing.
+    let old = state.run_id;
+    update(&mut state, ctrl('r'));
+    update(
+        &mut state,
+        Msg::Run { run: old, event: Box::new(tunebench::run::RunEvent::Delta("late".into())), at_ms: 1 },
+    );
+    assert_eq!(state.run.output, "");
+}
+
+#[test]
+fn quitting_with_unsaved_edits_asks_first() {
+    let mut state = sample_state();
+    assert_eq!(update(&mut state, ctrl('q')), [Effect::Quit], "nothing to lose: quits at once");
+    let mut state = sample_state();
+    type_text(&mut state, "edit");
+    assert!(update(&mut state, ctrl('q')).is_empty());
+    assert_eq!(state.overlay, Overlay::ConfirmQuit);
+    update(&mut state, key('n'));
+    assert_eq!(state.overlay, Overlay::None);
+    assert!(!state.quit);
+    update(&mut state, ctrl('q'));
+    let effects = update(&mut state, key('s'));
+    assert!(matches!(effects.as_slice(), [Effect::Save { .. }, Effect::Quit]), "{effects:?}");
+    let mut state = sample_state();
+    type_text(&mut state, "edit");
+    update(&mut state, ctrl('q'));
+    assert_eq!(update(&mut state, key('y')), [Effect::ClearRecovery, Effect::Quit]);
+}
+
+#[test]
+fn unsaved_edits_go_to_the_recovery_file_once_a_second() {
+    let mut state = sample_state();
+    assert!(update(&mut state, Msg::Tick { now_ms: 1500 }).is_empty(), "no edits, no file");
+    type_text(&mut state, "a");
+    let effects = update(&mut state, Msg::Tick { now_ms: 1600 });
+    let [Effect::WriteRecovery(recovery)] = effects.as_slice() else { panic!("{effects:?}") };
+    assert!(recovery.template.starts_with('a'));
+    type_text(&mut state, "b");
+    assert!(update(&mut state, Msg::Tick { now_ms: 2000 }).is_empty(), "at most once a second");
+    assert!(matches!(update(&mut state, Msg::Tick { now_ms: 2700 }).as_slice(), [Effect::WriteRecovery(_)]));
+    assert!(update(&mut state, Msg::Tick { now_ms: 4000 }).is_empty(), "nothing new");
+}
+
+#[test]
+fn recovered_edits_are_offered_and_restored() {
+    let mut state = sample_state();
+    let mut edits = tunebench::tui::edit::recovery(&state, 0);
+    edits.template = "recovered template".into();
+    state.overlay = Overlay::Recovery(Box::new(edits));
+    update(&mut state, key('r'));
+    assert_eq!(state.overlay, Overlay::None);
+    assert_eq!(state.texts()[1], "recovered template");
+    assert!(state.dirty);
+}
+
+#[test]
+fn help_opens_from_f1_and_question_mark_types_in_editors() {
+    let mut state = sample_state();
+    update(&mut state, key('?'));
+    assert_eq!(state.overlay, Overlay::None);
+    assert!(state.texts()[1].starts_with('?'));
+    update(&mut state, special(Key::F(1)));
+    assert_eq!(state.overlay, Overlay::Help);
+    update(&mut state, key('x'));
+    assert_eq!(state.overlay, Overlay::None);
+    update(&mut state, Msg::Action(Action::FocusLines));
+    update(&mut state, key('?'));
+    assert_eq!(state.overlay, Overlay::Help, "? opens help outside the editors");
+}
+
+#[test]
+fn the_cut_moves_by_keys_within_the_answer() {
+    let mut state = sample_state();
+    update(&mut state, ctrl('r'));
+    feed(&mut state, sample_events(None));
+    state.truncation.cut = 209;
+    update(&mut state, alt('7'));
+    assert_eq!(state.focus, Pane::Truncation);
+    update(&mut state, special(Key::Left));
+    assert_eq!(state.truncation.cut, 208);
+    update(&mut state, special(Key::PageUp));
+    assert_eq!(state.truncation.cut, 198);
+    update(&mut state, key('g'));
+    assert_eq!(state.truncation.cut, 0);
+    update(&mut state, special(Key::Left));
+    assert_eq!(state.truncation.cut, 0);
+    update(&mut state, special(Key::End));
+    assert_eq!(state.truncation.cut, 209);
+    update(&mut state, key(']'));
+    assert_eq!(state.truncation.cut, 209);
+}
+
+#[test]
+fn click_focuses_and_lines_selection_highlights_in_output() {
+    let mut state = sample_state();
+    update(&mut state, Msg::Term(TermEvent::Resize(120, 40)));
+    // The lines pane sits in the bottom middle at 120×40.
+    update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Click, column: 55, row: 30 })));
+    assert_eq!(state.focus, Pane::Lines);
+    update(&mut state, ctrl('r'));
+    feed(&mut state, sample_events(None));
+    update(&mut state, key('j'));
+    update(&mut state, key('j'));
+    assert_eq!(state.selected_line, 2);
+    update(&mut state, special(Key::Enter));
+    assert_eq!(state.focus, Pane::Output);
+    assert_eq!(state.output_scroll, Some(2), "line 3 of the answer at the top");
+}
+
+#[test]
+fn settings_cycle_from_the_keyboard() {
+    let mut state = sample_state();
+    update(&mut state, alt('p'));
+    assert_eq!(state.choice.provider, "openai");
+    update(&mut state, alt('m'));
+    assert_eq!(state.choice.structured.as_deref(), Some("json-object"));
+    let cases = state.saved.cases.len();
+    assert!(cases > 0);
+    update(&mut state, alt('c'));
+    assert_eq!(state.choice.case.as_deref(), Some(state.saved.cases[0].name.as_str()));
+    let before = state.choice.max_tokens;
+    update(&mut state, alt('='));
+    assert_eq!(state.choice.max_tokens, Some(before.map_or(256, |n| n * 2)));
+    let effects = update(&mut state, special(Key::F(6)));
+    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!(request.provider, "openai");
+    assert_eq!(request.max_turns, Some(1));
+    assert!(request.replay.is_none());
+}
