@@ -80,6 +80,16 @@ impl ParseOptions {
 
 type SharedCheck = Arc<dyn Check>;
 
+/// The setup a prompt file in memory gives (its response type, profile and checks), as
+/// `--prompt FILE` would; `origin` is where the prompt lives (its directory resolves `schema_file`;
+/// errors name it). `profile` overrides the prompt's.
+pub fn prompt_setup(prompt: &PromptFile, origin: &Path, profile: Option<Profile>) -> anyhow::Result<Setup> {
+    let response_type = prompt.response_type;
+    let profile = profile.or(prompt.profile).unwrap_or_default();
+    let (check, item_check) = prompt_checks(prompt, origin)?.split(response_type, profile);
+    Ok(Setup { response_type, profile, check, item_check })
+}
+
 /// What an answer can be checked against, before it is split into answer and item checks.
 enum Checks {
     None,
