@@ -19,6 +19,7 @@ use crate::compare::{cases, twin_of, Comparison, SideSpec};
 use crate::output::{Profile, ResponseType};
 use crate::prompt::file::{PromptFile, ProviderSettings};
 use crate::provider::replay::Pace;
+use crate::run::factory::write_transcripts;
 use crate::run::{history, ProviderChoice, RunEvent, RunSettings};
 use crate::truncate::cut::Unit;
 
@@ -43,6 +44,10 @@ pub struct CompareArgs {
     /// Compare two recorded transcripts (A's, then B's; written by `run --record`) instead of running.
     #[arg(long, num_args = 2, value_names = ["A", "B"])]
     pub transcripts: Vec<PathBuf>,
+    /// Write each side's transcripts (A's, then B's), to compare again later with --transcripts (in a
+    /// batch each case adds its name: A.CASE.jsonl; later turns add .turn2, ...).
+    #[arg(long, num_args = 2, value_names = ["A", "B"], conflicts_with = "transcripts")]
+    pub record: Vec<PathBuf>,
     /// The field items are matched on [default: the first string field of the first item].
     #[arg(long)]
     pub key: Option<String>,
@@ -176,6 +181,17 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         for record in comparisons.iter().flat_map(|c| c.sides.iter().map(|s| &s.run)) {
             if let Err(error) = history::append(record) {
                 eprintln!("tunebench: warning: the run was not added to the history: {error}");
+            }
+        }
+    }
+    if let [a, b] = args.record.as_slice() {
+        for comparison in &comparisons {
+            for (side, base) in comparison.sides.iter().zip([a, b]) {
+                let case = if batch { comparison.case.as_deref() } else { None };
+                match write_transcripts(&side.run, base, case) {
+                    Ok(paths) => paths.iter().for_each(|path| eprintln!("recorded {}", path.display())),
+                    Err(error) => eprintln!("tunebench: warning: the transcript was not recorded: {error}"),
+                }
             }
         }
     }

@@ -138,6 +138,39 @@ fn a_live_comparison_runs_both_sides_one_after_the_other_on_a_local_server() {
 }
 
 #[test]
+fn a_recorded_comparison_compares_again_from_its_transcripts() {
+    let (_runtime, server) = live_server();
+    let dir = tempfile::tempdir().unwrap();
+    let [a, b] = ["a.jsonl", "b.jsonl"].map(|name| dir.path().join(name).display().to_string());
+    let live = tunebench(dir.path())
+        .arg("compare")
+        .arg(sample("extract-definitions"))
+        .args(["--base-url", &format!("{}/v1", server.url()), "--json", "--no-history", "--record", &a, &b])
+        .output()
+        .unwrap();
+    assert_eq!(live.status.code(), Some(0), "{}", String::from_utf8_lossy(&live.stderr));
+    let replayed = tunebench(dir.path())
+        .arg("compare")
+        .arg(sample("extract-definitions"))
+        .args(["--json", "--transcripts", &a, &b])
+        .output()
+        .unwrap();
+    assert_eq!(replayed.status.code(), Some(0), "{}", String::from_utf8_lossy(&replayed.stderr));
+    let (live, replayed) = (stdout_json(&live), stdout_json(&replayed));
+    assert_eq!(live["agreement"], replayed["agreement"]);
+    assert_eq!(live["truncation"], replayed["truncation"]);
+    for side in 0..2 {
+        assert_eq!(live["sides"][side]["sweep"], replayed["sides"][side]["sweep"]);
+        assert_eq!(live["sides"][side]["run"]["result"], replayed["sides"][side]["run"]["result"]);
+    }
+    assert_eq!(server.received().len(), 2, "the second comparison sent nothing");
+    // The replay keeps the recorded timing: time to first token is the first chunk's t_ms.
+    let recorded = std::fs::read_to_string(&a).unwrap();
+    let first_chunk: Value = serde_json::from_str(recorded.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(replayed["sides"][0]["figures"]["ttft_ms"], first_chunk["t_ms"]);
+}
+
+#[test]
 fn every_case_as_a_batch_gives_a_row_per_case_and_the_totals() {
     let (_runtime, server) = live_server();
     let dir = tempfile::tempdir().unwrap();
