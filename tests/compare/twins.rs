@@ -90,3 +90,26 @@ fn a_twin_of_a_text_or_non_array_prompt_is_refused_by_name() {
     let error = twin_of(&prompt, Path::new("."), ResponseType::Jsonl).unwrap_err().to_string();
     assert!(error.contains("`greeting`") && error.contains("does not describe an array"), "{error}");
 }
+
+#[test]
+fn a_schema_file_is_read_and_carried_inline_in_the_twin() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("line.json"), r#"{"type": "object", "required": ["name"]}"#).unwrap();
+    let text = "id = \"names\"\nresponse_type = \"jsonl\"\ntemplate = \"List names.\"\nschema_file = \"line.json\"\n";
+    let path = dir.path().join("names.toml");
+    std::fs::write(&path, text).unwrap();
+    let prompt = PromptFile::load(&path).unwrap();
+    let twin = twin_of(&prompt, dir.path(), ResponseType::Json).unwrap();
+    assert_eq!(twin.prompt.id, "names-json");
+    assert_eq!(twin.prompt.schema_file, None);
+    assert_eq!(
+        twin.prompt.schema,
+        Some(serde_json::json!({"type": "array", "items": {"type": "object", "required": ["name"]}}))
+    );
+    assert!(twin.notes.iter().any(|n| n.contains("line.json read and carried inline")), "{:?}", twin.notes);
+    assert!(twin.notes.iter().any(|n| n.contains("no known output-format sentence")), "{:?}", twin.notes);
+    // Saved and read back, the twin is a prompt file like any other.
+    let saved = dir.path().join("names-json.toml");
+    twin.prompt.save(&saved).unwrap();
+    assert_eq!(PromptFile::load(&saved).unwrap(), twin.prompt);
+}
