@@ -41,7 +41,8 @@ pub struct CompareArgs {
     /// Write the derived twin to this file (TOML, saved atomically).
     #[arg(long, value_name = "FILE")]
     pub save_twin: Option<PathBuf>,
-    /// Compare two recorded transcripts (A's, then B's; written by `run --record`) instead of running.
+    /// Compare two recorded transcripts (A's, then B's; written by `compare --record` or `run --record`)
+    /// instead of running.
     #[arg(long, num_args = 2, value_names = ["A", "B"])]
     pub transcripts: Vec<PathBuf>,
     /// Write each side's transcripts (A's, then B's), to compare again later with --transcripts (in a
@@ -54,6 +55,7 @@ pub struct CompareArgs {
     /// openai, ollama, anthropic, local [default: the prompt's, else openai].
     #[arg(long)]
     pub provider: Option<String>,
+    /// The model name, the same for both sides [default: side A's prompt's].
     #[arg(long)]
     pub model: Option<String>,
     /// The server's base URL, e.g. http://127.0.0.1:8080/v1.
@@ -71,23 +73,29 @@ pub struct CompareArgs {
     /// Every test case of side A's prompt, as a batch: summed figures and a table per case.
     #[arg(long)]
     pub all_cases: bool,
+    /// Output tokens allowed per answer [default: side A's prompt's].
     #[arg(long)]
     pub max_tokens: Option<u32>,
+    /// Sampling temperature [default: side A's prompt's].
     #[arg(long)]
     pub temperature: Option<f64>,
+    /// A stop sequence (repeat for several).
     #[arg(long)]
     pub stop: Vec<String>,
     /// How the answer is held to JSON [default: side A's prompt's, else none].
     #[arg(long, value_parser = ["none", "json-object", "json-schema", "constrained"])]
     pub structured: Option<String>,
+    /// Turns allowed per side: a failed answer is retried with error feedback [default: the prompt's, else 1].
     #[arg(long)]
     pub max_turns: Option<u32>,
+    /// The model's context window in tokens; caps the feedback a retry carries.
     #[arg(long, default_value_t = crate::run::plan::DEFAULT_CONTEXT_TOKENS)]
     pub context_tokens: u32,
     /// Runs at once [default: 1 for a server on this machine (the sides run one after the other),
     /// 4 for remote APIs].
     #[arg(long)]
     pub concurrency: Option<usize>,
+    /// Whose rules turn the answers into JSON, for both sides [default: each prompt's, else lenient].
     #[arg(long, value_enum)]
     pub profile: Option<Profile>,
     /// Print the comparison as JSON.

@@ -147,3 +147,6 @@ fn answer_of(record: &RunRecord, model_tokens: bool) -> Answer {
         transcript: None,
     }
 }
+
+#[cfg(test)]
+mod timing;

@@ -95,7 +95,7 @@ fn check_sides(comparison: &Comparison, server: &WireServer) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_style_provider_runs_both_sides_at_once() {
-    let server = server(Duration::from_millis(300)).await;
+    let server = server(Duration::from_millis(1000)).await;
     let (comparison, _) = compare(&server, 2).await;
     check_sides(&comparison, &server);
     assert_eq!(server.max_in_flight(), 2, "both streams were open at the same time");
