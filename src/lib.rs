@@ -7,10 +7,12 @@
 //! - [`truncate`]: transcripts, cut positions (char, token, chunk) and one-pass truncation sweeps.
 //! - [`provider`]: streaming providers (OpenAI-compatible, Ollama, Anthropic, replay), one event stream.
 //! - [`run`]: the run engine (live parsing, retry with feedback), run records and the history.
+//! - [`compare`]: json vs jsonl side by side: twins, paired runs, figures, agreement, truncation curves.
 //! - [`cli`]: the headless subcommands; JSON on stdout, logs on stderr.
 //! - `tui` (feature `tui`, on by default): the workbench; nothing above imports it.
 
 pub mod cli;
+pub mod compare;
 pub mod output;
 pub mod prompt;
 pub mod provider;

@@ -80,6 +80,13 @@ impl ParseOptions {
 
 type SharedCheck = Arc<dyn Check>;
 
+/// The setup a prompt file in memory gives (its response type, profile and checks), as
+/// `--prompt FILE` would; `origin` is where the prompt lives (its directory resolves `schema_file`;
+/// errors name it). `profile` overrides the prompt's.
+pub fn prompt_setup(prompt: &PromptFile, origin: &Path, profile: Option<Profile>) -> anyhow::Result<Setup> {
+    setup_for_prompt(prompt, origin, origin.parent().unwrap_or(Path::new(".")), profile)
+}
+
 /// What an answer can be checked against, before it is split into answer and item checks.
 enum Checks {
     None,

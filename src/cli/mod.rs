@@ -3,6 +3,8 @@
 //! Exit codes (CLI.md): 0 success, 1 the checked thing failed (`--strict`), 2 a usage or input error.
 
 pub mod bench;
+pub mod compare;
+mod compare_human;
 pub mod export;
 pub mod import;
 pub mod input;
@@ -42,6 +44,9 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Run a prompt against a model: stream the answer, validate it, retry with feedback, record the run.
     Run(Box<run::RunArgs>),
+    /// Compare two prompts (or a prompt and its json/jsonl twin) side by side: paired runs, figures,
+    /// agreement and truncation curves; or two recorded transcripts.
+    Compare(Box<compare::CompareArgs>),
 }
 
 /// Runs one subcommand; an `Err` is a usage or input error (exit 2).
@@ -54,6 +59,7 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
         Command::Export(args) => export::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Run(args) => run::run(args),
+        Command::Compare(args) => compare::run(args),
     }
 }
 

@@ -221,40 +221,22 @@ fn print_answer(answer: &str) {
 
 /// Concurrency when none is given: 1 for a server on this machine, 4 for a remote API, 8 for replay.
 fn default_concurrency(settings: &RunSettings) -> usize {
-    let env = match settings.provider.as_str() {
-        "replay" => return 8,
-        "openai" => "OPENAI_BASE_URL",
-        "anthropic" => "ANTHROPIC_BASE_URL",
-        "ollama" => "OLLAMA_HOST",
-        _ => return 1,
-    };
-    let url = settings.base_url.clone().or_else(|| std::env::var(env).ok().filter(|v| !v.trim().is_empty()));
-    let local = match url {
-        None => settings.provider == "ollama",
-        Some(url) => {
-            let host = url.split("://").nth(1).unwrap_or(&url).split(['/', ':']).next().unwrap_or_default();
-            host.is_empty()
-                || host == "localhost"
-                || host.starts_with("127.")
-                || host == "0.0.0.0"
-                || url.contains("[::1]")
-        }
-    };
-    if local {
-        1
-    } else {
-        4
-    }
+    crate::run::factory::concurrency_for(settings).runs
 }
 
 /// The `--var` and `--var-file` values.
 fn variables(args: &RunArgs) -> anyhow::Result<Variables> {
+    variables_from(&args.vars, &args.var_files)
+}
+
+/// Variables from `--var NAME=VALUE` and `--var-file NAME=PATH` flags.
+pub(crate) fn variables_from(vars_flags: &[String], var_files: &[String]) -> anyhow::Result<Variables> {
     let mut vars = Variables::new();
-    for text in &args.vars {
+    for text in vars_flags {
         let (name, value) = split_var("--var", text, "NAME=VALUE")?;
         vars.insert(name, var_value(value));
     }
-    for text in &args.var_files {
+    for text in var_files {
         let (name, path) = split_var("--var-file", text, "NAME=PATH")?;
         let content = read_text(Path::new(path)).with_context(|| format!("--var-file {text:?}"))?;
         vars.insert(name, Value::String(content));

@@ -86,6 +86,46 @@ impl ProviderChoice {
     }
 }
 
+/// How many runs of a batch go at once, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Concurrency {
+    pub runs: usize,
+    pub reason: &'static str,
+}
+
+/// The concurrency a provider allows when none is given: 1 for a server on this machine or the
+/// embedded model (llama.cpp-style servers answer one request at a time, and by default cut a
+/// running stream off when the next request arrives), 4 for a remote API, 8 for replay.
+pub fn concurrency_for(settings: &RunSettings) -> Concurrency {
+    let env = match settings.provider.as_str() {
+        "replay" => return Concurrency { runs: 8, reason: "replayed transcripts" },
+        "openai" => "OPENAI_BASE_URL",
+        "anthropic" => "ANTHROPIC_BASE_URL",
+        "ollama" => "OLLAMA_HOST",
+        _ => return Concurrency { runs: 1, reason: "the embedded model generates one answer at a time" },
+    };
+    let url = settings.base_url.clone().or_else(|| std::env::var(env).ok().filter(|v| !v.trim().is_empty()));
+    let local = match url {
+        None => settings.provider == "ollama",
+        Some(url) => {
+            let host = url.split("://").nth(1).unwrap_or(&url).split(['/', ':']).next().unwrap_or_default();
+            host.is_empty()
+                || host == "localhost"
+                || host.starts_with("127.")
+                || host == "0.0.0.0"
+                || url.contains("[::1]")
+        }
+    };
+    if local {
+        Concurrency {
+            runs: 1,
+            reason: "a server on this machine answers one request at a time (llama.cpp cuts a running stream off)",
+        }
+    } else {
+        Concurrency { runs: 4, reason: "a remote API serves several requests at once" }
+    }
+}
+
 /// Where turn `turn` of a run is recorded, given the file named on the command line (`base`) and, in
 /// a batch, the case's name.
 pub fn transcript_path(base: &Path, case: Option<&str>, turn: u32) -> PathBuf {

@@ -44,11 +44,33 @@ impl Received {
 #[derive(Default)]
 struct State {
     replies: Vec<Reply>,
+    /// Replies chosen by the request body: the first whose text the body contains.
+    routes: Vec<(String, Reply)>,
     next: AtomicUsize,
     received: Mutex<Vec<Received>>,
     /// Connections the client closed while the server was waiting for it.
     client_closes: AtomicUsize,
     closed: Notify,
+    /// Replies being written now, and the most ever written at once.
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+/// Counts a reply as in flight until dropped.
+struct InFlight<'a>(&'a State);
+
+impl<'a> InFlight<'a> {
+    fn new(state: &'a State) -> Self {
+        let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        state.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        Self(state)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The running server; dropping it stops it.
@@ -61,9 +83,20 @@ pub struct WireServer {
 impl WireServer {
     /// Starts a server answering the n-th request with `replies[n]` (the last reply repeats).
     pub async fn start(replies: Vec<Reply>) -> std::io::Result<Self> {
+        Self::start_with(State { replies, ..State::default() }).await
+    }
+
+    /// Starts a server answering each request with the reply of the first route whose text its body
+    /// contains (requests that match none get the last route's reply): for runs sent concurrently.
+    pub async fn start_routed(routes: Vec<(String, Reply)>) -> std::io::Result<Self> {
+        let replies = routes.last().map(|(_, reply)| reply.clone()).into_iter().collect();
+        Self::start_with(State { replies, routes, ..State::default() }).await
+    }
+
+    async fn start_with(state: State) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let state = Arc::new(State { replies, ..State::default() });
+        let state = Arc::new(state);
         let shared = Arc::clone(&state);
         let task = tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
@@ -90,6 +123,11 @@ impl WireServer {
     /// How many connections the client closed while the server waited on them.
     pub fn client_closes(&self) -> usize {
         self.state.client_closes.load(Ordering::SeqCst)
+    }
+
+    /// The most replies that were being written at the same time (1: requests never overlapped).
+    pub fn max_in_flight(&self) -> usize {
+        self.state.max_in_flight.load(Ordering::SeqCst)
     }
 
     /// Waits until the client closed at least `count` connections; `false` on timeout.
@@ -155,10 +193,12 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
     let _ = socket.set_nodelay(true);
     while let Some(request) = read_request(&mut socket).await {
         let index = state.next.fetch_add(1, Ordering::SeqCst);
+        let routed = state.routes.iter().find(|(text, _)| request.body.contains(text.as_str())).map(|(_, r)| r.clone());
         if let Ok(mut received) = state.received.lock() {
             received.push(request);
         }
-        let Some(reply) = state.replies.get(index).or(state.replies.last()).cloned() else { return };
+        let Some(reply) = routed.or_else(|| state.replies.get(index).or(state.replies.last()).cloned()) else { return };
+        let _in_flight = InFlight::new(&state);
         for step in reply.steps {
             match step {
                 Step::Write(bytes) => {
