@@ -305,9 +305,12 @@ fn deep_nesting_fed_in_chunks_gives_a_verdict_not_an_overflow() {
 /// judged once and kept while it stays open).
 #[test]
 fn an_open_pretty_printed_record_reads_its_first_values_until_it_closes() {
-    let text =
-        "{\"a\": 1} {\"b\": [\n  1,\n  \"x]\",\n\n  {\"c\": NaN}\n]}\n{\"d\": 2}\n[\n  {\"e\": 1},\n  {\"e\": 2}\n";
-    for profile in PROFILES {
+    let texts = [
+        "{\"a\": 1} {\"b\": [\n  1,\n  \"x]\",\n\n  {\"c\": NaN}\n]}\n{\"d\": 2}\n[\n  {\"e\": 1},\n  {\"e\": 2}\n",
+        // The record's value closes and another opens on one line (`}{`): found by the property test.
+        "{\n  \"a\": 1,\n  \"b\": [\n    2\n  ]\n}{\"type\":\"definition\"}\n",
+    ];
+    for (text, profile) in texts.iter().flat_map(|text| PROFILES.map(|profile| (text, profile))) {
         for checked in [false, true] {
             let mut streamed = parser(profile, checked);
             for (at, character) in text.char_indices() {

@@ -117,7 +117,7 @@ impl Lenient {
 
     /// The first line of the open pretty-printed record when `pending`, the line still arriving, leaves
     /// what the record reads unchanged, whether the answer ends now or later: the line is blank, or it
-    /// joins the record and leaves a bracket open. The record then reads the values it read when it
+    /// joins the record and a bracket stays open after each of its bytes. The record then reads the values it read when it
     /// opened (those complete before the open one): no later byte completes a value while a bracket
     /// stays open, and no repair reads an open text whole (comma removal and Python's forms move no
     /// quote or bracket). The truncation sweep asks this at every cut, to judge the record once.
@@ -127,9 +127,13 @@ impl Lenient {
         if text.is_empty() {
             return Some(block.first_line);
         }
+        // A bracket must stay open after every byte: `}{` closes the record's value and opens another.
         let mut scan = block.scan;
-        scan.feed(pending);
-        (joins(pending, text) && scan.depth_open()).then_some(block.first_line)
+        let stays_open = pending.bytes().all(|byte| {
+            scan.feed_byte(byte);
+            scan.depth_open()
+        });
+        (joins(pending, text) && stays_open).then_some(block.first_line)
     }
 
     /// The answer ends: an open pretty-printed record is judged as it stands.
