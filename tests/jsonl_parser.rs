@@ -309,6 +309,8 @@ fn an_open_pretty_printed_record_reads_its_first_values_until_it_closes() {
         "{\"a\": 1} {\"b\": [\n  1,\n  \"x]\",\n\n  {\"c\": NaN}\n]}\n{\"d\": 2}\n[\n  {\"e\": 1},\n  {\"e\": 2}\n",
         // The record's value closes and another opens on one line (`}{`): found by the property test.
         "{\n  \"a\": 1,\n  \"b\": [\n    2\n  ]\n}{\"type\":\"definition\"}\n",
+        // ... and the line that does so completes while the next value stays open.
+        "{\n  \"a\": 1,\n  \"b\": [\n    2\n  ]\n}{\n  \"a\": 1,\n  \"b\": [\n    2\n  ]\n}",
     ];
     for (text, profile) in texts.iter().flat_map(|text| PROFILES.map(|profile| (text, profile))) {
         for checked in [false, true] {

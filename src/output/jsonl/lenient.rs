@@ -35,6 +35,9 @@ struct Block {
     /// Blank lines read since the last line with content (joined only if more content follows).
     blank_run: usize,
     scan: Scan,
+    /// How many times a joined line closed every bracket (a value completed) and opened another:
+    /// the values the record reads change only then.
+    reopened: usize,
     notes: Vec<String>,
 }
 
@@ -63,7 +66,9 @@ impl Lenient {
                 block.text.extend(std::iter::repeat_n('\n', block.blank_run + 1));
                 block.text.push_str(raw);
                 block.blank_run = 0;
-                block.scan.feed(raw);
+                if !stays_open(&mut block.scan, raw) {
+                    block.reopened += 1;
+                }
                 if !block.scan.open() {
                     if let Some(block) = self.block.take() {
                         block.judge(sink, check);
@@ -109,31 +114,28 @@ impl Lenient {
         let scan = Scan::of(text);
         if scan.open() {
             let text = text.to_owned();
-            self.block = Some(Block { text, first_line: line, first_column, blank_run: 0, scan, notes });
+            self.block = Some(Block { text, first_line: line, first_column, blank_run: 0, scan, reopened: 0, notes });
             return;
         }
         judge(sink, check, &Place { text, first_line: line, first_column }, notes, false);
     }
 
-    /// The first line of the open pretty-printed record when `pending`, the line still arriving, leaves
-    /// what the record reads unchanged, whether the answer ends now or later: the line is blank, or it
-    /// joins the record and a bracket stays open after each of its bytes. The record then reads the values it read when it
-    /// opened (those complete before the open one): no later byte completes a value while a bracket
-    /// stays open, and no repair reads an open text whole (comma removal and Python's forms move no
-    /// quote or bracket). The truncation sweep asks this at every cut, to judge the record once.
-    pub fn open_record_unchanged_by(&self, pending: &str) -> Option<usize> {
+    /// The key of the open pretty-printed record (its first line, how often it reopened) when `pending`,
+    /// the line still arriving, leaves what the record reads unchanged, whether the answer ends now or
+    /// later: the line is blank, or it joins the record and a bracket stays open after each of its
+    /// bytes. The record then reads the values it read when it last reopened (those complete before the
+    /// open one): no later byte completes a value while a bracket stays open, and no repair reads an
+    /// open text whole (comma removal and Python's forms move no quote or bracket). The truncation
+    /// sweep asks this at every cut, to judge the record once per key.
+    pub fn open_record_unchanged_by(&self, pending: &str) -> Option<(usize, usize)> {
         let block = self.block.as_ref()?;
+        let key = (block.first_line, block.reopened);
         let text = pending.trim();
         if text.is_empty() {
-            return Some(block.first_line);
+            return Some(key);
         }
-        // A bracket must stay open after every byte: `}{` closes the record's value and opens another.
         let mut scan = block.scan;
-        let stays_open = pending.bytes().all(|byte| {
-            scan.feed_byte(byte);
-            scan.depth_open()
-        });
-        (joins(pending, text) && stays_open).then_some(block.first_line)
+        (joins(pending, text) && stays_open(&mut scan, pending)).then_some(key)
     }
 
     /// The answer ends: an open pretty-printed record is judged as it stands.
@@ -156,6 +158,15 @@ fn glued_opening_fence(text: &str) -> Option<(&str, &str)> {
     let fence = text.get(..marks + info)?;
     let rest = text.get(marks + info..)?.trim_start();
     (!rest.is_empty() && starts_like_json(rest)).then_some((fence, rest))
+}
+
+/// Feeds `line` to `scan`; false when some byte left no bracket open (`}{` closes the record's value
+/// and opens another).
+fn stays_open(scan: &mut Scan, line: &str) -> bool {
+    line.bytes().fold(true, |open, byte| {
+        scan.feed_byte(byte);
+        open && scan.depth_open()
+    })
 }
 
 /// Whether line `raw` (`text` trimmed) joins an open pretty-printed record rather than ending it.

@@ -154,11 +154,11 @@ impl JsonlParser {
             return items.clone();
         }
         let items = match self.open_record_unchanged() {
-            Some(first_line) => match tail.open_record(first_line) {
+            Some(key) => match tail.open_record(key) {
                 Some(items) => items.clone(),
                 None => {
                     let items = self.judge_open_record().items;
-                    tail.keep_open_record(first_line, items.clone());
+                    tail.keep_open_record(key, items.clone());
                     items
                 }
             },
@@ -168,8 +168,8 @@ impl JsonlParser {
         items
     }
 
-    /// The first line of an open pretty-printed record that the pending line leaves unchanged.
-    fn open_record_unchanged(&self) -> Option<usize> {
+    /// The key of an open pretty-printed record that the pending line leaves unchanged.
+    fn open_record_unchanged(&self) -> Option<(usize, usize)> {
         match &self.rules {
             Rules::Lenient(rules) => rules.open_record_unchanged_by(&self.pending),
             Rules::Strict | Rules::Trustgraph(_) => None,

@@ -26,9 +26,9 @@ pub(crate) struct Tail {
     version: u64,
     /// The version the cached items were judged at, and the items.
     cached: Option<(u64, Vec<Value>)>,
-    /// The items of the open pretty-printed record, by its first line (kept across lines: they do not
+    /// The items of the open pretty-printed record, by its first line and reopen count (kept across lines: they do not
     /// change while the record stays open, see `Lenient::open_record_unchanged_by`).
-    open_record: Option<(usize, Vec<Value>)>,
+    open_record: Option<((usize, usize), Vec<Value>)>,
 }
 
 impl Tail {
@@ -61,13 +61,13 @@ impl Tail {
         self.cached.as_ref().filter(|(at, _)| *at == self.version).map(|(_, items)| items)
     }
 
-    /// The items kept for the open record starting at `first_line`, if any.
-    pub fn open_record(&self, first_line: usize) -> Option<&Vec<Value>> {
-        self.open_record.as_ref().filter(|(line, _)| *line == first_line).map(|(_, items)| items)
+    /// The items kept for the open record `key` (its first line, how often it reopened), if any.
+    pub fn open_record(&self, key: (usize, usize)) -> Option<&Vec<Value>> {
+        self.open_record.as_ref().filter(|(at, _)| *at == key).map(|(_, items)| items)
     }
 
-    pub fn keep_open_record(&mut self, first_line: usize, items: Vec<Value>) {
-        self.open_record = Some((first_line, items));
+    pub fn keep_open_record(&mut self, key: (usize, usize), items: Vec<Value>) {
+        self.open_record = Some((key, items));
     }
 
     pub fn cache(&mut self, items: Vec<Value>) {
