@@ -6,6 +6,8 @@ pub mod bench;
 pub mod export;
 pub mod import;
 pub mod input;
+#[cfg(feature = "local")]
+pub mod model;
 pub mod parse;
 pub mod run;
 pub mod signature;
@@ -40,6 +42,9 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Run a prompt against a model: stream the answer, validate it, retry with feedback, record the run.
     Run(Box<run::RunArgs>),
+    /// The embedded local model: fetch it, show where it is, describe it.
+    #[cfg(feature = "local")]
+    Model(model::ModelArgs),
 }
 
 /// Runs one subcommand; an `Err` is a usage or input error (exit 2).
@@ -52,6 +57,8 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
         Command::Export(args) => export::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Run(args) => run::run(args),
+        #[cfg(feature = "local")]
+        Command::Model(args) => model::run(args),
     }
 }
 
