@@ -25,7 +25,8 @@ pub const DEFAULT_CONTEXT_TOKENS: u32 = 8192;
 /// The provider names a run accepts.
 pub const PROVIDERS: &[&str] = &["openai", "ollama", "anthropic", "local", "replay"];
 
-/// The provider of a run that names none: the embedded model when this build has it.
+/// The provider of a run that names none and gives no base URL: the embedded model when this build
+/// has it (with a base URL, `openai`).
 pub const DEFAULT_PROVIDER: &str = if cfg!(feature = "local") { "local" } else { "openai" };
 
 /// The settings of a run, resolved: the command line over the prompt's `[provider]` over defaults.
@@ -57,7 +58,10 @@ impl RunSettings {
         context_tokens: Option<u32>,
     ) -> Result<Self, RunError> {
         let file = &prompt.provider;
-        let provider = pick(&overrides.name, &file.name, "--provider").unwrap_or((DEFAULT_PROVIDER.into(), ""));
+        // A base URL names a server: with no provider named, it is an OpenAI-compatible one.
+        let has_url = overrides.base_url.is_some() || file.base_url.is_some();
+        let fallback = if has_url { "openai" } else { DEFAULT_PROVIDER };
+        let provider = pick(&overrides.name, &file.name, "--provider").unwrap_or((fallback.into(), ""));
         if !PROVIDERS.contains(&provider.0.as_str()) {
             return Err(setting(&provider.0, provider.1, &format!("a provider: {}", PROVIDERS.join(", "))));
         }

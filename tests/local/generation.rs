@@ -105,9 +105,14 @@ fn the_same_seed_gives_the_same_answer() {
 #[test]
 fn a_retry_reuses_the_cached_prompt_prefix() {
     let first = Request::new("").system("You are terse. ".repeat(40)).user("Say hi.").max_tokens(4);
-    let (one, _) = generate(&first);
-    let second = first.clone().assistant(one.text.clone()).user("Again, in French.");
-    let (two, _) = generate(&second);
+    // Both turns under one lock, so no other test's run replaces the cache in between.
+    let (one, two) = local().with_engine(|engine| {
+        let one = engine.generate(&first, &mut |_| true).unwrap();
+        let second = first.clone().assistant(one.text.clone()).user("Again, in French.");
+        let two = engine.generate(&second, &mut |_| true).unwrap();
+        (one, two)
+    });
+    assert_eq!(one.reused_tokens % 64, 0);
     assert!(two.reused_tokens >= 64, "reused {} of {} prompt tokens", two.reused_tokens, two.prompt_tokens);
     assert!(two.reused_tokens < two.prompt_tokens);
 }
