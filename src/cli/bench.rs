@@ -33,6 +33,71 @@ pub struct BenchArgs {
     /// Measure only the `tui` section (the workbench's loop).
     #[arg(long)]
     pub tui_only: bool,
+    /// Measure only the local model (load, tokens/s unconstrained vs constrained, memory).
+    #[arg(long, conflicts_with = "no_local")]
+    pub local_only: bool,
+    /// Skip the local model's section.
+    #[arg(long)]
+    pub no_local: bool,
+}
+
+/// The local model's section: its figures, or why it was skipped.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum LocalSection {
+    #[cfg(feature = "local")]
+    Measured(Box<crate::provider::local::bench::LocalFigures>),
+    Skipped {
+        skipped: String,
+    },
+}
+
+fn measure_local() -> LocalSection {
+    #[cfg(feature = "local")]
+    {
+        use crate::provider::local::{bench, fetch};
+        match fetch::installed_model().and_then(|path| bench::measure(&path)) {
+            Ok(figures) => LocalSection::Measured(Box::new(figures)),
+            Err(error) => LocalSection::Skipped { skipped: error.to_string() },
+        }
+    }
+    #[cfg(not(feature = "local"))]
+    LocalSection::Skipped { skipped: "built without the `local` feature".into() }
+}
+
+fn human_local(section: &LocalSection) -> String {
+    match section {
+        #[cfg(feature = "local")]
+        LocalSection::Measured(f) => {
+            let line = |name: &str, s: &crate::provider::local::bench::Speed| {
+                format!(
+                    "\x20 {name:<26} {:>7.1} tokens/s  ({} tokens, {} forced; prompt {} tokens in {:.0} ms)\n",
+                    s.tokens_per_s, s.tokens, s.forced_tokens, s.prompt_tokens, s.prefill_ms
+                )
+            };
+            format!(
+                "local model ({}, {} threads):\n\
+                 \x20 load {:.0} ms (Q4_1 → Q8_0 at load; as stored {:.0} ms), constraint engine set up in {:.0} ms\n\
+                 {}{}{}{}\
+                 \x20 constrained / unconstrained {:.2}×, masked / unconstrained {:.2}×, Q8_0 / Q4_1 {:.2}×\n\
+                 \x20 peak RSS {:.0} MB\n",
+                f.model,
+                f.threads,
+                f.load_ms,
+                f.load_as_stored_ms,
+                f.constraint_setup_ms,
+                line("unconstrained", &f.unconstrained),
+                line("json-schema (masked)", &f.masked),
+                line("constrained (forced)", &f.constrained),
+                line("baseline: Q4_1 as stored", &f.as_stored_unconstrained),
+                f.constrained_vs_unconstrained,
+                f.masked_vs_unconstrained,
+                f.q8_vs_as_stored,
+                f.peak_rss_mb,
+            )
+        }
+        LocalSection::Skipped { skipped } => format!("local model: skipped ({skipped})\n"),
+    }
 }
 
 /// Every figure `bench` measures.
@@ -56,6 +121,9 @@ pub struct Figures {
     #[cfg(feature = "tui")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tui: Option<crate::tui::bench::TuiFigures>,
+    /// The embedded model (absent with --no-local).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalSection>,
 }
 
 /// The sweep's cost against one full parse, and how it grows with the answer.
@@ -77,6 +145,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.runs > 0, "--runs must be at least 1, not 0");
     if args.tui_only {
         return tui_only(args);
+    }
+    if args.local_only {
+        let section = measure_local();
+        if args.json {
+            super::print_json(&json!({ "local": section }))?;
+        } else {
+            print!("{}", human_local(&section));
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let figures = measure(args)?;
     if args.json {
@@ -119,6 +196,7 @@ fn measure(args: &BenchArgs) -> anyhow::Result<Figures> {
         replay_chunks_per_s: crate::run::bench::replay_throughput(100_000)?,
         #[cfg(feature = "tui")]
         tui: Some(crate::tui::bench::measure(args.tui_tokens)?),
+        local: (!args.no_local).then(measure_local),
     })
 }
 
@@ -171,7 +249,7 @@ fn human(f: &Figures) -> String {
          time to first token added over a raw HTTP client (same in-process server, median of {} runs):\n\
          \x20 {:.0} µs (raw {:.0} µs, tunebench {:.0} µs)\n\
          replay of a 100k-chunk transcript through the run engine with live parsing:\n\
-         \x20 {:.0} chunks/s\n{tui}",
+         \x20 {:.0} chunks/s\n{tui}{}",
         f.jsonl_lines,
         f.jsonl_lines_per_s,
         f.jsonl_streamed_lines_per_s,
@@ -190,6 +268,7 @@ fn human(f: &Figures) -> String {
         f.ttft.raw_median_us,
         f.ttft.tunebench_median_us,
         f.replay_chunks_per_s,
+        f.local.as_ref().map(human_local).unwrap_or_default(),
     )
 }
 

@@ -8,6 +8,8 @@ mod compare_human;
 pub mod export;
 pub mod import;
 pub mod input;
+#[cfg(feature = "local")]
+pub mod model;
 pub mod parse;
 pub mod run;
 pub mod signature;
@@ -47,6 +49,9 @@ pub enum Command {
     /// Compare two prompts (or a prompt and its json/jsonl twin) side by side: paired runs, figures,
     /// agreement and truncation curves; or two recorded transcripts.
     Compare(Box<compare::CompareArgs>),
+    /// The embedded local model: fetch it, show where it is, describe it.
+    #[cfg(feature = "local")]
+    Model(model::ModelArgs),
 }
 
 /// Runs one subcommand; an `Err` is a usage or input error (exit 2).
@@ -60,6 +65,8 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => bench::run(args),
         Command::Run(args) => run::run(args),
         Command::Compare(args) => compare::run(args),
+        #[cfg(feature = "local")]
+        Command::Model(args) => model::run(args),
     }
 }
 

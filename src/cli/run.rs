@@ -26,10 +26,11 @@ use crate::safe_text::escape_controls;
 pub struct RunArgs {
     /// The prompt file (TOML).
     pub prompt: PathBuf,
-    /// openai, ollama, anthropic, local or replay [default: the prompt's, else openai].
+    /// openai, ollama, anthropic, local or replay [default: the prompt's, else local].
     #[arg(long)]
     pub provider: Option<String>,
-    /// The model name [default: the prompt's; replay: the transcript's].
+    /// The model name [default: the prompt's; replay: the transcript's; local: a GGUF file, else the
+    /// default model from the cache directory].
     #[arg(long)]
     pub model: Option<String>,
     /// The server's base URL, e.g. http://127.0.0.1:8080/v1 [default: the prompt's, else the
@@ -53,6 +54,12 @@ pub struct RunArgs {
     pub max_tokens: Option<u32>,
     #[arg(long)]
     pub temperature: Option<f64>,
+    /// The sampling seed of the local model (with --temperature above 0; the same seed, the same answer).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Local model: do not fetch the default model when it is missing (fail instead).
+    #[arg(long)]
+    pub no_fetch: bool,
     /// A stop sequence (repeat for several).
     #[arg(long)]
     pub stop: Vec<String>,
@@ -132,10 +139,18 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         vec![args.case.clone()]
     };
-    let plans = cases
+    let mut plans = cases
         .iter()
         .map(|case| RunPlan::new(&prompt, &base_dir, case.as_deref(), &overrides, &settings, reading.clone()))
         .collect::<Result<Vec<_>, _>>()?;
+    plans.iter_mut().for_each(|plan| plan.request.seed = args.seed);
+    #[cfg(feature = "local")]
+    if settings.provider == "local" && !args.no_fetch && settings.model.is_empty() {
+        use crate::provider::local::fetch;
+        if fetch::installed_model().is_err() {
+            fetch::fetch(&mut super::model::show_progress)?;
+        }
+    }
     let choice = ProviderChoice::new(&settings, args.transcript.clone(), pace);
     let batch = args.all_cases;
     let shared: Option<Arc<dyn Provider>> =

@@ -9,6 +9,8 @@
 //!   json-schema → json-object → prompt fallback when a server rejects a mode.
 //! - [`ollama::Ollama`]: `/api/chat` NDJSON.
 //! - [`anthropic::Anthropic`]: Messages API SSE events.
+//! - [`local::Local`] (feature `local`): the embedded model, one `Token` event per generated token,
+//!   with schema-constrained decoding.
 //! - [`replay::Replay`]: a recorded transcript, at its pace, N× faster, or as fast as possible.
 //! - [`record::Recorder`]: any stream written down as a transcript (CLI.md's format).
 //! - [`wire_server`]: an in-process HTTP server replaying recorded wire traffic (tests, `tunebench bench`).
@@ -20,6 +22,8 @@ mod error;
 mod generate;
 pub mod http;
 mod lines;
+#[cfg(feature = "local")]
+pub mod local;
 mod modes;
 pub mod ollama;
 pub mod openai;
@@ -48,6 +52,9 @@ pub enum Event {
     Retrying { attempt: u32, after_ms: u64, reason: String },
     /// A piece of the answer, in arrival order.
     Delta(String),
+    /// One generated token of the local model and the text it completes (empty while a character
+    /// split across tokens is held back). Recorded as one transcript line with `"token":ID`.
+    Token { id: u32, text: String },
     /// Tokens of the turn (from the server, or counted here and marked `estimated`).
     Usage(Usage),
     /// The answer ended; `Interrupted` when the stream stopped without the server saying why.
@@ -66,6 +73,16 @@ pub trait Provider: Send + Sync {
     /// Sends `request` and streams the answer. Nothing happens until the stream is polled
     /// (inside a tokio runtime); dropping it cancels the request.
     fn stream(&self, request: &Request) -> EventStream;
+}
+
+impl Event {
+    /// The answer text this event carries (`Delta` and `Token`).
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Self::Delta(text) | Self::Token { text, .. } => Some(text),
+            _ => None,
+        }
+    }
 }
 
 /// Why an answer ended.

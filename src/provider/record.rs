@@ -55,6 +55,9 @@ impl Recorder {
             }
             Event::Retrying { .. } => {}
             Event::Delta(text) => self.transcript.chunks.push(Chunk { t_ms, delta: text.clone(), token: None }),
+            Event::Token { id, text } => {
+                self.transcript.chunks.push(Chunk { t_ms, delta: text.clone(), token: Some(*id) })
+            }
             Event::Usage(usage) => self.usage = Some(*usage),
             Event::Finish(reason) => {
                 let end =

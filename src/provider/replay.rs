@@ -98,6 +98,14 @@ fn closing_events(transcript: &Transcript) -> Vec<Event> {
     events
 }
 
+/// A chunk as its stream sent it: a local model's token, or a delta.
+fn chunk_event(chunk: &crate::truncate::transcript::Chunk) -> Event {
+    match chunk.token {
+        Some(id) => Event::Token { id, text: chunk.delta.clone() },
+        None => Event::Delta(chunk.delta.clone()),
+    }
+}
+
 fn mode_event(transcript: &Transcript) -> Option<Event> {
     let mode = transcript.header.request.get("mode")?;
     serde_json::from_value::<ModeReport>(mode.clone()).ok().map(Event::Mode)
@@ -112,8 +120,7 @@ impl Provider for Replay {
         let transcript = Arc::clone(&self.transcript);
         let Some(scale) = self.pace.scale() else {
             let chunks = Arc::clone(&transcript);
-            let deltas = (0..transcript.chunks.len())
-                .filter_map(move |i| chunks.chunks.get(i).map(|c| Event::Delta(c.delta.clone())));
+            let deltas = (0..transcript.chunks.len()).filter_map(move |i| chunks.chunks.get(i).map(chunk_event));
             let head = mode_event(&transcript);
             let tail = closing_events(&transcript);
             return Box::pin(stream::iter(head.into_iter().chain(deltas).chain(tail)));
@@ -126,7 +133,7 @@ impl Provider for Replay {
             }
             for chunk in &transcript.chunks {
                 tokio::time::sleep_until(at(chunk.t_ms)).await;
-                emit.send(Event::Delta(chunk.delta.clone()));
+                emit.send(chunk_event(chunk));
             }
             if let Some(end) = &transcript.end {
                 tokio::time::sleep_until(at(end.t_ms)).await;

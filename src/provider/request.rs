@@ -89,6 +89,12 @@ pub struct Request {
     /// The JSON Schema of the answer (for json, of the whole answer; for jsonl, of each line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<Value>,
+    /// The answer is JSON Lines and `schema` describes each line (the local model constrains line by line).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub jsonl: bool,
+    /// The sampling seed (the local model; the same seed gives the same answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 impl Request {

@@ -1,5 +1,5 @@
-//! A provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`; `local` is not built
-//! yet), and the transcript files a run records and a replay plays: one file per turn, and per case
+//! A provider from the run settings (`openai`, `ollama`, `anthropic`, `local`, `replay`), and the
+//! transcript files a run records and a replay plays: one file per turn, and per case
 //! in a batch.
 //!
 //! Naming: the first turn of a single run is the file given (`run.jsonl`); turn N is
@@ -70,13 +70,7 @@ impl ProviderChoice {
                 };
                 Arc::new(ReplaySequence::open(first, case, self.pace)?)
             }
-            "local" => {
-                return Err(RunError::Setting(
-                    "the local provider (the embedded model with schema-constrained decoding) is not built yet: it \
-                     arrives with issue #5; use openai, ollama, anthropic or replay"
-                        .into(),
-                ))
-            }
+            "local" => local_provider(&self.model)?,
             other => {
                 return Err(RunError::Setting(format!(
                     "unknown provider {other:?}: use openai, ollama, anthropic, local or replay"
@@ -124,6 +118,44 @@ pub fn concurrency_for(settings: &RunSettings) -> Concurrency {
     } else {
         Concurrency { runs: 4, reason: "a remote API serves several requests at once" }
     }
+}
+
+/// The local model: `model` is a GGUF file, or empty (or the default model's name) for the default
+/// model in the cache directory. Loaded once per process and shared by every run that names it.
+#[cfg(feature = "local")]
+fn local_provider(model: &str) -> Result<Arc<dyn Provider>, RunError> {
+    use crate::provider::local::{fetch, Local};
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static LOADED: OnceLock<Mutex<HashMap<PathBuf, Local>>> = OnceLock::new();
+    let default_names = ["", "smollm2", "SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct.Q4_1"];
+    let path = if default_names.contains(&model) {
+        fetch::installed_model().map_err(ProviderError::from)?
+    } else {
+        let path = PathBuf::from(model);
+        if !path.is_file() {
+            return Err(RunError::Setting(format!(
+                "the local provider runs a GGUF file: --model {model:?} is not a file (leave --model out for the default model)"
+            )));
+        }
+        path
+    };
+    let loaded = LOADED.get_or_init(Default::default);
+    let mut loaded = loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(local) = loaded.get(&path) {
+        return Ok(Arc::new(local.clone()));
+    }
+    let local = Local::open(Some(&path)).map_err(ProviderError::from)?;
+    loaded.insert(path, local.clone());
+    Ok(Arc::new(local))
+}
+
+#[cfg(not(feature = "local"))]
+fn local_provider(_model: &str) -> Result<Arc<dyn Provider>, RunError> {
+    Err(RunError::Setting(
+        "this build has no local model (it was built without the `local` feature): use openai, ollama, anthropic or replay"
+            .into(),
+    ))
 }
 
 /// Where turn `turn` of a run is recorded, given the file named on the command line (`base`) and, in
@@ -246,8 +278,10 @@ mod tests {
             context_tokens: 8192,
         };
         let mut choice = ProviderChoice::new(&settings, None, Pace::Instant);
+        choice.model = "/nonexistent/model.gguf".into();
         let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(error.contains("not built yet") && error.contains("issue #5"), "{error}");
+        assert!(error.contains("/nonexistent/model.gguf"), "{error}");
+        choice.model = String::new();
         choice.name = "ollama".into();
         let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(error.contains("needs a model name"), "{error}");

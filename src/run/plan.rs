@@ -25,6 +25,10 @@ pub const DEFAULT_CONTEXT_TOKENS: u32 = 8192;
 /// The provider names a run accepts.
 pub const PROVIDERS: &[&str] = &["openai", "ollama", "anthropic", "local", "replay"];
 
+/// The provider of a run that names none and gives no base URL: the embedded model when this build
+/// has it (with a base URL, `openai`).
+pub const DEFAULT_PROVIDER: &str = if cfg!(feature = "local") { "local" } else { "openai" };
+
 /// The settings of a run, resolved: the command line over the prompt's `[provider]` over defaults.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunSettings {
@@ -46,7 +50,7 @@ pub struct RunSettings {
 
 impl RunSettings {
     /// `overrides` (the command line; `name` is the provider) over the prompt's `[provider]` table and
-    /// `max_turns`, over the defaults (openai, no model, prompt-only, 1 turn, 8,192 context tokens).
+    /// `max_turns`, over the defaults (local, else openai; no model, prompt-only, 1 turn, 8,192 context tokens).
     pub fn resolve(
         prompt: &PromptFile,
         overrides: &ProviderSettings,
@@ -54,7 +58,10 @@ impl RunSettings {
         context_tokens: Option<u32>,
     ) -> Result<Self, RunError> {
         let file = &prompt.provider;
-        let provider = pick(&overrides.name, &file.name, "--provider").unwrap_or(("openai".into(), ""));
+        // A base URL names a server: with no provider named, it is an OpenAI-compatible one.
+        let has_url = overrides.base_url.is_some() || file.base_url.is_some();
+        let fallback = if has_url { "openai" } else { DEFAULT_PROVIDER };
+        let provider = pick(&overrides.name, &file.name, "--provider").unwrap_or((fallback.into(), ""));
         if !PROVIDERS.contains(&provider.0.as_str()) {
             return Err(setting(&provider.0, provider.1, &format!("a provider: {}", PROVIDERS.join(", "))));
         }
@@ -168,7 +175,8 @@ impl RunPlan {
         request = request.user(rendered.user).stop(settings.stop.clone());
         request.temperature = settings.temperature;
         request.max_tokens = settings.max_tokens;
-        let (request, mode) = structure(request, reading.response_type, settings.structured, schema);
+        let local = settings.provider == "local";
+        let (request, mode) = structure(request, reading.response_type, settings.structured, schema, local);
         Ok(Self {
             prompt: prompt.id.clone(),
             case: case.map(str::to_string),
@@ -198,17 +206,28 @@ impl RunPlan {
 }
 
 /// Sets the request's structured mode for the response type; the report says what was asked and why
-/// it differs.
+/// it differs. The local model (`local`) constrains a jsonl answer line by line, so it keeps the mode.
 fn structure(
     request: Request,
     response_type: ResponseType,
     requested: StructuredMode,
     schema: Option<Value>,
+    local: bool,
 ) -> (Request, ModeReport) {
     let mut mode = ModeReport { requested, used: requested, ..ModeReport::default() };
     match response_type {
         ResponseType::Json => (request.structured(requested, schema), mode),
         _ if requested == StructuredMode::None => (request.structured(StructuredMode::None, schema), mode),
+        ResponseType::Jsonl if local => {
+            mode.schema_in_prompt = schema.is_some();
+            let request = match &schema {
+                Some(schema) => with_system_text(request, &jsonl_instructions(schema)),
+                None => with_system_text(request, JSONL_WITHOUT_SCHEMA),
+            };
+            let mut request = request.structured(requested, schema);
+            request.jsonl = true;
+            (request, mode)
+        }
         ResponseType::Text => {
             let reason = "a text answer is not JSON: the prompt is sent as written".to_string();
             mode.fallbacks.push(Fallback { from: requested, to: StructuredMode::None, reason });
@@ -231,6 +250,10 @@ fn structure(
         }
     }
 }
+
+/// The prompt text asking for JSON Lines when there is no schema.
+const JSONL_WITHOUT_SCHEMA: &str =
+    "Answer in JSON Lines: one JSON object per line, each written on a single line, with no prose and no code fence.";
 
 /// The prompt text asking for JSON Lines whose every line matches `schema`.
 pub fn jsonl_instructions(schema: &Value) -> String {

@@ -17,9 +17,17 @@ fn reading(response_type: ResponseType) -> Reading {
     Reading { response_type, profile: Profile::Lenient, check: None }
 }
 
-fn settings(structured: &str) -> RunSettings {
-    let cli = ProviderSettings { structured: Some(structured.into()), ..ProviderSettings::default() };
+fn settings_for(provider: &str, structured: &str) -> RunSettings {
+    let cli = ProviderSettings {
+        name: Some(provider.into()),
+        structured: Some(structured.into()),
+        ..ProviderSettings::default()
+    };
     RunSettings::resolve(&prompt(ResponseType::Json), &cli, None, None).unwrap()
+}
+
+fn settings(structured: &str) -> RunSettings {
+    settings_for("openai", structured)
 }
 
 fn plan(response_type: ResponseType, structured: &str) -> RunPlan {
@@ -48,7 +56,7 @@ fn the_command_line_wins_over_the_prompt_over_the_defaults() {
     let defaults = RunSettings::resolve(&prompt(ResponseType::Json), &ProviderSettings::default(), None, None).unwrap();
     assert_eq!(
         (defaults.provider.as_str(), defaults.structured, defaults.max_turns),
-        ("openai", StructuredMode::None, 1)
+        (DEFAULT_PROVIDER, StructuredMode::None, 1)
     );
     assert_eq!(defaults.context_tokens, DEFAULT_CONTEXT_TOKENS);
     assert_eq!(RunSettings::resolve(&file, &cli, Some(1), None).unwrap().max_turns, 1);
@@ -99,6 +107,23 @@ fn jsonl_prompts_never_bind_the_whole_answer_to_one_value() {
     let plain = plan(ResponseType::Jsonl, "none");
     assert_eq!(plain.request.messages[0].content, "Be brief.");
     assert!(plain.mode.fallbacks.is_empty() && !plain.mode.schema_in_prompt);
+}
+
+#[test]
+fn the_local_model_keeps_the_mode_of_a_jsonl_prompt_and_constrains_each_line() {
+    let prompt = prompt(ResponseType::Jsonl);
+    let reading = reading(ResponseType::Jsonl);
+    for mode in ["json-schema", "constrained"] {
+        let settings = settings_for("local", mode);
+        let plan = RunPlan::new(&prompt, Path::new("."), None, &Variables::new(), &settings, reading.clone()).unwrap();
+        assert_ne!(plan.request.structured, StructuredMode::None, "{mode}");
+        assert!(plan.request.jsonl, "{mode}");
+        assert!(plan.mode.fallbacks.is_empty(), "{mode}");
+        assert!(plan.request.messages[0].content.contains("Answer in JSON Lines"));
+    }
+    let url = ProviderSettings { base_url: Some("http://127.0.0.1:1/v1".into()), ..ProviderSettings::default() };
+    let served = RunSettings::resolve(&prompt, &url, None, None).unwrap();
+    assert_eq!(served.provider, "openai", "a base URL with no provider means an OpenAI-compatible server");
 }
 
 #[test]

@@ -41,9 +41,12 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send>(
                 mode = Some(report);
             }
             Event::Retrying { attempt, after_ms, reason } => sink(RunEvent::Waiting { attempt, after_ms, reason }),
-            Event::Delta(text) => {
+            Event::Delta(text) | Event::Token { text, .. } => {
                 first.get_or_insert_with(Instant::now);
                 chunks += 1;
+                if text.is_empty() {
+                    continue;
+                }
                 output.push_str(&text);
                 parser.feed(&text);
                 sink(RunEvent::Delta(text));

@@ -115,7 +115,7 @@ fn usage_and_input_errors_exit_2_and_name_the_bad_value() {
     let cases: &[(&[&str], &str)] = &[
         (&["--var", "novalue"], "--var \"novalue\": expected NAME=VALUE"),
         (&["--case", "nope"], "its cases are: astronomy, medicine-comparisons, nothing-to-define"),
-        (&["--provider", "local"], "not built yet"),
+        (&["--provider", "local", "--model", "/nonexistent/m.gguf"], "\"/nonexistent/m.gguf\" is not a file"),
         (&["--provider", "gpt"], "\"gpt\" (from --provider) is not a provider"),
         (&["--max-turns", "0"], "at least 1 turn"),
         (&["--structured", "strict"], "invalid value 'strict'"),

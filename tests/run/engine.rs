@@ -171,7 +171,11 @@ pub fn sse_answer(answer: &str, finish: &str) -> Reply {
 #[tokio::test]
 async fn json_prompts_ask_for_the_mode_and_jsonl_prompts_describe_the_schema_instead() {
     let server = serve(vec![recorded("run/definitions_stream.txt")]).await;
-    let cli = ProviderSettings { structured: Some("json-schema".into()), ..ProviderSettings::default() };
+    let cli = ProviderSettings {
+        name: Some("openai".into()),
+        structured: Some("json-schema".into()),
+        ..ProviderSettings::default()
+    };
     let plan = plan_with(&sample("extract-definitions"), None, &cli, None);
     let (record, _) = run(openai(&server).as_ref(), &plan).await;
     let sent = server.received()[0].json();

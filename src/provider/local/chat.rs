@@ -1,0 +1,77 @@
+//! The prompt the model sees: the GGUF's own chat template (`tokenizer.chat_template`, Jinja) rendered
+//! with minijinja over the request's messages, ending with the assistant's turn opened.
+
+use minijinja::{context, Environment, Error, ErrorKind};
+
+use super::LocalError;
+use crate::provider::Message;
+
+/// ChatML, for a GGUF that carries no template.
+const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + \
+                      '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+/// A compiled chat template.
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    bos: String,
+    eos: String,
+}
+
+impl std::fmt::Debug for ChatTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChatTemplate")
+    }
+}
+
+fn raise_exception(message: String) -> Result<String, Error> {
+    Err(Error::new(ErrorKind::InvalidOperation, message))
+}
+
+impl ChatTemplate {
+    /// Compiles `source` (ChatML when `None`); `bos`/`eos` are the texts of those tokens.
+    pub fn new(source: Option<&str>, bos: &str, eos: &str) -> Result<Self, LocalError> {
+        let mut env = Environment::new();
+        env.add_function("raise_exception", raise_exception);
+        env.add_template_owned("chat", source.unwrap_or(CHATML).to_string())
+            .map_err(|e| LocalError::Model(format!("the GGUF's chat template does not compile: {e}")))?;
+        Ok(Self { env, bos: bos.to_string(), eos: eos.to_string() })
+    }
+
+    /// The conversation as the model's prompt text, with the assistant's turn opened.
+    pub fn render(&self, messages: &[Message]) -> Result<String, LocalError> {
+        let template = self.env.get_template("chat").map_err(|e| LocalError::Model(e.to_string()))?;
+        let messages: Vec<_> =
+            messages.iter().map(|m| context! { role => m.role.as_str(), content => m.content.as_str() }).collect();
+        template
+            .render(context! {
+                messages => messages,
+                add_generation_prompt => true,
+                bos_token => self.bos.as_str(),
+                eos_token => self.eos.as_str(),
+            })
+            .map_err(|e| LocalError::Model(format!("rendering the chat template failed: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::Role;
+
+    #[test]
+    fn chatml_opens_the_assistant_turn() {
+        let template = ChatTemplate::new(None, "<|im_start|>", "<|im_end|>").unwrap();
+        let messages = [
+            Message { role: Role::System, content: "be brief".into() },
+            Message { role: Role::User, content: "hi".into() },
+        ];
+        assert_eq!(
+            template.render(&messages).unwrap(),
+            "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+        );
+        let broken = ChatTemplate::new(Some("{% for %}"), "", "").unwrap_err().to_string();
+        assert!(broken.contains("chat template"), "{broken}");
+        let raising = ChatTemplate::new(Some("{{ raise_exception('no system role') }}"), "", "").unwrap();
+        assert!(raising.render(&messages).unwrap_err().to_string().contains("no system role"));
+    }
+}

@@ -1,0 +1,163 @@
+//! Schema-constrained decoding with llguidance: the grammar a request's mode and response type call
+//! for, and this crate's own small adapter from the model's tokenizer to llguidance's token trie.
+//!
+//! - `json-object`: any JSON object. `json-schema` / `constrained`: the request's JSON Schema; for a
+//!   JSONL answer, one compact JSON object per line, each valid against the schema (a Lark grammar
+//!   over `%json`). `constrained` also inserts forced tokens (the schema's fixed parts) without sampling.
+//! - Objects are written compactly (`,` and `:` with no spaces, no newlines), so a JSONL line is one object.
+
+use std::sync::Arc;
+
+use llguidance::api::TopLevelGrammar;
+use llguidance::toktrie::{SimpleVob, TokEnv, TokRxInfo, TokTrie, TokenizerEnv};
+use llguidance::{Matcher, ParserFactory};
+use serde_json::{json, Value};
+
+use super::tokenizer::{TextTokenizer, TokenId};
+use super::LocalError;
+
+/// The model's tokenizer as llguidance sees it: every token's bytes (control tokens behind the trie's
+/// special marker) and a canonical tokenization of any bytes.
+struct TokenizerAdapter {
+    tokenizer: Arc<TextTokenizer>,
+    trie: TokTrie,
+}
+
+impl TokenizerEnv for TokenizerAdapter {
+    fn tok_trie(&self) -> &TokTrie {
+        &self.trie
+    }
+
+    fn tokenize_bytes(&self, s: &[u8]) -> Vec<TokenId> {
+        self.trie.tokenize_with_greedy_fallback(s, |text| self.tokenizer.encode_plain(text).unwrap_or_default())
+    }
+}
+
+/// Builds matchers for requests; one per loaded model (the token trie is built once).
+pub struct Constraints {
+    factory: ParserFactory,
+}
+
+impl std::fmt::Debug for Constraints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Constraints")
+    }
+}
+
+/// What the answer is held to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Grammar {
+    /// One JSON value valid against the schema.
+    Json(Value),
+    /// One compact JSON value per line, each valid against the schema.
+    Jsonl(Value),
+}
+
+/// Compact JSON, `oneOf` read as `anyOf` (a discriminated union's branches exclude each other by their
+/// `type` const anyway), and unknown keywords (`format`, ...) ignored rather than refused.
+fn with_options(schema: &Value) -> Value {
+    let mut schema = match schema {
+        Value::Object(map) => Value::Object(map.clone()),
+        Value::Bool(true) => json!({}),
+        other => other.clone(),
+    };
+    if let Value::Object(map) = &mut schema {
+        map.insert(
+            "x-guidance".into(),
+            json!({"whitespace_flexible": false, "item_separator": ",", "key_separator": ":",
+                   "coerce_one_of": true, "lenient": true}),
+        );
+    }
+    schema
+}
+
+impl Grammar {
+    fn top_level(&self) -> TopLevelGrammar {
+        match self {
+            Self::Json(schema) => TopLevelGrammar::from_json_schema(with_options(schema)),
+            Self::Jsonl(schema) => {
+                let line = with_options(schema);
+                TopLevelGrammar::from_lark(format!("start: line (\"\\n\" line)* \"\\n\"?\nline: %json {line}\n"))
+            }
+        }
+    }
+}
+
+impl Constraints {
+    pub fn new(tokenizer: Arc<TextTokenizer>) -> Result<Self, LocalError> {
+        let mut info = TokRxInfo::new(tokenizer.vocab_size() as u32, tokenizer.eos);
+        info.tok_bos = tokenizer.bos;
+        info.tok_end_of_turn = Some(tokenizer.eos);
+        let words: Vec<Vec<u8>> = (0..tokenizer.vocab_size() as u32)
+            .map(|t| {
+                let bytes = tokenizer.token_bytes(t);
+                if tokenizer.is_special(t) {
+                    let mut marked = vec![TokTrie::SPECIAL_TOKEN_MARKER];
+                    marked.extend_from_slice(bytes);
+                    marked
+                } else {
+                    bytes.to_vec()
+                }
+            })
+            .collect();
+        let trie = TokTrie::from(&info, &words);
+        let env: TokEnv = Arc::new(TokenizerAdapter { tokenizer, trie });
+        let mut factory = ParserFactory::new_simple(&env)
+            .map_err(|e| LocalError::Constraint(format!("the constraint engine cannot start: {e}")))?;
+        factory.quiet();
+        Ok(Self { factory })
+    }
+
+    /// A fresh matcher for `grammar`; a schema llguidance cannot compile is an error naming why.
+    pub fn matcher(&self, grammar: &Grammar) -> Result<Constraint, LocalError> {
+        let parser = self
+            .factory
+            .create_parser(grammar.top_level())
+            .map_err(|e| LocalError::Constraint(format!("the schema cannot be enforced: {e}")))?;
+        Ok(Constraint { matcher: Matcher::new(Ok(parser)) })
+    }
+}
+
+/// One answer's constraint state.
+pub struct Constraint {
+    matcher: Matcher,
+}
+
+impl Constraint {
+    fn check(&self) -> Result<(), LocalError> {
+        match self.matcher.get_error() {
+            Some(error) => Err(LocalError::Constraint(error)),
+            None => Ok(()),
+        }
+    }
+
+    /// The tokens the grammar forces next (the schema's fixed text); [`Self::consume`] them.
+    pub fn forced(&mut self) -> Result<Vec<TokenId>, LocalError> {
+        let tokens = self.matcher.compute_ff_tokens();
+        self.check()?;
+        Ok(tokens)
+    }
+
+    /// Marks the tokens llguidance accepts next; `-inf` for every other logit. EOS is allowed when
+    /// the answer is complete.
+    pub fn mask(&mut self, logits: &mut [f32]) -> Result<(), LocalError> {
+        let allowed: SimpleVob =
+            self.matcher.compute_mask_or_eos().map_err(|e| LocalError::Constraint(e.to_string()))?;
+        for (token, logit) in logits.iter_mut().enumerate() {
+            if !allowed.is_allowed(token as TokenId) {
+                *logit = f32::NEG_INFINITY;
+            }
+        }
+        Ok(())
+    }
+
+    /// Advances past `tokens` (sampled or forced).
+    pub fn consume(&mut self, tokens: &[TokenId]) -> Result<(), LocalError> {
+        self.matcher.consume_tokens(tokens).map_err(|e| LocalError::Constraint(e.to_string()))
+    }
+
+    /// The grammar is complete and nothing more may follow.
+    pub fn is_stopped(&self) -> bool {
+        self.matcher.is_stopped()
+    }
+}

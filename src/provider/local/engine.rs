@@ -1,0 +1,355 @@
+//! One loaded model and the generation loop: render the chat prompt, reuse the cached prompt prefix,
+//! then token by token — forced tokens in one batched forward pass, masked logits, sampling — with
+//! every token sent as it is made and the bytes of a character split across tokens held back.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use candle_core::quantized::gguf_file::Content;
+
+use super::chat::ChatTemplate;
+use super::constraint::{Constraint, Constraints, Grammar};
+use super::model::{Llama, Weights};
+use super::sampler::{Sampler, Sampling};
+use super::tokenizer::{TextTokenizer, TokenId};
+use super::LocalError;
+use crate::provider::{Event, FinishReason, ModeReport, Request, StructuredMode, Usage};
+
+/// Prompt positions are run in blocks that start at multiples of this, whether or not a prefix was
+/// cached, so a cached prefix gives bit-for-bit the same numbers as a fresh run (greedy fidelity).
+const PREFILL_BLOCK: usize = 64;
+/// The answer length when the request sets none.
+pub const DEFAULT_MAX_TOKENS: u32 = 1024;
+
+/// How a model is loaded.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    pub weights: Weights,
+    /// Positions of the key/value cache (prompt + answer).
+    pub context: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self { weights: Weights::Q8, context: 4096 }
+    }
+}
+
+/// A loaded model, ready to answer.
+pub struct Engine {
+    model: Llama,
+    tokenizer: Arc<TextTokenizer>,
+    template: ChatTemplate,
+    constraints: OnceLock<Result<Constraints, LocalError>>,
+    /// The tokens whose keys and values are in the model's cache, in order.
+    cached: Vec<TokenId>,
+    pub path: PathBuf,
+    pub load_ms: u64,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("path", &self.path).field("config", &self.model.config).finish()
+    }
+}
+
+/// What a generation produced (the events carry the same, as they happen).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Generated {
+    pub tokens: Vec<TokenId>,
+    pub text: String,
+    pub prompt_tokens: usize,
+    /// Prompt tokens whose keys and values came from the cache of the turn before.
+    pub reused_tokens: usize,
+    /// Tokens inserted by the grammar without sampling.
+    pub forced_tokens: usize,
+    pub finish: Option<FinishReason>,
+}
+
+/// Holds back the bytes of a character that is split across tokens.
+#[derive(Default)]
+struct Utf8Buffer {
+    pending: Vec<u8>,
+}
+
+impl Utf8Buffer {
+    /// The text that is complete after adding `bytes`.
+    fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let mut out = String::new();
+        loop {
+            match std::str::from_utf8(&self.pending) {
+                Ok(text) => {
+                    out.push_str(text);
+                    self.pending.clear();
+                    return out;
+                }
+                Err(error) => {
+                    let valid = error.valid_up_to();
+                    out.push_str(std::str::from_utf8(&self.pending[..valid]).unwrap_or_default());
+                    match error.error_len() {
+                        // Not UTF-8 at all: the replacement character, then go on.
+                        Some(bad) => {
+                            out.push('\u{FFFD}');
+                            self.pending.drain(..valid + bad);
+                        }
+                        // A character still incomplete: wait for the next token.
+                        None => {
+                            self.pending.drain(..valid);
+                            return out;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The variable that sets the model's matmul threads (default 1).
+pub const THREADS_VAR: &str = "TUNEBENCH_THREADS";
+
+/// Sets candle's matmul thread count once, before its pool starts: `TUNEBENCH_THREADS`, else 1. One
+/// thread is the reference setting (llama.cpp's one generation thread), and candle's spinning barrier
+/// pool loses badly when its threads share busy cores; `CANDLE_NUM_THREADS` set by the user wins.
+fn set_threads() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os("CANDLE_NUM_THREADS").is_some() {
+            return;
+        }
+        let threads = std::env::var(THREADS_VAR).ok().and_then(|t| t.trim().parse::<usize>().ok()).filter(|t| *t > 0);
+        std::env::set_var("CANDLE_NUM_THREADS", threads.unwrap_or(1).to_string());
+    });
+}
+
+/// The matmul threads in use.
+pub fn threads() -> usize {
+    std::env::var("CANDLE_NUM_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1)
+}
+
+impl Engine {
+    /// Loads a GGUF file: weights, tokenizer, chat template.
+    pub fn load(path: &Path, options: &LoadOptions) -> Result<Self, LocalError> {
+        set_threads();
+        let started = Instant::now();
+        let file = std::fs::File::open(path)
+            .map_err(|e| LocalError::Model(format!("cannot open the model {}: {e}", path.display())))?;
+        let mut reader = std::io::BufReader::new(file);
+        let content = Content::read(&mut reader)
+            .map_err(|e| LocalError::Model(format!("{} is not a readable GGUF file: {e}", path.display())))?;
+        let tokenizer = Arc::new(TextTokenizer::from_gguf(&content)?);
+        let text = |id: Option<TokenId>| {
+            id.map(|t| String::from_utf8_lossy(tokenizer.token_bytes(t)).into_owned()).unwrap_or_default()
+        };
+        let source = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok());
+        let template = ChatTemplate::new(source.map(String::as_str), &text(tokenizer.bos), &text(Some(tokenizer.eos)))?;
+        let model = Llama::load(&content, &mut reader, options.weights, options.context)?;
+        Ok(Self {
+            model,
+            tokenizer,
+            template,
+            constraints: OnceLock::new(),
+            cached: Vec::new(),
+            path: path.to_path_buf(),
+            load_ms: started.elapsed().as_millis() as u64,
+        })
+    }
+
+    /// Positions in the key/value cache (the last prompt and the answer so far).
+    pub fn cached_tokens(&self) -> usize {
+        self.cached.len()
+    }
+
+    /// The model's shape.
+    pub fn config(&self) -> &super::model::Config {
+        &self.model.config
+    }
+
+    pub fn tokenizer(&self) -> &Arc<TextTokenizer> {
+        &self.tokenizer
+    }
+
+    /// The prompt text the model sees for `request`.
+    pub fn prompt_text(&self, request: &Request) -> Result<String, LocalError> {
+        self.template.render(&request.messages)
+    }
+
+    fn constraints(&self) -> Result<&Constraints, LocalError> {
+        self.constraints.get_or_init(|| Constraints::new(Arc::clone(&self.tokenizer))).as_ref().map_err(Clone::clone)
+    }
+
+    /// Builds the constraint engine now (otherwise on the first constrained request).
+    pub fn prepare_constraints(&self) -> Result<(), LocalError> {
+        self.constraints().map(|_| ())
+    }
+
+    /// The grammar a request's mode asks for (`None`: unconstrained).
+    fn grammar(request: &Request) -> Option<Grammar> {
+        let schema = match request.structured {
+            StructuredMode::None => return None,
+            StructuredMode::JsonObject => serde_json::json!({"type": "object"}),
+            StructuredMode::JsonSchema | StructuredMode::Constrained => {
+                request.schema.clone().unwrap_or_else(|| serde_json::json!({"type": "object"}))
+            }
+        };
+        Some(if request.jsonl { Grammar::Jsonl(schema) } else { Grammar::Json(schema) })
+    }
+
+    /// Runs the prompt through the model, reusing the cached prefix; returns the logits after it.
+    fn prefill(&mut self, prompt: &[TokenId]) -> Result<(Vec<f32>, usize), LocalError> {
+        let common = self.cached.iter().zip(prompt).take_while(|(a, b)| a == b).count();
+        // Keep whole blocks only, and always run at least the last prompt token.
+        let reuse = (common.min(prompt.len().saturating_sub(1)) / PREFILL_BLOCK) * PREFILL_BLOCK;
+        self.model.truncate_cache(reuse);
+        self.cached.truncate(reuse);
+        let mut logits = Vec::new();
+        let mut at = reuse;
+        while at < prompt.len() {
+            let end = ((at / PREFILL_BLOCK + 1) * PREFILL_BLOCK).min(prompt.len());
+            let block = prompt.get(at..end).unwrap_or_default();
+            logits = self.model.forward(block).inspect_err(|_| self.forget())?;
+            self.cached.extend_from_slice(block);
+            at = end;
+        }
+        Ok((logits, reuse))
+    }
+
+    /// Empties the key/value cache (the next prompt runs from scratch).
+    pub fn forget_cache(&mut self) {
+        self.forget();
+    }
+
+    fn forget(&mut self) {
+        self.model.truncate_cache(0);
+        self.cached.clear();
+    }
+
+    fn step(&mut self, tokens: &[TokenId]) -> Result<Vec<f32>, LocalError> {
+        let logits = self.model.forward(tokens).inspect_err(|_| self.forget())?;
+        self.cached.extend_from_slice(tokens);
+        Ok(logits)
+    }
+
+    /// Answers `request`, calling `emit` with each event (`Mode`, one `Token` per generated token,
+    /// `Usage`, `Finish`); stops early, without an error, when `emit` returns `false` (cancelled).
+    pub fn generate(
+        &mut self,
+        request: &Request,
+        emit: &mut dyn FnMut(Event) -> bool,
+    ) -> Result<Generated, LocalError> {
+        let grammar = Self::grammar(request);
+        let mut constraint: Option<Constraint> = match &grammar {
+            Some(grammar) => Some(self.constraints()?.matcher(grammar)?),
+            None => None,
+        };
+        let forcing = request.structured == StructuredMode::Constrained;
+        let prompt = self.tokenizer.encode(&self.prompt_text(request)?)?;
+        let mode = ModeReport { requested: request.structured, used: request.structured, ..ModeReport::default() };
+        if !emit(Event::Mode(mode)) {
+            return Ok(Generated::default());
+        }
+        let (mut logits, reused) = self.prefill(&prompt)?;
+        let max = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize;
+        let sampling = Sampling {
+            temperature: request.temperature.unwrap_or(0.0),
+            seed: request.seed.unwrap_or(0),
+            ..Sampling::default()
+        };
+        let mut sampler = Sampler::new(sampling);
+        let mut out = Generated { prompt_tokens: prompt.len(), reused_tokens: reused, ..Generated::default() };
+        let mut utf8 = Utf8Buffer::default();
+        let end_of_text = self.tokenizer.special_id("<|endoftext|>");
+        let finish = 'generation: loop {
+            if out.tokens.len() >= max {
+                break FinishReason::Length;
+            }
+            // The schema's fixed text, inserted without sampling, in one forward pass.
+            if let (true, Some(c)) = (forcing, constraint.as_mut()) {
+                let mut forced = c.forced()?;
+                forced.truncate(max - out.tokens.len());
+                if !forced.is_empty() {
+                    c.consume(&forced)?;
+                    for token in &forced {
+                        if !self.send(*token, &mut utf8, &mut out, emit) {
+                            return Ok(out);
+                        }
+                    }
+                    out.forced_tokens += forced.len();
+                    if c.is_stopped() {
+                        break FinishReason::Stop;
+                    }
+                    if out.tokens.len() >= max {
+                        break FinishReason::Length;
+                    }
+                    logits = self.step(&forced)?;
+                    continue;
+                }
+            }
+            if let Some(c) = constraint.as_mut() {
+                c.mask(&mut logits)?;
+            }
+            let Some(token) = sampler.pick(&logits) else {
+                return Err(LocalError::Constraint("the grammar allows no token here".into()));
+            };
+            if token == self.tokenizer.eos || Some(token) == end_of_text {
+                break FinishReason::Stop;
+            }
+            if let Some(c) = constraint.as_mut() {
+                c.consume(&[token])?;
+            }
+            if !self.send(token, &mut utf8, &mut out, emit) {
+                return Ok(out);
+            }
+            if constraint.as_ref().is_some_and(Constraint::is_stopped) {
+                break FinishReason::Stop;
+            }
+            for stop in request.stop.iter().filter(|s| !s.is_empty()) {
+                if out.text.ends_with(stop.as_str()) {
+                    break 'generation FinishReason::Stop;
+                }
+            }
+            if out.tokens.len() >= max {
+                break FinishReason::Length;
+            }
+            logits = self.step(&[token])?;
+        };
+        let usage =
+            Usage { input_tokens: prompt.len() as u64, output_tokens: out.tokens.len() as u64, estimated: false };
+        out.finish = Some(finish.clone());
+        if emit(Event::Usage(usage)) {
+            emit(Event::Finish(finish));
+        }
+        Ok(out)
+    }
+
+    /// Sends one generated token with the text it completes; `false` when the receiver is gone.
+    fn send(
+        &self,
+        token: TokenId,
+        utf8: &mut Utf8Buffer,
+        out: &mut Generated,
+        emit: &mut dyn FnMut(Event) -> bool,
+    ) -> bool {
+        let text = utf8.push(self.tokenizer.token_bytes(token));
+        out.tokens.push(token);
+        out.text.push_str(&text);
+        emit(Event::Token { id: token, text })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_characters_are_held_back_until_complete() {
+        let mut buffer = Utf8Buffer::default();
+        let smile = "🙂".as_bytes();
+        assert_eq!(buffer.push(&smile[..2]), "");
+        assert_eq!(buffer.push(&smile[2..3]), "");
+        assert_eq!(buffer.push(&[smile[3], b'a']), "🙂a");
+        assert_eq!(buffer.push(&[0xFF, b'b']), "\u{FFFD}b");
+        assert_eq!(buffer.push("é".as_bytes()), "é");
+    }
+}

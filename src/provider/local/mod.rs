@@ -1,0 +1,131 @@
+//! `local`: the embedded model — a small llama-architecture GGUF instruct model (SmolLM2-135M-Instruct
+//! by default) run in-process on the CPU, streaming one event per generated token, with
+//! schema-constrained decoding for json and jsonl answers.
+//!
+//! - [`fetch`]: where the model lives (the cache directory), `tunebench model fetch|path|info`.
+//! - [`engine`]: loading and the generation loop (prompt caching, forced tokens, sampling, UTF-8 hold-back).
+//! - [`model`]: the transformer (candle quantized matmuls, Q4_1 converted to Q8_0 at load).
+//! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses.
+//!
+//! Generation runs on its own thread; dropping the stream cancels it before the next token.
+
+pub mod bench;
+pub mod chat;
+pub mod constraint;
+pub mod engine;
+pub mod fetch;
+pub mod model;
+pub mod sampler;
+pub mod tokenizer;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+pub use engine::{Engine, Generated, LoadOptions};
+pub use model::Weights;
+
+use super::generate::generate;
+use super::{Event, EventStream, Provider, ProviderError, Request};
+
+const NAME: &str = "local";
+
+/// What can go wrong with the local model; every message names the file or value at fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LocalError {
+    /// The model file is missing, unreadable or not a model this build runs.
+    #[error("{0}")]
+    Model(String),
+    /// Fetching the model failed.
+    #[error("fetching the model: {0}")]
+    Fetch(String),
+    /// The grammar engine refused the schema or failed mid-answer.
+    #[error("constrained decoding: {0}")]
+    Constraint(String),
+    /// Prompt and answer do not fit in the model's context.
+    #[error("the prompt and answer need {needed} positions, more than the {context} of the model's context")]
+    Context { needed: usize, context: usize },
+}
+
+impl From<LocalError> for ProviderError {
+    fn from(error: LocalError) -> Self {
+        match error {
+            LocalError::Constraint(_) | LocalError::Context { .. } => {
+                ProviderError::Server { provider: NAME.into(), message: error.to_string() }
+            }
+            other => ProviderError::Config { provider: NAME.into(), message: other.to_string() },
+        }
+    }
+}
+
+/// The local provider: one loaded model, answering one request at a time.
+#[derive(Clone)]
+pub struct Local {
+    engine: Arc<Mutex<Engine>>,
+    model: String,
+}
+
+impl std::fmt::Debug for Local {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Local").field("model", &self.model).finish()
+    }
+}
+
+fn lock(engine: &Mutex<Engine>) -> MutexGuard<'_, Engine> {
+    engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Local {
+    /// Loads the GGUF at `path`.
+    pub fn load(path: &Path, options: &LoadOptions) -> Result<Self, LocalError> {
+        let engine = Engine::load(path, options)?;
+        let model = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        Ok(Self { engine: Arc::new(Mutex::new(engine)), model })
+    }
+
+    /// Loads `path`, or the default model from the cache directory (an error says how to fetch it).
+    pub fn open(path: Option<&Path>) -> Result<Self, LocalError> {
+        match path {
+            Some(path) => Self::load(path, &LoadOptions::default()),
+            None => Self::load(&fetch::installed_model()?, &LoadOptions::default()),
+        }
+    }
+
+    /// The model file's name (without `.gguf`).
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// Runs `f` with the engine (tests, bench).
+    pub fn with_engine<T>(&self, f: impl FnOnce(&mut Engine) -> T) -> T {
+        f(&mut lock(&self.engine))
+    }
+}
+
+impl Provider for Local {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn stream(&self, request: &Request) -> EventStream {
+        let engine = Arc::clone(&self.engine);
+        let request = request.clone();
+        generate(move |emit| async move {
+            let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+            let worker = std::thread::Builder::new().name("tunebench-local".into()).spawn(move || {
+                let mut engine = lock(&engine);
+                let mut send = |event: Event| sender.send(event).is_ok();
+                if let Err(error) = engine.generate(&request, &mut send) {
+                    send(Event::Error(error.into()));
+                }
+            });
+            if let Err(error) = worker {
+                let message = format!("cannot start the generation thread: {error}");
+                emit.send(Event::Error(ProviderError::Server { provider: NAME.into(), message }));
+                return;
+            }
+            while let Some(event) = receiver.recv().await {
+                emit.send(event);
+            }
+        })
+    }
+}

@@ -1,0 +1,43 @@
+//! Greedy decoding is deterministic: a run with `max_tokens = N` is exactly the first N tokens of the
+//! full run, and `tunebench truncate --unit chunk --at N` on the full run's transcript is that run's answer.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use tunebench::provider::record::Recorder;
+use tunebench::provider::FinishReason;
+
+use super::support::{generate, jsonl_request};
+
+#[test]
+fn a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n() {
+    let full_request = jsonl_request(160);
+    let (full, events) = generate(&full_request);
+    let len = full.tokens.len();
+    assert!(len >= 20, "the full run is long enough to cut: {len} tokens");
+    let mut recorder = Recorder::new("local", &full_request);
+    events.iter().for_each(|event| recorder.observe(event));
+    let transcript = recorder.into_transcript();
+    assert!(transcript.has_token_ids());
+    assert_eq!(transcript.chunks.len(), full.tokens.len(), "one transcript line per generated token");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("full.jsonl");
+    std::fs::write(&file, transcript.to_jsonl()).unwrap();
+    // Ten cuts spread over the answer, from the first token to the one before the last.
+    let mut cuts: Vec<usize> = (0..10).map(|i| 1 + i * (len - 2) / 9).collect();
+    cuts.dedup();
+    assert_eq!(cuts.len(), 10, "{cuts:?}");
+    for n in cuts {
+        let (cut, _) = generate(&jsonl_request(n as u32));
+        assert_eq!(cut.tokens, full.tokens[..n], "max_tokens = {n}");
+        assert_eq!(cut.finish, Some(FinishReason::Length), "max_tokens = {n}");
+        let output = Command::cargo_bin("tunebench")
+            .unwrap()
+            .args(["truncate", "--type", "text", "--unit", "chunk", "--json", "--at", &n.to_string()])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(report["text"].as_str(), Some(cut.text.as_str()), "truncate --at {n}");
+    }
+}
