@@ -24,7 +24,7 @@ pub fn enter(state: &mut State) -> Vec<Effect> {
     };
     let id = state.compare.id + 1;
     state.compare = CompareView { open: true, id, phase: ComparePhase::Running, ..CompareView::default() };
-    state.note = Some("compare: ←/→ move the cut · ↑/↓ pick an agreement row · esc or alt-x: back to editing".into());
+    state.note = Some(format!("comparing json vs jsonl on {} (alt-x or esc: back to editing)", state.choice.provider));
     vec![Effect::StartCompare(Box::new(CompareRequest {
         id,
         prompt,

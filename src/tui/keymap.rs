@@ -205,7 +205,7 @@ pub fn describe(action: Action) -> &'static str {
         Action::Home => "first row / cut 0",
         Action::End => "last row, follow the tail / all",
         Action::Open => "replay a past run / pick a case",
-        Action::Compare => "compare json vs jsonl (the prompt and its twin); again or esc: back",
+        Action::Compare => "json vs jsonl side by side",
     }
 }
 
