@@ -231,6 +231,13 @@ impl Runner {
     }
 }
 
+impl Drop for Runner {
+    /// Stops a running comparison first: the runtime waits for its blocking thread when dropped.
+    fn drop(&mut self) {
+        self.compare_cancel = None;
+    }
+}
+
 /// The sweep of a finished (or cancelled) answer at every chunk cut, read as its prompt reads it.
 pub fn compute_sweep(request: &SweepRequest) -> Result<crate::truncate::sweep::Sweep, String> {
     let base_dir = request.path.parent().unwrap_or(Path::new("."));
