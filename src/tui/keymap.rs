@@ -205,6 +205,7 @@ pub fn describe(action: Action) -> &'static str {
         Action::Home => "first row / cut 0",
         Action::End => "last row, follow the tail / all",
         Action::Open => "replay a past run / pick a case",
+        Action::Compare => "json vs jsonl side by side",
     }
 }
 

@@ -11,6 +11,9 @@
 
 pub mod app;
 pub mod bench;
+pub mod compare_runner;
+pub mod compare_state;
+pub mod compare_update;
 pub mod edit;
 pub mod keymap;
 pub mod log;

@@ -116,6 +116,8 @@ pub enum Action {
     End,
     /// Open the selected history entry (replay it into the panes) or choose the selected case.
     Open,
+    /// Compare the prompt with its json/jsonl twin side by side (again, or esc: back to editing).
+    Compare,
 }
 
 /// Everything `update` accepts.
@@ -144,6 +146,17 @@ pub enum Msg {
     Note(String),
     /// Time passed: `now_ms` since the workbench started.
     Tick { now_ms: u64 },
+    /// News of the comparison number `id` (older comparisons' news is ignored).
+    Compare { id: u64, news: CompareNews },
+}
+
+/// What a running comparison reports.
+#[derive(Clone, Debug)]
+pub enum CompareNews {
+    /// A run event of side 0 (json) or 1 (jsonl).
+    Event { side: usize, event: Box<RunEvent> },
+    /// Both sides ended and were compared, or why there is no comparison.
+    Done(Result<Box<crate::compare::Comparison>, String>),
 }
 
 /// What the outside world should do for `update`.
@@ -167,6 +180,24 @@ pub enum Effect {
     Copy { text: String, file_name: String },
     /// Leave the workbench.
     Quit,
+    /// Run the prompt and its twin side by side.
+    StartCompare(Box<CompareRequest>),
+    /// Stop the running comparison (drop both streams).
+    CancelCompare,
+}
+
+/// A comparison to start: the prompt as edited (its twin is derived from it) and the run settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompareRequest {
+    pub id: u64,
+    pub prompt: PromptFile,
+    /// The prompt file (its directory holds `answers/` and resolves `schema_file`).
+    pub path: PathBuf,
+    pub case: Option<String>,
+    pub provider: String,
+    pub model: Option<String>,
+    pub structured: Option<String>,
+    pub max_tokens: Option<u32>,
 }
 
 /// One run to start: the prompt as edited, and the run settings chosen in the workbench.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::log::Log;
-use super::msg::{Effect, Msg, ReplaySource, RunRequest, SweepRequest};
+use super::msg::{CompareNews, Effect, Msg, ReplaySource, RunRequest, SweepRequest};
 use super::recovery;
 use crate::cli::input::setup_for_prompt;
 use crate::prompt::file::{write_atomic, ProviderSettings};
@@ -22,8 +22,10 @@ use crate::truncate::transcript::Transcript;
 /// Executes effects for the loop.
 pub struct Runner {
     pub tx: Sender<Msg>,
-    runtime: tokio::runtime::Runtime,
-    task: Option<tokio::task::JoinHandle<()>>,
+    pub(super) runtime: tokio::runtime::Runtime,
+    pub(super) task: Option<tokio::task::JoinHandle<()>>,
+    /// Dropped to stop a running comparison (it runs on a blocking thread, which abort cannot stop).
+    pub(super) compare_cancel: Option<tokio::sync::oneshot::Sender<()>>,
     pub data_dir: Option<PathBuf>,
     pub log: Log,
     /// How a transcript file is replayed (recorded pace by default; `TUNEBENCH_REPLAY_SPEED`).
@@ -44,6 +46,7 @@ impl Runner {
             tx,
             runtime,
             task: None,
+            compare_cancel: None,
             data_dir,
             log,
             pace: Pace::Recorded,
@@ -146,6 +149,20 @@ impl Runner {
                 }
                 vec![Msg::Note(notes.join("; "))]
             }
+            Effect::StartCompare(request) => {
+                let id = request.id;
+                if let Err(message) = super::compare_runner::start(self, *request) {
+                    self.log.line(&format!("compare: {message}"));
+                    return vec![Msg::Compare { id, news: CompareNews::Done(Err(message)) }];
+                }
+                Vec::new()
+            }
+            Effect::CancelCompare => {
+                self.compare_cancel = None;
+                self.task = None;
+                self.log.line("comparison cancelled");
+                Vec::new()
+            }
             Effect::Quit => Vec::new(),
         }
     }
@@ -211,6 +228,13 @@ impl Runner {
             }
         }));
         Ok(())
+    }
+}
+
+impl Drop for Runner {
+    /// Stops a running comparison first: the runtime waits for its blocking thread when dropped.
+    fn drop(&mut self) {
+        self.compare_cancel = None;
     }
 }
 

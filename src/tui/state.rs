@@ -271,6 +271,8 @@ pub struct State {
     pub run_prompt: Option<Box<PromptFile>>,
     /// The number of the latest run (events of older runs are ignored).
     pub run_id: u64,
+    /// The compare screen (json vs jsonl side by side), shown when `compare.open`.
+    pub compare: super::compare_state::CompareView,
 }
 
 impl State {
@@ -323,6 +325,7 @@ impl State {
             pending_save: None,
             run_prompt: None,
             run_id: 0,
+            compare: Default::default(),
         };
         super::edit::relint(&mut state);
         state

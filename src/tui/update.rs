@@ -4,6 +4,7 @@
 
 use ratatui_textarea::{Input, Key};
 
+use super::compare_update;
 use super::edit::{self, edited, relint};
 use super::msg::{Action, Effect, Msg, ReplaySource, RunRequest, SweepRequest, TermEvent};
 use super::panes;
@@ -19,7 +20,11 @@ const STRUCTURED: [Option<&str>; 4] = [None, Some("json-object"), Some("json-sch
 /// Applies `msg` to `state`; returns what the outside world must do.
 pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
     match msg {
+        Msg::Term(TermEvent::Key(input)) if state.compare.open && state.overlay == Overlay::None => {
+            compare_update::key(state, &input)
+        }
         Msg::Term(TermEvent::Key(input)) => key(state, input),
+        Msg::Term(TermEvent::Mouse(_)) if state.compare.open => Vec::new(),
         Msg::Term(TermEvent::Mouse(mouse)) => super::mouse::mouse(state, mouse),
         Msg::Term(TermEvent::Resize(columns, rows)) => {
             state.size = (columns, rows);
@@ -34,7 +39,9 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
             Vec::new()
         }
+        Msg::Action(action) if state.compare.open => compare_update::act(state, action),
         Msg::Action(action) => act(state, action),
+        Msg::Compare { id, news } => compare_update::news(state, id, news),
         Msg::Run { run, event, at_ms } => {
             if run != state.run_id {
                 return Vec::new();
@@ -320,6 +327,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             step(state, i64::MAX / 2)
         }
         Action::Open => open(state),
+        Action::Compare => compare_update::enter(state),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The workbench's tests: `update` transitions, pane snapshots (TestBackend + insta), and the real
 //! binary driven in a pseudo-terminal.
 
+mod compare;
 mod e2e;
 mod snapshots;
 mod support;

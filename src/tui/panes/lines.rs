@@ -25,7 +25,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     frame.render_widget(frame_block, area);
     let width = inner.width as usize;
     if state.response_type() != ResponseType::Jsonl {
-        frame.render_widget(Paragraph::new(json_verdict(state, theme, width)), inner);
+        frame.render_widget(Paragraph::new(json_verdict(state.run.report.as_ref(), theme, width)), inner);
         return;
     }
     if verdicts.is_empty() {
@@ -87,8 +87,9 @@ pub fn row<'a>(verdict: &LineVerdict, theme: &Theme, width: usize) -> Line<'a> {
     ])
 }
 
-fn json_verdict<'a>(state: &State, theme: &Theme, width: usize) -> Vec<Line<'a>> {
-    match &state.run.report {
+/// A json answer's one verdict (its parse status, schema issues and repairs), as rows.
+pub fn json_verdict<'a>(report: Option<&Report>, theme: &Theme, width: usize) -> Vec<Line<'a>> {
+    match report {
         Some(Report::Json(report)) => {
             let mut lines = vec![if report.ok {
                 Line::from(Span::styled(format!("✓ valid {}", report.branch.clone().unwrap_or_default()), theme.valid))

@@ -1,6 +1,8 @@
 //! The screen: where each pane goes ([`layout`], shared with the mouse), and [`render`], which draws
 //! every pane from `&State` and `&Theme` (panes never change the state).
 
+pub mod compare;
+pub mod compare_chart;
 pub mod editors;
 pub mod history;
 pub mod lines;
@@ -69,6 +71,12 @@ pub fn layout(area: Rect, state: &State) -> Layout {
 pub fn render(frame: &mut Frame, state: &State, theme: &Theme) {
     let area = frame.area();
     let layout = layout(area, state);
+    if state.compare.open {
+        compare::render(frame, Rect { height: area.height.saturating_sub(layout.status.height), ..area }, state, theme);
+        status::render(frame, layout.status, state, theme);
+        overlay::render(frame, area, state, theme);
+        return;
+    }
     for (pane, rect) in &layout.panes {
         match pane {
             Pane::System if state.preview => preview::render(frame, *rect, state, theme),

@@ -60,7 +60,11 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .or_else(|| run.error.as_ref().map(|e| format!("stream error: {e}")))
         .or_else(|| (state.choice.provider == "replay").then(|| state.replay_reason.clone()).flatten())
         .unwrap_or_default();
-    let keys = "F1 help · ctrl-r run · esc stop · ctrl-s save · ctrl-q quit";
+    let keys = if state.compare.open {
+        "←/→ cut · ↑/↓ row · esc back · F1 help · ctrl-q quit"
+    } else {
+        "F1 help · ctrl-r run · esc stop · ctrl-s save · ctrl-q quit"
+    };
     let room = width.saturating_sub(keys.chars().count() + 1);
     let second = Line::from(vec![
         Span::styled(format!("{:<room$}", clip(&crate::safe_text::escape_controls(&note), room)), theme.warning),

@@ -1,0 +1,150 @@
+//! The compare screen's effect: derive the twin of the open prompt, run both sides through
+//! `compare::pair` (the replay provider plays each side's recorded answer from `answers/`; a live
+//! provider runs both, one at a time for a server on this machine), compare them with
+//! `Comparison::new` and send the events and the result back as `Msg::Compare`.
+
+use std::path::{Path, PathBuf};
+
+use super::msg::{CompareNews, CompareRequest, Msg};
+use super::runner::Runner;
+use super::sample::transcript_for;
+use crate::cli::input::setup_for_prompt;
+use crate::compare::pair;
+use crate::compare::{twin_of, Comparison, SideSpec};
+use crate::output::ResponseType;
+use crate::prompt::file::{PromptFile, ProviderSettings};
+use crate::prompt::template::Variables;
+use crate::run::{history, ProviderChoice, Reading, RunSettings};
+
+/// Starts the comparison on the runner's runtime; an error says why it cannot start.
+pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String> {
+    if let Some(task) = runner.task.take() {
+        task.abort();
+    }
+    runner.compare_cancel = None;
+    let base_dir = request.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+    let specs = sides(&request, &base_dir)?;
+    let overrides = ProviderSettings {
+        name: Some(request.provider.clone()),
+        model: request.model.clone(),
+        structured: request.structured.clone(),
+        max_tokens: request.max_tokens,
+        ..ProviderSettings::default()
+    };
+    let mut settings = RunSettings::resolve(&request.prompt, &overrides, None, None).map_err(|e| e.to_string())?;
+    let cases = [request.case.clone()];
+    let replay = if request.provider == "replay" {
+        Some(recorded_answers(&specs, &request.path, &request.prompt.id)?)
+    } else {
+        None
+    };
+    if replay.is_some() {
+        settings.model.clear();
+    }
+    let plans = pair::plans([&specs[0], &specs[1]], &cases, &Variables::new(), &settings).map_err(|e| e.to_string())?;
+    let (jobs, concurrency) = match &replay {
+        Some([a, b]) => (pair::replay_jobs(plans, [a, b], false).map_err(|e| e.to_string())?, 1),
+        None => {
+            let choice = ProviderChoice::new(&settings, None, runner.pace);
+            (pair::live_jobs(plans, &choice).map_err(|e| e.to_string())?, pair::pairing(&settings).runs.max(1))
+        }
+    };
+    runner.log.line(&format!(
+        "compare {} ({} vs {}) on {}, {concurrency} at a time",
+        request.path.display(),
+        specs[0].prompt.id,
+        specs[1].prompt.id,
+        request.provider
+    ));
+    let (tx, id, record_history) = (runner.tx.clone(), request.id, runner.record_history);
+    // The batch's future is not `Send` (a closure lifetime in `run_batch`), so it runs on a
+    // blocking thread of the runtime; dropping `cancel` (esc, or a new comparison) stops it.
+    let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
+    runner.compare_cancel = Some(cancel);
+    let handle = runner.runtime.handle().clone();
+    runner.task = Some(runner.runtime.spawn_blocking(move || {
+        handle.block_on(async move {
+            let events = tx.clone();
+            let paired = pair::run_pairs(&jobs, concurrency, move |at, event| {
+                let news = CompareNews::Event { side: at.side, event: Box::new(event) };
+                let _ = events.send(Msg::Compare { id, news });
+            });
+            let mut records = tokio::select! {
+                records = paired => records,
+                _ = cancelled => return,
+            };
+            let Some(mut pair_records) = records.pop() else {
+                let _ = tx.send(Msg::Compare { id, news: CompareNews::Done(Err("no run took place".into())) });
+                return;
+            };
+            if let Some(paths) = &replay {
+                for (record, path) in pair_records.iter_mut().zip(paths) {
+                    match pair::recorded_turns(path, None) {
+                        Ok(turns) => pair::keep_recorded_times(record, &turns),
+                        Err(e) => {
+                            let _ = tx.send(Msg::Compare { id, news: CompareNews::Done(Err(e.to_string())) });
+                            return;
+                        }
+                    }
+                }
+            } else if record_history {
+                for record in &pair_records {
+                    if let Err(e) = history::append(record) {
+                        let _ = tx.send(Msg::Note(format!("the run was not added to the history: {e}")));
+                    }
+                }
+            }
+            let comparison = Comparison::new(request.case.clone(), [&specs[0], &specs[1]], pair_records, None);
+            let _ = tx.send(Msg::Compare { id, news: CompareNews::Done(Ok(Box::new(comparison))) });
+        })
+    }));
+    Ok(())
+}
+
+/// The json side and the jsonl side: the prompt and its derived twin, in that order.
+pub fn sides(request: &CompareRequest, base_dir: &Path) -> Result<[SideSpec; 2], String> {
+    let prompt = &request.prompt;
+    let other = match prompt.response_type {
+        ResponseType::Jsonl => ResponseType::Json,
+        ResponseType::Json => ResponseType::Jsonl,
+        ResponseType::Text => {
+            return Err(format!(
+                "prompt `{}` answers text: only a json or jsonl prompt has a twin to compare with",
+                prompt.id
+            ))
+        }
+    };
+    let twin = twin_of(prompt, base_dir, other).map_err(|e| e.to_string())?;
+    let own = spec(prompt.clone(), &request.path, base_dir)?;
+    let derived = spec(twin.prompt, &request.path, base_dir)?;
+    Ok(if prompt.response_type == ResponseType::Json { [own, derived] } else { [derived, own] })
+}
+
+fn spec(prompt: PromptFile, path: &Path, base_dir: &Path) -> Result<SideSpec, String> {
+    let setup = setup_for_prompt(&prompt, path, base_dir, None).map_err(|e| format!("{e:#}"))?;
+    Ok(SideSpec {
+        label: super::compare_state::LABELS[usize::from(setup.response_type == ResponseType::Jsonl)].to_string(),
+        base_dir: base_dir.to_path_buf(),
+        reading: Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check },
+        item_check: setup.item_check,
+        prompt,
+    })
+}
+
+/// Each side's recorded answer for the replay provider: `answers/<prompt id>.jsonl` beside the
+/// prompt file (the open prompt's own file stem for its side), or a message naming what is missing.
+pub fn recorded_answers(specs: &[SideSpec; 2], path: &Path, own_id: &str) -> Result<[PathBuf; 2], String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let find = |spec: &SideSpec| {
+        let own = transcript_for(path).filter(|_| spec.prompt.id == own_id);
+        own.or_else(|| transcript_for(&dir.join(format!("{}.toml", spec.prompt.id)))).ok_or_else(|| {
+            format!(
+                "no recorded answer for the {} side (`{}`): the replay provider needs {} — alt-p picks a live provider",
+                spec.label,
+                spec.prompt.id,
+                dir.join("answers").join(format!("{}.jsonl", spec.prompt.id)).display()
+            )
+        })
+    };
+    Ok([find(&specs[0])?, find(&specs[1])?])
+}
