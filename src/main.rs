@@ -16,7 +16,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let Some(command) = &cli.command else {
-        return workbench(cli.prompt);
+        return workbench(cli.prompt, cli.no_fetch);
     };
     match cli::run(command) {
         Ok(code) => code,
@@ -28,8 +28,8 @@ fn main() -> ExitCode {
 }
 
 #[cfg(feature = "tui")]
-fn workbench(prompt: Option<std::path::PathBuf>) -> ExitCode {
-    match tunebench::tui::start(prompt) {
+fn workbench(prompt: Option<std::path::PathBuf>, no_fetch: bool) -> ExitCode {
+    match tunebench::tui::start(prompt, no_fetch) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("tunebench: error: {error:#}");
@@ -40,7 +40,7 @@ fn workbench(prompt: Option<std::path::PathBuf>) -> ExitCode {
 
 /// Built without the `tui` feature: show what the headless commands do.
 #[cfg(not(feature = "tui"))]
-fn workbench(_prompt: Option<std::path::PathBuf>) -> ExitCode {
+fn workbench(_prompt: Option<std::path::PathBuf>, _no_fetch: bool) -> ExitCode {
     let _ = Cli::command().print_help();
     eprintln!("tunebench: this build has no workbench (built without the `tui` feature)");
     ExitCode::from(2)

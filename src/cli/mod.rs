@@ -25,6 +25,9 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     /// A prompt file to open in the workbench (no argument: the sample prompt, run on its recorded answer).
     pub prompt: Option<std::path::PathBuf>,
+    /// Do not fetch a missing local model in the background when the workbench starts.
+    #[arg(long)]
+    pub no_fetch: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }

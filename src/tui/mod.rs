@@ -15,6 +15,7 @@ pub mod compare_runner;
 pub mod compare_state;
 pub mod compare_update;
 pub mod edit;
+pub mod fetch_update;
 pub mod keymap;
 pub mod log;
 pub mod mouse;

@@ -146,8 +146,17 @@ pub enum Msg {
     Note(String),
     /// Time passed: `now_ms` since the workbench started.
     Tick { now_ms: u64 },
+    /// How far the background fetch of the local model got, or its end (the model's path, or why not).
+    ModelFetch(FetchNews),
     /// News of the comparison number `id` (older comparisons' news is ignored).
     Compare { id: u64, news: CompareNews },
+}
+
+/// What the background fetch of the local model reports.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FetchNews {
+    Progress(String),
+    Done(Result<PathBuf, String>),
 }
 
 /// What a running comparison reports.
@@ -174,6 +183,8 @@ pub enum Effect {
     ClearRecovery,
     /// Sweep the finished answer at every chunk cut, in the background.
     ComputeSweep(Box<SweepRequest>),
+    /// Fetch the local model in the background (progress and the end come back as `Msg::ModelFetch`).
+    FetchModel,
     /// Read this prompt's past runs from the history file, in the background.
     LoadHistory { prompt_id: String },
     /// Put text on the terminal's clipboard (OSC 52) and in a file of the data directory.

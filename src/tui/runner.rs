@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::log::Log;
-use super::msg::{CompareNews, Effect, Msg, ReplaySource, RunRequest, SweepRequest};
+use super::msg::{CompareNews, Effect, FetchNews, Msg, ReplaySource, RunRequest, SweepRequest};
 use super::recovery;
 use crate::cli::input::setup_for_prompt;
 use crate::prompt::file::{write_atomic, ProviderSettings};
@@ -111,6 +111,21 @@ impl Runner {
                     let answer_len = request.answer.len();
                     let result = compute_sweep(&request);
                     let _ = tx.send(Msg::SweepReady { answer_len, sweep: result.map(Box::new) });
+                });
+                Vec::new()
+            }
+            Effect::FetchModel => {
+                let tx = self.tx.clone();
+                std::thread::spawn(move || {
+                    let mut last = String::new();
+                    let mut progress = |text: String| {
+                        if text != last {
+                            last.clone_from(&text);
+                            let _ = tx.send(Msg::ModelFetch(FetchNews::Progress(text)));
+                        }
+                    };
+                    let result = crate::run::fetch_local_model(&mut progress);
+                    let _ = tx.send(Msg::ModelFetch(FetchNews::Done(result)));
                 });
                 Vec::new()
             }

@@ -15,7 +15,7 @@ use super::theme::Theme;
 use super::{paths, recovery, sample};
 use crate::prompt::file::PromptFile;
 use crate::provider::replay::Pace;
-use crate::run::{ProviderChoice, RunSettings};
+use crate::run::{local_model, LocalModel};
 
 /// How the workbench starts.
 #[derive(Clone, Debug, Default)]
@@ -26,6 +26,8 @@ pub struct Options {
     pub pace: Option<Pace>,
     /// Start the run at once (the sample on a fresh start).
     pub run_now: bool,
+    /// Do not fetch a missing local model in the background (`--no-fetch`).
+    pub no_fetch: bool,
 }
 
 /// The workbench on the prompt at `path`, ready to loop (no terminal needed).
@@ -65,6 +67,11 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
     let mut app = App { state, theme, rx, runner, started, stats: LoopStats::default() };
     let follow = app.runner.execute(Effect::LoadHistory { prompt_id: app.state.saved.id.clone() });
     follow.into_iter().for_each(|m| app.handle(m));
+    if app.state.fetch_model && !options.no_fetch {
+        app.state.note = Some("local model: fetching it in the background (--no-fetch skips this)".into());
+        let follow = app.runner.execute(Effect::FetchModel);
+        follow.into_iter().for_each(|m| app.handle(m));
+    }
     if options.run_now && app.state.overlay == Overlay::None {
         app.handle(Msg::Action(super::msg::Action::Run));
     }
@@ -121,8 +128,9 @@ fn load_theme(config: Option<&Path>, notes: &mut Vec<String>) -> Theme {
     theme
 }
 
-/// The prompt's provider; with none (or `local`), the embedded model when it is built, else the
-/// recorded answer next to the prompt via replay, the status bar saying why.
+/// The prompt's provider; with none (or `local`), the embedded model when it is in the cache (it loads
+/// at the first run, in the background), else the recorded answer next to the prompt via replay, the
+/// status bar saying why, while the model is fetched ([`State::fetch_model`]).
 fn choose_provider(state: &mut State) {
     let transcript = sample::transcript_for(&state.path);
     state.choice.transcript = transcript.clone();
@@ -130,24 +138,27 @@ fn choose_provider(state: &mut State) {
     if named.as_deref().is_some_and(|n| n != "local") {
         return;
     }
-    let local = RunSettings::resolve(
-        &state.saved,
-        &crate::prompt::file::ProviderSettings { name: Some("local".into()), ..Default::default() },
-        None,
-        None,
-    )
-    .map_err(|e| e.to_string())
-    .and_then(|settings| {
-        ProviderChoice::new(&settings, None, Pace::Recorded).build(None).map(|_| ()).map_err(|e| e.to_string())
-    });
-    match (local, transcript) {
-        (Ok(()), _) => state.choice.provider = "local".into(),
-        (Err(why), Some(path)) => {
+    let why = match local_model() {
+        LocalModel::Ready => {
+            state.choice.provider = "local".into();
+            return;
+        }
+        LocalModel::Missing(why) => {
+            state.fetch_model = true;
+            format!("the local model is not fetched yet: {why}")
+        }
+        LocalModel::Unavailable(why) => why,
+    };
+    match transcript {
+        Some(path) => {
             state.choice.provider = "replay".into();
-            let why = if why.contains("not built yet") { "the local model is not built yet".to_string() } else { why };
             state.replay_reason = Some(format!("replay: {} ({why})", path.display()));
         }
-        (Err(why), None) => {
+        None if state.fetch_model => {
+            state.choice.provider = "local".into();
+            state.note = Some(format!("{why}; runs wait for the fetch"));
+        }
+        None => {
             state.choice.provider = "openai".into();
             state.note = Some(format!("no local model ({why}) and no recorded answer: alt-p picks a provider"));
         }

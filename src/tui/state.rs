@@ -265,6 +265,8 @@ pub struct State {
     pub quit: bool,
     /// Why the replay provider is used when nothing else was chosen (shown in the status bar).
     pub replay_reason: Option<String>,
+    /// The local model is missing and may be fetched in the background (the start-up asks for it).
+    pub fetch_model: bool,
     /// The prompt and texts a save in flight writes (they become the saved ones when it succeeds).
     pub pending_save: Option<Box<(PromptFile, [String; 3])>>,
     /// The prompt the current run was started with (the sweep reads its answer the same way).
@@ -322,6 +324,7 @@ impl State {
             now_ms: 0,
             quit: false,
             replay_reason: None,
+            fetch_model: false,
             pending_save: None,
             run_prompt: None,
             run_id: 0,

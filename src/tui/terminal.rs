@@ -19,13 +19,13 @@ use super::setup::{build, Options};
 use super::{paths, sample};
 
 /// Opens the workbench on `prompt` (the sample when `None`, run at once) until the user quits.
-pub fn start(prompt: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+pub fn start(prompt: Option<PathBuf>, no_fetch: bool) -> anyhow::Result<ExitCode> {
     let run_now = prompt.is_none();
     let path = match prompt {
         Some(path) => path,
         None => sample::ensure(&paths::data_dir().map_err(anyhow::Error::msg)?).map_err(anyhow::Error::msg)?,
     };
-    let (mut app, tx) = build(&path, Options { run_now, ..Options::default() })?;
+    let (mut app, tx) = build(&path, Options { run_now, no_fetch, ..Options::default() })?;
     app.runner.clipboard = true;
     let mut terminal = ratatui::init();
     let previous = std::panic::take_hook();

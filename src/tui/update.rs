@@ -114,6 +114,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
             Vec::new()
         }
+        Msg::ModelFetch(news) => super::fetch_update::model_fetch(state, news),
         Msg::Note(note) => {
             state.note = Some(note);
             Vec::new()

@@ -50,7 +50,10 @@ fn drive(state: &mut State, effects: Vec<Effect>) {
 
 /// extract-definitions compared with its twin, both sides replayed from answers/ to the end.
 fn compared() -> State {
-    let mut state = state_for(Path::new(PROMPT)).unwrap();
+    let mut state = {
+        super::support::without_local_model();
+        state_for(Path::new(PROMPT)).unwrap()
+    };
     let effects = update(&mut state, alt('x'));
     assert!(state.compare.open, "alt-x opens the compare screen");
     assert!(matches!(effects.as_slice(), [Effect::StartCompare(r)] if r.provider == "replay" && r.id == 1));
@@ -146,7 +149,10 @@ fn a_twin_without_a_recorded_answer_says_so_in_the_view() {
         dir.path().join("answers/extract-definitions.jsonl"),
     )
     .unwrap();
-    let mut state = state_for(&dir.path().join("extract-definitions.toml")).unwrap();
+    let mut state = {
+        super::support::without_local_model();
+        state_for(&dir.path().join("extract-definitions.toml")).unwrap()
+    };
     let effects = update(&mut state, Msg::Action(Action::Compare));
     drive(&mut state, effects);
     let ComparePhase::Failed(message) = &state.compare.phase else { panic!("{:?}", state.compare.phase) };

@@ -51,6 +51,9 @@ fn spawn(dir: &Path, speed: &str) -> (Child, Screen, Box<dyn Write + Send>, std:
     let pair = pty.openpty(PtySize { rows: 40, cols: 120, pixel_width: 0, pixel_height: 0 }).unwrap();
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_tunebench"));
     cmd.arg(&prompt);
+    // On the recorded answer, never the local model, and no fetch.
+    cmd.arg("--no-fetch");
+    cmd.env("TUNEBENCH_CACHE_DIR", dir.join("cache"));
     cmd.cwd(dir);
     cmd.env("TERM", "xterm-256color");
     cmd.env("TUNEBENCH_DATA_DIR", dir.join("data"));

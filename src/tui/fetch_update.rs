@@ -1,0 +1,35 @@
+//! The background fetch of the local model as `update` sees it: progress in the status line, and
+//! once the model is there, runs move from the recorded answer to it (a run starts at once when none
+//! is going).
+
+use super::msg::{Action, Effect, FetchNews, Msg};
+use super::state::State;
+use super::update::update;
+
+pub fn model_fetch(state: &mut State, news: FetchNews) -> Vec<Effect> {
+    match news {
+        FetchNews::Progress(text) => {
+            state.note = Some(format!("local model: {text}"));
+            Vec::new()
+        }
+        FetchNews::Done(Err(why)) => {
+            state.note = Some(format!("could not fetch the local model: {why} (runs stay on the recorded answer)"));
+            Vec::new()
+        }
+        FetchNews::Done(Ok(path)) => {
+            // Only a replay the workbench chose itself gives way; a provider the user picked stays.
+            if state.choice.provider != "replay" || state.replay_reason.is_none() {
+                state.note = Some(format!("local model ready: {}", path.display()));
+                return Vec::new();
+            }
+            state.choice.provider = "local".into();
+            state.replay_reason = None;
+            state.note = Some(format!("local model ready ({}): runs use it now", path.display()));
+            if state.running() {
+                Vec::new()
+            } else {
+                update(state, Msg::Action(Action::Run))
+            }
+        }
+    }
+}
