@@ -22,7 +22,7 @@ pub fn model_fetch(state: &mut State, news: FetchNews) -> Vec<Effect> {
                 state.note = Some(format!("local model ready: {}", path.display()));
                 return Vec::new();
             }
-            state.choice.provider = "local".into();
+            use_local_model(state);
             state.replay_reason = None;
             state.note = Some(format!("local model ready ({}): runs use it now", path.display()));
             if state.running() {
@@ -31,5 +31,15 @@ pub fn model_fetch(state: &mut State, news: FetchNews) -> Vec<Effect> {
                 update(state, Msg::Action(Action::Run))
             }
         }
+    }
+}
+
+/// Runs go to the local model; a json/jsonl prompt that names no structured mode is held to its schema
+/// by constrained decoding (the schema's fixed parts forced, every line valid).
+pub fn use_local_model(state: &mut State) {
+    state.choice.provider = "local".into();
+    let structured_answer = state.saved.response_type != crate::output::ResponseType::Text;
+    if state.choice.structured.is_none() && structured_answer {
+        state.choice.structured = Some("constrained".into());
     }
 }

@@ -248,6 +248,7 @@ fn a_fetched_local_model_takes_over_from_the_recorded_answer() {
     assert!(state.replay_reason.is_none());
     let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
     assert_eq!(request.provider, "local");
+    assert_eq!(request.structured.as_deref(), Some("constrained"), "a jsonl prompt is held to its schema");
 
     let mut picked = sample_state();
     picked.choice.provider = "openai".into();
