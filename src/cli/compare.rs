@@ -52,7 +52,7 @@ pub struct CompareArgs {
     /// The field items are matched on [default: the first string field of the first item].
     #[arg(long)]
     pub key: Option<String>,
-    /// openai, ollama, anthropic, local [default: the prompt's, else openai].
+    /// openai, ollama, anthropic, local [default: the prompt's, else local].
     #[arg(long)]
     pub provider: Option<String>,
     /// The model name, the same for both sides [default: side A's prompt's].
