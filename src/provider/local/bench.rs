@@ -6,7 +6,6 @@ use std::path::Path;
 use std::time::Instant;
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::engine::{Engine, LoadOptions};
 use super::model::Weights;
@@ -62,16 +61,7 @@ fn story() -> Request {
 }
 
 fn extraction(mode: StructuredMode) -> Request {
-    let schema = json!({"oneOf": [
-        {"type": "object",
-         "properties": {"type": {"const": "definition"}, "entity": {"type": "string"}, "definition": {"type": "string"}},
-         "required": ["type", "entity", "definition"], "additionalProperties": false},
-        {"type": "object",
-         "properties": {"type": {"const": "relationship"}, "subject": {"type": "string"},
-                        "predicate": {"type": "string"}, "object": {"type": "string"},
-                        "object-entity": {"type": "boolean"}},
-         "required": ["type", "subject", "predicate", "object", "object-entity"], "additionalProperties": false}
-    ]});
+    let schema = crate::cli::bench::union_schema();
     let mut request = Request::new("")
         .system("Extract definitions and relationships as JSON Lines: one compact JSON object per line.")
         .user(
