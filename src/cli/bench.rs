@@ -71,28 +71,35 @@ fn human_local(section: &LocalSection) -> String {
         LocalSection::Measured(f) => {
             let line = |name: &str, s: &crate::provider::local::bench::Speed| {
                 format!(
-                    "\x20 {name:<26} {:>7.1} tokens/s  ({} tokens, {} forced; prompt {} tokens in {:.0} ms)\n",
-                    s.tokens_per_s, s.tokens, s.forced_tokens, s.prompt_tokens, s.prefill_ms
+                    "\x20 {name:<26} {:>7.1} tokens/s, {:>5.1} per CPU-second  ({} tokens, {} forced; prompt {} tokens in {:.0} ms)\n",
+                    s.tokens_per_s, s.tokens_per_cpu_s, s.tokens, s.forced_tokens, s.prompt_tokens, s.prefill_ms
                 )
             };
             format!(
                 "local model ({}, {} threads):\n\
-                 \x20 load {:.0} ms (Q4_1 → Q8_0 at load; as stored {:.0} ms), constraint engine set up in {:.0} ms\n\
+                 \x20 load {:.0} ms (candle, Q4_1 → Q8_0 at load: {:.0} ms), constraint engine set up in {:.0} ms\n\
                  {}{}{}{}\
-                 \x20 constrained / unconstrained {:.2}×, masked / unconstrained {:.2}×, Q8_0 / Q4_1 {:.2}×\n\
+                 \x20 constrained / unconstrained {:.2}×, masked / unconstrained {:.2}×, ours / candle {:.2}×\n\
+                 \x20 weights read per token: ours {:.0} MB at {:.1} GB/s, candle {:.0} MB at {:.1} GB/s; \
+                 memory read baseline {:.1} GB/s\n\
                  \x20 peak RSS {:.0} MB\n",
                 f.model,
                 f.threads,
                 f.load_ms,
-                f.load_as_stored_ms,
+                f.load_candle_ms,
                 f.constraint_setup_ms,
                 line("unconstrained", &f.unconstrained),
                 line("json-schema (masked)", &f.masked),
                 line("constrained (forced)", &f.constrained),
-                line("baseline: Q4_1 as stored", &f.as_stored_unconstrained),
+                line("baseline: candle matmuls", &f.candle_unconstrained),
                 f.constrained_vs_unconstrained,
                 f.masked_vs_unconstrained,
-                f.q8_vs_as_stored,
+                f.native_vs_candle,
+                f.weights_mb,
+                f.weights_gb_per_s,
+                f.candle_weights_mb,
+                f.candle_weights_gb_per_s,
+                f.memory_read_gb_per_s,
                 f.peak_rss_mb,
             )
         }

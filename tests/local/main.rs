@@ -1,10 +1,11 @@
 //! The embedded model, for real: SmolLM2-135M-Instruct found through the same lookup the app uses
 //! (the cache directory; `.ci/run` fetches it first with `tunebench model fetch`). Tokenizer round
 //! trips, constrained json and jsonl runs that validate, greedy fidelity against `truncate`, seeded
-//! sampling, and cancellation mid-generation.
+//! sampling, cancellation mid-generation, and our forward pass against candle's.
 #![cfg(feature = "local")]
 
 mod fidelity;
 mod generation;
+mod reference;
 mod support;
 mod tokenizer;

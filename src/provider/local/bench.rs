@@ -1,6 +1,6 @@
 //! The local model's speed figures for `tunebench bench`: load time, tokens/s generating 256 tokens
-//! unconstrained, with the schema mask (json-schema) and with forced tokens (constrained), the same
-//! with the weights as stored (Q4_1, the in-run baseline), and peak memory.
+//! unconstrained, with the schema mask (json-schema) and with forced tokens (constrained), the same on
+//! candle's quantized matmuls (the in-run baseline), and peak memory.
 
 use std::path::Path;
 use std::time::Instant;
@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::engine::{Engine, LoadOptions};
-use super::model::Weights;
+use super::model::Backend;
 use super::LocalError;
 use crate::provider::{Event, Request, StructuredMode};
 
@@ -25,17 +25,20 @@ pub struct Speed {
     pub prefill_ms: f64,
     /// Generated tokens per second, from the first token to the last.
     pub tokens_per_s: f64,
+    /// Generated tokens per second of this thread's CPU time (prompt included): the figure that holds
+    /// when other processes share the cores; 0 where there is no /proc.
+    pub tokens_per_cpu_s: f64,
 }
 
 /// Every figure of the `local` section.
 #[derive(Clone, Debug, Serialize)]
 pub struct LocalFigures {
     pub model: String,
-    /// Threads of candle's matmuls (`TUNEBENCH_THREADS`, default 1).
+    /// Threads of the matmuls (`TUNEBENCH_THREADS`, default 1).
     pub threads: usize,
-    /// Load with Q4_1 → Q8_0 conversion (the default), and as stored.
+    /// Load of our forward pass (4-bit weights as stored), and of candle's (Q4_1 → Q8_0 at load).
     pub load_ms: f64,
-    pub load_as_stored_ms: f64,
+    pub load_candle_ms: f64,
     /// Building the token trie and grammar engine (once per model, on the first constrained request).
     pub constraint_setup_ms: f64,
     pub unconstrained: Speed,
@@ -43,13 +46,22 @@ pub struct LocalFigures {
     pub masked: Speed,
     /// constrained: masked, and the schema's fixed parts forced in batched forward passes.
     pub constrained: Speed,
-    /// Baseline: the weights as stored (Q4_1), unconstrained.
-    pub as_stored_unconstrained: Speed,
+    /// Baseline: candle's quantized matmuls, unconstrained.
+    pub candle_unconstrained: Speed,
     /// constrained ÷ unconstrained tokens/s (the goal: at least 0.9).
     pub constrained_vs_unconstrained: f64,
     pub masked_vs_unconstrained: f64,
-    /// Q8_0 ÷ Q4_1 tokens/s, unconstrained.
-    pub q8_vs_as_stored: f64,
+    /// Ours ÷ candle's tokens/s, unconstrained.
+    pub native_vs_candle: f64,
+    /// Megabytes of weight matrices one generated token reads: ours, and candle's (Q8_0).
+    pub weights_mb: f64,
+    pub candle_weights_mb: f64,
+    /// Weights read per second while generating (MB per token × tokens/s): ours and candle's.
+    pub weights_gb_per_s: f64,
+    pub candle_weights_gb_per_s: f64,
+    /// The memory bandwidth baseline, measured in the same run: one thread summing a buffer the size
+    /// of our weights (generation cannot read its weights faster than this).
+    pub memory_read_gb_per_s: f64,
     /// Peak resident memory of this process (VmHWM), MB.
     pub peak_rss_mb: f64,
 }
@@ -77,6 +89,7 @@ fn extraction(mode: StructuredMode) -> Request {
 
 fn speed(engine: &mut Engine, request: &Request) -> Result<Speed, LocalError> {
     engine.forget_cache();
+    let cpu = thread_cpu_s();
     let started = Instant::now();
     let mut first: Option<Instant> = None;
     let mut last = started;
@@ -91,7 +104,9 @@ fn speed(engine: &mut Engine, request: &Request) -> Result<Speed, LocalError> {
     let first = first.unwrap_or(last);
     let span = last.duration_since(first).as_secs_f64();
     let tokens = generated.tokens.len();
+    let cpu = thread_cpu_s().zip(cpu).map_or(0.0, |(end, start)| end - start);
     Ok(Speed {
+        tokens_per_cpu_s: if cpu > 0.0 { tokens as f64 / cpu } else { 0.0 },
         tokens,
         forced_tokens: generated.forced_tokens,
         prompt_tokens: generated.prompt_tokens,
@@ -124,25 +139,63 @@ pub fn measure(path: &Path) -> Result<LocalFigures, LocalError> {
     let masked = speed(&mut engine, &extraction(StructuredMode::JsonSchema))?;
     let constrained = speed(&mut engine, &extraction(StructuredMode::Constrained))?;
     let peak_rss_mb = peak_rss_mb();
+    let weights = engine.weight_bytes();
     drop(engine);
     let started = Instant::now();
-    let mut stored = Engine::load(path, &LoadOptions { weights: Weights::AsStored, ..LoadOptions::default() })?;
-    let load_as_stored_ms = started.elapsed().as_secs_f64() * 1e3;
-    let as_stored_unconstrained = speed(&mut stored, &story())?;
+    let mut candle = Engine::load(path, &LoadOptions { backend: Backend::Candle, ..LoadOptions::default() })?;
+    let load_candle_ms = started.elapsed().as_secs_f64() * 1e3;
+    let candle_unconstrained = speed(&mut candle, &story())?;
+    let candle_weights = candle.weight_bytes();
+    drop(candle);
+    let memory_read_gb_per_s = memory_read_gb_per_s(weights);
+    let weights_gb_per_s = weights as f64 * unconstrained.tokens_per_s / 1e9;
+    let candle_weights_gb_per_s = candle_weights as f64 * candle_unconstrained.tokens_per_s / 1e9;
     let ratio = |a: &Speed, b: &Speed| if b.tokens_per_s > 0.0 { a.tokens_per_s / b.tokens_per_s } else { 0.0 };
     Ok(LocalFigures {
         model: path.display().to_string(),
         threads: super::engine::threads(),
         load_ms,
-        load_as_stored_ms,
+        load_candle_ms,
         constraint_setup_ms,
         constrained_vs_unconstrained: ratio(&constrained, &unconstrained),
         masked_vs_unconstrained: ratio(&masked, &unconstrained),
-        q8_vs_as_stored: ratio(&unconstrained, &as_stored_unconstrained),
+        native_vs_candle: ratio(&unconstrained, &candle_unconstrained),
         unconstrained,
         masked,
         constrained,
-        as_stored_unconstrained,
+        weights_mb: weights as f64 / 1e6,
+        candle_weights_mb: candle_weights as f64 / 1e6,
+        weights_gb_per_s,
+        candle_weights_gb_per_s,
+        memory_read_gb_per_s,
+        candle_unconstrained,
         peak_rss_mb,
     })
+}
+
+/// GB/s of one thread summing `bytes` of memory (best of five), the ceiling of generating a token.
+fn memory_read_gb_per_s(bytes: usize) -> f64 {
+    let words: Vec<u64> = (0..(bytes / 8).max(1) as u64).collect();
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let started = Instant::now();
+        let mut lanes = [0u64; 8];
+        for chunk in std::hint::black_box(&words).chunks_exact(8) {
+            for (lane, word) in lanes.iter_mut().zip(chunk) {
+                *lane = lane.wrapping_add(*word);
+            }
+        }
+        std::hint::black_box(lanes);
+        best = best.min(started.elapsed().as_secs_f64());
+    }
+    (words.len() * 8) as f64 / best / 1e9
+}
+
+/// CPU seconds this thread has used (user + system, from /proc/thread-self/stat).
+fn thread_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }

@@ -10,7 +10,7 @@ use candle_core::quantized::gguf_file::Content;
 
 use super::chat::ChatTemplate;
 use super::constraint::{Constraint, Constraints, Grammar};
-use super::model::{Llama, Weights};
+use super::model::{Backend, Config, Transformer};
 use super::sampler::{Sampler, Sampling};
 use super::tokenizer::{TextTokenizer, TokenId};
 use super::LocalError;
@@ -25,20 +25,20 @@ pub const DEFAULT_MAX_TOKENS: u32 = 1024;
 /// How a model is loaded.
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
-    pub weights: Weights,
+    pub backend: Backend,
     /// Positions of the key/value cache (prompt + answer).
     pub context: usize,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { weights: Weights::Q8, context: 4096 }
+        Self { backend: Backend::Native, context: 4096 }
     }
 }
 
 /// A loaded model, ready to answer.
 pub struct Engine {
-    model: Llama,
+    model: Box<dyn Transformer>,
     tokenizer: Arc<TextTokenizer>,
     template: ChatTemplate,
     constraints: OnceLock<Result<Constraints, LocalError>>,
@@ -50,7 +50,7 @@ pub struct Engine {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("path", &self.path).field("config", &self.model.config).finish()
+        f.debug_struct("Engine").field("path", &self.path).field("config", self.model.config()).finish()
     }
 }
 
@@ -144,7 +144,7 @@ impl Engine {
         };
         let source = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok());
         let template = ChatTemplate::new(source.map(String::as_str), &text(tokenizer.bos), &text(Some(tokenizer.eos)))?;
-        let model = Llama::load(&content, &mut reader, options.weights, options.context)?;
+        let model = super::model::load(&content, &mut reader, options.backend, options.context)?;
         Ok(Self {
             model,
             tokenizer,
@@ -162,8 +162,13 @@ impl Engine {
     }
 
     /// The model's shape.
-    pub fn config(&self) -> &super::model::Config {
-        &self.model.config
+    pub fn config(&self) -> &Config {
+        self.model.config()
+    }
+
+    /// Bytes of the weight matrices generating one token reads.
+    pub fn weight_bytes(&self) -> usize {
+        self.model.weight_bytes()
     }
 
     pub fn tokenizer(&self) -> &Arc<TextTokenizer> {

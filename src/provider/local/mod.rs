@@ -4,7 +4,8 @@
 //!
 //! - [`fetch`]: where the model lives (the cache directory), `tunebench model fetch|path|info`.
 //! - [`engine`]: loading and the generation loop (prompt caching, forced tokens, sampling, UTF-8 hold-back).
-//! - [`model`]: the transformer (candle quantized matmuls, Q4_1 converted to Q8_0 at load).
+//! - [`model`]: the transformer (our forward pass: 4-bit weights as stored, [`kernels`] over [`quant`] blocks);
+//!   [`reference`]: the same on candle's quantized matmuls (the baseline and the tests' reference).
 //! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses.
 //!
 //! Generation runs on its own thread; dropping the stream cancels it before the next token.
@@ -14,7 +15,10 @@ pub mod chat;
 pub mod constraint;
 pub mod engine;
 pub mod fetch;
+pub mod kernels;
 pub mod model;
+pub mod quant;
+pub mod reference;
 pub mod sampler;
 pub mod tokenizer;
 
@@ -22,7 +26,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use engine::{Engine, Generated, LoadOptions};
-pub use model::Weights;
+pub use model::Backend;
 
 use super::generate::generate;
 use super::{Event, EventStream, Provider, ProviderError, Request};

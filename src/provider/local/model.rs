@@ -1,22 +1,56 @@
-//! The llama-architecture transformer of a GGUF file, on the CPU with candle's quantized matmuls.
+//! The llama-architecture transformer of a GGUF file on the CPU: our own forward pass over plain f32
+//! buffers, with the weights kept in their 4-bit or 8-bit blocks and multiplied by [`kernels`].
 //!
-//! Weights stored as Q4_1 are converted to Q8_0 at load (candle's Q4_1 matmul has no SIMD path; Q8_0
-//! does). The key/value cache is preallocated and can be cut back to any length, so a retry turn
-//! reuses the prompt prefix it shares with the turn before (prompt caching).
+//! Nothing is allocated per token once the buffers have grown to the longest batch. The key/value cache
+//! grows with the positions used (up to the context) and can be cut back to any length, so a retry
+//! turn reuses the prompt prefix it shares with the turn before (prompt caching). [`super::reference`]
+//! is the same model on candle's own quantized matmuls: the speed baseline and the tests' reference.
+//!
+//! [`kernels`]: super::kernels
+
+use std::io::{Read, Seek};
 
 use candle_core::quantized::gguf_file::Content;
-use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
-use candle_core::{DType, Device, Module, Tensor};
 
+use super::kernels::{dot, matmul, Attend};
+use super::quant::{quantize_activations, vector, ActBlock, Matrix, BLOCK};
 use super::LocalError;
 
-/// How the weights are held in memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Weights {
-    /// Q4_0/Q4_1/Q5_x weights converted to Q8_0 at load (fast matmuls; the default).
-    Q8,
-    /// As stored in the file (the speed baseline of `tunebench bench`).
-    AsStored,
+/// Which forward pass runs the model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// Ours: 4-bit weights as stored, AVX2 kernels (the default).
+    #[default]
+    Native,
+    /// candle's quantized matmuls, 4-bit weights converted to Q8_0 at load (the speed baseline).
+    Candle,
+    /// candle's quantized matmuls on the weights as stored (the reference the tests compare with).
+    CandleAsStored,
+}
+
+/// What the generation loop needs of a model.
+pub trait Transformer: Send {
+    fn config(&self) -> &Config;
+    /// Bytes of the weight matrices generating one token reads (the embedding row aside).
+    fn weight_bytes(&self) -> usize;
+    /// Runs `tokens` at the positions after the cache and returns the logits after the last one.
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError>;
+    /// Forgets every cached position from `len` on.
+    fn truncate_cache(&mut self, len: usize);
+}
+
+/// Loads the weights of `content` (read from `reader`) for `backend`, with a cache of `context` positions.
+pub fn load<R: Read + Seek>(
+    content: &Content,
+    reader: &mut R,
+    backend: Backend,
+    context: usize,
+) -> Result<Box<dyn Transformer>, LocalError> {
+    Ok(match backend {
+        Backend::Native => Box::new(Llama::load(content, reader, context)?),
+        Backend::Candle => Box::new(super::reference::Llama::load(content, reader, context, true)?),
+        Backend::CandleAsStored => Box::new(super::reference::Llama::load(content, reader, context, false)?),
+    })
 }
 
 /// The shape of the model, from the GGUF's `llama.*` metadata.
@@ -30,38 +64,6 @@ pub struct Config {
     pub context: usize,
     pub rope_base: f32,
     pub eps: f64,
-}
-
-struct Layer {
-    attn_norm: Tensor,
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
-    wo: QMatMul,
-    ffn_norm: Tensor,
-    gate: QMatMul,
-    up: QMatMul,
-    down: QMatMul,
-    k_cache: Tensor,
-    v_cache: Tensor,
-}
-
-/// The model with its key/value cache.
-pub struct Llama {
-    pub config: Config,
-    embeddings: QTensor,
-    layers: Vec<Layer>,
-    norm: Tensor,
-    output: QMatMul,
-    cos: Tensor,
-    sin: Tensor,
-    /// Positions held in the cache.
-    cached: usize,
-    device: Device,
-}
-
-fn model_err(e: candle_core::Error) -> LocalError {
-    LocalError::Model(e.to_string())
 }
 
 fn meta_usize(content: &Content, key: &str) -> Result<usize, LocalError> {
@@ -90,7 +92,7 @@ impl Config {
         let dim = meta_usize(content, "llama.embedding_length")?;
         let heads = meta_usize(content, "llama.attention.head_count")?;
         let kv_heads = meta_usize(content, "llama.attention.head_count_kv").unwrap_or(heads);
-        if heads == 0 || kv_heads == 0 || dim % heads != 0 || heads % kv_heads != 0 {
+        if heads == 0 || kv_heads == 0 || dim % heads != 0 || heads % kv_heads != 0 || (dim / heads) % 2 != 0 {
             return Err(LocalError::Model(format!(
                 "unusable attention shape: {dim} dims, {heads} heads, {kv_heads} key/value heads"
             )));
@@ -106,183 +108,285 @@ impl Config {
             eps: meta_f32(content, "llama.attention.layer_norm_rms_epsilon").unwrap_or(1e-5) as f64,
         })
     }
-}
 
-/// Reads a quantized tensor, converting 4/5-bit block formats to Q8_0 when asked.
-fn qtensor<R: std::io::Read + std::io::Seek>(
-    content: &Content,
-    reader: &mut R,
-    name: &str,
-    weights: Weights,
-    device: &Device,
-) -> Result<QTensor, LocalError> {
-    let tensor = content.tensor(reader, name, device).map_err(|e| LocalError::Model(format!("tensor {name}: {e}")))?;
-    let convert = weights == Weights::Q8
-        && matches!(tensor.dtype(), GgmlDType::Q4_0 | GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1);
-    if !convert {
-        return Ok(tensor);
+    fn kv_dim(&self) -> usize {
+        self.kv_heads * self.head_dim
     }
-    let values = tensor.dequantize(device).map_err(model_err)?;
-    QTensor::quantize(&values, GgmlDType::Q8_0).map_err(model_err)
 }
 
-fn dense<R: std::io::Read + std::io::Seek>(
-    content: &Content,
-    reader: &mut R,
-    name: &str,
-    device: &Device,
-) -> Result<Tensor, LocalError> {
-    let tensor = content.tensor(reader, name, device).map_err(|e| LocalError::Model(format!("tensor {name}: {e}")))?;
-    tensor.dequantize(device).map_err(model_err)
+struct Layer {
+    attn_norm: Vec<f32>,
+    wq: Matrix,
+    wk: Matrix,
+    wv: Matrix,
+    wo: Matrix,
+    ffn_norm: Vec<f32>,
+    gate: Matrix,
+    up: Matrix,
+    down: Matrix,
+    /// Position after position, `kv_heads × head_dim` values each.
+    keys: Vec<f32>,
+    values: Vec<f32>,
+}
+
+/// Working memory of one forward pass, `tokens × width` each; grown, never shrunk.
+#[derive(Default)]
+struct Buffers {
+    x: Vec<f32>,
+    h: Vec<f32>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    y: Vec<f32>,
+    gate: Vec<f32>,
+    up: Vec<f32>,
+    scores: Vec<f32>,
+    acts: Vec<ActBlock>,
+}
+
+fn grow<T: Default + Clone>(buffer: &mut Vec<T>, len: usize) -> &mut [T] {
+    if buffer.len() < len {
+        buffer.resize(len, T::default());
+    }
+    &mut buffer[..len]
+}
+
+/// The model with its key/value cache.
+pub struct Llama {
+    pub config: Config,
+    embeddings: Matrix,
+    layers: Vec<Layer>,
+    norm: Vec<f32>,
+    /// `None`: the output projection is the embedding table (tied embeddings).
+    output: Option<Matrix>,
+    ffn: usize,
+    /// `context × head_dim/2` rotary cosines and sines.
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+    cached: usize,
+    buffers: Buffers,
 }
 
 impl Llama {
-    /// Loads the weights of `content` (read from `reader`) with a cache of `context` positions.
-    pub fn load<R: std::io::Read + std::io::Seek>(
-        content: &Content,
-        reader: &mut R,
-        weights: Weights,
-        context: usize,
-    ) -> Result<Self, LocalError> {
-        let device = Device::Cpu;
+    pub fn load<R: Read + Seek>(content: &Content, reader: &mut R, context: usize) -> Result<Self, LocalError> {
         let mut config = Config::from_gguf(content)?;
         config.context = context.min(config.context).max(1);
-        let mut matmul = |name: &str| {
-            qtensor(content, reader, name, weights, &device).and_then(|t| QMatMul::from_qtensor(t).map_err(model_err))
-        };
+        let (dim, kv_dim) = (config.dim, config.kv_dim());
         let mut layers = Vec::with_capacity(config.layers);
+        let mut ffn = 0;
         for i in 0..config.layers {
-            let p = format!("blk.{i}");
+            let mut matrix = |name: &str, rows: Option<usize>, cols: usize| {
+                let full = format!("blk.{i}.{name}.weight");
+                let m = Matrix::read(content, reader, &full)?;
+                match rows {
+                    Some(rows) if (m.rows, m.cols) != (rows, cols) => Err(shape_err(&full, &m, rows, cols)),
+                    None if m.cols != cols => Err(shape_err(&full, &m, m.rows, cols)),
+                    _ => Ok(m),
+                }
+            };
             let (wq, wk, wv, wo) = (
-                matmul(&format!("{p}.attn_q.weight"))?,
-                matmul(&format!("{p}.attn_k.weight"))?,
-                matmul(&format!("{p}.attn_v.weight"))?,
-                matmul(&format!("{p}.attn_output.weight"))?,
+                matrix("attn_q", Some(dim), dim)?,
+                matrix("attn_k", Some(kv_dim), dim)?,
+                matrix("attn_v", Some(kv_dim), dim)?,
+                matrix("attn_output", Some(dim), dim)?,
             );
-            let (gate, up, down) = (
-                matmul(&format!("{p}.ffn_gate.weight"))?,
-                matmul(&format!("{p}.ffn_up.weight"))?,
-                matmul(&format!("{p}.ffn_down.weight"))?,
-            );
-            let cache_shape = (1, config.kv_heads, config.context, config.head_dim);
-            layers.push(Layer {
-                attn_norm: Tensor::zeros(1, DType::F32, &device).map_err(model_err)?,
-                wq,
-                wk,
-                wv,
-                wo,
-                ffn_norm: Tensor::zeros(1, DType::F32, &device).map_err(model_err)?,
-                gate,
-                up,
-                down,
-                k_cache: Tensor::zeros(cache_shape, DType::F32, &device).map_err(model_err)?,
-                v_cache: Tensor::zeros(cache_shape, DType::F32, &device).map_err(model_err)?,
-            });
+            let gate = matrix("ffn_gate", None, dim)?;
+            ffn = gate.rows;
+            let (up, down) = (matrix("ffn_up", Some(ffn), dim)?, matrix("ffn_down", Some(dim), ffn)?);
+            let attn_norm = norm_vector(content, reader, &format!("blk.{i}.attn_norm.weight"), dim)?;
+            let ffn_norm = norm_vector(content, reader, &format!("blk.{i}.ffn_norm.weight"), dim)?;
+            // Address space for the whole context; pages are touched only as positions are used.
+            let (keys, values) =
+                (Vec::with_capacity(config.context * kv_dim), Vec::with_capacity(config.context * kv_dim));
+            layers.push(Layer { attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down, keys, values });
         }
-        for (i, layer) in layers.iter_mut().enumerate() {
-            layer.attn_norm = dense(content, reader, &format!("blk.{i}.attn_norm.weight"), &device)?;
-            layer.ffn_norm = dense(content, reader, &format!("blk.{i}.ffn_norm.weight"), &device)?;
+        let embeddings = Matrix::read(content, reader, "token_embd.weight")?;
+        if embeddings.cols != dim {
+            return Err(shape_err("token_embd.weight", &embeddings, embeddings.rows, dim));
         }
-        let embeddings = content
-            .tensor(reader, "token_embd.weight", &device)
-            .map_err(|e| LocalError::Model(format!("tensor token_embd.weight: {e}")))?;
-        let norm = dense(content, reader, "output_norm.weight", &device)?;
-        let output = if content.tensor_infos.contains_key("output.weight") {
-            QMatMul::from_qtensor(qtensor(content, reader, "output.weight", weights, &device)?).map_err(model_err)?
-        } else {
-            // Tied embeddings: the output projection is the embedding table.
-            let tied = content.tensor(reader, "token_embd.weight", &device).map_err(model_err)?;
-            QMatMul::from_qtensor(tied).map_err(model_err)?
+        let output = match content.tensor_infos.contains_key("output.weight") {
+            true => Some(Matrix::read(content, reader, "output.weight")?),
+            false => None,
         };
-        let (cos, sin) = rope_tables(&config, &device).map_err(model_err)?;
-        Ok(Self { config, embeddings, layers, norm, output, cos, sin, cached: 0, device })
+        let norm = norm_vector(content, reader, "output_norm.weight", dim)?;
+        let (cos, sin) = rope_tables(&config);
+        Ok(Self { config, embeddings, layers, norm, output, ffn, cos, sin, cached: 0, buffers: Buffers::default() })
     }
 
-    /// Positions held in the key/value cache.
-    pub fn cached(&self) -> usize {
-        self.cached
+    fn matrix_bytes(&self) -> usize {
+        let layers: usize = self
+            .layers
+            .iter()
+            .map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down].iter().map(|m| m.bytes()).sum::<usize>())
+            .sum();
+        layers + self.output.as_ref().unwrap_or(&self.embeddings).bytes()
     }
 
-    /// Forgets every cached position from `len` on.
-    pub fn truncate_cache(&mut self, len: usize) {
-        self.cached = self.cached.min(len);
+    fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
+        let c = &self.config;
+        let (seq, start) = (tokens.len(), self.cached);
+        let (dim, kv_dim, hd, ffn) = (c.dim, c.kv_dim(), c.head_dim, self.ffn);
+        let (eps, group, scale) = (c.eps as f32, c.heads / c.kv_heads, 1.0 / (hd as f32).sqrt());
+        let b = &mut self.buffers;
+        let x = grow(&mut b.x, seq * dim);
+        let h = grow(&mut b.h, seq * dim);
+        let q = grow(&mut b.q, seq * dim);
+        let k = grow(&mut b.k, seq * kv_dim);
+        let v = grow(&mut b.v, seq * kv_dim);
+        let y = grow(&mut b.y, seq * dim);
+        let gate = grow(&mut b.gate, seq * ffn);
+        let up = grow(&mut b.up, seq * ffn);
+        let scores = grow(&mut b.scores, start + seq);
+        let acts = grow(&mut b.acts, seq * dim.max(ffn) / BLOCK);
+        for (t, &token) in tokens.iter().enumerate() {
+            if token as usize >= self.embeddings.rows {
+                return Err(LocalError::Model(format!(
+                    "token {token} is outside the model's vocabulary of {}",
+                    self.embeddings.rows
+                )));
+            }
+            self.embeddings.dequantize_row(token as usize, &mut x[t * dim..(t + 1) * dim]);
+        }
+        let half = hd / 2;
+        let rope = |values: &mut [f32], heads: usize, position: usize| {
+            let (cos, sin) = (&self.cos[position * half..][..half], &self.sin[position * half..][..half]);
+            for head in values.chunks_exact_mut(hd).take(heads) {
+                for (i, pair) in head.chunks_exact_mut(2).enumerate() {
+                    let (a, b) = (pair[0], pair[1]);
+                    pair[0] = a * cos[i] - b * sin[i];
+                    pair[1] = a * sin[i] + b * cos[i];
+                }
+            }
+        };
+        for layer in &mut self.layers {
+            rms_norm_rows(x, &layer.attn_norm, eps, h);
+            quantize_rows(h, dim, acts);
+            matmul(&layer.wq, acts, seq, 0..dim, q);
+            matmul(&layer.wk, acts, seq, 0..kv_dim, k);
+            matmul(&layer.wv, acts, seq, 0..kv_dim, v);
+            let total = (start + seq) * kv_dim;
+            grow(&mut layer.keys, total);
+            grow(&mut layer.values, total);
+            for t in 0..seq {
+                rope(&mut q[t * dim..(t + 1) * dim], c.heads, start + t);
+                rope(&mut k[t * kv_dim..(t + 1) * kv_dim], c.kv_heads, start + t);
+            }
+            layer.keys[start * kv_dim..total].copy_from_slice(k);
+            layer.values[start * kv_dim..total].copy_from_slice(v);
+            for t in 0..seq {
+                let positions = start + t + 1;
+                for head in 0..c.heads {
+                    let kv_at = (head / group) * hd;
+                    let attend = Attend {
+                        query: &q[t * dim + head * hd..][..hd],
+                        keys: &layer.keys[kv_at..],
+                        values: &layer.values[kv_at..],
+                        stride: kv_dim,
+                        positions,
+                        scale,
+                    };
+                    attend.run(scores, &mut y[t * dim + head * hd..][..hd]);
+                }
+            }
+            quantize_rows(y, dim, acts);
+            matmul(&layer.wo, acts, seq, 0..dim, h);
+            add(x, h);
+            rms_norm_rows(x, &layer.ffn_norm, eps, h);
+            quantize_rows(h, dim, acts);
+            matmul(&layer.gate, acts, seq, 0..ffn, gate);
+            matmul(&layer.up, acts, seq, 0..ffn, up);
+            for (g, u) in gate.iter_mut().zip(up.iter()) {
+                *g = *g / (1.0 + (-*g).exp()) * u;
+            }
+            quantize_rows(gate, ffn, acts);
+            matmul(&layer.down, acts, seq, 0..dim, h);
+            add(x, h);
+        }
+        let last = &x[(seq - 1) * dim..];
+        rms_norm_rows(last, &self.norm, eps, &mut h[..dim]);
+        quantize_rows(&h[..dim], dim, acts);
+        let output = self.output.as_ref().unwrap_or(&self.embeddings);
+        let mut logits = vec![0f32; output.rows];
+        matmul(output, acts, 1, 0..output.rows, &mut logits);
+        Ok(logits)
+    }
+}
+
+impl Transformer for Llama {
+    fn config(&self) -> &Config {
+        &self.config
     }
 
-    /// Runs `tokens` at the positions after the cache and returns the logits after the last one.
-    pub fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
+    fn weight_bytes(&self) -> usize {
+        self.matrix_bytes()
+    }
+
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
         if tokens.is_empty() {
             return Err(LocalError::Model("nothing to run: no tokens".into()));
         }
         if self.cached + tokens.len() > self.config.context {
             return Err(LocalError::Context { needed: self.cached + tokens.len(), context: self.config.context });
         }
-        let logits = self.forward_inner(tokens).map_err(model_err)?;
+        let logits = self.forward_inner(tokens)?;
         self.cached += tokens.len();
         Ok(logits)
     }
 
-    fn forward_inner(&mut self, tokens: &[u32]) -> candle_core::Result<Vec<f32>> {
-        let seq = tokens.len();
-        let start = self.cached;
-        let c = &self.config;
-        let (heads, kv_heads, hd) = (c.heads, c.kv_heads, c.head_dim);
-        let ids = Tensor::new(tokens, &self.device)?;
-        let mut x = self.embeddings.embedding(&ids)?.unsqueeze(0)?; // (1, seq, dim)
-        let cos = self.cos.narrow(0, start, seq)?;
-        let sin = self.sin.narrow(0, start, seq)?;
-        let mask = if seq > 1 { Some(causal_mask(seq, start, &self.device)?) } else { None };
-        let scale = 1.0 / (hd as f64).sqrt();
-        for layer in &mut self.layers {
-            let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, c.eps as f32)?;
-            let q = layer.wq.forward(&h)?.reshape((1, seq, heads, hd))?.transpose(1, 2)?.contiguous()?;
-            let k = layer.wk.forward(&h)?.reshape((1, seq, kv_heads, hd))?.transpose(1, 2)?.contiguous()?;
-            let v = layer.wv.forward(&h)?.reshape((1, seq, kv_heads, hd))?.transpose(1, 2)?.contiguous()?;
-            let q = candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?;
-            let k = candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?;
-            layer.k_cache.slice_set(&k, 2, start)?;
-            layer.v_cache.slice_set(&v, 2, start)?;
-            let total = start + seq;
-            let k = layer.k_cache.narrow(2, 0, total)?;
-            let v = layer.v_cache.narrow(2, 0, total)?;
-            let group = heads / kv_heads;
-            // Grouped-query attention: each key/value head serves `group` query heads.
-            let q = q.reshape((1, kv_heads, group * seq, hd))?;
-            let mut att = (q.matmul(&k.t()?.contiguous()?)? * scale)?; // (1, kv, group*seq, total)
-            if let Some(mask) = &mask {
-                let att4 = att.reshape((1, kv_heads, group, seq, total))?;
-                att = att4.broadcast_add(mask)?.reshape((1, kv_heads, group * seq, total))?;
-            }
-            let att = candle_nn::ops::softmax_last_dim(&att)?;
-            let y = att.matmul(&v.contiguous()?)?; // (1, kv, group*seq, hd)
-            let y = y.reshape((1, heads, seq, hd))?.transpose(1, 2)?.reshape((1, seq, heads * hd))?;
-            x = (x + layer.wo.forward(&y)?)?;
-            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, c.eps as f32)?;
-            let ffn = (candle_nn::ops::silu(&layer.gate.forward(&h)?)? * layer.up.forward(&h)?)?;
-            x = (x + layer.down.forward(&ffn)?)?;
-        }
-        let last = x.narrow(1, seq - 1, 1)?;
-        let last = candle_nn::ops::rms_norm(&last, &self.norm, c.eps as f32)?;
-        let logits = self.output.forward(&last)?;
-        logits.flatten_all()?.to_vec1::<f32>()
+    fn truncate_cache(&mut self, len: usize) {
+        self.cached = self.cached.min(len);
     }
 }
 
-/// Interleaved rotary tables (GGUF llama weights are laid out for adjacent-pair rotation).
-fn rope_tables(c: &Config, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
-    let half = c.head_dim / 2;
-    let freqs: Vec<f32> = (0..half).map(|i| 1.0 / c.rope_base.powf(2.0 * i as f32 / c.head_dim as f32)).collect();
-    let freqs = Tensor::new(freqs.as_slice(), device)?;
-    let positions = Tensor::arange(0u32, c.context as u32, device)?.to_dtype(DType::F32)?;
-    let angles = positions.unsqueeze(1)?.broadcast_mul(&freqs.unsqueeze(0)?)?;
-    Ok((angles.cos()?, angles.sin()?))
+fn shape_err(name: &str, m: &Matrix, rows: usize, cols: usize) -> LocalError {
+    LocalError::Model(format!("tensor {name} is {}×{}, expected {rows}×{cols}", m.rows, m.cols))
 }
 
-/// `-inf` above the diagonal for `seq` new positions after `start` cached ones: shape (seq, start+seq).
-fn causal_mask(seq: usize, start: usize, device: &Device) -> candle_core::Result<Tensor> {
-    let total = start + seq;
-    let values: Vec<f32> =
-        (0..seq).flat_map(|i| (0..total).map(move |j| if j > start + i { f32::NEG_INFINITY } else { 0.0 })).collect();
-    Tensor::from_vec(values, (seq, total), device)
+fn norm_vector<R: Read + Seek>(
+    content: &Content,
+    reader: &mut R,
+    name: &str,
+    dim: usize,
+) -> Result<Vec<f32>, LocalError> {
+    let values = vector(content, reader, name)?;
+    if values.len() != dim {
+        return Err(LocalError::Model(format!("tensor {name} has {} values, expected {dim}", values.len())));
+    }
+    Ok(values)
+}
+
+/// Each row of `x` divided by its root mean square, times `weight`, into `out`.
+fn rms_norm_rows(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
+    let dim = weight.len();
+    for (row, out) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
+        let mean = dot(row, row) / dim as f32;
+        let inverse = 1.0 / (mean + eps).sqrt();
+        for ((o, v), w) in out.iter_mut().zip(row).zip(weight) {
+            *o = v * inverse * w;
+        }
+    }
+}
+
+/// Quantizes each `width`-value row of `x` into `acts`, row after row.
+fn quantize_rows(x: &[f32], width: usize, acts: &mut [ActBlock]) {
+    let per_row = width / BLOCK;
+    for (t, row) in x.chunks_exact(width).enumerate() {
+        quantize_activations(row, &mut acts[t * per_row..(t + 1) * per_row]);
+    }
+}
+
+fn add(x: &mut [f32], delta: &[f32]) {
+    for (x, d) in x.iter_mut().zip(delta) {
+        *x += d;
+    }
+}
+
+/// Rotary tables for adjacent-pair rotation (GGUF llama weights are laid out for it).
+fn rope_tables(c: &Config) -> (Vec<f32>, Vec<f32>) {
+    let half = c.head_dim / 2;
+    let freqs: Vec<f32> = (0..half).map(|i| 1.0 / c.rope_base.powf(2.0 * i as f32 / c.head_dim as f32)).collect();
+    let angles: Vec<f32> = (0..c.context).flat_map(|p| freqs.iter().map(move |f| p as f32 * f)).collect();
+    (angles.iter().map(|a| a.cos()).collect(), angles.iter().map(|a| a.sin()).collect())
 }
 
 /// The index of the largest logit (the lowest index on ties).

@@ -1,0 +1,267 @@
+//! Weight matrices in the block layouts the kernels read, read straight from a GGUF file's bytes.
+//!
+//! 4-bit weights (Q4_0, Q4_1) stay 4-bit: each block of 32 holds `d·q + m` with `q` in 0..16 and its
+//! scale and offset as f16, the GGUF's own bytes (generating a token reads every weight once, so bytes
+//! are time). 8-bit weights (Q8_0) keep their bytes too. Any other type (F32,
+//! F16, K-quants, Q5_x) is dequantized by candle and quantized to 8-bit blocks here. Activations are
+//! quantized per block of 32 to 8 bits with the block's sum, so a 4-bit dot product is
+//! `d_w·d_a·Σ q_w·q_a + m_w·s_a` in integers.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use candle_core::quantized::gguf_file::Content;
+use candle_core::quantized::GgmlDType;
+use candle_core::Device;
+use half::f16;
+
+use super::LocalError;
+
+/// Values per block.
+pub const BLOCK: usize = 32;
+
+/// 32 four-bit weights: value `i` is `d·q + m`, `q` the low nibble of `qs[i]` for `i < 16`, the high
+/// nibble of `qs[i-16]` after (the GGUF layout).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct Q4Block {
+    pub d: f16,
+    pub m: f16,
+    pub qs: [u8; 16],
+}
+
+/// 32 eight-bit weights: value `i` is `d·qs[i]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct Q8Block {
+    pub d: f16,
+    pub qs: [i8; 32],
+}
+
+/// 32 activations quantized to 8 bits: value `i` ≈ `d·qs[i]`; `s` is `d·Σqs` (for 4-bit offsets).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct ActBlock {
+    pub d: f32,
+    pub s: f32,
+    pub qs: [i8; 32],
+}
+
+/// The blocks of a weight matrix, row after row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Blocks {
+    Q4(Vec<Q4Block>),
+    Q8(Vec<Q8Block>),
+}
+
+/// A weight matrix of `rows` × `cols` (each row one output; `cols` a multiple of 32).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Matrix {
+    pub rows: usize,
+    pub cols: usize,
+    pub blocks: Blocks,
+}
+
+impl Matrix {
+    /// Blocks per row.
+    pub fn row_blocks(&self) -> usize {
+        self.cols / BLOCK
+    }
+
+    /// Bytes held in memory.
+    pub fn bytes(&self) -> usize {
+        match &self.blocks {
+            Blocks::Q4(b) => std::mem::size_of_val(b.as_slice()),
+            Blocks::Q8(b) => std::mem::size_of_val(b.as_slice()),
+        }
+    }
+
+    /// Row `row` as f32 values (the embedding lookup); `out` holds `cols` values.
+    pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
+        let n = self.row_blocks();
+        match &self.blocks {
+            Blocks::Q4(blocks) => {
+                for (b, chunk) in blocks[row * n..(row + 1) * n].iter().zip(out.chunks_exact_mut(BLOCK)) {
+                    let (d, m) = (b.d.to_f32(), b.m.to_f32());
+                    for (j, q) in b.qs.iter().enumerate() {
+                        chunk[j] = d * f32::from(q & 0x0F) + m;
+                        chunk[j + 16] = d * f32::from(q >> 4) + m;
+                    }
+                }
+            }
+            Blocks::Q8(blocks) => {
+                for (b, chunk) in blocks[row * n..(row + 1) * n].iter().zip(out.chunks_exact_mut(BLOCK)) {
+                    let d = b.d.to_f32();
+                    for (v, q) in chunk.iter_mut().zip(b.qs) {
+                        *v = d * f32::from(q);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads tensor `name` of a GGUF file as a matrix.
+    pub fn read<R: Read + Seek>(content: &Content, reader: &mut R, name: &str) -> Result<Self, LocalError> {
+        let info = content
+            .tensor_infos
+            .get(name)
+            .ok_or_else(|| LocalError::Model(format!("the GGUF has no tensor {name}")))?;
+        let dims = info.shape.dims();
+        let (rows, cols) = match dims {
+            [cols] => (1, *cols),
+            [rows, cols] => (*rows, *cols),
+            _ => return Err(LocalError::Model(format!("tensor {name}: shape {dims:?} is not a matrix"))),
+        };
+        if cols % BLOCK != 0 {
+            return Err(LocalError::Model(format!("tensor {name}: {cols} columns is not a multiple of {BLOCK}")));
+        }
+        let blocks = match info.ggml_dtype {
+            GgmlDType::Q4_1 => {
+                Blocks::Q4(raw(content, reader, name, rows * cols / BLOCK * 20)?.chunks_exact(20).map(q4_1).collect())
+            }
+            GgmlDType::Q4_0 => {
+                Blocks::Q4(raw(content, reader, name, rows * cols / BLOCK * 18)?.chunks_exact(18).map(q4_0).collect())
+            }
+            GgmlDType::Q8_0 => {
+                Blocks::Q8(raw(content, reader, name, rows * cols / BLOCK * 34)?.chunks_exact(34).map(q8_0).collect())
+            }
+            _ => Blocks::Q8(quantize_weights(&vector(content, reader, name)?)),
+        };
+        Ok(Self { rows, cols, blocks })
+    }
+}
+
+/// Reads tensor `name` as f32 values, whatever its type (the norms).
+pub fn vector<R: Read + Seek>(content: &Content, reader: &mut R, name: &str) -> Result<Vec<f32>, LocalError> {
+    let model_err = |e: candle_core::Error| LocalError::Model(format!("tensor {name}: {e}"));
+    let tensor = content.tensor(reader, name, &Device::Cpu).map_err(model_err)?;
+    tensor.dequantize(&Device::Cpu).and_then(|t| t.flatten_all()).and_then(|t| t.to_vec1::<f32>()).map_err(model_err)
+}
+
+/// The `len` bytes of tensor `name`.
+fn raw<R: Read + Seek>(content: &Content, reader: &mut R, name: &str, len: usize) -> Result<Vec<u8>, LocalError> {
+    let info = &content.tensor_infos[name];
+    let io = |e: std::io::Error| LocalError::Model(format!("tensor {name}: cannot read its {len} bytes: {e}"));
+    reader.seek(SeekFrom::Start(content.tensor_data_offset + info.offset)).map_err(io)?;
+    let mut bytes = vec![0; len];
+    reader.read_exact(&mut bytes).map_err(io)?;
+    Ok(bytes)
+}
+
+fn half_at(bytes: &[u8], at: usize) -> f16 {
+    f16::from_le_bytes([bytes[at], bytes[at + 1]])
+}
+
+fn q4_1(bytes: &[u8]) -> Q4Block {
+    let mut qs = [0; 16];
+    qs.copy_from_slice(&bytes[4..20]);
+    Q4Block { d: half_at(bytes, 0), m: half_at(bytes, 2), qs }
+}
+
+fn q4_0(bytes: &[u8]) -> Q4Block {
+    // `d·(q − 8)` is `d·q + m` with `m = −8d` (exact in f16: a power-of-two multiple).
+    let d = half_at(bytes, 0);
+    let mut qs = [0; 16];
+    qs.copy_from_slice(&bytes[2..18]);
+    Q4Block { d, m: f16::from_f32(-8.0 * d.to_f32()), qs }
+}
+
+fn q8_0(bytes: &[u8]) -> Q8Block {
+    let mut qs = [0; 32];
+    for (q, b) in qs.iter_mut().zip(&bytes[2..34]) {
+        *q = *b as i8;
+    }
+    Q8Block { d: half_at(bytes, 0), qs }
+}
+
+/// Quantizes f32 weights to 8-bit blocks (`values.len()` a multiple of 32).
+pub fn quantize_weights(values: &[f32]) -> Vec<Q8Block> {
+    values
+        .chunks_exact(BLOCK)
+        .map(|chunk| {
+            let (d, qs) = quantize_block(chunk);
+            let d16 = f16::from_f32(d);
+            // Requantized against the f16 scale, so the stored scale is the one used.
+            let qs = if d16.to_f32() > 0.0 { quantize_with(chunk, 1.0 / d16.to_f32()) } else { qs };
+            Q8Block { d: d16, qs }
+        })
+        .collect()
+}
+
+/// Quantizes activations `x` (a multiple of 32 values) into `out`, one block per 32 values.
+pub fn quantize_activations(x: &[f32], out: &mut [ActBlock]) {
+    for (chunk, block) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
+        let (d, qs) = quantize_block(chunk);
+        let sum: i32 = qs.iter().map(|q| i32::from(*q)).sum();
+        *block = ActBlock { d, s: d * sum as f32, qs };
+    }
+}
+
+/// The scale `max|x|/127` and the values divided by it, rounded.
+fn quantize_block(chunk: &[f32]) -> (f32, [i8; 32]) {
+    let amax = chunk.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let d = amax / 127.0;
+    (d, quantize_with(chunk, if d > 0.0 { 1.0 / d } else { 0.0 }))
+}
+
+fn quantize_with(chunk: &[f32], inverse: f32) -> [i8; 32] {
+    let mut qs = [0i8; 32];
+    for (q, v) in qs.iter_mut().zip(chunk) {
+        *q = (v * inverse).round().clamp(-127.0, 127.0) as i8;
+    }
+    qs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn q4_blocks_read_the_gguf_layout() {
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&f16::from_f32(0.5).to_le_bytes());
+        bytes.extend_from_slice(&f16::from_f32(-1.0).to_le_bytes());
+        bytes.extend((0..16u8).map(|i| i | ((15 - i) << 4)));
+        let matrix = Matrix { rows: 1, cols: 32, blocks: Blocks::Q4(vec![q4_1(&bytes)]) };
+        let mut row = [0f32; 32];
+        matrix.dequantize_row(0, &mut row);
+        assert_eq!(row[0], -1.0);
+        assert_eq!(row[15], 0.5 * 15.0 - 1.0);
+        assert_eq!(row[16], 0.5 * 15.0 - 1.0);
+        assert_eq!(row[31], -1.0);
+    }
+
+    #[test]
+    fn q4_0_is_an_offset_of_minus_eight_scales() {
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&f16::from_f32(2.0).to_le_bytes());
+        bytes.extend([0x80u8; 16]);
+        let block = q4_0(&bytes);
+        assert_eq!((block.d.to_f32(), block.m.to_f32()), (2.0, -16.0));
+        let matrix = Matrix { rows: 1, cols: 32, blocks: Blocks::Q4(vec![block]) };
+        let mut row = [1f32; 32];
+        matrix.dequantize_row(0, &mut row);
+        assert_eq!(&row[..16], &[-16.0; 16]);
+        assert_eq!(&row[16..], &[0.0; 16]);
+    }
+
+    #[test]
+    fn activations_round_trip_within_half_a_step() {
+        let x: Vec<f32> = (0..64).map(|i| ((i * 37 % 19) as f32 - 9.0) * 0.37).collect();
+        let mut blocks = vec![ActBlock::default(); 2];
+        quantize_activations(&x, &mut blocks);
+        for (chunk, b) in x.chunks(32).zip(&blocks) {
+            for (v, q) in chunk.iter().zip(b.qs) {
+                assert!((v - b.d * f32::from(q)).abs() <= b.d / 2.0 + 1e-6);
+            }
+            let sum: f32 = b.qs.iter().map(|q| f32::from(*q)).sum();
+            assert!((b.s - b.d * sum).abs() < 1e-4);
+        }
+    }
+
+    #[test]
+    fn a_zero_block_quantizes_to_zeros() {
+        let mut blocks = vec![ActBlock { d: 9.0, s: 9.0, qs: [9; 32] }];
+        quantize_activations(&[0.0; 32], &mut blocks);
+        assert_eq!(blocks[0], ActBlock::default());
+    }
+}
