@@ -16,6 +16,7 @@ pub mod compare_state;
 pub mod compare_update;
 pub mod edit;
 pub mod fetch_update;
+pub mod input;
 pub mod keymap;
 pub mod log;
 pub mod mouse;

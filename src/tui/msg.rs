@@ -92,6 +92,9 @@ pub enum Action {
     NextProvider,
     /// Next structured-output mode: none, json-object, json-schema, constrained.
     NextStructured,
+    /// Type the model of the next run in the status line (local: empty for the default cached
+    /// model, or a `.gguf` path; servers: a model name).
+    ChooseModel,
     /// Next test case (the default variables first).
     NextCase,
     /// Raise max tokens (doubles it; none → 256).

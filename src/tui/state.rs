@@ -275,6 +275,8 @@ pub struct State {
     pub run_id: u64,
     /// The compare screen (json vs jsonl side by side), shown when `compare.open`.
     pub compare: super::compare_state::CompareView,
+    /// An open text input (the model picker, a variable's editor): it takes every key.
+    pub input: Option<Box<super::input::InputBox>>,
 }
 
 impl State {
@@ -329,6 +331,7 @@ impl State {
             run_prompt: None,
             run_id: 0,
             compare: Default::default(),
+            input: None,
         };
         super::edit::relint(&mut state);
         state

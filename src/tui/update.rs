@@ -20,6 +20,12 @@ const STRUCTURED: [Option<&str>; 4] = [None, Some("json-object"), Some("json-sch
 /// Applies `msg` to `state`; returns what the outside world must do.
 pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
     match msg {
+        Msg::Term(TermEvent::Key(input)) if state.input.is_some() => super::input::key(state, input),
+        Msg::Term(TermEvent::Paste(text)) if state.input.is_some() => {
+            super::input::paste(state, &text);
+            Vec::new()
+        }
+        Msg::Term(TermEvent::Mouse(_)) if state.input.is_some() => Vec::new(),
         Msg::Term(TermEvent::Key(input)) if state.compare.open && state.overlay == Overlay::None => {
             compare_update::key(state, &input)
         }
@@ -296,6 +302,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             state.note = Some(format!("structured: {}", state.choice.structured.as_deref().unwrap_or("none")));
             Vec::new()
         }
+        Action::ChooseModel => super::input::open_model_picker(state),
         Action::NextCase => {
             let names: Vec<Option<String>> =
                 std::iter::once(None).chain(state.saved.cases.iter().map(|c| Some(c.name.clone()))).collect();

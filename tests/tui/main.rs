@@ -6,3 +6,4 @@ mod e2e;
 mod snapshots;
 mod support;
 mod update;
+mod update_inputs;

@@ -8,6 +8,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::clip;
+use crate::tui::input::{InputBox, InputKind};
 use crate::tui::state::{RunPhase, State};
 use crate::tui::theme::Theme;
 
@@ -60,6 +61,12 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .or_else(|| run.error.as_ref().map(|e| format!("stream error: {e}")))
         .or_else(|| (state.choice.provider == "replay").then(|| state.replay_reason.clone()).flatten())
         .unwrap_or_default();
+    frame.render_widget(Paragraph::new(Line::from(first).style(theme.status)), Rect { height: 1, ..area });
+    let second_row = Rect { y: area.y + 1, height: area.height.saturating_sub(1), ..area };
+    if let Some(open) = state.input.as_deref().filter(|open| matches!(open.kind, InputKind::Model { .. })) {
+        inline_input(frame, second_row, open, theme);
+        return;
+    }
     let keys = if state.compare.open {
         "←/→ cut · ↑/↓ row · esc back · F1 help · ctrl-q quit"
     } else {
@@ -70,5 +77,27 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         Span::styled(format!("{:<room$}", clip(&crate::safe_text::escape_controls(&note), room)), theme.warning),
         Span::styled(format!(" {keys}"), theme.dim),
     ]);
-    frame.render_widget(Paragraph::new(vec![Line::from(first).style(theme.status), second]), area);
+    frame.render_widget(Paragraph::new(second), second_row);
+}
+
+/// An input typed in the status line: its label, the one-line editor, then the hint (or why the
+/// last value was refused).
+fn inline_input(frame: &mut Frame, area: Rect, open: &InputBox, theme: &Theme) {
+    let label = open.label();
+    let hint = open.error.as_deref().unwrap_or(open.hint());
+    let label_width = (label.chars().count() as u16).min(area.width / 3);
+    let hint_width = (hint.chars().count() as u16 + 1).min(area.width.saturating_sub(label_width) / 2);
+    let editor_width = area.width.saturating_sub(label_width + hint_width);
+    let at = |x: u16, width: u16| Rect { x: area.x + x, width, height: area.height.min(1), ..area };
+    frame.render_widget(Paragraph::new(Span::styled(label, theme.title)), at(0, label_width));
+    let mut editor = open.area.clone();
+    editor.set_style(theme.text);
+    editor.set_cursor_line_style(theme.text);
+    editor.set_cursor_style(theme.cut.add_modifier(ratatui::style::Modifier::REVERSED));
+    frame.render_widget(&editor, at(label_width, editor_width));
+    let style = if open.error.is_some() { theme.warning } else { theme.dim };
+    frame.render_widget(
+        Paragraph::new(Span::styled(format!(" {}", clip(hint, hint_width.saturating_sub(1) as usize)), style)),
+        at(label_width + editor_width, hint_width),
+    );
 }
