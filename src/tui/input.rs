@@ -1,11 +1,12 @@
 //! One-off text inputs over the panes (pure, part of `update`): the model picker in the status line
-//! (`choose-model`) and the editor of a variable's value. Enter applies, esc cancels; while one is
-//! open every key goes to it.
+//! (`choose-model`) and the editor of a variable's value (enter on a variable). Enter or ctrl-s
+//! applies, esc cancels, alt-enter starts a new line in a value; while one is open every key goes to it.
 
 use ratatui_textarea::{CursorMove, Input, Key, TextArea};
 
 use super::msg::Effect;
 use super::state::State;
+use super::variables::{self, Origin};
 
 /// What an open input is for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,6 +14,8 @@ pub enum InputKind {
     /// The model of the next run for `provider` (empty: the provider's default; for `local`, the
     /// default cached model).
     Model { provider: String },
+    /// The value of variable `name` in the table `origin` names; `was` is its value before.
+    Variable { name: String, origin: Origin, was: serde_json::Value },
 }
 
 /// An open text input: what it edits, its editor, and why the last apply was refused.
@@ -33,6 +36,8 @@ impl InputBox {
     pub fn label(&self) -> String {
         match &self.kind {
             InputKind::Model { provider } => format!("model for {provider}: "),
+            InputKind::Variable { name, origin: Origin::Defaults, .. } => format!("{name} ([variables])"),
+            InputKind::Variable { name, .. } => format!("{name} (this case's variables)"),
         }
     }
 
@@ -43,6 +48,10 @@ impl InputBox {
                 "empty: the default cached model, or a path to a .gguf · enter apply · esc cancel"
             }
             InputKind::Model { .. } => "a model name (empty: the server's default) · enter apply · esc cancel",
+            InputKind::Variable { was, .. } if was.is_string() => {
+                "enter or ctrl-s apply · alt-enter new line · esc cancel"
+            }
+            InputKind::Variable { .. } => "a JSON value · enter or ctrl-s apply · alt-enter new line · esc cancel",
         }
     }
 }
@@ -71,16 +80,30 @@ pub fn open_model_picker(state: &mut State) -> Vec<Effect> {
     Vec::new()
 }
 
+/// Enter on a variable row: opens its value in an editor.
+pub fn open_variable_editor(state: &mut State) -> Vec<Effect> {
+    let Some(row) = variables::selected(state) else { return Vec::new() };
+    let text = variables::text_of(&row.value);
+    let lines: Vec<String> = text.split('\n').map(str::to_string).collect();
+    let mut area = TextArea::new(lines);
+    area.move_cursor(CursorMove::Bottom);
+    area.move_cursor(CursorMove::End);
+    let kind = InputKind::Variable { name: row.name, origin: row.origin, was: row.value };
+    state.input = Some(Box::new(InputBox { kind, area, error: None }));
+    Vec::new()
+}
+
 /// A key while an input is open: enter applies, esc cancels, the rest edits.
 pub fn key(state: &mut State, input: Input) -> Vec<Effect> {
     let Some(open) = state.input.as_mut() else { return Vec::new() };
     let apply = match input.key {
         Key::Esc => {
             let what = match &open.kind {
-                InputKind::Model { .. } => "model unchanged",
+                InputKind::Model { .. } => "model unchanged".to_string(),
+                InputKind::Variable { name, .. } => format!("{name} unchanged"),
             };
             state.input = None;
-            state.note = Some(what.into());
+            state.note = Some(what);
             return Vec::new();
         }
         Key::Enter if !input.alt && !input.shift => true,
@@ -122,6 +145,11 @@ fn apply(state: &mut State) -> Vec<Effect> {
     let text = open.text();
     let result = match &open.kind {
         InputKind::Model { provider } => apply_model(state, provider, text.trim()),
+        InputKind::Variable { name, origin, was } => variables::value_of(name, was, &text).map(|value| {
+            variables::set(state, name, *origin, value);
+            super::edit::edited(state);
+            state.note = Some(format!("{name} changed (ctrl-s saves the prompt; the next run uses it)"));
+        }),
     };
     if let Err(error) = result {
         state.note = Some(error.clone());

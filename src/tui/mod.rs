@@ -31,5 +31,6 @@ pub mod state;
 pub mod terminal;
 pub mod theme;
 pub mod update;
+pub mod variables;
 
 pub use terminal::start;

@@ -275,6 +275,10 @@ pub struct State {
     pub run_id: u64,
     /// The compare screen (json vs jsonl side by side), shown when `compare.open`.
     pub compare: super::compare_state::CompareView,
+    /// The prompt's `[variables]` as edited.
+    pub variables: crate::prompt::template::Variables,
+    /// Each case's variables as edited (in the prompt's case order).
+    pub case_variables: Vec<crate::prompt::template::Variables>,
     /// An open text input (the model picker, a variable's editor): it takes every key.
     pub input: Option<Box<super::input::InputBox>>,
 }
@@ -285,6 +289,8 @@ impl State {
         let system = prompt.system.clone().unwrap_or_default();
         let template = prompt.template.clone();
         let transcript = None;
+        let prompt_variables = prompt.variables.clone();
+        let case_variables = super::variables::case_tables(&prompt);
         let choice = Choice {
             provider: prompt.provider.name.clone().unwrap_or_else(|| "replay".into()),
             model: prompt.provider.model.clone(),
@@ -332,6 +338,8 @@ impl State {
             run_id: 0,
             compare: Default::default(),
             input: None,
+            variables: prompt_variables,
+            case_variables,
         };
         super::edit::relint(&mut state);
         state

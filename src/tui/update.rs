@@ -110,7 +110,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                         state.saved = prompt;
                         state.saved_texts = texts;
                     }
-                    state.dirty = state.texts() != state.saved_texts;
+                    state.dirty = edit::is_dirty(state);
                     state.note = Some(format!("saved {}", path.display()));
                     if !state.dirty {
                         return vec![Effect::ClearRecovery];
@@ -498,7 +498,7 @@ fn step(state: &mut State, by: i64) -> Vec<Effect> {
     match state.focus {
         Pane::Lines => state.selected_line = clamp(state.selected_line, state.run.verdicts.len()),
         Pane::History => state.history_selected = clamp(state.history_selected, state.history.len()),
-        Pane::Variables => state.selected_variable = clamp(state.selected_variable, state.saved.cases.len() + 1),
+        Pane::Variables => state.selected_variable = clamp(state.selected_variable, super::variables::row_count(state)),
         Pane::Output => {
             let lines = state.run.line_count();
             let from = state.output_scroll.unwrap_or_else(|| lines.saturating_sub(1));
@@ -538,6 +538,9 @@ fn open(state: &mut State) -> Vec<Effect> {
                     Vec::new()
                 }
             }
+        }
+        Pane::Variables if state.selected_variable > state.saved.cases.len() => {
+            super::input::open_variable_editor(state)
         }
         Pane::Variables => {
             state.choice.case = match state.selected_variable {

@@ -1,4 +1,5 @@
-//! Transition tests of the one-off inputs: the model picker (`choose-model`) in the status line.
+//! Transition tests of the one-off inputs: the model picker (`choose-model`) in the status line and
+//! the editor of a variable's value (enter in the variables pane), with its save round trip.
 
 use ratatui_textarea::Key;
 use tunebench::tui::input::InputKind;
@@ -91,4 +92,118 @@ fn the_replay_provider_has_no_model_to_choose() {
     update(&mut state, alt('o'));
     assert!(state.input.is_none());
     assert!(state.note.as_deref().unwrap_or("").contains("alt-p"), "{:?}", state.note);
+}
+
+/// Focuses the variables pane and selects the first variable row (after the default row and cases).
+fn select_first_variable(state: &mut tunebench::tui::state::State) {
+    update(state, Msg::Action(Action::FocusVariables));
+    for _ in 0..=state.saved.cases.len() {
+        update(state, key('j'));
+    }
+}
+
+#[test]
+fn enter_on_a_variable_edits_its_value_and_marks_the_prompt_unsaved() {
+    let mut state = sample_state();
+    select_first_variable(&mut state);
+    update(&mut state, special(Key::Enter));
+    let open = state.input.as_ref().expect("enter on a variable opens its editor");
+    assert!(matches!(&open.kind, InputKind::Variable { name, .. } if name == "text"), "{:?}", open.kind);
+    assert!(open.text().starts_with("Deoxyribonucleic acid"), "{}", open.text());
+    // Esc cancels: nothing changes.
+    update(&mut state, special(Key::Esc));
+    assert!(state.input.is_none());
+    assert!(!state.dirty);
+    assert!(state.variables["text"].as_str().unwrap().starts_with("Deoxyribonucleic"));
+    // A new two-line value: ctrl-a/ctrl-k would be editor keys; select all and type over it instead.
+    update(&mut state, special(Key::Enter));
+    let lines = state.input.as_ref().unwrap().area.lines().len();
+    assert_eq!(lines, 1);
+    state.input.as_mut().unwrap().area.select_all();
+    update(&mut state, special(Key::Backspace));
+    type_text(&mut state, "Ribosomes read mRNA.");
+    update(
+        &mut state,
+        Msg::Term(TermEvent::Key(ratatui_textarea::Input { key: Key::Enter, alt: true, ..Default::default() })),
+    );
+    type_text(&mut state, "Second line.");
+    assert!(state.input.is_some(), "alt-enter makes a new line, it does not apply");
+    update(&mut state, ctrl('s'));
+    assert!(state.input.is_none(), "ctrl-s applies");
+    assert_eq!(state.variables["text"], "Ribosomes read mRNA.\nSecond line.");
+    assert!(state.dirty, "an edited variable is an unsaved edit");
+    // The next run renders it.
+    let effects = update(&mut state, Msg::Action(Action::Run));
+    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    let rendered = request.prompt.render(None, &Default::default()).unwrap();
+    assert!(rendered.user.contains("Ribosomes read mRNA.\nSecond line."), "{}", rendered.user);
+}
+
+#[test]
+fn an_edited_variable_is_saved_into_the_prompt_file_and_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = sample_state();
+    select_first_variable(&mut state);
+    update(&mut state, special(Key::Enter));
+    state.input.as_mut().unwrap().area.select_all();
+    update(&mut state, special(Key::Backspace));
+    type_text(&mut state, "Saved value \"quoted\".");
+    update(&mut state, special(Key::Enter));
+    let effects = update(&mut state, ctrl('s'));
+    let [Effect::Save { prompt, schema_file: None, .. }] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!(prompt.cases, state.saved.cases, "the cases are untouched");
+    // Written as the runner writes it (temp file + rename), then read back by the prompt loader.
+    let path = dir.path().join("agent-kg-extract.toml");
+    prompt.save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("[variables]"), "{text}");
+    let back = tunebench::prompt::file::PromptFile::load(&path).unwrap();
+    assert_eq!(back.variables["text"], "Saved value \"quoted\".");
+    assert_eq!(back.cases, state.saved.cases);
+    let saved_path = state.path.clone();
+    assert_eq!(update(&mut state, Msg::Saved(Ok(saved_path))), [Effect::ClearRecovery]);
+    assert!(!state.dirty, "saved: nothing unsaved any more");
+    // The unsaved value also goes to the recovery file, and comes back from it.
+    let mut state = sample_state();
+    state.variables.insert("text".into(), "recovered".into());
+    tunebench::tui::edit::edited(&mut state);
+    let edits = tunebench::tui::edit::recovery(&state, 0);
+    let mut fresh = sample_state();
+    tunebench::tui::edit::restore(&mut fresh, &edits);
+    assert_eq!(fresh.variables["text"], "recovered");
+    assert!(fresh.dirty);
+}
+
+#[test]
+fn a_case_variable_is_edited_in_its_case_and_json_values_must_stay_json() {
+    let mut state = sample_state();
+    update(&mut state, alt('c'));
+    let case = state.choice.case.clone().unwrap();
+    select_first_variable(&mut state);
+    update(&mut state, special(Key::Enter));
+    state.input.as_mut().unwrap().area.select_all();
+    update(&mut state, special(Key::Backspace));
+    type_text(&mut state, "case text");
+    update(&mut state, special(Key::Enter));
+    assert_eq!(state.case_variables[0]["text"], "case text", "the case sets it: the edit goes there");
+    assert!(state.variables["text"].as_str().unwrap().starts_with("Deoxyribonucleic"));
+    let effects = update(&mut state, ctrl('s'));
+    let [Effect::Save { prompt, .. }] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!(prompt.case(&case).unwrap().variables["text"], "case text");
+
+    // A value that is not a string is edited as JSON; text that is not JSON is refused, named.
+    let mut state = sample_state();
+    state.variables.insert("limit".into(), serde_json::json!(5));
+    select_first_variable(&mut state);
+    update(&mut state, key('j'));
+    update(&mut state, special(Key::Enter));
+    assert_eq!(state.input.as_ref().unwrap().text(), "5");
+    type_text(&mut state, "x");
+    update(&mut state, special(Key::Enter));
+    let open = state.input.as_ref().expect("refused: stays open");
+    assert!(open.error.as_deref().unwrap_or("").starts_with("limit holds JSON and 1:"), "{:?}", open.error);
+    update(&mut state, special(Key::Backspace));
+    update(&mut state, special(Key::Enter));
+    assert!(state.input.is_none());
+    assert_eq!(state.variables["limit"], serde_json::json!(5));
 }
