@@ -10,7 +10,7 @@ use super::keymap::Keymap;
 use super::recovery::Recovery;
 use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
 use crate::prompt::file::PromptFile;
-use crate::provider::{FinishReason, Usage};
+use crate::provider::{FinishReason, ModeReport, Usage};
 use crate::truncate::sweep::Sweep;
 
 /// The panes, in focus order.
@@ -119,6 +119,8 @@ pub struct Choice {
     pub max_tokens: Option<u32>,
     /// `None`: the prompt's default variables.
     pub case: Option<String>,
+    /// `structured` was chosen by the workbench (constrained on the local model), not by the user.
+    pub structured_by_default: bool,
     /// The recorded answer the replay provider plays (the sample's transcript).
     pub transcript: Option<PathBuf>,
 }
@@ -149,8 +151,12 @@ pub struct RunView {
     /// The provider and model as the run reported them.
     pub provider: String,
     pub model: String,
-    /// The structured mode used, and a note when the provider fell back.
-    pub mode: Option<String>,
+    /// The structured mode as the run reported it (asked, used, each fallback with its reason).
+    pub mode: Option<ModeReport>,
+    /// The structured mode the run asked for (`none` when it named none).
+    pub asked_mode: String,
+    /// The workbench chose the asked mode itself (`constrained` on the local model).
+    pub mode_by_default: bool,
 }
 
 impl RunView {
@@ -297,6 +303,7 @@ impl State {
             structured: prompt.provider.structured.clone(),
             max_tokens: prompt.provider.max_tokens,
             case: None,
+            structured_by_default: false,
             transcript,
         };
         let mut state = State {

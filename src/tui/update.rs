@@ -299,6 +299,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         Action::NextStructured => {
             let at = STRUCTURED.iter().position(|s| *s == state.choice.structured.as_deref()).map_or(0, |i| i + 1);
             state.choice.structured = STRUCTURED[at % STRUCTURED.len()].map(str::to_string);
+            state.choice.structured_by_default = false;
             state.note = Some(format!("structured: {}", state.choice.structured.as_deref().unwrap_or("none")));
             Vec::new()
         }
@@ -392,6 +393,9 @@ fn start_run(state: &mut State, max_turns: Option<u32>, replay: Option<ReplaySou
     state.run_id += 1;
     state.run.provider = provider.clone();
     state.run.model = state.choice.model.clone().unwrap_or_default();
+    state.run.mode = None;
+    state.run.asked_mode = state.choice.structured.clone().unwrap_or_else(|| "none".into());
+    state.run.mode_by_default = state.choice.structured_by_default;
     vec![Effect::StartRun(Box::new(RunRequest {
         run: state.run_id,
         prompt,
@@ -423,11 +427,13 @@ fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<Effect> {
             state.phase = RunPhase::Running;
         }
         RunEvent::Mode(mode) => {
-            let mut text = mode.used.to_string();
             if let Some(fallback) = mode.fallbacks.last() {
-                text.push_str(&format!(" (fell back from {}: {})", fallback.from, fallback.reason));
+                state.note = Some(format!(
+                    "structured mode fell back from {} to {}: {}",
+                    fallback.from, fallback.to, fallback.reason
+                ));
             }
-            run.mode = Some(text);
+            run.mode = Some(mode);
         }
         RunEvent::Waiting { attempt, after_ms, reason } => {
             state.note = Some(format!("server busy ({reason}): attempt {attempt} in {after_ms} ms"));

@@ -7,3 +7,4 @@ mod snapshots;
 mod support;
 mod update;
 mod update_inputs;
+mod update_runs;

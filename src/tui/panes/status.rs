@@ -1,4 +1,5 @@
-//! The status bar: provider and model (and why replay is used), time to first token, tokens/s with a
+//! The status bar: provider and model (and why replay is used), the structured mode used (and any
+//! fallback), time to first token, tokens/s with a
 //! sparkline, tokens in/out, finish reason, turn k of n, the run's phase, unsaved edits; then the
 //! last note and the main keys.
 
@@ -21,6 +22,29 @@ pub fn sparkline(rate: &[u64], width: usize) -> String {
     shown.iter().map(|&n| BARS[((n * 7) / max) as usize]).collect()
 }
 
+/// The structured mode as the run reported it: the mode used, each step down the ladder when the
+/// provider fell back (`json-schema→json-object (fallback)`), `(default on local)` when the workbench
+/// chose it; before the run reports it, the mode asked for.
+pub fn mode_text(state: &State) -> String {
+    let run = &state.run;
+    let default = if run.mode_by_default { " (default on local)" } else { "" };
+    match &run.mode {
+        Some(mode) if !mode.fallbacks.is_empty() => {
+            let steps: Vec<String> = std::iter::once(mode.requested.to_string())
+                .chain(mode.fallbacks.iter().map(|f| f.to.to_string()))
+                .collect();
+            format!("{} (fallback)", steps.join("→"))
+        }
+        Some(mode) => format!("{}{default}", mode.used),
+        None if state.phase == RunPhase::Idle => {
+            let asked = state.choice.structured.as_deref().unwrap_or("none");
+            let default = if state.choice.structured_by_default { " (default on local)" } else { "" };
+            format!("asked {asked}{default}")
+        }
+        None => format!("asked {}{default}", run.asked_mode),
+    }
+}
+
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let run = &state.run;
     let provider = if run.provider.is_empty() { state.choice.provider.as_str() } else { run.provider.as_str() };
@@ -38,6 +62,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let parts = [
         format!(" {phase}"),
         format!("{provider} {model}"),
+        mode_text(state),
         format!("ttft {}", run.ttft_ms.map_or("-".into(), |t| format!("{t}ms"))),
         format!("{} tok/s {}", run.tokens_per_s.map_or("-".into(), |t| format!("{t:.0}")), sparkline(&run.rate, 8)),
         format!(
