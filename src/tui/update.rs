@@ -63,6 +63,10 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
         }
         Msg::RunRecorded(result) => {
             state.note = Some(match result {
+                Ok(path) if state.phase == RunPhase::Cancelled => format!(
+                    "cancelled run saved to the history with its partial answer ({}): alt-8, enter replays it",
+                    path.display()
+                ),
                 Ok(path) => format!("run saved to the history ({})", path.display()),
                 Err(e) => format!("the run was not added to the history: {e}"),
             });
@@ -468,7 +472,7 @@ fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<Effect> {
             state.note = Some(format!("turn {turn} failed validation: retrying with the errors as feedback"));
         }
         RunEvent::RunEnded { ok, .. } => {
-            if state.phase != RunPhase::Cancelling {
+            if !matches!(state.phase, RunPhase::Cancelling | RunPhase::Cancelled) {
                 state.phase = RunPhase::Done { ok };
             }
             return sweep_effect(state);

@@ -63,3 +63,23 @@ fn a_fallback_shows_each_step_and_its_reason() {
     update(&mut state, Msg::Action(Action::Run));
     assert_eq!(mode_text(&state), "asked json-schema");
 }
+
+#[test]
+fn a_cancelled_run_stays_cancelled_when_its_record_arrives() {
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::Run));
+    feed(&mut state, sample_events(Some(40)));
+    let partial = state.run.output.clone();
+    assert_eq!(update(&mut state, Msg::Action(Action::CancelRun)), [Effect::CancelRun]);
+    update(&mut state, Msg::RunCancelled);
+    // The engine still ends the run (its turn, the interrupted finish), then its record is written.
+    let run = state.run_id;
+    let finish = RunEvent::Finish(tunebench::provider::FinishReason::Interrupted);
+    update(&mut state, Msg::Run { run, event: Box::new(finish), at_ms: 50 });
+    update(&mut state, Msg::Run { run, event: Box::new(RunEvent::RunEnded { ok: false, turns: 1 }), at_ms: 50 });
+    assert_eq!(state.phase, tunebench::tui::state::RunPhase::Cancelled);
+    assert_eq!(state.run.output, partial);
+    let effects = update(&mut state, Msg::RunRecorded(Ok("/data/history.jsonl".into())));
+    assert!(matches!(effects.as_slice(), [Effect::LoadHistory { .. }]), "{effects:?}");
+    assert!(state.note.as_deref().unwrap_or("").starts_with("cancelled run saved to the history"), "{:?}", state.note);
+}
