@@ -285,6 +285,8 @@ pub struct State {
     pub variables: crate::prompt::template::Variables,
     /// Each case's variables as edited (in the prompt's case order).
     pub case_variables: Vec<crate::prompt::template::Variables>,
+    /// Lines the help overlay is scrolled by (when it does not fit the screen).
+    pub help_scroll: usize,
     /// An open text input (the model picker, a variable's editor): it takes every key.
     pub input: Option<Box<super::input::InputBox>>,
 }
@@ -345,6 +347,7 @@ impl State {
             run_id: 0,
             compare: Default::default(),
             input: None,
+            help_scroll: 0,
             variables: prompt_variables,
             case_variables,
         };

@@ -170,7 +170,7 @@ fn key(state: &mut State, input: Input) -> Vec<Effect> {
     match state.overlay.clone() {
         Overlay::None => {}
         Overlay::Help => {
-            state.overlay = Overlay::None;
+            help_key(state, &input);
             return Vec::new();
         }
         Overlay::ConfirmQuit => {
@@ -227,6 +227,26 @@ fn key(state: &mut State, input: Input) -> Vec<Effect> {
     Vec::new()
 }
 
+/// A key over the help: the view's up/down/page/home/end keys scroll it (when it does not fit the
+/// screen), any other key closes it.
+fn help_key(state: &mut State, input: &Input) {
+    let geometry = panes::overlay::help_geometry(state.size, state, &super::theme::Theme::default());
+    let (height, max_scroll) = (geometry.height, geometry.max_scroll);
+    let at = state.help_scroll.min(max_scroll);
+    state.help_scroll = match state.keymap.action(input, true) {
+        Some(Action::Up) => at.saturating_sub(1),
+        Some(Action::Down) => (at + 1).min(max_scroll),
+        Some(Action::PageUp) => at.saturating_sub(height),
+        Some(Action::PageDown) => (at + height).min(max_scroll),
+        Some(Action::Home) => 0,
+        Some(Action::End) => max_scroll,
+        _ => {
+            state.overlay = Overlay::None;
+            return;
+        }
+    };
+}
+
 /// Applies one action.
 pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
     match action {
@@ -274,6 +294,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::ToggleHelp => {
             state.overlay = if state.overlay == Overlay::Help { Overlay::None } else { Overlay::Help };
+            state.help_scroll = 0;
             Vec::new()
         }
         Action::ToggleTokens => {

@@ -78,6 +78,7 @@ fn overlays_help_and_quit() {
     let help = screen(&state, 120, 40);
     assert!(help.contains("ctrl-s") && help.contains("cancel-run"), "{help}");
     insta::assert_snapshot!("help_120x40", help);
+    assert!(!help.contains("…"), "nothing of the help is clipped at 120×40:\n{help}");
     let mut state = sample_state();
     type_text(&mut state, "x");
     update(&mut state, Msg::Action(Action::Quit));
@@ -94,4 +95,28 @@ fn model_output_is_escaped_on_screen() {
     let text = screen(&state, 120, 40);
     assert!(text.contains("\\u{1b}[2J"), "{text}");
     assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'));
+}
+
+/// At 80×24 the help is one readable column (nothing clipped mid-word) that scrolls with ↑/↓ to its
+/// last line; any other key closes it.
+#[test]
+fn help_at_80x24_fits_and_scrolls() {
+    use ratatui_textarea::Key;
+    let mut state = sample_state();
+    update(&mut state, Msg::Term(tunebench::tui::msg::TermEvent::Resize(80, 24)));
+    update(&mut state, Msg::Action(Action::ToggleHelp));
+    let top = screen(&state, 80, 24);
+    assert!(top.contains("ctrl-q") && top.contains("quit (asks if edits are unsaved)"), "{top}");
+    assert!(!top.contains('…'), "no description is clipped:\n{top}");
+    insta::assert_snapshot!("help_80x24", top);
+    update(&mut state, special(Key::Down));
+    assert_eq!(state.help_scroll, 1);
+    update(&mut state, special(Key::End));
+    let bottom = screen(&state, 80, 24);
+    assert!(bottom.contains("keymap.toml in the config directory") && bottom.contains("replay a past run"), "{bottom}");
+    insta::assert_snapshot!("help_80x24_end", bottom);
+    update(&mut state, special(Key::PageUp));
+    assert!(state.help_scroll > 0 && state.overlay == tunebench::tui::state::Overlay::Help);
+    update(&mut state, key('x'));
+    assert_eq!(state.overlay, tunebench::tui::state::Overlay::None);
 }
