@@ -119,9 +119,9 @@ impl Runner {
             Effect::ComputeSweep(request) => {
                 let tx = self.tx.clone();
                 std::thread::spawn(move || {
-                    let answer_len = request.answer.len();
+                    let (run, answer_len) = (request.run, request.answer.len());
                     let result = compute_sweep(&request);
-                    let _ = tx.send(Msg::SweepReady { answer_len, sweep: result.map(Box::new) });
+                    let _ = tx.send(Msg::SweepReady { run, answer_len, sweep: result.map(Box::new) });
                 });
                 Vec::new()
             }

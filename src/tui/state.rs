@@ -215,14 +215,23 @@ pub fn counts(verdicts: &[LineVerdict]) -> [usize; 4] {
     counts
 }
 
-/// The truncation view: the cut (in chunks) and the sweep of the finished answer.
+/// The truncation view: the cut (in chunks) and the sweep of the answer, which grows while the
+/// answer streams (the answer so far is swept again at most once a frame, one sweep at a time).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TruncationView {
     /// Chunks kept (0 ..= chunk count).
     pub cut: usize,
     pub sweep: Option<Sweep>,
-    /// The sweep is being computed.
+    /// A sweep is being computed.
     pub pending: bool,
+    /// The answer length (bytes) the last sweep asked for covers.
+    pub requested_len: usize,
+    /// The answer length the shown sweep covers.
+    pub swept_len: usize,
+    /// The shown sweep is of the answer so far (the run goes on, or more arrived since).
+    pub live: bool,
+    /// When (ms into the run) the last sweep of the answer so far was asked for.
+    pub last_live_ms: Option<u64>,
     pub error: Option<String>,
     /// The chart's step lines (cut, items) of json, json-repair and jsonl, made once per sweep.
     pub series: [Vec<(f64, f64)>; 3],

@@ -10,6 +10,7 @@ use super::msg::{Action, Effect, Msg, ReplaySource, RunRequest, SweepRequest, Te
 use super::panes;
 use super::state::{Overlay, Pane, RunPhase, State};
 use crate::run::RunEvent;
+use crate::truncate::sweep::Sweep;
 
 /// How often unsaved edits go to the recovery file, at most.
 pub const RECOVERY_EVERY_MS: u64 = 1000;
@@ -80,19 +81,8 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
             sweep_effect(state)
         }
-        Msg::SweepReady { answer_len, sweep } => {
-            if answer_len == state.run.output.len() {
-                state.truncation.pending = false;
-                match sweep {
-                    Ok(sweep) => {
-                        state.truncation.cut = state.run.chunk_ends.len();
-                        state.truncation.series = panes::truncation::series(&sweep);
-                        state.truncation.sweep = Some(*sweep);
-                        state.truncation.error = None;
-                    }
-                    Err(e) => state.truncation.error = Some(e),
-                }
-            }
+        Msg::SweepReady { run, answer_len, sweep } => {
+            sweep_ready(state, run, answer_len, sweep);
             Vec::new()
         }
         Msg::HistoryLoaded(result) => {
@@ -443,6 +433,7 @@ fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<Effect> {
             if turn > 1 {
                 run.clear_answer();
                 state.selected_line = 0;
+                state.truncation = Default::default();
             }
             run.turn = turn;
             run.max_turns = max_turns;
@@ -464,6 +455,7 @@ fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<Effect> {
             state.note = Some(format!("server busy ({reason}): attempt {attempt} in {after_ms} ms"));
         }
         RunEvent::Delta(text) => {
+            let at = at_ms;
             let ttft = *run.ttft_ms.get_or_insert(at_ms);
             run.push_chunk(&text);
             let bucket = (at_ms.saturating_sub(ttft) / 100) as usize;
@@ -477,6 +469,7 @@ fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<Effect> {
             if secs > 0.05 {
                 run.tokens_per_s = Some(run.chunk_ends.len() as f64 / secs);
             }
+            return live_sweep(state, at);
         }
         RunEvent::Line(verdict) => run.verdicts.push(verdict),
         RunEvent::Usage(usage) => run.usage = Some(usage),
@@ -502,6 +495,48 @@ fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<Effect> {
     Vec::new()
 }
 
+/// How often, at most, the answer so far is swept again while it streams (a frame; one sweep at a time).
+pub const LIVE_SWEEP_EVERY_MS: u64 = 16;
+
+/// While the answer streams: the sweep of the answer so far, when none is being computed and the last
+/// one was asked for a frame ago or more (never once per token).
+fn live_sweep(state: &mut State, at_ms: u64) -> Vec<Effect> {
+    let view = &state.truncation;
+    let due = view.last_live_ms.is_none_or(|last| at_ms >= last.saturating_add(LIVE_SWEEP_EVERY_MS));
+    if view.pending || !due {
+        return Vec::new();
+    }
+    state.truncation.last_live_ms = Some(at_ms);
+    sweep_effect(state)
+}
+
+/// A sweep arrived: shown if it is of this run and not older than the one shown; the cut follows the
+/// end of the answer unless it was moved back.
+fn sweep_ready(state: &mut State, run: u64, answer_len: usize, sweep: Result<Box<Sweep>, String>) {
+    let view = &mut state.truncation;
+    if run != state.run_id || answer_len > state.run.output.len() || answer_len < view.swept_len {
+        return;
+    }
+    if answer_len >= view.requested_len {
+        view.pending = false;
+    }
+    match sweep {
+        Ok(sweep) => {
+            let following = view.sweep.as_ref().is_none_or(|shown| view.cut + 1 >= shown.cuts.len());
+            if following {
+                view.cut = sweep.cuts.len().saturating_sub(1);
+            }
+            view.series = panes::truncation::series(&sweep);
+            view.sweep = Some(*sweep);
+            view.error = None;
+            view.swept_len = answer_len;
+            view.live =
+                answer_len < state.run.output.len() || matches!(state.phase, RunPhase::Starting | RunPhase::Running);
+        }
+        Err(e) => view.error = Some(e),
+    }
+}
+
 /// The sweep of the answer on screen, when there is one.
 fn sweep_effect(state: &mut State) -> Vec<Effect> {
     if state.run.output.is_empty() {
@@ -512,7 +547,9 @@ fn sweep_effect(state: &mut State) -> Vec<Effect> {
         None => state.saved.clone(),
     };
     state.truncation.pending = true;
+    state.truncation.requested_len = state.run.output.len();
     vec![Effect::ComputeSweep(Box::new(SweepRequest {
+        run: state.run_id,
         answer: state.run.output.clone(),
         chunk_ends: state.run.chunk_ends.clone(),
         prompt,
