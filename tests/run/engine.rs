@@ -104,7 +104,6 @@ async fn the_recorded_transcript_replays_with_identical_results() {
 async fn a_failed_answer_is_retried_with_the_feedback_and_the_previous_answer() {
     let server =
         serve(vec![recorded("run/definitions_invalid_stream.txt"), recorded("run/definitions_stream.txt")]).await;
-    let one_turn = plan(&sample("extract-definitions"), Some(1));
     let plan = plan(&sample("extract-definitions"), Some(3));
     let (record, events) = run(openai(&server).as_ref(), &plan).await;
 
