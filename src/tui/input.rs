@@ -45,9 +45,9 @@ impl InputBox {
     pub fn hint(&self) -> &'static str {
         match &self.kind {
             InputKind::Model { provider } if provider == "local" => {
-                "empty: the default cached model, or a path to a .gguf · enter apply · esc cancel"
+                "empty: default cached model, else a .gguf path · enter/esc"
             }
-            InputKind::Model { .. } => "a model name (empty: the server's default) · enter apply · esc cancel",
+            InputKind::Model { .. } => "a model name, empty: the server's default · enter/esc",
             InputKind::Variable { was, .. } if was.is_string() => {
                 "enter or ctrl-s apply · alt-enter new line · esc cancel"
             }

@@ -111,7 +111,8 @@ fn inline_input(frame: &mut Frame, area: Rect, open: &InputBox, theme: &Theme) {
     let label = open.label();
     let hint = open.error.as_deref().unwrap_or(open.hint());
     let label_width = (label.chars().count() as u16).min(area.width / 3);
-    let hint_width = (hint.chars().count() as u16 + 1).min(area.width.saturating_sub(label_width) / 2);
+    // The hint gets its room, the editor at least 40 columns.
+    let hint_width = (hint.chars().count() as u16 + 1).min(area.width.saturating_sub(label_width + 40));
     let editor_width = area.width.saturating_sub(label_width + hint_width);
     let at = |x: u16, width: u16| Rect { x: area.x + x, width, height: area.height.min(1), ..area };
     frame.render_widget(Paragraph::new(Span::styled(label, theme.title)), at(0, label_width));
