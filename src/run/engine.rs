@@ -20,8 +20,23 @@ use crate::output::ResponseType;
 use crate::provider::{FinishReason, Provider, Request};
 
 /// Runs `plan` through `provider`, reporting progress to `sink`; returns the run record.
-/// Dropping the future cancels the run (and closes the provider's connection).
-pub async fn run<F: FnMut(RunEvent) + Send>(provider: &dyn Provider, plan: &RunPlan, mut sink: F) -> RunRecord {
+/// Dropping the future cancels the run (and closes the provider's connection) with no record; see
+/// [`run_until`] for a cancel that keeps one.
+pub async fn run<F: FnMut(RunEvent) + Send>(provider: &dyn Provider, plan: &RunPlan, sink: F) -> RunRecord {
+    run_until(provider, plan, sink, std::future::pending()).await
+}
+
+/// [`run`], stopped when `cancel` completes: the stream is dropped at once (the connection closes),
+/// no further turn starts, and the record keeps the partial answer, marked `cancelled` (the last
+/// turn's transcript ends `interrupted`, so it replays).
+pub async fn run_until<F, C>(provider: &dyn Provider, plan: &RunPlan, mut sink: F, cancel: C) -> RunRecord
+where
+    F: FnMut(RunEvent) + Send,
+    C: std::future::Future<Output = ()> + Send,
+{
+    let cancel = futures_util::FutureExt::fuse(cancel);
+    futures_util::pin_mut!(cancel);
+    let mut cancelled = false;
     let started_at_ms = now_ms();
     let started = Instant::now();
     // Counted only when a retry needs it (the tokenizer is not loaded for runs that pass at once).
@@ -32,9 +47,11 @@ pub async fn run<F: FnMut(RunEvent) + Send>(provider: &dyn Provider, plan: &RunP
     let mut no_room = false;
     for number in 1..=plan.max_turns {
         sink(RunEvent::TurnStarted { turn: number, max_turns: plan.max_turns, request: request.clone() });
-        let mut turn = stream_turn(provider, plan, &request, number, &mut sink).await;
+        let (mut turn, stopped) = stream_turn(provider, plan, &request, number, &mut sink, &mut cancel).await;
         sink(RunEvent::TurnEnded(Box::new(turn.summary())));
-        let retry = !turn.ok
+        cancelled = stopped;
+        let retry = !cancelled
+            && !turn.ok
             && turn.error.is_none()
             && number < plan.max_turns
             && plan.reading.response_type != ResponseType::Text;
@@ -57,6 +74,12 @@ pub async fn run<F: FnMut(RunEvent) + Send>(provider: &dyn Provider, plan: &RunP
     }
     let mut record = record_of(provider.name(), plan, turns, started_at_ms);
     record.duration_ms = started.elapsed().as_millis() as u64;
+    if cancelled {
+        record.cancelled = true;
+        record.ok = false;
+        record.warnings.retain(|w| !w.starts_with("interrupted:"));
+        record.warnings.push("cancelled by the user: the answer stops where the stream was stopped".into());
+    }
     if no_room {
         record.warnings.push(format!(
             "no retry: the feedback does not fit in the context window ({} tokens); give a larger context size",
@@ -100,6 +123,7 @@ fn record_of(provider: &str, plan: &RunPlan, turns: Vec<Turn>, started_at_ms: u6
         max_turns: plan.max_turns,
         started_at_ms,
         duration_ms: 0,
+        cancelled: false,
         turns,
     }
 }

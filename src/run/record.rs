@@ -46,6 +46,9 @@ pub struct RunRecord {
     /// When the run started, in milliseconds since the Unix epoch.
     pub started_at_ms: u64,
     pub duration_ms: u64,
+    /// The user stopped the run: the last turn holds the answer as far as it streamed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cancelled: bool,
     pub turns: Vec<Turn>,
 }
 

@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use futures_util::future::{Either, FusedFuture};
 use futures_util::StreamExt;
 
 use super::plan::RunPlan;
@@ -12,14 +13,16 @@ use crate::output::parser_for;
 use crate::provider::record::Recorder;
 use crate::provider::{Event, FinishReason, ModeReport, Provider, ProviderError, Request, Usage};
 
-/// Streams `request` through `provider` as turn `number` of `plan`.
-pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send>(
+/// Streams `request` through `provider` as turn `number` of `plan`. When `cancel` completes first,
+/// the stream is dropped at once and the turn keeps the partial answer (`true` comes back with it).
+pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output = ()> + Unpin>(
     provider: &dyn Provider,
     plan: &RunPlan,
     request: &Request,
     number: u32,
     sink: &mut F,
-) -> Turn {
+    cancel: &mut C,
+) -> (Turn, bool) {
     let mut parser = parser_for(plan.reading.response_type, plan.reading.profile, plan.reading.check.clone());
     let mut recorder = Recorder::new(provider.name(), request);
     let started = Instant::now();
@@ -33,7 +36,17 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send>(
     let mut usage: Option<Usage> = None;
     let mut finish: Option<FinishReason> = None;
     let mut error: Option<ProviderError> = None;
-    while let Some(event) = stream.next().await {
+    let mut cancelled = false;
+    loop {
+        // The cancel is polled first: once it fires, no further event is read.
+        let event = match futures_util::future::select(&mut *cancel, stream.next()).await {
+            Either::Left(((), _)) => {
+                cancelled = true;
+                break;
+            }
+            Either::Right((Some(event), _)) => event,
+            Either::Right((None, _)) => break,
+        };
         recorder.observe(&event);
         match event {
             Event::Mode(report) => {
@@ -91,7 +104,7 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send>(
         _ => None,
     };
     let ok = error.is_none() && passes(&parse);
-    Turn {
+    let turn = Turn {
         turn: number,
         output,
         finish_reason: finish,
@@ -106,5 +119,6 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send>(
         feedback: None,
         mode: plan.mode_with(mode.as_ref()),
         transcript: recorder.into_transcript(),
-    }
+    };
+    (turn, cancelled)
 }

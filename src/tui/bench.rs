@@ -33,6 +33,8 @@ pub struct TuiFigures {
     pub stream_and_sweep_ms: f64,
     pub renders: usize,
     pub renders_per_s: f64,
+    /// Sweeps of the answer so far shown while it streamed (the truncation chart growing).
+    pub live_sweeps: usize,
     pub keys: usize,
     /// From a key's arrival on the channel to `update` handling it.
     pub key_handled_median_ms: f64,
@@ -114,13 +116,19 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
     let typist = spawn_typist(tx.clone(), Arc::clone(&typed));
     let mut stream_end: Option<Instant> = None;
     let mut done: Option<Instant> = None;
+    let (mut live_sweeps, mut last_swept) = (0usize, 0usize);
     // The loop runs until the run is swept AND every key typed has been handled (keys go on arriving
     // after a fast stream ends; they must meet a running loop, not a queue).
     app.run(&mut terminal, |state| {
+        if state.truncation.live && state.truncation.swept_len != last_swept {
+            last_swept = state.truncation.swept_len;
+            live_sweeps += 1;
+        }
         if stream_end.is_none() && matches!(state.phase, RunPhase::Done { .. } | RunPhase::Failed(_)) {
             stream_end = Some(Instant::now());
         }
-        let swept = state.truncation.sweep.is_some() || state.truncation.error.is_some();
+        // The sweep of the whole answer (live sweeps of the answer so far do not count).
+        let swept = (state.truncation.sweep.is_some() && !state.truncation.live) || state.truncation.error.is_some();
         if swept && done.is_none() {
             done = Some(Instant::now());
         }
@@ -152,6 +160,7 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
         stream_and_sweep_ms: ms(done - run_at),
         renders,
         renders_per_s: renders as f64 / stream.as_secs_f64().max(1e-9),
+        live_sweeps,
         keys: to_handle.len(),
         key_handled_median_ms: median(&mut to_handle.clone()),
         key_handled_max_ms: to_handle.iter().copied().fold(0.0, f64::max),

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::recovery::Recovery;
+use super::recovery::{RecoveredVariables, Recovery};
 use super::state::{Lint, SchemaKind, State};
 use crate::prompt::file::PromptFile;
 use crate::prompt::signature;
@@ -32,10 +32,15 @@ pub fn relint(state: &mut State) {
     };
 }
 
-/// Records that an editor changed: dirty when the texts differ from the saved ones.
+/// Records that an editor or a variable changed: dirty when they differ from the saved ones.
 pub fn edited(state: &mut State) {
     state.edits += 1;
-    state.dirty = state.texts() != state.saved_texts;
+    state.dirty = is_dirty(state);
+}
+
+/// Whether the texts or the variables differ from the saved prompt's.
+pub fn is_dirty(state: &State) -> bool {
+    state.texts() != state.saved_texts || super::variables::changed(state)
 }
 
 /// The prompt as the editors hold it, for a run: a schema file's edited text is inlined.
@@ -60,6 +65,10 @@ fn edited_prompt(state: &State) -> Result<(PromptFile, Option<(PathBuf, String)>
     let mut prompt = state.saved.clone();
     prompt.system = (!system.is_empty()).then_some(system);
     prompt.template = template;
+    prompt.variables = state.variables.clone();
+    for (case, variables) in prompt.cases.iter_mut().zip(&state.case_variables) {
+        case.variables = variables.clone();
+    }
     let mut file = None;
     match &state.schema_kind {
         SchemaKind::Signature => prompt.signature = Some(schema.trim().to_string()),
@@ -90,7 +99,9 @@ fn edited_prompt(state: &State) -> Result<(PromptFile, Option<(PathBuf, String)>
 /// The unsaved edits as a recovery snapshot.
 pub fn recovery(state: &State, now_epoch_ms: u64) -> Recovery {
     let [system, template, schema] = state.texts();
-    Recovery { path: state.path.clone(), system, template, schema, written_at_ms: now_epoch_ms }
+    let variables = super::variables::changed(state)
+        .then(|| RecoveredVariables { variables: state.variables.clone(), cases: state.case_variables.clone() });
+    Recovery { path: state.path.clone(), system, template, schema, written_at_ms: now_epoch_ms, variables }
 }
 
 /// Puts recovered texts into the editors (they count as unsaved edits).
@@ -98,6 +109,12 @@ pub fn restore(state: &mut State, recovery: &Recovery) {
     state.system = super::state::editor(&recovery.system);
     state.template = super::state::editor(&recovery.template);
     state.schema = super::state::editor(&recovery.schema);
+    if let Some(recovered) = &recovery.variables {
+        state.variables = recovered.variables.clone();
+        if recovered.cases.len() == state.saved.cases.len() {
+            state.case_variables = recovered.cases.clone();
+        }
+    }
     relint(state);
     edited(state);
 }

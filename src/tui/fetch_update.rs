@@ -41,5 +41,6 @@ pub fn use_local_model(state: &mut State) {
     let structured_answer = state.saved.response_type != crate::output::ResponseType::Text;
     if state.choice.structured.is_none() && structured_answer {
         state.choice.structured = Some("constrained".into());
+        state.choice.structured_by_default = true;
     }
 }

@@ -16,6 +16,7 @@ pub mod compare_state;
 pub mod compare_update;
 pub mod edit;
 pub mod fetch_update;
+pub mod input;
 pub mod keymap;
 pub mod log;
 pub mod mouse;
@@ -30,5 +31,6 @@ pub mod state;
 pub mod terminal;
 pub mod theme;
 pub mod update;
+pub mod variables;
 
 pub use terminal::start;

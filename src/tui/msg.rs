@@ -92,6 +92,9 @@ pub enum Action {
     NextProvider,
     /// Next structured-output mode: none, json-object, json-schema, constrained.
     NextStructured,
+    /// Type the model of the next run in the status line (local: empty for the default cached
+    /// model, or a `.gguf` path; servers: a model name).
+    ChooseModel,
     /// Next test case (the default variables first).
     NextCase,
     /// Raise max tokens (doubles it; none → 256).
@@ -136,8 +139,9 @@ pub enum Msg {
     RunRecorded(Result<PathBuf, String>),
     /// The cancelled run's task has stopped.
     RunCancelled,
-    /// The truncation sweep of the finished answer is ready (or why it is not).
-    SweepReady { answer_len: usize, sweep: Result<Box<Sweep>, String> },
+    /// The truncation sweep of run `run`'s answer as far as `answer_len` bytes is ready (or why it
+    /// is not): the answer so far while it streams, the whole answer at its end.
+    SweepReady { run: u64, answer_len: usize, sweep: Result<Box<Sweep>, String> },
     /// Past runs of this prompt, newest first (or why they could not be read).
     HistoryLoaded(Result<Vec<Value>, String>),
     /// The prompt was written to disk (or why not).
@@ -181,7 +185,7 @@ pub enum Effect {
     WriteRecovery(super::recovery::Recovery),
     /// Delete the recovery file (saved, or edits discarded on quit).
     ClearRecovery,
-    /// Sweep the finished answer at every chunk cut, in the background.
+    /// Sweep the answer (so far, or finished) at every chunk cut, in the background.
     ComputeSweep(Box<SweepRequest>),
     /// Fetch the local model in the background (progress and the end come back as `Msg::ModelFetch`).
     FetchModel,
@@ -242,6 +246,8 @@ pub enum ReplaySource {
 /// A truncation sweep to compute: the answer, where its chunks ended, and how to read it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SweepRequest {
+    /// The run whose answer this is.
+    pub run: u64,
     pub answer: String,
     pub chunk_ends: Vec<usize>,
     pub prompt: PromptFile,

@@ -17,6 +17,16 @@ pub struct Recovery {
     pub schema: String,
     /// Milliseconds since the Unix epoch when the edits were written.
     pub written_at_ms: u64,
+    /// The variables, when they were edited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variables: Option<RecoveredVariables>,
+}
+
+/// Edited variables: the prompt's `[variables]` and each case's, in case order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveredVariables {
+    pub variables: crate::prompt::template::Variables,
+    pub cases: Vec<crate::prompt::template::Variables>,
 }
 
 /// The recovery file of `prompt` inside `data_dir`: one per prompt file, named after a hash of its path.
@@ -74,6 +84,7 @@ mod tests {
             template: "t {{x}}".into(),
             schema: "{}".into(),
             written_at_ms: 5,
+            variables: None,
         };
         write(dir.path(), &edits).unwrap();
         assert_eq!(read(dir.path(), prompt).unwrap(), Some(edits));

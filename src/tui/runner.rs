@@ -24,6 +24,8 @@ pub struct Runner {
     pub tx: Sender<Msg>,
     pub(super) runtime: tokio::runtime::Runtime,
     pub(super) task: Option<tokio::task::JoinHandle<()>>,
+    /// Sent (or dropped) to stop the running run: its stream stops, its record keeps the partial answer.
+    pub(super) run_cancel: Option<tokio::sync::oneshot::Sender<()>>,
     /// Dropped to stop a running comparison (it runs on a blocking thread, which abort cannot stop).
     pub(super) compare_cancel: Option<tokio::sync::oneshot::Sender<()>>,
     pub data_dir: Option<PathBuf>,
@@ -46,6 +48,7 @@ impl Runner {
             tx,
             runtime,
             task: None,
+            run_cancel: None,
             compare_cancel: None,
             data_dir,
             log,
@@ -70,8 +73,16 @@ impl Runner {
                 Vec::new()
             }
             Effect::CancelRun => {
-                if let Some(task) = self.task.take() {
-                    task.abort();
+                // The run's task stops its stream at once and still writes its record to the history.
+                match self.run_cancel.take() {
+                    Some(cancel) => {
+                        let _ = cancel.send(());
+                    }
+                    None => {
+                        if let Some(task) = self.task.take() {
+                            task.abort();
+                        }
+                    }
                 }
                 self.log.line("run cancelled");
                 vec![Msg::RunCancelled]
@@ -108,9 +119,9 @@ impl Runner {
             Effect::ComputeSweep(request) => {
                 let tx = self.tx.clone();
                 std::thread::spawn(move || {
-                    let answer_len = request.answer.len();
+                    let (run, answer_len) = (request.run, request.answer.len());
                     let result = compute_sweep(&request);
-                    let _ = tx.send(Msg::SweepReady { answer_len, sweep: result.map(Box::new) });
+                    let _ = tx.send(Msg::SweepReady { run, answer_len, sweep: result.map(Box::new) });
                 });
                 Vec::new()
             }
@@ -186,6 +197,7 @@ impl Runner {
         if let Some(task) = self.task.take() {
             task.abort();
         }
+        self.run_cancel = None;
         let base_dir = request.path.parent().unwrap_or(Path::new(".")).to_path_buf();
         let setup = setup_for_prompt(&request.prompt, &request.path, &base_dir, None)?;
         let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
@@ -227,12 +239,17 @@ impl Runner {
         let tx = self.tx.clone();
         let run = request.run;
         let record_history = self.record_history;
+        let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
+        self.run_cancel = Some(cancel);
         self.task = Some(self.runtime.spawn(async move {
             let started = Instant::now();
             let events = tx.clone();
-            let record = engine::run(provider.as_ref(), &plan, move |event| {
+            let send = move |event| {
                 let at_ms = started.elapsed().as_millis() as u64;
                 let _ = events.send(Msg::Run { run, event: Box::new(event), at_ms });
+            };
+            let record = engine::run_until(provider.as_ref(), &plan, send, async {
+                let _ = cancelled.await;
             })
             .await;
             if record_history {

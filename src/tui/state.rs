@@ -10,7 +10,7 @@ use super::keymap::Keymap;
 use super::recovery::Recovery;
 use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
 use crate::prompt::file::PromptFile;
-use crate::provider::{FinishReason, Usage};
+use crate::provider::{FinishReason, ModeReport, Usage};
 use crate::truncate::sweep::Sweep;
 
 /// The panes, in focus order.
@@ -119,6 +119,8 @@ pub struct Choice {
     pub max_tokens: Option<u32>,
     /// `None`: the prompt's default variables.
     pub case: Option<String>,
+    /// `structured` was chosen by the workbench (constrained on the local model), not by the user.
+    pub structured_by_default: bool,
     /// The recorded answer the replay provider plays (the sample's transcript).
     pub transcript: Option<PathBuf>,
 }
@@ -149,8 +151,12 @@ pub struct RunView {
     /// The provider and model as the run reported them.
     pub provider: String,
     pub model: String,
-    /// The structured mode used, and a note when the provider fell back.
-    pub mode: Option<String>,
+    /// The structured mode as the run reported it (asked, used, each fallback with its reason).
+    pub mode: Option<ModeReport>,
+    /// The structured mode the run asked for (`none` when it named none).
+    pub asked_mode: String,
+    /// The workbench chose the asked mode itself (`constrained` on the local model).
+    pub mode_by_default: bool,
 }
 
 impl RunView {
@@ -209,14 +215,23 @@ pub fn counts(verdicts: &[LineVerdict]) -> [usize; 4] {
     counts
 }
 
-/// The truncation view: the cut (in chunks) and the sweep of the finished answer.
+/// The truncation view: the cut (in chunks) and the sweep of the answer, which grows while the
+/// answer streams (the answer so far is swept again at most once a frame, one sweep at a time).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TruncationView {
     /// Chunks kept (0 ..= chunk count).
     pub cut: usize,
     pub sweep: Option<Sweep>,
-    /// The sweep is being computed.
+    /// A sweep is being computed.
     pub pending: bool,
+    /// The answer length (bytes) the last sweep asked for covers.
+    pub requested_len: usize,
+    /// The answer length the shown sweep covers.
+    pub swept_len: usize,
+    /// The shown sweep is of the answer so far (the run goes on, or more arrived since).
+    pub live: bool,
+    /// When (ms into the run) the last sweep of the answer so far was asked for.
+    pub last_live_ms: Option<u64>,
     pub error: Option<String>,
     /// The chart's step lines (cut, items) of json, json-repair and jsonl, made once per sweep.
     pub series: [Vec<(f64, f64)>; 3],
@@ -275,6 +290,14 @@ pub struct State {
     pub run_id: u64,
     /// The compare screen (json vs jsonl side by side), shown when `compare.open`.
     pub compare: super::compare_state::CompareView,
+    /// The prompt's `[variables]` as edited.
+    pub variables: crate::prompt::template::Variables,
+    /// Each case's variables as edited (in the prompt's case order).
+    pub case_variables: Vec<crate::prompt::template::Variables>,
+    /// Lines the help overlay is scrolled by (when it does not fit the screen).
+    pub help_scroll: usize,
+    /// An open text input (the model picker, a variable's editor): it takes every key.
+    pub input: Option<Box<super::input::InputBox>>,
 }
 
 impl State {
@@ -283,12 +306,15 @@ impl State {
         let system = prompt.system.clone().unwrap_or_default();
         let template = prompt.template.clone();
         let transcript = None;
+        let prompt_variables = prompt.variables.clone();
+        let case_variables = super::variables::case_tables(&prompt);
         let choice = Choice {
             provider: prompt.provider.name.clone().unwrap_or_else(|| "replay".into()),
             model: prompt.provider.model.clone(),
             structured: prompt.provider.structured.clone(),
             max_tokens: prompt.provider.max_tokens,
             case: None,
+            structured_by_default: false,
             transcript,
         };
         let mut state = State {
@@ -329,6 +355,10 @@ impl State {
             run_prompt: None,
             run_id: 0,
             compare: Default::default(),
+            input: None,
+            help_scroll: 0,
+            variables: prompt_variables,
+            case_variables,
         };
         super::edit::relint(&mut state);
         state

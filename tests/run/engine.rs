@@ -198,3 +198,69 @@ async fn json_prompts_ask_for_the_mode_and_jsonl_prompts_describe_the_schema_ins
     assert_eq!(record.mode.used, StructuredMode::JsonSchema);
     assert!(record.ok);
 }
+
+/// A cancel stops the stream at once and still gives a record: the partial answer, marked cancelled,
+/// whose transcript replays to the same partial answer.
+#[tokio::test]
+async fn a_cancelled_run_keeps_its_partial_answer_in_a_replayable_record() {
+    let answer = ANSWER.repeat(20);
+    let chunks: Vec<tunebench::truncate::transcript::Chunk> = answer
+        .split_inclusive(' ')
+        .enumerate()
+        .map(|(i, delta)| tunebench::truncate::transcript::Chunk { t_ms: i as u64, delta: delta.into(), token: None })
+        .collect();
+    let total = chunks.len();
+    let transcript = tunebench::truncate::transcript::Transcript {
+        header: tunebench::truncate::transcript::Header {
+            transcript: 1,
+            provider: "test".into(),
+            model: "m".into(),
+            request: serde_json::Value::Null,
+        },
+        chunks,
+        end: None,
+    };
+    let provider = tunebench::provider::replay::Replay::new(transcript, Pace::Recorded);
+    let one_turn = plan(&sample("extract-definitions"), Some(1));
+    let plan = plan(&sample("extract-definitions"), Some(3));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let mut stop = Some(stop);
+    let mut deltas = 0;
+    let mut events = Vec::new();
+    let record = tunebench::run::engine::run_until(
+        &provider,
+        &plan,
+        |event| {
+            if matches!(event, RunEvent::Delta(_)) {
+                deltas += 1;
+                if deltas == 30 {
+                    let _ = stop.take().map(|s| s.send(()));
+                }
+            }
+            events.push(event);
+        },
+        async {
+            let _ = stopped.await;
+        },
+    )
+    .await;
+    assert!(record.cancelled && !record.ok, "{:?}", record.warnings);
+    assert_eq!(record.turns.len(), 1, "no retry after a cancel (max_turns 3)");
+    let turn = &record.turns[0];
+    let shown = streamed(&events);
+    assert!(turn.chunks >= 30 && turn.chunks < total, "stopped early: {} of {total}", turn.chunks);
+    assert_eq!(turn.output, shown, "the record holds what was shown");
+    assert!(answer.starts_with(&turn.output));
+    assert!(record.warnings.iter().any(|w| w.starts_with("cancelled by the user")), "{:?}", record.warnings);
+    assert!(!record.warnings.iter().any(|w| w.starts_with("interrupted:")), "{:?}", record.warnings);
+    assert_eq!(serde_json::to_value(&record).unwrap()["cancelled"], true);
+    // The transcript replays to the same partial answer.
+    assert_eq!(turn.transcript.answer(), turn.output);
+    assert_eq!(turn.transcript.end.as_ref().and_then(|e| e.finish_reason.as_deref()), Some("interrupted"));
+    let replayed = tunebench::provider::replay::Replay::new(turn.transcript.clone(), Pace::Instant);
+    let (again, again_events) = run(&replayed, &one_turn).await;
+    assert_eq!(streamed(&again_events), turn.output);
+    assert!(!again.cancelled);
+    // An uncancelled run says nothing of it.
+    assert!(serde_json::to_value(&again).unwrap().get("cancelled").is_none());
+}

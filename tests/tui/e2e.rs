@@ -147,6 +147,16 @@ fn cancel_stops_the_stream_and_keeps_the_partial_answer() {
     let later = screen.text();
     assert_eq!(chunks_shown(&later), kept, "the stream stopped:\n{later}");
     assert!(later.contains("partial answer"), "{later}");
+    // The cancelled run went to the history with its partial answer, and replays from there.
+    screen.wait("the cancelled run in the history", |s| s.contains("⊘ cancelled"));
+    let history = std::fs::read_to_string(dir.path().join("data/history.jsonl")).unwrap();
+    let record: serde_json::Value = serde_json::from_str(history.lines().last().unwrap()).unwrap();
+    assert_eq!(record["cancelled"], true, "{record}");
+    assert_eq!(record["turns"][0]["chunks"].as_u64(), Some(kept as u64), "{record}");
+    send(b"\x1b8"); // alt-8: the history
+    send(b"\r"); // enter: replay the selected (newest) run
+    let replayed = screen.wait("the replay", |s| s.contains("done") && chunks_shown(s) == kept);
+    assert!(replayed.contains("history"), "{replayed}");
     send(b"\x11");
     assert!(wait_exit(&mut child, &screen).success());
 }

@@ -6,3 +6,5 @@ mod e2e;
 mod snapshots;
 mod support;
 mod update;
+mod update_inputs;
+mod update_runs;

@@ -1,5 +1,6 @@
 //! What each pane looks like (ratatui TestBackend + insta snapshots): the whole screen mid-stream
-//! with valid, invalid and skipped lines, each pane zoomed at 80×24 after the run, and the overlays.
+//! with valid, invalid and skipped lines and the live truncation chart, each pane zoomed at 80×24
+//! after the run, and the overlays.
 
 use std::path::PathBuf;
 
@@ -26,13 +27,15 @@ fn finished(cut: usize) -> State {
     update(&mut state, Msg::Action(Action::Run));
     feed(&mut state, sample_events(None));
     let request = SweepRequest {
+        run: state.run_id,
         answer: state.run.output.clone(),
         chunk_ends: state.run.chunk_ends.clone(),
         prompt: state.saved.clone(),
         path: PathBuf::from(SAMPLE),
     };
     let sweep = compute_sweep(&request).unwrap();
-    update(&mut state, Msg::SweepReady { answer_len: request.answer.len(), sweep: Ok(Box::new(sweep)) });
+    let (run, answer_len) = (request.run, request.answer.len());
+    update(&mut state, Msg::SweepReady { run, answer_len, sweep: Ok(Box::new(sweep)) });
     state.truncation.cut = cut;
     state
 }
@@ -41,10 +44,21 @@ fn finished(cut: usize) -> State {
 fn whole_screen_mid_stream_shows_valid_invalid_and_skipped_lines() {
     let mut state = sample_state();
     update(&mut state, Msg::Action(Action::Run));
-    // Up to the truncated line 7 and a little past it.
-    feed(&mut state, sample_events(Some(190)));
+    // Up to the truncated line 7 and a little past it; each sweep asked for comes back, as from the
+    // runner, so the truncation chart has grown with the answer.
+    let run = state.run_id;
+    for (event, at_ms) in sample_events(Some(190)) {
+        for effect in update(&mut state, Msg::Run { run, event: Box::new(event), at_ms }) {
+            if let tunebench::tui::msg::Effect::ComputeSweep(request) = effect {
+                let sweep = compute_sweep(&request).map(Box::new);
+                let (run, answer_len) = (request.run, request.answer.len());
+                update(&mut state, Msg::SweepReady { run, answer_len, sweep });
+            }
+        }
+    }
     let text = screen(&state, 120, 40);
     assert!(text.contains("skipped") && text.contains("valid") && text.contains("schema"), "{text}");
+    assert!(text.contains("· live") && text.contains("items so far") && text.contains("jsonl"), "{text}");
     insta::assert_snapshot!("mid_stream_120x40", text);
 }
 
@@ -78,6 +92,7 @@ fn overlays_help_and_quit() {
     let help = screen(&state, 120, 40);
     assert!(help.contains("ctrl-s") && help.contains("cancel-run"), "{help}");
     insta::assert_snapshot!("help_120x40", help);
+    assert!(!help.contains("…"), "nothing of the help is clipped at 120×40:\n{help}");
     let mut state = sample_state();
     type_text(&mut state, "x");
     update(&mut state, Msg::Action(Action::Quit));
@@ -94,4 +109,28 @@ fn model_output_is_escaped_on_screen() {
     let text = screen(&state, 120, 40);
     assert!(text.contains("\\u{1b}[2J"), "{text}");
     assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'));
+}
+
+/// At 80×24 the help is one readable column (nothing clipped mid-word) that scrolls with ↑/↓ to its
+/// last line; any other key closes it.
+#[test]
+fn help_at_80x24_fits_and_scrolls() {
+    use ratatui_textarea::Key;
+    let mut state = sample_state();
+    update(&mut state, Msg::Term(tunebench::tui::msg::TermEvent::Resize(80, 24)));
+    update(&mut state, Msg::Action(Action::ToggleHelp));
+    let top = screen(&state, 80, 24);
+    assert!(top.contains("ctrl-q") && top.contains("quit (asks if edits are unsaved)"), "{top}");
+    assert!(!top.contains('…'), "no description is clipped:\n{top}");
+    insta::assert_snapshot!("help_80x24", top);
+    update(&mut state, special(Key::Down));
+    assert_eq!(state.help_scroll, 1);
+    update(&mut state, special(Key::End));
+    let bottom = screen(&state, 80, 24);
+    assert!(bottom.contains("keymap.toml in the config directory") && bottom.contains("replay a past run"), "{bottom}");
+    insta::assert_snapshot!("help_80x24_end", bottom);
+    update(&mut state, special(Key::PageUp));
+    assert!(state.help_scroll > 0 && state.overlay == tunebench::tui::state::Overlay::Help);
+    update(&mut state, key('x'));
+    assert_eq!(state.overlay, tunebench::tui::state::Overlay::None);
 }

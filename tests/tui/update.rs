@@ -82,7 +82,10 @@ fn run_streams_into_output_and_lines_then_asks_for_the_sweep() {
     assert_eq!(statuses, ["skipped", "valid", "valid", "schema", "valid", "valid", "invalid"]);
     assert_eq!(state.run.ttft_ms, Some(220));
     assert!(state.run.tokens_per_s.is_some());
-    let [Effect::ComputeSweep(sweep)] = effects.as_slice() else { panic!("{effects:?}") };
+    // The answer so far was swept once as it began (that sweep never came back here, so no other
+    // was asked for while it streamed), then the whole answer at its end.
+    let [Effect::ComputeSweep(live), Effect::ComputeSweep(sweep)] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!(live.chunk_ends.len(), 1);
     assert_eq!(sweep.answer, state.run.output);
     assert_eq!(sweep.chunk_ends.len(), 209);
 }

@@ -1,5 +1,5 @@
-//! Past runs of this prompt (newest first): when, provider, model, case, verdict and items; enter
-//! replays the selected one into the panes.
+//! Past runs of this prompt (newest first): when, provider, model, case, verdict (or cancelled) and
+//! items; enter replays the selected one into the panes.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -43,6 +43,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
 /// `12:04:33 ✓ replay hand-written… astronomy 5 items`.
 pub fn row<'a>(record: &Value, theme: &Theme, width: usize) -> Line<'a> {
     let ok = record["ok"].as_bool().unwrap_or(false);
+    let cancelled = record["cancelled"].as_bool().unwrap_or(false);
     let secs = record["started_at_ms"].as_u64().unwrap_or(0) / 1000;
     let time = format!("{:02}:{:02}:{:02}", secs / 3600 % 24, secs / 60 % 60, secs % 60);
     let items = match &record["result"] {
@@ -60,7 +61,14 @@ pub fn row<'a>(record: &Value, theme: &Theme, width: usize) -> Line<'a> {
     );
     Line::from(vec![
         Span::styled(format!("{time} "), theme.dim),
-        Span::styled(if ok { "✓ " } else { "✗ " }, if ok { theme.valid } else { theme.invalid }),
-        Span::styled(clip(&crate::safe_text::escape_controls(&text), width.saturating_sub(11)), theme.text),
+        match (cancelled, ok) {
+            (true, _) => Span::styled("⊘ cancelled ", theme.warning),
+            (false, true) => Span::styled("✓ ", theme.valid),
+            (false, false) => Span::styled("✗ ", theme.invalid),
+        },
+        Span::styled(
+            clip(&crate::safe_text::escape_controls(&text), width.saturating_sub(if cancelled { 21 } else { 11 })),
+            theme.text,
+        ),
     ])
 }

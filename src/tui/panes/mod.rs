@@ -11,6 +11,7 @@ pub mod overlay;
 pub mod preview;
 pub mod status;
 pub mod truncation;
+pub mod value_editor;
 pub mod variables;
 
 use ratatui::layout::{Constraint, Direction, Layout as Split, Rect};
@@ -89,6 +90,12 @@ pub fn render(frame: &mut Frame, state: &State, theme: &Theme) {
         }
     }
     status::render(frame, layout.status, state, theme);
+    value_editor::render(
+        frame,
+        Rect { height: area.height.saturating_sub(layout.status.height), ..area },
+        state,
+        theme,
+    );
     overlay::render(frame, area, state, theme);
 }
 

@@ -1,11 +1,12 @@
-//! Modal views over the panes: the key help (generated from the keymap), the quit confirmation and
-//! the offer of unsaved edits found from an earlier session.
+//! Modal views over the panes: the key help (generated from the keymap, in the columns that fit,
+//! scrolled with ↑/↓), the quit confirmation and the offer of unsaved edits found from an earlier session.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
+use super::clip;
 use crate::tui::keymap::Scope;
 use crate::tui::state::{Overlay, State};
 use crate::tui::theme::Theme;
@@ -40,46 +41,150 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     }
 }
 
-/// The key help in two columns: keys that work everywhere, keys of the views.
-fn help(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+/// The width of the action names in the help.
+const NAME_WIDTH: usize = 17;
+
+/// One line of the help: a heading, a key binding, or a blank line between scopes.
+enum HelpLine {
+    Heading(&'static str),
+    Binding { keys: String, name: String, what: &'static str },
+    Blank,
+    Note(&'static str),
+}
+
+/// The help's lines in reading order: everywhere, then the views, then where to change them.
+fn help_lines(state: &State) -> Vec<HelpLine> {
     let rows = state.keymap.help_rows();
-    let key_width =
-        |scope: Scope| rows.iter().filter(|(s, ..)| *s == scope).map(|(_, k, ..)| k.chars().count()).max().unwrap_or(8);
-    let column = |scope: Scope, heading: &str, key_width: usize| -> Vec<Line> {
-        std::iter::once(Line::from(Span::styled(heading.to_string(), theme.border_focused)))
-            .chain(rows.iter().filter(|(s, ..)| *s == scope).map(|(_, keys, name, what)| {
-                Line::from(vec![
-                    Span::styled(format!("{keys:<key_width$} "), theme.cut),
-                    Span::styled(format!("{name:<17}"), theme.dim),
-                    Span::styled(what.to_string(), theme.text),
-                ])
-            }))
-            .collect()
+    let mut lines = Vec::new();
+    for (scope, heading) in [
+        (Scope::Global, "everywhere (also while typing)"),
+        (Scope::View, "in variables, output, lines, truncation, history"),
+    ] {
+        if !lines.is_empty() {
+            lines.push(HelpLine::Blank);
+        }
+        lines.push(HelpLine::Heading(heading));
+        for (_, keys, name, what) in rows.iter().filter(|(s, ..)| *s == scope) {
+            lines.push(HelpLine::Binding { keys: keys.clone(), name: name.clone(), what });
+        }
+    }
+    lines.push(HelpLine::Blank);
+    lines.push(HelpLine::Note("keymap.toml in the config directory changes these keys"));
+    lines
+}
+
+/// How the help fits a screen: how many columns, lines per column, the most it scrolls (in
+/// screen lines), and the text of the lines laid out for that column width.
+pub struct HelpGeometry<'a> {
+    pub columns: usize,
+    pub height: usize,
+    pub max_scroll: usize,
+    pub lines: Vec<Line<'a>>,
+}
+
+/// The help on a screen of `size`: in as many columns as hold every line (descriptions wrap under
+/// themselves when a column is narrow); when even one column does not hold them, one column that
+/// scrolls.
+pub fn help_geometry<'a>(size: (u16, u16), state: &State, theme: &Theme) -> HelpGeometry<'a> {
+    let lines = help_lines(state);
+    let key_width = lines
+        .iter()
+        .filter_map(|l| match l {
+            HelpLine::Binding { keys, .. } => Some(keys.chars().count()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(8)
+        .min(14);
+    let inner_width = size.0.saturating_sub(2) as usize;
+    let height = (size.1.saturating_sub(2) as usize).max(1);
+    // A column holds the keys, the name and at least a few words of the description.
+    let narrowest = key_width + 1 + NAME_WIDTH + 1 + 16;
+    let most = (inner_width / narrowest).max(1);
+    let layout = |columns: usize| -> Vec<Line<'a>> {
+        let width = (inner_width / columns).saturating_sub(1);
+        lines.iter().flat_map(|line| help_line(line, key_width, width, theme)).collect()
     };
-    let width = area.width.min(150);
-    let height = area.height;
-    let rect = Rect { x: area.x + (area.width - width) / 2, y: area.y, width, height };
-    frame.render_widget(Clear, rect);
+    for columns in (2..=most).rev() {
+        let laid = layout(columns);
+        if laid.len() <= columns * height {
+            let columns = laid.len().div_ceil(height).max(1);
+            return HelpGeometry { columns, height, max_scroll: 0, lines: layout(columns) };
+        }
+    }
+    let laid = layout(1);
+    HelpGeometry { columns: 1, height, max_scroll: laid.len().saturating_sub(height), lines: laid }
+}
+
+/// The key help, in as many columns as fit the screen; what does not fit scrolls with ↑/↓.
+fn help(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let HelpGeometry { columns, height, max_scroll, lines } = help_geometry((area.width, area.height), state, theme);
+    let scroll = state.help_scroll.min(max_scroll);
+    frame.render_widget(Clear, area);
+    let title = if max_scroll > 0 {
+        let last = (scroll + height).min(lines.len());
+        format!(" help · ↑/↓ pgup/pgdn scroll · {}–{last} of {} · other keys close ", scroll + 1, lines.len())
+    } else {
+        " help · any key closes ".to_string()
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border_focused)
-        .title(Span::styled(" help: keymap.toml in the config directory changes these; any key closes ", theme.title));
-    let inner = block.inner(rect);
-    frame.render_widget(block, rect);
-    let halves = ratatui::layout::Layout::default()
-        .direction(ratatui::layout::Direction::Horizontal)
-        .constraints([ratatui::layout::Constraint::Percentage(52), ratatui::layout::Constraint::Percentage(48)])
-        .split(inner);
-    frame.render_widget(
-        Paragraph::new(column(Scope::Global, "everywhere (also while typing)", key_width(Scope::Global)))
-            .style(theme.text),
-        halves[0],
-    );
-    frame.render_widget(
-        Paragraph::new(column(Scope::View, "in variables, output, lines, truncation, history", key_width(Scope::View)))
-            .style(theme.text),
-        halves[1],
-    );
+        .title(Span::styled(clip(&title, area.width.saturating_sub(2) as usize), theme.title));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let column_width = inner.width / columns as u16;
+    let shown: Vec<Line> = lines.into_iter().skip(scroll).collect();
+    for (column, chunk) in shown.chunks(height).take(columns).enumerate() {
+        let rect = Rect { x: inner.x + column as u16 * column_width, width: column_width, ..inner };
+        frame.render_widget(Paragraph::new(chunk.to_vec()).style(theme.text), rect);
+    }
+}
+
+/// A help line laid out in `width` columns: a binding's description wraps under itself.
+fn help_line<'a>(line: &HelpLine, key_width: usize, width: usize, theme: &Theme) -> Vec<Line<'a>> {
+    match line {
+        HelpLine::Heading(text) => vec![Line::from(Span::styled(clip(text, width), theme.border_focused))],
+        HelpLine::Note(text) => vec![Line::from(Span::styled(clip(text, width), theme.dim))],
+        HelpLine::Blank => vec![Line::from("")],
+        HelpLine::Binding { keys, name, what } => {
+            let indent = key_width + 1 + NAME_WIDTH + 1;
+            let rest = width.saturating_sub(indent).max(8);
+            wrap(what, rest)
+                .into_iter()
+                .enumerate()
+                .map(|(i, part)| {
+                    let head = if i == 0 {
+                        vec![
+                            Span::styled(format!("{:<key_width$} ", clip(keys, key_width)), theme.cut),
+                            Span::styled(format!("{:<NAME_WIDTH$} ", clip(name, NAME_WIDTH)), theme.dim),
+                        ]
+                    } else {
+                        vec![Span::raw(" ".repeat(indent))]
+                    };
+                    Line::from(head.into_iter().chain([Span::styled(part, theme.text)]).collect::<Vec<_>>())
+                })
+                .collect()
+        }
+    }
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (a longer word is cut).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let fits = line.chars().count() + usize::from(!line.is_empty()) + word.chars().count() <= width;
+        if !fits && !line.is_empty() {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&clip(word, width));
+    }
+    lines.push(line);
+    lines
 }
 
 fn popup(frame: &mut Frame, area: Rect, title: &str, lines: Vec<Line>, theme: &Theme, width: u16, height: u16) {

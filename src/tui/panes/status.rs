@@ -1,4 +1,5 @@
-//! The status bar: provider and model (and why replay is used), time to first token, tokens/s with a
+//! The status bar: provider and model (and why replay is used), the structured mode used (and any
+//! fallback), time to first token, tokens/s with a
 //! sparkline, tokens in/out, finish reason, turn k of n, the run's phase, unsaved edits; then the
 //! last note and the main keys.
 
@@ -8,6 +9,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::clip;
+use crate::tui::input::{InputBox, InputKind};
 use crate::tui::state::{RunPhase, State};
 use crate::tui::theme::Theme;
 
@@ -18,6 +20,29 @@ pub fn sparkline(rate: &[u64], width: usize) -> String {
     let shown = &rate[rate.len().saturating_sub(width)..];
     let max = shown.iter().copied().max().unwrap_or(0).max(1);
     shown.iter().map(|&n| BARS[((n * 7) / max) as usize]).collect()
+}
+
+/// The structured mode as the run reported it: the mode used, each step down the ladder when the
+/// provider fell back (`json-schema→json-object (fallback)`), `(default on local)` when the workbench
+/// chose it; before the run reports it, the mode asked for.
+pub fn mode_text(state: &State) -> String {
+    let run = &state.run;
+    let default = if run.mode_by_default { " (default on local)" } else { "" };
+    match &run.mode {
+        Some(mode) if !mode.fallbacks.is_empty() => {
+            let steps: Vec<String> = std::iter::once(mode.requested.to_string())
+                .chain(mode.fallbacks.iter().map(|f| f.to.to_string()))
+                .collect();
+            format!("{} (fallback)", steps.join("→"))
+        }
+        Some(mode) => format!("{}{default}", mode.used),
+        None if state.phase == RunPhase::Idle => {
+            let asked = state.choice.structured.as_deref().unwrap_or("none");
+            let default = if state.choice.structured_by_default { " (default on local)" } else { "" };
+            format!("asked {asked}{default}")
+        }
+        None => format!("asked {}{default}", run.asked_mode),
+    }
 }
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
@@ -37,6 +62,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let parts = [
         format!(" {phase}"),
         format!("{provider} {model}"),
+        mode_text(state),
         format!("ttft {}", run.ttft_ms.map_or("-".into(), |t| format!("{t}ms"))),
         format!("{} tok/s {}", run.tokens_per_s.map_or("-".into(), |t| format!("{t:.0}")), sparkline(&run.rate, 8)),
         format!(
@@ -60,6 +86,12 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .or_else(|| run.error.as_ref().map(|e| format!("stream error: {e}")))
         .or_else(|| (state.choice.provider == "replay").then(|| state.replay_reason.clone()).flatten())
         .unwrap_or_default();
+    frame.render_widget(Paragraph::new(Line::from(first).style(theme.status)), Rect { height: 1, ..area });
+    let second_row = Rect { y: area.y + 1, height: area.height.saturating_sub(1), ..area };
+    if let Some(open) = state.input.as_deref().filter(|open| matches!(open.kind, InputKind::Model { .. })) {
+        inline_input(frame, second_row, open, theme);
+        return;
+    }
     let keys = if state.compare.open {
         "←/→ cut · ↑/↓ row · esc back · F1 help · ctrl-q quit"
     } else {
@@ -70,5 +102,28 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         Span::styled(format!("{:<room$}", clip(&crate::safe_text::escape_controls(&note), room)), theme.warning),
         Span::styled(format!(" {keys}"), theme.dim),
     ]);
-    frame.render_widget(Paragraph::new(vec![Line::from(first).style(theme.status), second]), area);
+    frame.render_widget(Paragraph::new(second), second_row);
+}
+
+/// An input typed in the status line: its label, the one-line editor, then the hint (or why the
+/// last value was refused).
+fn inline_input(frame: &mut Frame, area: Rect, open: &InputBox, theme: &Theme) {
+    let label = open.label();
+    let hint = open.error.as_deref().unwrap_or(open.hint());
+    let label_width = (label.chars().count() as u16).min(area.width / 3);
+    // The hint gets its room, the editor at least 40 columns.
+    let hint_width = (hint.chars().count() as u16 + 1).min(area.width.saturating_sub(label_width + 40));
+    let editor_width = area.width.saturating_sub(label_width + hint_width);
+    let at = |x: u16, width: u16| Rect { x: area.x + x, width, height: area.height.min(1), ..area };
+    frame.render_widget(Paragraph::new(Span::styled(label, theme.title)), at(0, label_width));
+    let mut editor = open.area.clone();
+    editor.set_style(theme.text);
+    editor.set_cursor_line_style(theme.text);
+    editor.set_cursor_style(theme.cut.add_modifier(ratatui::style::Modifier::REVERSED));
+    frame.render_widget(&editor, at(label_width, editor_width));
+    let style = if open.error.is_some() { theme.warning } else { theme.dim };
+    frame.render_widget(
+        Paragraph::new(Span::styled(format!(" {}", clip(hint, hint_width.saturating_sub(1) as usize)), style)),
+        at(label_width + editor_width, hint_width),
+    );
 }

@@ -1,6 +1,7 @@
 //! What survives a cut: the cut position (keys or a mouse drag), the answer up to it, the items each
 //! strategy (json, json-repair, jsonl) recovers there with its resilience, and a chart of items
-//! recovered against the cut for the three strategies with the cut marked.
+//! recovered against the cut for the three strategies with the cut marked. While the answer streams
+//! the chart grows with it (marked `live`).
 
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -61,6 +62,10 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let view = &state.truncation;
     let total = state.run.chunk_ends.len();
     let extra = match &view.sweep {
+        Some(sweep) if view.live => vec![
+            Span::styled(format!("cut {}/{} chunks ", view.cut, sweep.cuts.len().saturating_sub(1)), theme.cut),
+            Span::styled("· live ", theme.warning),
+        ],
         Some(_) => vec![Span::styled(format!("cut {}/{} chunks ", view.cut, total), theme.cut)],
         None => vec![],
     };
@@ -73,16 +78,17 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         } else if let Some(e) = &view.error {
             format!("no sweep: {e}")
         } else {
-            "when a run ends, every cut of its answer is swept here: ←/→ move the cut".to_string()
+            "while a run streams, every cut of its answer so far is swept here: ←/→ move the cut".to_string()
         };
         frame.render_widget(Paragraph::new(text).style(theme.dim).wrap(ratatui::widgets::Wrap { trim: true }), inner);
         return;
     };
     let width = inner.width as usize;
     let cut = view.cut.min(sweep.cuts.len().saturating_sub(1));
+    let so_far = if view.live { " so far" } else { "" };
     let mut rows = vec![Line::from(vec![
-        Span::styled(format!("cut {cut}/{total}"), theme.cut),
-        Span::styled(format!("  of {} items (reference: {})", sweep.full_items, sweep.reference), theme.dim),
+        Span::styled(format!("cut {cut}/{}", sweep.cuts.len().saturating_sub(1)), theme.cut),
+        Span::styled(format!("  of {} items{so_far} (reference: {})", sweep.full_items, sweep.reference), theme.dim),
     ])];
     for (strategy, style) in ORDER.iter().zip([theme.series_json, theme.series_repair, theme.series_jsonl]) {
         let figures = sweep.figures(*strategy).get(cut).copied().unwrap_or_default();

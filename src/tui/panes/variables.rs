@@ -1,5 +1,5 @@
-//! Variables and test cases: the cases to pick from (enter chooses), the chosen variables' values,
-//! and the run settings (provider, model, structured mode, max tokens).
+//! Variables and test cases: the cases to pick from (enter chooses), the chosen variables' values
+//! (enter edits one), and the run settings (provider, model, structured mode, max tokens).
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -10,6 +10,7 @@ use super::{block, clip};
 use crate::safe_text::escape_controls;
 use crate::tui::state::{Pane, State};
 use crate::tui::theme::Theme;
+use crate::tui::variables;
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let frame_block = block(Pane::Variables, state, theme, vec![]);
@@ -44,19 +45,25 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         }
         rows.push(line);
     }
-    let shown = match choice.case.as_deref() {
-        None => state.saved.variables_for(None),
-        Some(name) => state.saved.variables_for(Some(name)),
-    };
-    if let Ok(vars) = shown {
-        for (name, value) in vars {
-            let value = match value {
-                serde_json::Value::String(s) => s,
-                other => other.to_string(),
-            };
-            let text = format!("{name} = {}", escape_controls(&value).replace('\n', "⏎"));
-            rows.push(Line::from(vec![Span::styled(clip(&text, width), theme.dim)]));
+    let first_variable = names.len();
+    for (index, row) in variables::rows(state).into_iter().enumerate() {
+        let value = match row.value {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        let text = format!("{} = {}", row.name, escape_controls(&value).replace('\n', "⏎"));
+        let mut line = Line::from(vec![Span::styled(clip(&text, width), theme.dim)]);
+        if first_variable + index == state.selected_variable && state.focus == Pane::Variables {
+            line = line.style(theme.selection);
         }
+        rows.push(line);
+    }
+    // Keep the selected row in view: the run line stays, the list scrolls.
+    let height = inner.height as usize;
+    let selected = state.selected_variable + 1;
+    if rows.len() > height && selected >= height && height > 1 {
+        let skip = (selected + 1 - height).min(rows.len() - height);
+        rows.drain(1..1 + skip);
     }
     frame.render_widget(Paragraph::new(rows), inner);
 }

@@ -1,0 +1,176 @@
+//! One-off text inputs over the panes (pure, part of `update`): the model picker in the status line
+//! (`choose-model`) and the editor of a variable's value (enter on a variable). Enter or ctrl-s
+//! applies, esc cancels, alt-enter starts a new line in a value; while one is open every key goes to it.
+
+use ratatui_textarea::{CursorMove, Input, Key, TextArea};
+
+use super::msg::Effect;
+use super::state::State;
+use super::variables::{self, Origin};
+
+/// What an open input is for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    /// The model of the next run for `provider` (empty: the provider's default; for `local`, the
+    /// default cached model).
+    Model { provider: String },
+    /// The value of variable `name` in the table `origin` names; `was` is its value before.
+    Variable { name: String, origin: Origin, was: serde_json::Value },
+}
+
+/// An open text input: what it edits, its editor, and why the last apply was refused.
+#[derive(Clone, Debug)]
+pub struct InputBox {
+    pub kind: InputKind,
+    pub area: TextArea<'static>,
+    pub error: Option<String>,
+}
+
+impl InputBox {
+    /// The text as typed (lines joined by newlines).
+    pub fn text(&self) -> String {
+        self.area.lines().join("\n")
+    }
+
+    /// What the input asks for, shown before it.
+    pub fn label(&self) -> String {
+        match &self.kind {
+            InputKind::Model { provider } => format!("model for {provider}: "),
+            InputKind::Variable { name, origin: Origin::Defaults, .. } => format!("{name} ([variables])"),
+            InputKind::Variable { name, .. } => format!("{name} (this case's variables)"),
+        }
+    }
+
+    /// The hint shown after it.
+    pub fn hint(&self) -> &'static str {
+        match &self.kind {
+            InputKind::Model { provider } if provider == "local" => {
+                "empty: default cached model, else a .gguf path · enter/esc"
+            }
+            InputKind::Model { .. } => "a model name, empty: the server's default · enter/esc",
+            InputKind::Variable { was, .. } if was.is_string() => {
+                "enter or ctrl-s apply · alt-enter new line · esc cancel"
+            }
+            InputKind::Variable { .. } => "a JSON value · enter or ctrl-s apply · alt-enter new line · esc cancel",
+        }
+    }
+}
+
+/// A one-line editor holding `text`, the cursor at its end.
+fn line_editor(text: &str) -> TextArea<'static> {
+    let mut area = TextArea::new(vec![text.replace(['\n', '\r'], " ")]);
+    area.move_cursor(CursorMove::End);
+    area
+}
+
+/// `choose-model`: opens the model input, prefilled with the current model.
+pub fn open_model_picker(state: &mut State) -> Vec<Effect> {
+    let provider = state.choice.provider.clone();
+    if provider == "replay" {
+        state.note = Some(
+            "the replay provider plays a recorded answer with its recorded model: alt-p picks another provider first"
+                .into(),
+        );
+        return Vec::new();
+    }
+    let current = state.choice.model.clone().unwrap_or_default();
+    let mut area = line_editor(&current);
+    area.set_placeholder_text(if provider == "local" { "(default cached model)" } else { "(server default)" });
+    state.input = Some(Box::new(InputBox { kind: InputKind::Model { provider }, area, error: None }));
+    Vec::new()
+}
+
+/// Enter on a variable row: opens its value in an editor.
+pub fn open_variable_editor(state: &mut State) -> Vec<Effect> {
+    let Some(row) = variables::selected(state) else { return Vec::new() };
+    let text = variables::text_of(&row.value);
+    let lines: Vec<String> = text.split('\n').map(str::to_string).collect();
+    let mut area = TextArea::new(lines);
+    area.move_cursor(CursorMove::Bottom);
+    area.move_cursor(CursorMove::End);
+    let kind = InputKind::Variable { name: row.name, origin: row.origin, was: row.value };
+    state.input = Some(Box::new(InputBox { kind, area, error: None }));
+    Vec::new()
+}
+
+/// A key while an input is open: enter applies, esc cancels, the rest edits.
+pub fn key(state: &mut State, input: Input) -> Vec<Effect> {
+    let Some(open) = state.input.as_mut() else { return Vec::new() };
+    let apply = match input.key {
+        Key::Esc => {
+            let what = match &open.kind {
+                InputKind::Model { .. } => "model unchanged".to_string(),
+                InputKind::Variable { name, .. } => format!("{name} unchanged"),
+            };
+            state.input = None;
+            state.note = Some(what);
+            return Vec::new();
+        }
+        Key::Enter if !input.alt && !input.shift => true,
+        Key::Char('s') if input.ctrl => true,
+        // A model name is one line: nothing else makes a new line in it.
+        Key::Enter | Key::Char('\n' | '\r') if is_model(open) => return Vec::new(),
+        Key::Char('m') if input.ctrl && is_model(open) => return Vec::new(),
+        _ => false,
+    };
+    if apply {
+        return self::apply(state);
+    }
+    if open.area.input(input) {
+        open.error = None;
+    }
+    Vec::new()
+}
+
+fn is_model(open: &InputBox) -> bool {
+    matches!(open.kind, InputKind::Model { .. })
+}
+
+/// Pasted text goes into the open input (one line for a model).
+pub fn paste(state: &mut State, text: &str) {
+    if let Some(open) = state.input.as_mut() {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        if is_model(open) {
+            open.area.insert_str(text.replace('\n', " ").trim());
+        } else {
+            open.area.insert_str(text);
+        }
+        open.error = None;
+    }
+}
+
+/// Applies the open input; a refused value keeps it open with the reason.
+fn apply(state: &mut State) -> Vec<Effect> {
+    let Some(open) = state.input.take() else { return Vec::new() };
+    let text = open.text();
+    let result = match &open.kind {
+        InputKind::Model { provider } => apply_model(state, provider, text.trim()),
+        InputKind::Variable { name, origin, was } => variables::value_of(name, was, &text).map(|value| {
+            variables::set(state, name, *origin, value);
+            super::edit::edited(state);
+            state.note = Some(format!("{name} changed (ctrl-s saves the prompt; the next run uses it)"));
+        }),
+    };
+    if let Err(error) = result {
+        state.note = Some(error.clone());
+        state.input = Some(Box::new(InputBox { error: Some(error), ..*open }));
+    }
+    Vec::new()
+}
+
+/// The model of the next run: for `local`, empty (the default cached model) or a `.gguf` path; for a
+/// server, any name (empty: the server's default).
+fn apply_model(state: &mut State, provider: &str, model: &str) -> Result<(), String> {
+    if provider == "local" && !model.is_empty() && !model.to_ascii_lowercase().ends_with(".gguf") {
+        return Err(format!(
+            "{model:?} is not a .gguf file: the local provider runs a GGUF model (leave it empty for the default cached model)"
+        ));
+    }
+    state.choice.model = (!model.is_empty()).then(|| model.to_string());
+    state.note = Some(match (&state.choice.model, provider) {
+        (None, "local") => "model: the default cached model (the next run uses it)".to_string(),
+        (None, _) => format!("model: {provider}'s default (the next run uses it)"),
+        (Some(model), _) => format!("model: {model} (the next run uses it)"),
+    });
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! Actions: quit, save, run and cancel, focus, zoom and toggles, the run settings (provider,
+//! structured mode, model, case, max tokens), and the moves handed to the navigation.
+
+use super::super::compare_update;
+use super::super::edit;
+use super::super::msg::{Action, Effect};
+use super::super::panes;
+use super::super::state::{Overlay, Pane, RunPhase, State};
+use super::navigate::{cut_by, open, step};
+use super::run::start_run;
+use super::PROVIDERS;
+
+const STRUCTURED: [Option<&str>; 4] = [None, Some("json-object"), Some("json-schema"), Some("constrained")];
+
+/// Applies one action.
+pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
+    match action {
+        Action::Quit => {
+            if state.dirty {
+                state.overlay = Overlay::ConfirmQuit;
+                Vec::new()
+            } else {
+                state.quit = true;
+                vec![Effect::Quit]
+            }
+        }
+        Action::Save => save(state),
+        Action::Run => start_run(state, None, None),
+        Action::RunOneTurn => start_run(state, Some(1), None),
+        Action::CancelRun => {
+            if state.overlay != Overlay::None {
+                state.overlay = Overlay::None;
+                return Vec::new();
+            }
+            if state.running() {
+                state.phase = RunPhase::Cancelling;
+                return vec![Effect::CancelRun];
+            }
+            Vec::new()
+        }
+        Action::FocusNext | Action::FocusPrev => {
+            let at = Pane::ALL.iter().position(|p| *p == state.focus).unwrap_or(0);
+            let n = Pane::ALL.len();
+            let next = if action == Action::FocusNext { (at + 1) % n } else { (at + n - 1) % n };
+            state.focus = Pane::ALL[next];
+            Vec::new()
+        }
+        Action::FocusSystem => focus(state, Pane::System),
+        Action::FocusTemplate => focus(state, Pane::Template),
+        Action::FocusSchema => focus(state, Pane::Schema),
+        Action::FocusVariables => focus(state, Pane::Variables),
+        Action::FocusOutput => focus(state, Pane::Output),
+        Action::FocusLines => focus(state, Pane::Lines),
+        Action::FocusTruncation => focus(state, Pane::Truncation),
+        Action::FocusHistory => focus(state, Pane::History),
+        Action::ToggleZoom => {
+            state.zoom = !state.zoom;
+            Vec::new()
+        }
+        Action::ToggleHelp => {
+            state.overlay = if state.overlay == Overlay::Help { Overlay::None } else { Overlay::Help };
+            state.help_scroll = 0;
+            Vec::new()
+        }
+        Action::ToggleTokens => {
+            state.show_tokens = !state.show_tokens;
+            Vec::new()
+        }
+        Action::TogglePreview => {
+            state.preview = !state.preview;
+            if state.preview {
+                state.focus = Pane::System;
+            }
+            Vec::new()
+        }
+        Action::CopyCurl => match panes::preview::curl(state) {
+            Ok(text) => vec![Effect::Copy { text, file_name: "last-request.curl.sh".into() }],
+            Err(e) => {
+                state.note = Some(e);
+                Vec::new()
+            }
+        },
+        Action::NextProvider => {
+            let at = PROVIDERS.iter().position(|p| *p == state.choice.provider).map_or(0, |i| i + 1);
+            state.choice.provider = PROVIDERS[at % PROVIDERS.len()].to_string();
+            state.note = Some(format!("provider: {}", state.choice.provider));
+            Vec::new()
+        }
+        Action::NextStructured => {
+            let at = STRUCTURED.iter().position(|s| *s == state.choice.structured.as_deref()).map_or(0, |i| i + 1);
+            state.choice.structured = STRUCTURED[at % STRUCTURED.len()].map(str::to_string);
+            state.choice.structured_by_default = false;
+            state.note = Some(format!("structured: {}", state.choice.structured.as_deref().unwrap_or("none")));
+            Vec::new()
+        }
+        Action::ChooseModel => super::super::input::open_model_picker(state),
+        Action::NextCase => {
+            let names: Vec<Option<String>> =
+                std::iter::once(None).chain(state.saved.cases.iter().map(|c| Some(c.name.clone()))).collect();
+            let at = names.iter().position(|n| *n == state.choice.case).map_or(0, |i| i + 1);
+            state.choice.case = names[at % names.len()].clone();
+            state.selected_variable = at % names.len();
+            state.note = Some(format!("case: {}", state.choice.case.as_deref().unwrap_or("(default variables)")));
+            Vec::new()
+        }
+        Action::MoreTokens => {
+            state.choice.max_tokens = Some(state.choice.max_tokens.map_or(256, |n| n.saturating_mul(2)));
+            Vec::new()
+        }
+        Action::FewerTokens => {
+            state.choice.max_tokens = state.choice.max_tokens.map(|n| n / 2).filter(|n| *n >= 16);
+            Vec::new()
+        }
+        Action::Up => step(state, -1),
+        Action::Down => step(state, 1),
+        Action::Left => cut_by(state, -1),
+        Action::Right => cut_by(state, 1),
+        Action::PageUp => step(state, -10),
+        Action::PageDown => step(state, 10),
+        Action::Home => step(state, i64::MIN / 2),
+        Action::End => {
+            if state.focus == Pane::Output {
+                state.output_scroll = None;
+                return Vec::new();
+            }
+            step(state, i64::MAX / 2)
+        }
+        Action::Open => open(state),
+        Action::Compare => compare_update::enter(state),
+    }
+}
+
+pub(super) fn focus(state: &mut State, pane: Pane) -> Vec<Effect> {
+    state.focus = pane;
+    Vec::new()
+}
+
+pub(super) fn save(state: &mut State) -> Vec<Effect> {
+    match edit::prompt_for_save(state) {
+        Ok((prompt, schema_file)) => {
+            state.pending_save = Some(Box::new((prompt.clone(), state.texts())));
+            vec![Effect::Save { path: state.path.clone(), prompt: Box::new(prompt), schema_file }]
+        }
+        Err(e) => {
+            state.note = Some(format!("not saved: {e}"));
+            Vec::new()
+        }
+    }
+}

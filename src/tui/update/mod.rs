@@ -1,0 +1,141 @@
+//! `update(&mut State, Msg) -> Vec<Effect>`: every change of the workbench, pure (no IO, no await).
+//! Keys become actions through the keymap (or typing in the focused editor); run events fill the
+//! live view; effects ask the loop to run, save, sweep, write the recovery file or quit. This file
+//! routes each message; the files beside it handle one concern each.
+
+mod actions;
+mod keys;
+mod navigate;
+mod run;
+mod sweep;
+
+pub use actions::act;
+use keys::{after_edit, editable, editor_mut, key};
+pub use navigate::set_cut;
+use run::run_event;
+pub use sweep::LIVE_SWEEP_EVERY_MS;
+use sweep::{sweep_effect, sweep_ready};
+
+use super::compare_update;
+use super::edit;
+use super::msg::{Effect, Msg, TermEvent};
+use super::state::{Overlay, RunPhase, State};
+
+/// How often unsaved edits go to the recovery file, at most.
+pub const RECOVERY_EVERY_MS: u64 = 1000;
+/// The providers `next-provider` cycles through.
+pub const PROVIDERS: [&str; 5] = ["replay", "openai", "ollama", "anthropic", "local"];
+
+/// Applies `msg` to `state`; returns what the outside world must do.
+pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
+    match msg {
+        Msg::Term(TermEvent::Key(input)) if state.input.is_some() => super::input::key(state, input),
+        Msg::Term(TermEvent::Paste(text)) if state.input.is_some() => {
+            super::input::paste(state, &text);
+            Vec::new()
+        }
+        Msg::Term(TermEvent::Mouse(_)) if state.input.is_some() => Vec::new(),
+        Msg::Term(TermEvent::Key(input)) if state.compare.open && state.overlay == Overlay::None => {
+            compare_update::key(state, &input)
+        }
+        Msg::Term(TermEvent::Key(input)) => key(state, input),
+        Msg::Term(TermEvent::Mouse(_)) if state.compare.open => Vec::new(),
+        Msg::Term(TermEvent::Mouse(mouse)) => super::mouse::mouse(state, mouse),
+        Msg::Term(TermEvent::Resize(columns, rows)) => {
+            state.size = (columns, rows);
+            Vec::new()
+        }
+        Msg::Term(TermEvent::Paste(text)) => {
+            if state.overlay == Overlay::None && editable(state) {
+                if let Some(area) = editor_mut(state) {
+                    area.insert_str(text.replace("\r\n", "\n").replace('\r', "\n"));
+                }
+                after_edit(state);
+            }
+            Vec::new()
+        }
+        Msg::Action(action) if state.compare.open => compare_update::act(state, action),
+        Msg::Action(action) => act(state, action),
+        Msg::Compare { id, news } => compare_update::news(state, id, news),
+        Msg::Run { run, event, at_ms } => {
+            if run != state.run_id {
+                return Vec::new();
+            }
+            run_event(state, *event, at_ms)
+        }
+        Msg::RunFailed { run, message } => {
+            if run == state.run_id {
+                state.phase = RunPhase::Failed(message.clone());
+                state.note = Some(message);
+            }
+            Vec::new()
+        }
+        Msg::RunRecorded(result) => {
+            state.note = Some(match result {
+                Ok(path) if state.phase == RunPhase::Cancelled => format!(
+                    "cancelled run saved to the history with its partial answer ({}): alt-8, enter replays it",
+                    path.display()
+                ),
+                Ok(path) => format!("run saved to the history ({})", path.display()),
+                Err(e) => format!("the run was not added to the history: {e}"),
+            });
+            vec![Effect::LoadHistory { prompt_id: state.saved.id.clone() }]
+        }
+        Msg::RunCancelled => {
+            if state.phase == RunPhase::Cancelling {
+                state.phase = RunPhase::Cancelled;
+                state.note =
+                    Some(format!("cancelled: the partial answer ({} chunks) stays", state.run.chunk_ends.len()));
+            }
+            sweep_effect(state)
+        }
+        Msg::SweepReady { run, answer_len, sweep } => {
+            sweep_ready(state, run, answer_len, sweep);
+            Vec::new()
+        }
+        Msg::HistoryLoaded(result) => {
+            match result {
+                Ok(runs) => {
+                    state.history = runs;
+                    state.history_selected = state.history_selected.min(state.history.len().saturating_sub(1));
+                }
+                Err(e) => state.note = Some(e),
+            }
+            Vec::new()
+        }
+        Msg::Saved(result) => {
+            let pending = state.pending_save.take();
+            match result {
+                Ok(path) => {
+                    if let Some(saved) = pending {
+                        let (prompt, texts) = *saved;
+                        state.saved = prompt;
+                        state.saved_texts = texts;
+                    }
+                    state.dirty = edit::is_dirty(state);
+                    state.note = Some(format!("saved {}", path.display()));
+                    if !state.dirty {
+                        return vec![Effect::ClearRecovery];
+                    }
+                }
+                Err(e) => state.note = Some(format!("not saved: {e}")),
+            }
+            Vec::new()
+        }
+        Msg::ModelFetch(news) => super::fetch_update::model_fetch(state, news),
+        Msg::Note(note) => {
+            state.note = Some(note);
+            Vec::new()
+        }
+        Msg::Tick { now_ms } => {
+            state.now_ms = now_ms;
+            let due = now_ms.saturating_sub(state.last_recovery_ms) >= RECOVERY_EVERY_MS;
+            if state.dirty && state.edits != state.recovery_written && due {
+                state.recovery_written = state.edits;
+                state.last_recovery_ms = now_ms;
+                return vec![Effect::WriteRecovery(edit::recovery(state, 0))];
+            }
+            Vec::new()
+        }
+    }
+}

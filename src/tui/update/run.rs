@@ -1,0 +1,132 @@
+//! Runs: starting one from the prompt as edited (with the settings chosen), and its events filling
+//! the live view (output, verdicts, timings, mode, turns, the end).
+
+use super::super::edit;
+use super::super::msg::{Effect, ReplaySource, RunRequest};
+use super::super::state::{RunPhase, State};
+use super::sweep::{live_sweep, sweep_effect};
+use crate::run::RunEvent;
+
+/// Starts a run of the prompt as edited (`max_turns` `Some(1)`: one turn; `replay`: a recorded answer).
+pub(super) fn start_run(state: &mut State, max_turns: Option<u32>, replay: Option<ReplaySource>) -> Vec<Effect> {
+    if state.running() {
+        state.note = Some("a run is going: esc cancels it".into());
+        return Vec::new();
+    }
+    let prompt = match edit::prompt_for_run(state) {
+        Ok(prompt) => prompt,
+        Err(e) => {
+            state.note = Some(format!("cannot run: {e}"));
+            return Vec::new();
+        }
+    };
+    let replay = replay.or_else(|| {
+        (state.choice.provider == "replay").then(|| state.choice.transcript.clone().map(ReplaySource::File)).flatten()
+    });
+    let provider = if replay.is_some() { "replay".to_string() } else { state.choice.provider.clone() };
+    if provider == "replay" && replay.is_none() {
+        state.note = Some(
+            "cannot run: the replay provider needs a recorded transcript and this prompt has none in answers/; \
+             alt-p picks another provider"
+                .into(),
+        );
+        return Vec::new();
+    }
+    state.phase = RunPhase::Starting;
+    state.run.clear_answer();
+    state.run.turn = 0;
+    state.selected_line = 0;
+    state.output_scroll = None;
+    state.truncation = Default::default();
+    state.note = None;
+    state.run_prompt = Some(Box::new(prompt.clone()));
+    state.run_id += 1;
+    state.run.provider = provider.clone();
+    state.run.model = state.choice.model.clone().unwrap_or_default();
+    state.run.mode = None;
+    state.run.asked_mode = state.choice.structured.clone().unwrap_or_else(|| "none".into());
+    state.run.mode_by_default = state.choice.structured_by_default;
+    vec![Effect::StartRun(Box::new(RunRequest {
+        run: state.run_id,
+        prompt,
+        path: state.path.clone(),
+        case: state.choice.case.clone(),
+        provider,
+        model: state.choice.model.clone(),
+        structured: state.choice.structured.clone(),
+        max_tokens: state.choice.max_tokens,
+        max_turns,
+        replay,
+    }))]
+}
+
+/// One event of the current run into the live view.
+pub(super) fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<Effect> {
+    let run = &mut state.run;
+    run.last_at_ms = at_ms;
+    match event {
+        RunEvent::TurnStarted { turn, max_turns, request } => {
+            if turn > 1 {
+                run.clear_answer();
+                state.selected_line = 0;
+                state.truncation = Default::default();
+            }
+            run.turn = turn;
+            run.max_turns = max_turns;
+            if !request.model.is_empty() {
+                run.model = request.model;
+            }
+            state.phase = RunPhase::Running;
+        }
+        RunEvent::Mode(mode) => {
+            if let Some(fallback) = mode.fallbacks.last() {
+                state.note = Some(format!(
+                    "structured mode fell back from {} to {}: {}",
+                    fallback.from, fallback.to, fallback.reason
+                ));
+            }
+            run.mode = Some(mode);
+        }
+        RunEvent::Waiting { attempt, after_ms, reason } => {
+            state.note = Some(format!("server busy ({reason}): attempt {attempt} in {after_ms} ms"));
+        }
+        RunEvent::Delta(text) => {
+            let at = at_ms;
+            let ttft = *run.ttft_ms.get_or_insert(at_ms);
+            run.push_chunk(&text);
+            let bucket = (at_ms.saturating_sub(ttft) / 100) as usize;
+            if bucket < 10_000 {
+                if run.rate.len() <= bucket {
+                    run.rate.resize(bucket + 1, 0);
+                }
+                run.rate[bucket] += 1;
+            }
+            let secs = at_ms.saturating_sub(ttft) as f64 / 1000.0;
+            if secs > 0.05 {
+                run.tokens_per_s = Some(run.chunk_ends.len() as f64 / secs);
+            }
+            return live_sweep(state, at);
+        }
+        RunEvent::Line(verdict) => run.verdicts.push(verdict),
+        RunEvent::Usage(usage) => run.usage = Some(usage),
+        RunEvent::Finish(reason) => run.finish = Some(reason),
+        RunEvent::StreamError(error) => run.error = Some(error.to_string()),
+        RunEvent::TurnEnded(summary) => {
+            let summary = *summary;
+            run.report = Some(summary.parse);
+            run.tokens_per_s = summary.tokens_per_s.or(run.tokens_per_s);
+            run.ttft_ms = summary.ttft_ms.or(run.ttft_ms);
+            run.usage = summary.usage.or(run.usage);
+        }
+        RunEvent::Feedback { turn, .. } => {
+            state.note = Some(format!("turn {turn} failed validation: retrying with the errors as feedback"));
+        }
+        RunEvent::RunEnded { ok, .. } => {
+            if !matches!(state.phase, RunPhase::Cancelling | RunPhase::Cancelled) {
+                state.phase = RunPhase::Done { ok };
+            }
+            return sweep_effect(state);
+        }
+    }
+    Vec::new()
+}

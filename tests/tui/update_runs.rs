@@ -1,0 +1,188 @@
+//! Transition tests of what a run shows and leaves: the structured mode in the status bar (used,
+//! fallback, default on local), cancelled runs in the history, the truncation chart growing live.
+
+use tunebench::provider::{Fallback, ModeReport, StructuredMode};
+use tunebench::run::RunEvent;
+use tunebench::tui::msg::{Action, Effect, Msg};
+use tunebench::tui::panes::status::mode_text;
+use tunebench::tui::state::State;
+use tunebench::tui::update::update;
+
+use super::support::*;
+
+fn mode_event(state: &mut State, mode: ModeReport) {
+    let run = state.run_id;
+    update(state, Msg::Run { run, event: Box::new(RunEvent::Mode(mode)), at_ms: 5 });
+}
+
+#[test]
+fn the_status_bar_says_constrained_was_chosen_by_default_on_local() {
+    let mut state = sample_state();
+    tunebench::tui::fetch_update::use_local_model(&mut state);
+    assert_eq!(mode_text(&state), "asked constrained (default on local)");
+    let effects = update(&mut state, Msg::Action(Action::Run));
+    assert!(matches!(effects.as_slice(), [Effect::StartRun(_)]), "{effects:?}");
+    assert_eq!(mode_text(&state), "asked constrained (default on local)", "not reported yet");
+    let used = StructuredMode::Constrained;
+    mode_event(&mut state, ModeReport { requested: used, used, ..ModeReport::default() });
+    assert_eq!(mode_text(&state), "constrained (default on local)");
+    // Chosen by the user (alt-m cycles back round to constrained): no "default".
+    let mut state = sample_state();
+    tunebench::tui::fetch_update::use_local_model(&mut state);
+    for _ in 0..4 {
+        update(&mut state, alt('m'));
+    }
+    assert_eq!(state.choice.structured.as_deref(), Some("constrained"));
+    update(&mut state, Msg::Action(Action::Run));
+    mode_event(&mut state, ModeReport { requested: used, used, ..ModeReport::default() });
+    assert_eq!(mode_text(&state), "constrained");
+}
+
+#[test]
+fn a_fallback_shows_each_step_and_its_reason() {
+    let mut state = sample_state();
+    state.choice.provider = "openai".into();
+    state.choice.structured = Some("json-schema".into());
+    update(&mut state, Msg::Action(Action::Run));
+    assert_eq!(mode_text(&state), "asked json-schema");
+    let reason = "the server refused response_format json_schema (400)".to_string();
+    let fallback = Fallback { from: StructuredMode::JsonSchema, to: StructuredMode::JsonObject, reason };
+    let report = ModeReport {
+        requested: StructuredMode::JsonSchema,
+        used: StructuredMode::JsonObject,
+        schema_in_prompt: true,
+        fallbacks: vec![fallback],
+    };
+    mode_event(&mut state, report);
+    assert_eq!(mode_text(&state), "json-schema→json-object (fallback)");
+    let note = state.note.clone().unwrap_or_default();
+    assert!(note.contains("fell back from json-schema to json-object") && note.contains("(400)"), "{note}");
+    // The next run starts without the old report.
+    let run = state.run_id;
+    update(&mut state, Msg::Run { run, event: Box::new(RunEvent::RunEnded { ok: true, turns: 1 }), at_ms: 9 });
+    update(&mut state, Msg::Action(Action::Run));
+    assert_eq!(mode_text(&state), "asked json-schema");
+}
+
+#[test]
+fn a_cancelled_run_stays_cancelled_when_its_record_arrives() {
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::Run));
+    feed(&mut state, sample_events(Some(40)));
+    let partial = state.run.output.clone();
+    assert_eq!(update(&mut state, Msg::Action(Action::CancelRun)), [Effect::CancelRun]);
+    update(&mut state, Msg::RunCancelled);
+    // The engine still ends the run (its turn, the interrupted finish), then its record is written.
+    let run = state.run_id;
+    let finish = RunEvent::Finish(tunebench::provider::FinishReason::Interrupted);
+    update(&mut state, Msg::Run { run, event: Box::new(finish), at_ms: 50 });
+    update(&mut state, Msg::Run { run, event: Box::new(RunEvent::RunEnded { ok: false, turns: 1 }), at_ms: 50 });
+    assert_eq!(state.phase, tunebench::tui::state::RunPhase::Cancelled);
+    assert_eq!(state.run.output, partial);
+    let effects = update(&mut state, Msg::RunRecorded(Ok("/data/history.jsonl".into())));
+    assert!(matches!(effects.as_slice(), [Effect::LoadHistory { .. }]), "{effects:?}");
+    assert!(state.note.as_deref().unwrap_or("").starts_with("cancelled run saved to the history"), "{:?}", state.note);
+}
+
+/// Runs every sweep the effects ask for (as the runner does, on this thread) and hands it back.
+fn deliver_sweeps(state: &mut State, effects: Vec<Effect>) -> usize {
+    let mut count = 0;
+    for effect in effects {
+        if let Effect::ComputeSweep(request) = effect {
+            let sweep = tunebench::tui::runner::compute_sweep(&request).map(Box::new);
+            let (run, answer_len) = (request.run, request.answer.len());
+            update(state, Msg::SweepReady { run, answer_len, sweep });
+            count += 1;
+        }
+    }
+    count
+}
+
+#[test]
+fn the_truncation_chart_grows_while_the_answer_streams() {
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::Run));
+    let run = state.run_id;
+    let events = sample_events(None);
+    let deltas = events.iter().filter(|(e, _)| matches!(e, RunEvent::Delta(_))).count();
+    let mut sweeps = 0;
+    let mut widths = Vec::new();
+    for (event, at_ms) in events {
+        let ended = matches!(event, RunEvent::RunEnded { .. });
+        let effects = update(&mut state, Msg::Run { run, event: Box::new(event), at_ms });
+        sweeps += deliver_sweeps(&mut state, effects);
+        if let Some(sweep) = &state.truncation.sweep {
+            if !ended {
+                assert!(state.truncation.live, "a sweep of the answer so far is marked live");
+            }
+            widths.push(sweep.cuts.len());
+        }
+    }
+    assert!(sweeps > 10, "the chart was swept again as the answer grew: {sweeps}");
+    assert!(widths.windows(2).all(|w| w[0] <= w[1]) && widths[0] < 100, "{widths:?}");
+    // The last one is the whole answer, no longer live, the cut at its end.
+    assert!(!state.truncation.live);
+    assert_eq!(state.truncation.sweep.as_ref().unwrap().cuts.len(), deltas + 1);
+    assert_eq!(state.truncation.cut, deltas);
+    assert!(!state.truncation.pending);
+}
+
+#[test]
+fn live_sweeps_are_throttled_to_the_frame_never_per_token() {
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::Run));
+    let run = state.run_id;
+    let mut asked = Vec::new();
+    // Tokens as fast as a replay gives them: 4 per millisecond.
+    let deltas: Vec<(RunEvent, u64)> = sample_events(Some(200))
+        .into_iter()
+        .filter(|(e, _)| matches!(e, RunEvent::Delta(_)))
+        .enumerate()
+        .map(|(i, (e, _))| (e, i as u64 / 4))
+        .collect();
+    for (event, at_ms) in deltas {
+        let effects = update(&mut state, Msg::Run { run, event: Box::new(event), at_ms });
+        if !effects.is_empty() {
+            asked.push(at_ms);
+        }
+        // Each sweep comes back at once: only the frame limits them.
+        deliver_sweeps(&mut state, effects);
+    }
+    assert!(asked.len() >= 3, "{asked:?}");
+    assert!(asked.windows(2).all(|w| w[1] - w[0] >= 16), "at most one per frame: {asked:?}");
+    // While one is being computed, none more is asked for.
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::Run));
+    let effects = feed(&mut state, sample_events(Some(150)));
+    assert_eq!(effects.len(), 1, "one in flight at a time: {effects:?}");
+}
+
+#[test]
+fn a_cut_moved_back_stays_while_the_chart_grows() {
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::Run));
+    let run = state.run_id;
+    let events = sample_events(Some(120));
+    let (first, rest) = events.split_at(60);
+    for (event, at_ms) in first.iter().cloned() {
+        let effects = update(&mut state, Msg::Run { run, event: Box::new(event), at_ms });
+        deliver_sweeps(&mut state, effects);
+    }
+    let following = state.truncation.cut;
+    assert!(following > 10);
+    update(&mut state, Msg::Action(Action::FocusTruncation));
+    update(&mut state, Msg::Action(Action::Home));
+    assert_eq!(state.truncation.cut, 0);
+    for (event, at_ms) in rest.iter().cloned() {
+        let effects = update(&mut state, Msg::Run { run, event: Box::new(event), at_ms: at_ms + 100 });
+        deliver_sweeps(&mut state, effects);
+    }
+    assert!(state.truncation.sweep.as_ref().unwrap().cuts.len() > following + 1, "it grew");
+    assert_eq!(state.truncation.cut, 0, "the cut the user moved stays");
+    // A sweep of another run, or older than the one shown, is dropped.
+    let shown = state.truncation.swept_len;
+    let stale = tunebench::truncate::sweep::sweep("", &[(0, 0)], Default::default(), None);
+    update(&mut state, Msg::SweepReady { run: run + 7, answer_len: 1, sweep: Ok(Box::new(stale.clone())) });
+    update(&mut state, Msg::SweepReady { run, answer_len: shown - 1, sweep: Ok(Box::new(stale)) });
+    assert_eq!(state.truncation.swept_len, shown);
+}
