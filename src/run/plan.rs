@@ -50,7 +50,8 @@ pub struct RunSettings {
 
 impl RunSettings {
     /// `overrides` (the command line; `name` is the provider) over the prompt's `[provider]` table and
-    /// `max_turns`, over the defaults (local, else openai; no model, prompt-only, 1 turn, 8,192 context tokens).
+    /// `max_turns`, over the defaults (local, else openai; no model; prompt-only, or `constrained` for a
+    /// json/jsonl prompt on `local`; 1 turn, 8,192 context tokens).
     pub fn resolve(
         prompt: &PromptFile,
         overrides: &ProviderSettings,
@@ -66,6 +67,8 @@ impl RunSettings {
             return Err(setting(&provider.0, provider.1, &format!("a provider: {}", PROVIDERS.join(", "))));
         }
         let structured = match pick(&overrides.structured, &file.structured, "--structured") {
+            // The local model can hold a json/jsonl answer to its schema itself: it does unless told not to.
+            None if provider.0 == "local" && prompt.response_type != ResponseType::Text => StructuredMode::Constrained,
             None => StructuredMode::None,
             Some((text, origin)) => StructuredMode::parse(text.trim()).ok_or_else(|| {
                 setting(&text, origin, "a structured mode: none, json-object, json-schema, constrained")

@@ -54,10 +54,19 @@ fn the_command_line_wins_over_the_prompt_over_the_defaults() {
     assert_eq!((settings.temperature, settings.max_tokens, settings.max_turns), (Some(0.2), Some(50), 3));
     assert_eq!((settings.stop.clone(), settings.context_tokens), (vec!["END".to_string()], 4096));
     let defaults = RunSettings::resolve(&prompt(ResponseType::Json), &ProviderSettings::default(), None, None).unwrap();
+    // The local model holds a json answer to its schema unless told not to; other providers are asked plainly.
+    let default_mode = if DEFAULT_PROVIDER == "local" { StructuredMode::Constrained } else { StructuredMode::None };
     assert_eq!(
         (defaults.provider.as_str(), defaults.structured, defaults.max_turns),
-        (DEFAULT_PROVIDER, StructuredMode::None, 1)
+        (DEFAULT_PROVIDER, default_mode, 1)
     );
+    let text = RunSettings::resolve(&prompt(ResponseType::Text), &ProviderSettings::default(), None, None).unwrap();
+    assert_eq!(text.structured, StructuredMode::None, "a text answer is asked plainly");
+    let openai = ProviderSettings { name: Some("openai".into()), ..ProviderSettings::default() };
+    let remote = RunSettings::resolve(&prompt(ResponseType::Json), &openai, None, None).unwrap();
+    assert_eq!(remote.structured, StructuredMode::None);
+    let told = ProviderSettings { name: Some("local".into()), structured: Some("none".into()), ..ProviderSettings::default() };
+    assert_eq!(RunSettings::resolve(&prompt(ResponseType::Json), &told, None, None).unwrap().structured, StructuredMode::None);
     assert_eq!(defaults.context_tokens, DEFAULT_CONTEXT_TOKENS);
     assert_eq!(RunSettings::resolve(&file, &cli, Some(1), None).unwrap().max_turns, 1);
 }

@@ -58,7 +58,9 @@ pub fn plan_with(prompt_path: &Path, case: Option<&str>, cli: &ProviderSettings,
 }
 
 pub fn plan(prompt_path: &Path, max_turns: Option<u32>) -> RunPlan {
-    plan_with(prompt_path, None, &ProviderSettings::default(), max_turns)
+    // The tests' servers speak the OpenAI protocol (with no provider named, the default is local).
+    let openai = ProviderSettings { name: Some("openai".into()), ..ProviderSettings::default() };
+    plan_with(prompt_path, None, &openai, max_turns)
 }
 
 /// Runs `plan` and keeps every event.

@@ -98,7 +98,12 @@ fn judge_parts(
 }
 
 /// Judges the lines of `run` one after the other, numbered from `completed + 1`; returns how many.
+/// The sink grows once for the run's lines (at most one verdict and, mostly, one item per line)
+/// rather than doubling, copying and faulting in fresh memory as verdicts arrive.
 fn judge_lines(rules: &mut Rules, sink: &mut Sink, check: Option<&dyn Check>, completed: usize, run: &str) -> usize {
+    let lines = newlines(run);
+    sink.lines.reserve(lines);
+    sink.items.reserve(lines);
     let mut count = 0;
     for line in run.split_terminator('\n') {
         count += 1;
