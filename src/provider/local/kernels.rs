@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use super::quant::{ActBlock, Blocks, Matrix, Q4Block, Q8Block};
+use super::quant::{ActBlock, Blocks, Matrix, Q4Block, Q4x8, Q8Block, Q8x8};
 
 /// Whether this CPU runs the AVX2 paths (with FMA and F16C, which every AVX2 CPU has).
 pub fn simd() -> bool {
@@ -26,6 +26,8 @@ pub fn matmul(w: &Matrix, x: &[ActBlock], tokens: usize, rows: Range<usize>, out
     let simd = simd();
     let per_row = w.row_blocks();
     match &w.blocks {
+        Blocks::Q4x8(groups) => grouped(groups, per_row, x, tokens, rows, out, |w, a| dot_q4x8(w, a, simd)),
+        Blocks::Q8x8(groups) => grouped(groups, per_row, x, tokens, rows, out, |w, a| dot_q8x8(w, a, simd)),
         Blocks::Q4(blocks) if tokens == 1 => {
             gemv(blocks, per_row, x, rows, out, |w, a| dot_q4(w, a, simd), |w, a| rows4_q4(w, a, simd))
         }
@@ -39,6 +41,60 @@ pub fn matmul(w: &Matrix, x: &[ActBlock], tokens: usize, rows: Range<usize>, out
             run(blocks, per_row, x, tokens, rows, out, |w, a| dot_q8(w, a, simd), |w, a| dot_q8_x4(w, a, simd))
         }
     }
+}
+
+/// Rows in groups of eight: each group's eight sums at once, token after token (the group's weights stay
+/// in L1 while the tokens use them).
+#[inline(always)]
+fn grouped<G>(
+    groups: &[G],
+    per_row: usize,
+    x: &[ActBlock],
+    tokens: usize,
+    rows: Range<usize>,
+    out: &mut [f32],
+    dot8: impl Fn(&[G], &[ActBlock]) -> [f32; 8],
+) {
+    let n = rows.len();
+    for g in rows.start / 8..rows.end.div_ceil(8) {
+        let group = &groups[g * per_row..(g + 1) * per_row];
+        for t in 0..tokens {
+            let sums = dot8(group, &x[t * per_row..(t + 1) * per_row]);
+            for (r, sum) in sums.into_iter().enumerate() {
+                if rows.contains(&(8 * g + r)) {
+                    out[t * n + 8 * g + r - rows.start] = sum;
+                }
+            }
+        }
+    }
+}
+
+/// Eight interleaved 4-bit weight rows times one activation row.
+pub fn dot_q4x8(w: &[Q4x8], a: &[ActBlock], simd: bool) -> [f32; 8] {
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        // SAFETY: `simd` is true only when the CPU has AVX2, FMA and F16C.
+        return unsafe { avx2::dot_q4x8(w, a) };
+    }
+    let _ = simd;
+    std::array::from_fn(|r| {
+        let rows: Vec<Q4Block> = w.iter().map(|g| g.row(r)).collect();
+        portable_dot_q4(&rows, a)
+    })
+}
+
+/// Eight interleaved 8-bit weight rows times one activation row.
+pub fn dot_q8x8(w: &[Q8x8], a: &[ActBlock], simd: bool) -> [f32; 8] {
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        // SAFETY: `simd` is true only when the CPU has AVX2, FMA and F16C.
+        return unsafe { avx2::dot_q8x8(w, a) };
+    }
+    let _ = simd;
+    std::array::from_fn(|r| {
+        let rows: Vec<Q8Block> = w.iter().map(|g| g.row(r)).collect();
+        portable_dot_q8(&rows, a)
+    })
 }
 
 /// One token: four weight rows at a time.
@@ -260,7 +316,7 @@ fn axpy_lanes(y: &mut [f32], s: f32, x: &[f32]) {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::quant::{ActBlock, Q4Block, Q8Block};
+    use super::super::quant::{ActBlock, Q4Block, Q4x8, Q8Block, Q8x8};
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -306,6 +362,79 @@ mod avx2 {
     pub fn dot_q8_x4(w: &[Q8Block], a: [&[ActBlock]; 4]) -> [f32; 4] {
         // SAFETY: this function runs only with AVX2, FMA and F16C.
         unsafe { dot_n(w, a) }
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn dot_q4x8(w: &[Q4x8], a: &[ActBlock]) -> [f32; 8] {
+        assert!(a.len() >= w.len(), "the activation row is shorter than the weight rows");
+        let (low, ones) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi16(1));
+        let (mut sums, mut offsets) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        for (group, x) in w.iter().zip(a) {
+            // Each i16 pair of lanes 2r, 2r+1 collects row r: 8 products of at most 15·127·2 in all
+            // (30,480), inside i16.
+            let mut pairs = _mm256_setzero_si256();
+            for k in 0..4 {
+                // SAFETY: 32 bytes from offset 32k of the 128-byte `qs`; 4 bytes from offsets 4k and
+                // 16+4k of the 32-byte `qs`.
+                let (packed, first, second) = unsafe {
+                    (
+                        _mm256_loadu_si256(group.qs.as_ptr().add(32 * k) as *const __m256i),
+                        std::ptr::read_unaligned(x.qs.as_ptr().add(4 * k) as *const i32),
+                        std::ptr::read_unaligned(x.qs.as_ptr().add(16 + 4 * k) as *const i32),
+                    )
+                };
+                let lo = _mm256_and_si256(packed, low);
+                let hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+                pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(lo, _mm256_set1_epi32(first)));
+                pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(hi, _mm256_set1_epi32(second)));
+            }
+            let products = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
+            // SAFETY: 16 bytes: the eight f16 scales, and the eight offsets.
+            let (d, m) = unsafe {
+                (
+                    _mm256_cvtph_ps(_mm_loadu_si128(group.d.as_ptr() as *const __m128i)),
+                    _mm256_cvtph_ps(_mm_loadu_si128(group.m.as_ptr() as *const __m128i)),
+                )
+            };
+            sums = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.d)), products, sums);
+            offsets = _mm256_fmadd_ps(m, _mm256_set1_ps(x.s), offsets);
+        }
+        let mut out = [0f32; 8];
+        // SAFETY: eight floats into an array of eight.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), _mm256_add_ps(sums, offsets)) };
+        out
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn dot_q8x8(w: &[Q8x8], a: &[ActBlock]) -> [f32; 8] {
+        assert!(a.len() >= w.len(), "the activation row is shorter than the weight rows");
+        let ones = _mm256_set1_epi16(1);
+        let mut sums = _mm256_setzero_ps();
+        for (group, x) in w.iter().zip(a) {
+            // Lane r of the i32 sums collects row r (an i16 pair holds at most 127·127·2, so each
+            // step is widened before the next is added).
+            let mut rows = _mm256_setzero_si256();
+            for k in 0..8 {
+                // SAFETY: 32 bytes from offset 32k of the 256-byte `qs`; 4 bytes from offset 4k of 32.
+                let (wq, four) = unsafe {
+                    (
+                        _mm256_loadu_si256(group.qs.as_ptr().add(32 * k) as *const __m256i),
+                        std::ptr::read_unaligned(x.qs.as_ptr().add(4 * k) as *const i32),
+                    )
+                };
+                // maddubs multiplies unsigned by signed: |w| times a with w's sign.
+                let aq = _mm256_set1_epi32(four);
+                let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(aq, wq));
+                rows = _mm256_add_epi32(rows, _mm256_madd_epi16(pairs, ones));
+            }
+            // SAFETY: 16 bytes: the eight f16 scales.
+            let d = unsafe { _mm256_cvtph_ps(_mm_loadu_si128(group.d.as_ptr() as *const __m128i)) };
+            sums = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.d)), _mm256_cvtepi32_ps(rows), sums);
+        }
+        let mut out = [0f32; 8];
+        // SAFETY: eight floats into an array of eight.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), sums) };
+        out
     }
 
     /// A weight block as the dot products read it.
@@ -510,6 +639,17 @@ mod tests {
         Matrix { rows, cols, blocks: Blocks::Q4(blocks) }
     }
 
+    /// The same rows, interleaved in groups of eight.
+    fn grouped(m: &Matrix) -> Matrix {
+        let Blocks::Q4(blocks) = &m.blocks else { unreachable!() };
+        let per_row = m.row_blocks();
+        let groups = (0..m.rows / 8)
+            .flat_map(|g| (0..per_row).map(move |b| (g, b)))
+            .map(|(g, b)| Q4x8::new(std::array::from_fn(|r| &blocks[(8 * g + r) * per_row + b])))
+            .collect();
+        Matrix { rows: m.rows, cols: m.cols, blocks: Blocks::Q4x8(groups) }
+    }
+
     fn activations(tokens: usize, cols: usize) -> Vec<ActBlock> {
         let x = values(tokens * cols, 7);
         let mut blocks = vec![ActBlock::default(); tokens * cols / 32];
@@ -604,6 +744,60 @@ mod tests {
                     assert_eq!(single[0], *want);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn interleaved_rows_give_the_plain_rows_sums_whatever_the_batch() {
+        let (rows, cols, tokens) = (16, 608, 5);
+        let plain = q4_matrix(rows, cols);
+        let w = grouped(&plain);
+        let a = activations(tokens, cols);
+        let mut batch = vec![0f32; tokens * rows];
+        matmul(&w, &a, tokens, 0..rows, &mut batch);
+        for t in 0..tokens {
+            let at = &a[t * 19..(t + 1) * 19];
+            let mut one = vec![0f32; rows];
+            matmul(&w, at, 1, 0..rows, &mut one);
+            assert_eq!(one, batch[t * rows..(t + 1) * rows], "token {t}: the same bits alone as in a batch");
+            for r in 0..rows {
+                let want = exact(&plain, r, at);
+                assert!((f64::from(one[r]) - want).abs() < 1e-3 * (1.0 + want.abs()), "row {r}: {} vs {want}", one[r]);
+            }
+            // A range that cuts groups.
+            let mut part = vec![0f32; 7];
+            matmul(&w, at, 1, 5..12, &mut part);
+            assert_eq!(part, one[5..12]);
+        }
+        // 8-bit rows interleaved the same way.
+        let w8 = Matrix { rows, cols, blocks: Blocks::Q8(quantize_weights(&values(rows * cols, 5))) };
+        let Blocks::Q8(blocks8) = &w8.blocks else { unreachable!() };
+        let groups8: Vec<Q8x8> = (0..rows / 8)
+            .flat_map(|g| (0..19).map(move |b| (g, b)))
+            .map(|(g, b)| Q8x8::new(std::array::from_fn(|r| &blocks8[(8 * g + r) * 19 + b])))
+            .collect();
+        let g8 = Matrix { rows, cols, blocks: Blocks::Q8x8(groups8.clone()) };
+        let mut batch8 = vec![0f32; tokens * rows];
+        matmul(&g8, &a, tokens, 0..rows, &mut batch8);
+        for t in 0..tokens {
+            let at = &a[t * 19..(t + 1) * 19];
+            for r in 0..rows {
+                let want = exact(&w8, r, at);
+                let got = f64::from(batch8[t * rows + r]);
+                assert!((got - want).abs() < 1e-3 * (1.0 + want.abs()), "8-bit row {r}: {got} vs {want}");
+            }
+            let portable = dot_q8x8(&groups8[..19], at, false);
+            for (r, got) in portable.iter().enumerate() {
+                let want = exact(&w8, r, at);
+                assert!((f64::from(*got) - want).abs() < 1e-3 * (1.0 + want.abs()));
+            }
+        }
+        // The portable path agrees with the plain rows too.
+        let Blocks::Q4x8(groups) = &w.blocks else { unreachable!() };
+        let portable = dot_q4x8(&groups[..19], &a[..19], false);
+        for (r, got) in portable.iter().enumerate() {
+            let want = exact(&plain, r, &a[..19]);
+            assert!((f64::from(*got) - want).abs() < 1e-3 * (1.0 + want.abs()));
         }
     }
 
