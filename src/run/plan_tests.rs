@@ -65,8 +65,12 @@ fn the_command_line_wins_over_the_prompt_over_the_defaults() {
     let openai = ProviderSettings { name: Some("openai".into()), ..ProviderSettings::default() };
     let remote = RunSettings::resolve(&prompt(ResponseType::Json), &openai, None, None).unwrap();
     assert_eq!(remote.structured, StructuredMode::None);
-    let told = ProviderSettings { name: Some("local".into()), structured: Some("none".into()), ..ProviderSettings::default() };
-    assert_eq!(RunSettings::resolve(&prompt(ResponseType::Json), &told, None, None).unwrap().structured, StructuredMode::None);
+    let told =
+        ProviderSettings { name: Some("local".into()), structured: Some("none".into()), ..ProviderSettings::default() };
+    assert_eq!(
+        RunSettings::resolve(&prompt(ResponseType::Json), &told, None, None).unwrap().structured,
+        StructuredMode::None
+    );
     assert_eq!(defaults.context_tokens, DEFAULT_CONTEXT_TOKENS);
     assert_eq!(RunSettings::resolve(&file, &cli, Some(1), None).unwrap().max_turns, 1);
 }

@@ -645,7 +645,7 @@ mod tests {
         let per_row = m.row_blocks();
         let groups = (0..m.rows / 8)
             .flat_map(|g| (0..per_row).map(move |b| (g, b)))
-            .map(|(g, b)| Q4x8::new(std::array::from_fn(|r| &blocks[(8 * g + r) * per_row + b])))
+            .map(|(g, b)| Q4x8::new(std::array::from_fn(|r| blocks[(8 * g + r) * per_row + b])))
             .collect();
         Matrix { rows: m.rows, cols: m.cols, blocks: Blocks::Q4x8(groups) }
     }
@@ -760,9 +760,9 @@ mod tests {
             let mut one = vec![0f32; rows];
             matmul(&w, at, 1, 0..rows, &mut one);
             assert_eq!(one, batch[t * rows..(t + 1) * rows], "token {t}: the same bits alone as in a batch");
-            for r in 0..rows {
+            for (r, got) in one.iter().enumerate() {
                 let want = exact(&plain, r, at);
-                assert!((f64::from(one[r]) - want).abs() < 1e-3 * (1.0 + want.abs()), "row {r}: {} vs {want}", one[r]);
+                assert!((f64::from(*got) - want).abs() < 1e-3 * (1.0 + want.abs()), "row {r}: {got} vs {want}");
             }
             // A range that cuts groups.
             let mut part = vec![0f32; 7];
@@ -774,7 +774,7 @@ mod tests {
         let Blocks::Q8(blocks8) = &w8.blocks else { unreachable!() };
         let groups8: Vec<Q8x8> = (0..rows / 8)
             .flat_map(|g| (0..19).map(move |b| (g, b)))
-            .map(|(g, b)| Q8x8::new(std::array::from_fn(|r| &blocks8[(8 * g + r) * 19 + b])))
+            .map(|(g, b)| Q8x8::new(std::array::from_fn(|r| blocks8[(8 * g + r) * 19 + b])))
             .collect();
         let g8 = Matrix { rows, cols, blocks: Blocks::Q8x8(groups8.clone()) };
         let mut batch8 = vec![0f32; tokens * rows];

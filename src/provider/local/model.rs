@@ -174,10 +174,11 @@ impl Llama {
         let (dim, kv_dim) = (config.dim, config.kv_dim());
         let mut layers = Vec::with_capacity(config.layers);
         let mut ffn = 0;
+        let mut scratch = Vec::new();
         for i in 0..config.layers {
             let mut matrix = |name: &str, rows: Option<usize>, cols: usize| {
                 let full = format!("blk.{i}.{name}.weight");
-                let m = Matrix::read(content, reader, &full)?;
+                let m = Matrix::read(content, reader, &full, &mut scratch)?;
                 match rows {
                     Some(rows) if (m.rows, m.cols) != (rows, cols) => Err(shape_err(&full, &m, rows, cols)),
                     None if m.cols != cols => Err(shape_err(&full, &m, m.rows, cols)),
@@ -200,12 +201,12 @@ impl Llama {
                 (Vec::with_capacity(config.context * kv_dim), Vec::with_capacity(config.context * kv_dim));
             layers.push(Layer { attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down, keys, values });
         }
-        let embeddings = Matrix::read(content, reader, "token_embd.weight")?;
+        let embeddings = Matrix::read(content, reader, "token_embd.weight", &mut scratch)?;
         if embeddings.cols != dim {
             return Err(shape_err("token_embd.weight", &embeddings, embeddings.rows, dim));
         }
         let output = match content.tensor_infos.contains_key("output.weight") {
-            true => Some(Matrix::read(content, reader, "output.weight")?),
+            true => Some(Matrix::read(content, reader, "output.weight", &mut scratch)?),
             false => None,
         };
         let norm = norm_vector(content, reader, "output_norm.weight", dim)?;

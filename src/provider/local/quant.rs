@@ -43,7 +43,7 @@ pub struct Q4x8 {
 
 impl Q4x8 {
     /// Interleaves the blocks of eight rows.
-    pub fn new(rows: [&Q4Block; 8]) -> Self {
+    pub fn new(rows: [Q4Block; 8]) -> Self {
         let mut group = Self { d: [f16::ZERO; 8], m: [f16::ZERO; 8], qs: [0; 128] };
         for (r, block) in rows.iter().enumerate() {
             group.d[r] = block.d;
@@ -74,7 +74,7 @@ pub struct Q8x8 {
 }
 
 impl Q8x8 {
-    pub fn new(rows: [&Q8Block; 8]) -> Self {
+    pub fn new(rows: [Q8Block; 8]) -> Self {
         let mut group = Self { d: [f16::ZERO; 8], qs: [0; 256] };
         for (r, block) in rows.iter().enumerate() {
             group.d[r] = block.d;
@@ -177,8 +177,14 @@ impl Matrix {
         }
     }
 
-    /// Reads tensor `name` of a GGUF file as a matrix.
-    pub fn read<R: Read + Seek>(content: &Content, reader: &mut R, name: &str) -> Result<Self, LocalError> {
+    /// Reads tensor `name` as a matrix; `scratch` holds its bytes on the way (one buffer for every
+    /// tensor, so loading touches fresh memory only for the weights it keeps).
+    pub fn read<R: Read + Seek>(
+        content: &Content,
+        reader: &mut R,
+        name: &str,
+        scratch: &mut Vec<u8>,
+    ) -> Result<Self, LocalError> {
         let info = content
             .tensor_infos
             .get(name)
@@ -192,50 +198,48 @@ impl Matrix {
         if cols % BLOCK != 0 {
             return Err(LocalError::Model(format!("tensor {name}: {cols} columns is not a multiple of {BLOCK}")));
         }
+        let n = rows * cols / BLOCK;
         let blocks = match info.ggml_dtype {
             GgmlDType::Q4_1 => {
-                interleave(raw(content, reader, name, rows * cols / BLOCK * 20)?.chunks_exact(20).map(q4_1).collect(), rows)
+                let bytes = raw(content, reader, name, n * 20, scratch)?;
+                group4(rows, n, |i| q4_1(&bytes[i * 20..(i + 1) * 20]))
             }
             GgmlDType::Q4_0 => {
-                interleave(raw(content, reader, name, rows * cols / BLOCK * 18)?.chunks_exact(18).map(q4_0).collect(), rows)
+                let bytes = raw(content, reader, name, n * 18, scratch)?;
+                group4(rows, n, |i| q4_0(&bytes[i * 18..(i + 1) * 18]))
             }
             GgmlDType::Q8_0 => {
-                interleave8(raw(content, reader, name, rows * cols / BLOCK * 34)?.chunks_exact(34).map(q8_0).collect(), rows)
+                let bytes = raw(content, reader, name, n * 34, scratch)?;
+                group8(rows, n, |i| q8_0(&bytes[i * 34..(i + 1) * 34]))
             }
-            _ => interleave8(quantize_weights(&vector(content, reader, name)?), rows),
+            _ => {
+                let blocks = quantize_weights(&vector(content, reader, name)?);
+                group8(rows, n, |i| blocks[i])
+            }
         };
         Ok(Self { rows, cols, blocks })
     }
 }
 
-/// 4-bit rows in groups of eight when the row count allows it (every matrix of llama models does).
-fn interleave(blocks: Vec<Q4Block>, rows: usize) -> Blocks {
-    if rows % 8 != 0 || blocks.is_empty() {
-        return Blocks::Q4(blocks);
+/// The `n` 4-bit blocks of a `rows`-row matrix (`block(i)`, row after row), in groups of eight rows when
+/// the row count allows it (every matrix of llama models does).
+fn group4(rows: usize, n: usize, block: impl Fn(usize) -> Q4Block) -> Blocks {
+    if !rows.is_multiple_of(8) || n == 0 {
+        return Blocks::Q4((0..n).map(block).collect());
     }
-    let per_row = blocks.len() / rows;
-    let mut groups = Vec::with_capacity(blocks.len() / 8);
-    for g in 0..rows / 8 {
-        for b in 0..per_row {
-            groups.push(Q4x8::new(std::array::from_fn(|r| &blocks[(8 * g + r) * per_row + b])));
-        }
-    }
-    Blocks::Q4x8(groups)
+    let per_row = n / rows;
+    let at = |g: usize, b: usize| Q4x8::new(std::array::from_fn(|r| block((8 * g + r) * per_row + b)));
+    Blocks::Q4x8((0..rows / 8).flat_map(|g| (0..per_row).map(move |b| (g, b))).map(|(g, b)| at(g, b)).collect())
 }
 
-/// 8-bit rows in groups of eight when the row count allows it.
-fn interleave8(blocks: Vec<Q8Block>, rows: usize) -> Blocks {
-    if rows % 8 != 0 || blocks.is_empty() {
-        return Blocks::Q8(blocks);
+/// The same for 8-bit blocks.
+fn group8(rows: usize, n: usize, block: impl Fn(usize) -> Q8Block) -> Blocks {
+    if !rows.is_multiple_of(8) || n == 0 {
+        return Blocks::Q8((0..n).map(block).collect());
     }
-    let per_row = blocks.len() / rows;
-    let mut groups = Vec::with_capacity(blocks.len() / 8);
-    for g in 0..rows / 8 {
-        for b in 0..per_row {
-            groups.push(Q8x8::new(std::array::from_fn(|r| &blocks[(8 * g + r) * per_row + b])));
-        }
-    }
-    Blocks::Q8x8(groups)
+    let per_row = n / rows;
+    let at = |g: usize, b: usize| Q8x8::new(std::array::from_fn(|r| block((8 * g + r) * per_row + b)));
+    Blocks::Q8x8((0..rows / 8).flat_map(|g| (0..per_row).map(move |b| (g, b))).map(|(g, b)| at(g, b)).collect())
 }
 
 /// Reads tensor `name` as f32 values, whatever its type (the norms).
@@ -245,14 +249,21 @@ pub fn vector<R: Read + Seek>(content: &Content, reader: &mut R, name: &str) -> 
     tensor.dequantize(&Device::Cpu).and_then(|t| t.flatten_all()).and_then(|t| t.to_vec1::<f32>()).map_err(model_err)
 }
 
-/// The `len` bytes of tensor `name`.
-fn raw<R: Read + Seek>(content: &Content, reader: &mut R, name: &str, len: usize) -> Result<Vec<u8>, LocalError> {
+/// The `len` bytes of tensor `name`, read into `scratch`.
+fn raw<'s, R: Read + Seek>(
+    content: &Content,
+    reader: &mut R,
+    name: &str,
+    len: usize,
+    scratch: &'s mut Vec<u8>,
+) -> Result<&'s [u8], LocalError> {
     let info = &content.tensor_infos[name];
     let io = |e: std::io::Error| LocalError::Model(format!("tensor {name}: cannot read its {len} bytes: {e}"));
     reader.seek(SeekFrom::Start(content.tensor_data_offset + info.offset)).map_err(io)?;
-    let mut bytes = vec![0; len];
-    reader.read_exact(&mut bytes).map_err(io)?;
-    Ok(bytes)
+    scratch.clear();
+    scratch.resize(len, 0);
+    reader.read_exact(scratch).map_err(io)?;
+    Ok(scratch)
 }
 
 fn half_at(bytes: &[u8], at: usize) -> f16 {
@@ -329,7 +340,7 @@ mod tests {
         bytes.extend_from_slice(&f16::from_f32(0.5).to_le_bytes());
         bytes.extend_from_slice(&f16::from_f32(-1.0).to_le_bytes());
         bytes.extend((0..16u8).map(|i| i | ((15 - i) << 4)));
-        let matrix = Matrix { rows: 1, cols: 32, blocks: Blocks::Q4(vec![q4_1(&bytes)]) };
+        let matrix = Matrix { rows: 1, cols: 32, blocks: group4(1, 1, |_| q4_1(&bytes)) };
         let mut row = [0f32; 32];
         matrix.dequantize_row(0, &mut row);
         assert_eq!(row[0], -1.0);
@@ -349,7 +360,7 @@ mod tests {
             .collect();
         // 8 rows of 2 blocks.
         let plain = Matrix { rows: 8, cols: 64, blocks: Blocks::Q4(blocks.clone()) };
-        let grouped = Matrix { rows: 8, cols: 64, blocks: interleave(blocks.clone(), 8) };
+        let grouped = Matrix { rows: 8, cols: 64, blocks: group4(8, 16, |i| blocks[i]) };
         let Blocks::Q4x8(groups) = &grouped.blocks else { panic!("8 rows interleave") };
         assert_eq!(groups.len(), 2);
         for r in 0..8 {
@@ -359,11 +370,14 @@ mod tests {
             grouped.dequantize_row(r, &mut b);
             assert_eq!(a, b);
         }
-        assert!(matches!(interleave(blocks, 4), Blocks::Q4(_)), "4 rows stay plain");
+        assert!(matches!(group4(4, 16, |i| blocks[i]), Blocks::Q4(_)), "4 rows stay plain");
         let eight: Vec<Q8Block> = (0..16i8)
-            .map(|i| Q8Block { d: f16::from_f32(f32::from(i)), qs: std::array::from_fn(|j| i.wrapping_mul(9).wrapping_sub(j as i8)) })
+            .map(|i| Q8Block {
+                d: f16::from_f32(f32::from(i)),
+                qs: std::array::from_fn(|j| i.wrapping_mul(9).wrapping_sub(j as i8)),
+            })
             .collect();
-        let Blocks::Q8x8(groups) = interleave8(eight.clone(), 8) else { panic!("8 rows interleave") };
+        let Blocks::Q8x8(groups) = group8(8, 16, |i| eight[i]) else { panic!("8 rows interleave") };
         for r in 0..8 {
             assert_eq!(groups[1].row(r), eight[r * 2 + 1]);
         }
