@@ -11,13 +11,13 @@ use serde_json::{json, Value};
 
 use super::compare_human;
 use super::input::prompt_setup;
-use super::run::variables_from;
+use super::run_options::RunOptions;
 use super::truncate::sweep_json;
 use crate::compare::diff::{prompt_diff, render};
 use crate::compare::pair::{self, At};
 use crate::compare::{cases, twin_of, Comparison, SideSpec};
 use crate::output::{Profile, ResponseType};
-use crate::prompt::file::{PromptFile, ProviderSettings};
+use crate::prompt::file::PromptFile;
 use crate::provider::replay::Pace;
 use crate::run::factory::write_transcripts;
 use crate::run::{history, ProviderChoice, RunEvent, RunSettings};
@@ -52,45 +52,9 @@ pub struct CompareArgs {
     /// The field items are matched on [default: the first string field of the first item].
     #[arg(long)]
     pub key: Option<String>,
-    /// openai, ollama, anthropic, local [default: the prompt's, else local].
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// The model name, the same for both sides [default: side A's prompt's].
-    #[arg(long)]
-    pub model: Option<String>,
-    /// The server's base URL, e.g. http://127.0.0.1:8080/v1.
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// A variable over the prompts' and the case's (the same for both sides).
-    #[arg(long = "var", value_name = "NAME=VALUE")]
-    pub vars: Vec<String>,
-    /// A variable whose text is read from a file (- for standard input).
-    #[arg(long = "var-file", value_name = "NAME=PATH")]
-    pub var_files: Vec<String>,
-    /// Run one of the test cases of side A's prompt.
-    #[arg(long, conflicts_with = "all_cases")]
-    pub case: Option<String>,
-    /// Every test case of side A's prompt, as a batch: summed figures and a table per case.
-    #[arg(long)]
-    pub all_cases: bool,
-    /// Output tokens allowed per answer [default: side A's prompt's].
-    #[arg(long)]
-    pub max_tokens: Option<u32>,
-    /// Sampling temperature [default: side A's prompt's].
-    #[arg(long)]
-    pub temperature: Option<f64>,
-    /// A stop sequence (repeat for several).
-    #[arg(long)]
-    pub stop: Vec<String>,
-    /// How the answer is held to JSON [default: side A's prompt's, else none].
-    #[arg(long, value_parser = ["none", "json-object", "json-schema", "constrained"])]
-    pub structured: Option<String>,
-    /// Turns allowed per side: a failed answer is retried with error feedback [default: the prompt's, else 1].
-    #[arg(long)]
-    pub max_turns: Option<u32>,
-    /// The model's context window in tokens; caps the feedback a retry carries.
-    #[arg(long, default_value_t = crate::run::plan::DEFAULT_CONTEXT_TOKENS)]
-    pub context_tokens: u32,
+    // Both sides run alike; the defaults come from side A's prompt.
+    #[command(flatten)]
+    pub options: RunOptions,
     /// Runs at once [default: 1 for a server on this machine (the sides run one after the other),
     /// 4 for remote APIs].
     #[arg(long)]
@@ -117,42 +81,30 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let overrides = variables_from(&args.vars, &args.var_files)?;
+    let overrides = args.options.variables()?;
     let prompt = &specs[0].prompt;
-    let cases: Vec<Option<String>> = if args.all_cases {
-        if prompt.cases.is_empty() {
-            bail!("--all-cases: prompt `{}` has no [[cases]]", prompt.id);
-        }
-        prompt.cases.iter().map(|c| Some(c.name.clone())).collect()
-    } else {
-        vec![args.case.clone()]
-    };
+    let cases = args.options.cases(prompt)?;
     for case in cases.iter().flatten() {
         for spec in &specs {
             spec.prompt.case(case).with_context(|| format!("side {}", spec.label))?;
         }
     }
-    let cli_settings = ProviderSettings {
-        name: args.provider.clone(),
-        model: args.model.clone(),
-        base_url: args.base_url.clone(),
-        temperature: args.temperature,
-        max_tokens: args.max_tokens,
-        structured: args.structured.clone(),
-        stop: args.stop.clone(),
-    };
+    let options = &args.options;
+    let cli_settings = options.provider_settings();
     let replaying = !args.transcripts.is_empty();
-    if replaying && (args.provider.is_some() || args.base_url.is_some() || args.model.is_some()) {
+    if replaying && (args.options.provider.is_some() || args.options.base_url.is_some() || args.options.model.is_some())
+    {
         bail!("--transcripts replays recorded answers: --provider, --model and --base-url do not apply");
     }
-    let mut settings = RunSettings::resolve(prompt, &cli_settings, args.max_turns, Some(args.context_tokens))?;
+    let mut settings =
+        RunSettings::resolve(prompt, &cli_settings, args.options.max_turns, Some(args.options.context_tokens))?;
     if replaying {
         settings.provider = "replay".into();
     }
     let plans = pair::plans([&specs[0], &specs[1]], &cases, &overrides, &settings)?;
     let pairing = pair::pairing(&settings);
     let concurrency = args.concurrency.unwrap_or(pairing.runs).max(1);
-    let batch = args.all_cases;
+    let batch = args.options.all_cases;
     let jobs = if replaying {
         pair::replay_jobs(plans, [&args.transcripts[0], &args.transcripts[1]], batch)?
     } else {

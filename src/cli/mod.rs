@@ -12,6 +12,7 @@ pub mod input;
 pub mod model;
 pub mod parse;
 pub mod run;
+pub mod run_options;
 pub mod signature;
 pub mod truncate;
 

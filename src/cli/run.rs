@@ -12,8 +12,9 @@ use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
 use super::input::{read_text, ParseOptions};
+use super::run_options::RunOptions;
 use crate::output::Profile;
-use crate::prompt::file::{PromptFile, ProviderSettings};
+use crate::prompt::file::PromptFile;
 use crate::prompt::template::Variables;
 use crate::provider::replay::{Pace, Replay};
 use crate::provider::Provider;
@@ -26,52 +27,14 @@ use crate::safe_text::escape_controls;
 pub struct RunArgs {
     /// The prompt file (TOML).
     pub prompt: PathBuf,
-    /// openai, ollama, anthropic, local or replay [default: the prompt's, else local].
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// The model name [default: the prompt's; replay: the transcript's; local: a GGUF file, else the
-    /// default model from the cache directory].
-    #[arg(long)]
-    pub model: Option<String>,
-    /// The server's base URL, e.g. http://127.0.0.1:8080/v1 [default: the prompt's, else the
-    /// provider's environment variable (OPENAI_BASE_URL, OLLAMA_HOST, ANTHROPIC_BASE_URL)].
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// A variable over the prompt's and the case's. VALUE is text; one starting with [ or { that
-    /// parses as JSON is taken as that JSON value.
-    #[arg(long = "var", value_name = "NAME=VALUE")]
-    pub vars: Vec<String>,
-    /// A variable whose text is read from a file (- for standard input).
-    #[arg(long = "var-file", value_name = "NAME=PATH")]
-    pub var_files: Vec<String>,
-    /// Run one of the prompt's test cases.
-    #[arg(long, conflicts_with = "all_cases")]
-    pub case: Option<String>,
-    /// Run every test case of the prompt, as a batch.
-    #[arg(long)]
-    pub all_cases: bool,
-    #[arg(long)]
-    pub max_tokens: Option<u32>,
-    #[arg(long)]
-    pub temperature: Option<f64>,
+    #[command(flatten)]
+    pub options: RunOptions,
     /// The sampling seed of the local model (with --temperature above 0; the same seed, the same answer).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Local model: do not fetch the default model when it is missing (fail instead).
     #[arg(long)]
     pub no_fetch: bool,
-    /// A stop sequence (repeat for several).
-    #[arg(long)]
-    pub stop: Vec<String>,
-    /// How the answer is held to JSON [default: the prompt's, else none].
-    #[arg(long, value_parser = ["none", "json-object", "json-schema", "constrained"])]
-    pub structured: Option<String>,
-    /// Turns allowed: a failed answer is retried with error feedback [default: the prompt's, else 1].
-    #[arg(long)]
-    pub max_turns: Option<u32>,
-    /// The model's context window in tokens; caps the feedback a retry carries.
-    #[arg(long, default_value_t = crate::run::plan::DEFAULT_CONTEXT_TOKENS)]
-    pub context_tokens: u32,
     /// Cases run at once in a batch [default: 1 for a server on this machine (llama.cpp-style servers
     /// answer one request at a time), 4 for remote APIs, 8 for replay].
     #[arg(long)]
@@ -102,7 +65,7 @@ pub struct RunArgs {
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let prompt = PromptFile::load(&args.prompt)?;
     let base_dir = args.prompt.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let overrides = variables(args)?;
+    let overrides = args.options.variables()?;
     let pace = Pace::parse(&args.replay_speed).with_context(|| {
         format!("--replay-speed {:?}: use recorded, instant, or a speed such as 10x", args.replay_speed)
     })?;
@@ -116,29 +79,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     .setup()?;
     let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
-    let cli_settings = ProviderSettings {
-        name: args.provider.clone(),
-        model: args.model.clone(),
-        base_url: args.base_url.clone(),
-        temperature: args.temperature,
-        max_tokens: args.max_tokens,
-        structured: args.structured.clone(),
-        stop: args.stop.clone(),
-    };
-    let mut settings = RunSettings::resolve(&prompt, &cli_settings, args.max_turns, Some(args.context_tokens))?;
+    let options = &args.options;
+    let mut settings =
+        RunSettings::resolve(&prompt, &options.provider_settings(), options.max_turns, Some(options.context_tokens))?;
     if settings.provider == "replay" && settings.model.is_empty() {
         if let Some(path) = &args.transcript {
             settings.model = Replay::from_file(path, Pace::Instant)?.transcript().header.model.clone();
         }
     }
-    let cases: Vec<Option<String>> = if args.all_cases {
-        if prompt.cases.is_empty() {
-            bail!("--all-cases: prompt `{}` has no [[cases]]", prompt.id);
-        }
-        prompt.cases.iter().map(|c| Some(c.name.clone())).collect()
-    } else {
-        vec![args.case.clone()]
-    };
+    let cases = options.cases(&prompt)?;
     let mut plans = cases
         .iter()
         .map(|case| RunPlan::new(&prompt, &base_dir, case.as_deref(), &overrides, &settings, reading.clone()))
@@ -152,7 +101,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let choice = ProviderChoice::new(&settings, args.transcript.clone(), pace);
-    let batch = args.all_cases;
+    let batch = args.options.all_cases;
     let shared: Option<Arc<dyn Provider>> =
         if settings.provider == "replay" { None } else { Some(choice.build(None)?) };
     let jobs = plans
@@ -237,11 +186,6 @@ fn print_answer(answer: &str) {
 /// Concurrency when none is given: 1 for a server on this machine, 4 for a remote API, 8 for replay.
 fn default_concurrency(settings: &RunSettings) -> usize {
     crate::run::factory::concurrency_for(settings).runs
-}
-
-/// The `--var` and `--var-file` values.
-fn variables(args: &RunArgs) -> anyhow::Result<Variables> {
-    variables_from(&args.vars, &args.var_files)
 }
 
 /// Variables from `--var NAME=VALUE` and `--var-file NAME=PATH` flags.

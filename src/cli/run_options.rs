@@ -1,0 +1,86 @@
+//! The options `run` and `compare` share: which provider and model, the variables and case, sampling,
+//! the structured mode and the turns — one clap struct flattened into both.
+
+use anyhow::bail;
+
+use crate::prompt::file::{PromptFile, ProviderSettings};
+use crate::prompt::template::Variables;
+
+/// How a prompt is run (`compare`: both sides alike, defaults from side A's prompt).
+#[derive(Debug, clap::Args)]
+pub struct RunOptions {
+    /// openai, ollama, anthropic, local or replay [default: the prompt's, else local].
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The model name [default: the prompt's; replay: the transcript's; local: a GGUF file, else the
+    /// default model from the cache directory].
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The server's base URL, e.g. http://127.0.0.1:8080/v1 [default: the prompt's, else the
+    /// provider's environment variable (OPENAI_BASE_URL, OLLAMA_HOST, ANTHROPIC_BASE_URL)].
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// A variable over the prompt's and the case's. VALUE is text; one starting with [ or { that
+    /// parses as JSON is taken as that JSON value.
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+    /// A variable whose text is read from a file (- for standard input).
+    #[arg(long = "var-file", value_name = "NAME=PATH")]
+    pub var_files: Vec<String>,
+    /// Run one of the prompt's test cases.
+    #[arg(long, conflicts_with = "all_cases")]
+    pub case: Option<String>,
+    /// Run every test case of the prompt, as a batch.
+    #[arg(long)]
+    pub all_cases: bool,
+    /// Output tokens allowed per answer [default: the prompt's].
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature [default: the prompt's, else 0].
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// A stop sequence (repeat for several).
+    #[arg(long)]
+    pub stop: Vec<String>,
+    /// How the answer is held to JSON [default: the prompt's; else constrained for a json/jsonl prompt
+    /// on local, none otherwise].
+    #[arg(long, value_parser = ["none", "json-object", "json-schema", "constrained"])]
+    pub structured: Option<String>,
+    /// Turns allowed: a failed answer is retried with error feedback [default: the prompt's, else 1].
+    #[arg(long)]
+    pub max_turns: Option<u32>,
+    /// The model's context window in tokens; caps the feedback a retry carries.
+    #[arg(long, default_value_t = crate::run::plan::DEFAULT_CONTEXT_TOKENS)]
+    pub context_tokens: u32,
+}
+
+impl RunOptions {
+    /// The command line's provider settings (over the prompt's `[provider]`).
+    pub fn provider_settings(&self) -> ProviderSettings {
+        ProviderSettings {
+            name: self.provider.clone(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            structured: self.structured.clone(),
+            stop: self.stop.clone(),
+        }
+    }
+
+    /// The `--var` and `--var-file` values.
+    pub fn variables(&self) -> anyhow::Result<Variables> {
+        super::run::variables_from(&self.vars, &self.var_files)
+    }
+
+    /// The cases to run: every case of `prompt` (`--all-cases`), the one named, or none.
+    pub fn cases(&self, prompt: &PromptFile) -> anyhow::Result<Vec<Option<String>>> {
+        if !self.all_cases {
+            return Ok(vec![self.case.clone()]);
+        }
+        if prompt.cases.is_empty() {
+            bail!("--all-cases: prompt `{}` has no [[cases]]", prompt.id);
+        }
+        Ok(prompt.cases.iter().map(|c| Some(c.name.clone())).collect())
+    }
+}
