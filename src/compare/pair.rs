@@ -75,17 +75,7 @@ pub fn replay_jobs(plans: Vec<[RunPlan; 2]>, transcripts: [&Path; 2], batch: boo
 }
 
 fn replay_settings() -> RunSettings {
-    RunSettings {
-        provider: "replay".into(),
-        model: String::new(),
-        base_url: None,
-        temperature: None,
-        max_tokens: None,
-        stop: Vec::new(),
-        structured: Default::default(),
-        max_turns: 1,
-        context_tokens: crate::run::plan::DEFAULT_CONTEXT_TOKENS,
-    }
+    RunSettings::replay()
 }
 
 /// Runs every pair, at most `concurrency` runs at a time, in order A then B of each case (so with 1

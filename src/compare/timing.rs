@@ -6,7 +6,6 @@
 //! prints what those add to the sweeps (≈ 1.0× when they cost nothing next to them).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde_json::json;
 
@@ -18,18 +17,7 @@ use crate::run::{Job, RunPlan, RunSettings};
 use crate::schema::CompiledSchema;
 use crate::truncate::transcript::{Chunk, End, Header, Transcript};
 
-fn median_of(runs: usize, mut run: impl FnMut()) -> f64 {
-    run();
-    let mut times: Vec<f64> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            run();
-            start.elapsed().as_secs_f64()
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times.get(times.len() / 2).copied().unwrap_or_default()
-}
+use crate::truncate::sweep::timing::median_of;
 
 /// `answer` as a transcript of one chunk per o200k token.
 fn transcript(answer: &str) -> Transcript {

@@ -307,17 +307,7 @@ mod tests {
 
     #[test]
     fn local_and_unknown_providers_say_what_to_use() {
-        let settings = RunSettings {
-            provider: "local".into(),
-            model: String::new(),
-            base_url: None,
-            temperature: None,
-            max_tokens: None,
-            stop: Vec::new(),
-            structured: Default::default(),
-            max_turns: 1,
-            context_tokens: 8192,
-        };
+        let settings = RunSettings { provider: "local".into(), ..RunSettings::replay() };
         let mut choice = ProviderChoice::new(&settings, None, Pace::Instant);
         choice.model = "/nonexistent/model.gguf".into();
         let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();

@@ -49,6 +49,21 @@ pub struct RunSettings {
 }
 
 impl RunSettings {
+    /// The settings of a replay of recorded answers: nothing to choose but the provider.
+    pub fn replay() -> Self {
+        Self {
+            provider: "replay".into(),
+            model: String::new(),
+            base_url: None,
+            temperature: None,
+            max_tokens: None,
+            stop: Vec::new(),
+            structured: StructuredMode::None,
+            max_turns: 1,
+            context_tokens: DEFAULT_CONTEXT_TOKENS,
+        }
+    }
+
     /// `overrides` (the command line; `name` is the provider) over the prompt's `[provider]` table and
     /// `max_turns`, over the defaults (local, else openai; no model; prompt-only, or `constrained` for a
     /// json/jsonl prompt on `local`; 1 turn, 8,192 context tokens).

@@ -127,4 +127,4 @@ pub fn sweep(answer: &str, cuts: &[(usize, usize)], profile: Profile, check: Opt
 }
 
 #[cfg(test)]
-mod timing;
+pub(crate) mod timing;

@@ -22,7 +22,9 @@ use crate::output::jsonl::JsonlParser;
 use crate::output::OutputParser;
 use crate::truncate::tokens::o200k_token_ends;
 
-fn median_of<F: FnMut()>(runs: usize, mut run: F) -> f64 {
+/// Seconds of the median of `runs` timed calls of `run`, after one untimed call (also used by
+/// compare's timing).
+pub(crate) fn median_of<F: FnMut()>(runs: usize, mut run: F) -> f64 {
     run();
     let mut times: Vec<f64> = (0..runs)
         .map(|_| {
