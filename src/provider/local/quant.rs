@@ -29,6 +29,11 @@ pub struct Q4Block {
     pub qs: [u8; 16],
 }
 
+/// Where byte (4-bit) or value (8-bit) `i` of row `r`'s block sits in its interleaved group's `qs`.
+pub fn interleaved(r: usize, i: usize) -> usize {
+    32 * (i / 4) + 4 * r + i % 4
+}
+
 /// The same block of eight consecutive rows, interleaved so that one 32-byte load holds four values of
 /// each row: byte `32k + 4r + i` of `qs` is byte `4k + i` of row `r`'s block (values `4k+i` in its low
 /// nibble, `16+4k+i` in its high one), and the eight scales and offsets sit side by side. A dot product
@@ -49,17 +54,18 @@ impl Q4x8 {
             group.d[r] = block.d;
             group.m[r] = block.m;
             for (j, byte) in block.qs.iter().enumerate() {
-                group.qs[32 * (j / 4) + 4 * r + j % 4] = *byte;
+                group.qs[interleaved(r, j)] = *byte;
             }
         }
         group
     }
 
     /// Row `r`'s block.
+    #[cfg(test)]
     pub fn row(&self, r: usize) -> Q4Block {
         let mut qs = [0; 16];
         for (j, byte) in qs.iter_mut().enumerate() {
-            *byte = self.qs[32 * (j / 4) + 4 * r + j % 4];
+            *byte = self.qs[interleaved(r, j)];
         }
         Q4Block { d: self.d[r], m: self.m[r], qs }
     }
@@ -79,15 +85,16 @@ impl Q8x8 {
         for (r, block) in rows.iter().enumerate() {
             group.d[r] = block.d;
             for (j, q) in block.qs.iter().enumerate() {
-                group.qs[32 * (j / 4) + 4 * r + j % 4] = *q;
+                group.qs[interleaved(r, j)] = *q;
             }
         }
         group
     }
 
     /// Row `r`'s block.
+    #[cfg(test)]
     pub fn row(&self, r: usize) -> Q8Block {
-        Q8Block { d: self.d[r], qs: std::array::from_fn(|j| self.qs[32 * (j / 4) + 4 * r + j % 4]) }
+        Q8Block { d: self.d[r], qs: std::array::from_fn(|j| self.qs[interleaved(r, j)]) }
     }
 }
 
@@ -111,12 +118,11 @@ pub struct ActBlock {
 /// The blocks of a weight matrix, row after row.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Blocks {
-    Q4(Vec<Q4Block>),
-    /// 4-bit rows in groups of eight: group `g`'s block `b` at `g·row_blocks + b`.
+    /// 4-bit rows in groups of eight: group `g`'s block `b` at `g·row_blocks + b`. A last group short of
+    /// eight rows is padded with zero rows.
     Q4x8(Vec<Q4x8>),
     /// 8-bit rows in groups of eight, the same way.
     Q8x8(Vec<Q8x8>),
-    Q8(Vec<Q8Block>),
 }
 
 /// A weight matrix of `rows` × `cols` (each row one output; `cols` a multiple of 32).
@@ -136,45 +142,45 @@ impl Matrix {
     /// Bytes held in memory.
     pub fn bytes(&self) -> usize {
         match &self.blocks {
-            Blocks::Q4(b) => std::mem::size_of_val(b.as_slice()),
             Blocks::Q4x8(b) => std::mem::size_of_val(b.as_slice()),
             Blocks::Q8x8(b) => std::mem::size_of_val(b.as_slice()),
-            Blocks::Q8(b) => std::mem::size_of_val(b.as_slice()),
         }
     }
 
     /// Row `row` as f32 values (the embedding lookup); `out` holds `cols` values.
     pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
         let n = self.row_blocks();
+        let (g, r) = (row / 8, row % 8);
         match &self.blocks {
             Blocks::Q4x8(groups) => {
-                let group = &groups[row / 8 * n..(row / 8 + 1) * n];
-                let blocks: Vec<Q4Block> = group.iter().map(|g| g.row(row % 8)).collect();
-                Matrix { rows: 1, cols: self.cols, blocks: Blocks::Q4(blocks) }.dequantize_row(0, out)
-            }
-            Blocks::Q8x8(groups) => {
-                let group = &groups[row / 8 * n..(row / 8 + 1) * n];
-                let blocks: Vec<Q8Block> = group.iter().map(|g| g.row(row % 8)).collect();
-                Matrix { rows: 1, cols: self.cols, blocks: Blocks::Q8(blocks) }.dequantize_row(0, out)
-            }
-            Blocks::Q4(blocks) => {
-                for (b, chunk) in blocks[row * n..(row + 1) * n].iter().zip(out.chunks_exact_mut(BLOCK)) {
-                    let (d, m) = (b.d.to_f32(), b.m.to_f32());
-                    for (j, q) in b.qs.iter().enumerate() {
+                for (group, chunk) in groups[g * n..(g + 1) * n].iter().zip(out.chunks_exact_mut(BLOCK)) {
+                    let (d, m) = (group.d[r].to_f32(), group.m[r].to_f32());
+                    for j in 0..16 {
+                        let q = group.qs[interleaved(r, j)];
                         chunk[j] = d * f32::from(q & 0x0F) + m;
                         chunk[j + 16] = d * f32::from(q >> 4) + m;
                     }
                 }
             }
-            Blocks::Q8(blocks) => {
-                for (b, chunk) in blocks[row * n..(row + 1) * n].iter().zip(out.chunks_exact_mut(BLOCK)) {
-                    let d = b.d.to_f32();
-                    for (v, q) in chunk.iter_mut().zip(b.qs) {
-                        *v = d * f32::from(q);
+            Blocks::Q8x8(groups) => {
+                for (group, chunk) in groups[g * n..(g + 1) * n].iter().zip(out.chunks_exact_mut(BLOCK)) {
+                    let d = group.d[r].to_f32();
+                    for (j, v) in chunk.iter_mut().enumerate() {
+                        *v = d * f32::from(group.qs[interleaved(r, j)]);
                     }
                 }
             }
         }
+    }
+
+    /// A matrix of `rows` × `cols` from its 4-bit blocks, row after row.
+    pub fn from_q4(rows: usize, cols: usize, blocks: &[Q4Block]) -> Self {
+        Self { rows, cols, blocks: group4(rows, blocks.len(), |i| blocks[i]) }
+    }
+
+    /// A matrix of `rows` × `cols` from its 8-bit blocks, row after row.
+    pub fn from_q8(rows: usize, cols: usize, blocks: &[Q8Block]) -> Self {
+        Self { rows, cols, blocks: group8(rows, blocks.len(), |i| blocks[i]) }
     }
 
     /// Reads tensor `name` as a matrix; `scratch` holds its bytes on the way (one buffer for every
@@ -221,25 +227,25 @@ impl Matrix {
     }
 }
 
-/// The `n` 4-bit blocks of a `rows`-row matrix (`block(i)`, row after row), in groups of eight rows when
-/// the row count allows it (every matrix of llama models does).
+/// The `n` 4-bit blocks of a `rows`-row matrix (`block(i)`, row after row) in groups of eight rows, the
+/// last padded with zero rows.
 fn group4(rows: usize, n: usize, block: impl Fn(usize) -> Q4Block) -> Blocks {
-    if !rows.is_multiple_of(8) || n == 0 {
-        return Blocks::Q4((0..n).map(block).collect());
-    }
-    let per_row = n / rows;
-    let at = |g: usize, b: usize| Q4x8::new(std::array::from_fn(|r| block((8 * g + r) * per_row + b)));
-    Blocks::Q4x8((0..rows / 8).flat_map(|g| (0..per_row).map(move |b| (g, b))).map(|(g, b)| at(g, b)).collect())
+    let per_row = n / rows.max(1);
+    let at = |row: usize, b: usize| if row < rows { block(row * per_row + b) } else { Q4Block::default() };
+    let group = |g: usize, b: usize| Q4x8::new(std::array::from_fn(|r| at(8 * g + r, b)));
+    Blocks::Q4x8(
+        (0..rows.div_ceil(8)).flat_map(|g| (0..per_row).map(move |b| (g, b))).map(|(g, b)| group(g, b)).collect(),
+    )
 }
 
 /// The same for 8-bit blocks.
 fn group8(rows: usize, n: usize, block: impl Fn(usize) -> Q8Block) -> Blocks {
-    if !rows.is_multiple_of(8) || n == 0 {
-        return Blocks::Q8((0..n).map(block).collect());
-    }
-    let per_row = n / rows;
-    let at = |g: usize, b: usize| Q8x8::new(std::array::from_fn(|r| block((8 * g + r) * per_row + b)));
-    Blocks::Q8x8((0..rows / 8).flat_map(|g| (0..per_row).map(move |b| (g, b))).map(|(g, b)| at(g, b)).collect())
+    let per_row = n / rows.max(1);
+    let at = |row: usize, b: usize| if row < rows { block(row * per_row + b) } else { Q8Block::default() };
+    let group = |g: usize, b: usize| Q8x8::new(std::array::from_fn(|r| at(8 * g + r, b)));
+    Blocks::Q8x8(
+        (0..rows.div_ceil(8)).flat_map(|g| (0..per_row).map(move |b| (g, b))).map(|(g, b)| group(g, b)).collect(),
+    )
 }
 
 /// Reads tensor `name` as f32 values, whatever its type (the norms).
@@ -340,7 +346,7 @@ mod tests {
         bytes.extend_from_slice(&f16::from_f32(0.5).to_le_bytes());
         bytes.extend_from_slice(&f16::from_f32(-1.0).to_le_bytes());
         bytes.extend((0..16u8).map(|i| i | ((15 - i) << 4)));
-        let matrix = Matrix { rows: 1, cols: 32, blocks: group4(1, 1, |_| q4_1(&bytes)) };
+        let matrix = Matrix::from_q4(1, 32, &[q4_1(&bytes)]);
         let mut row = [0f32; 32];
         matrix.dequantize_row(0, &mut row);
         assert_eq!(row[0], -1.0);
@@ -359,25 +365,33 @@ mod tests {
             })
             .collect();
         // 8 rows of 2 blocks.
-        let plain = Matrix { rows: 8, cols: 64, blocks: Blocks::Q4(blocks.clone()) };
-        let grouped = Matrix { rows: 8, cols: 64, blocks: group4(8, 16, |i| blocks[i]) };
+        let grouped = Matrix::from_q4(8, 64, &blocks);
         let Blocks::Q4x8(groups) = &grouped.blocks else { panic!("8 rows interleave") };
         assert_eq!(groups.len(), 2);
         for r in 0..8 {
             assert_eq!(groups[1].row(r), blocks[r * 2 + 1]);
-            let (mut a, mut b) = ([0f32; 64], [0f32; 64]);
-            plain.dequantize_row(r, &mut a);
-            grouped.dequantize_row(r, &mut b);
-            assert_eq!(a, b);
+            // Each row reads back as its own two blocks, value by value.
+            let mut values = [0f32; 64];
+            grouped.dequantize_row(r, &mut values);
+            for (b, block) in blocks[r * 2..r * 2 + 2].iter().enumerate() {
+                let (d, m) = (block.d.to_f32(), block.m.to_f32());
+                for (j, q) in block.qs.iter().enumerate() {
+                    assert_eq!(values[32 * b + j], d * f32::from(q & 0x0F) + m);
+                    assert_eq!(values[32 * b + j + 16], d * f32::from(q >> 4) + m);
+                }
+            }
         }
-        assert!(matches!(group4(4, 16, |i| blocks[i]), Blocks::Q4(_)), "4 rows stay plain");
+        // 4 rows of 4 blocks: one group, padded with four zero rows.
+        let Blocks::Q4x8(padded) = &Matrix::from_q4(4, 128, &blocks).blocks else { unreachable!() };
+        assert_eq!(padded.len(), 4);
+        assert_eq!((padded[3].row(3), padded[3].row(4)), (blocks[15], Q4Block::default()));
         let eight: Vec<Q8Block> = (0..16i8)
             .map(|i| Q8Block {
                 d: f16::from_f32(f32::from(i)),
                 qs: std::array::from_fn(|j| i.wrapping_mul(9).wrapping_sub(j as i8)),
             })
             .collect();
-        let Blocks::Q8x8(groups) = group8(8, 16, |i| eight[i]) else { panic!("8 rows interleave") };
+        let Blocks::Q8x8(groups) = Matrix::from_q8(8, 64, &eight).blocks else { panic!("8 rows interleave") };
         for r in 0..8 {
             assert_eq!(groups[1].row(r), eight[r * 2 + 1]);
         }
@@ -390,7 +404,7 @@ mod tests {
         bytes.extend([0x80u8; 16]);
         let block = q4_0(&bytes);
         assert_eq!((block.d.to_f32(), block.m.to_f32()), (2.0, -16.0));
-        let matrix = Matrix { rows: 1, cols: 32, blocks: Blocks::Q4(vec![block]) };
+        let matrix = Matrix::from_q4(1, 32, &[block]);
         let mut row = [1f32; 32];
         matrix.dequantize_row(0, &mut row);
         assert_eq!(&row[..16], &[-16.0; 16]);
