@@ -72,7 +72,7 @@ pub fn answer_items(
 ) -> (Vec<Value>, Vec<Value>) {
     let all = match parse(response_type, profile, None, answer) {
         Report::Json(report) => report.value.map(items_of).unwrap_or_default(),
-        Report::Jsonl(report) => report.items,
+        Report::Jsonl(report) => report.items.into_values(),
         Report::Text(_) => Vec::new(),
     };
     let valid = passing(all.clone(), item_check.map(|c| &**c));

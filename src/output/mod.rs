@@ -99,7 +99,7 @@ pub struct TextReport {
 pub struct JsonlReport {
     pub response_type: ResponseType,
     pub profile: Profile,
-    pub items: Vec<serde_json::Value>,
+    pub items: Items,
     pub lines: Vec<LineVerdict>,
     pub summary: Summary,
 }
@@ -153,8 +153,11 @@ pub struct Repair {
     pub what: String,
 }
 
+mod items;
 pub mod json;
 pub mod jsonl;
+
+pub use self::items::Items;
 pub mod text;
 
 use std::sync::Arc;

@@ -120,7 +120,7 @@ pub fn result_of(report: &Report) -> Value {
     match report {
         Report::Text(r) => Value::String(r.text.clone()),
         Report::Json(r) => r.value.clone().unwrap_or(Value::Null),
-        Report::Jsonl(r) => Value::Array(r.items.clone()),
+        Report::Jsonl(r) => Value::Array(r.items.to_values()),
     }
 }
 

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use self::dispatch::Dispatch;
-use super::{Check, SchemaIssue};
+use super::{Check, SchemaIssue, Tape, TapeJson};
 
 /// Longest message kept for one issue: a message quotes the failing instance, which may be huge.
 const MAX_MESSAGE: usize = 300;
@@ -22,12 +22,16 @@ struct Branch {
     /// The branch's `properties.type.const`, when it has one (TrustGraph's discriminator).
     discriminator: Option<Value>,
     validator: jsonschema::Validator,
+    /// The same, for records read onto a tape.
+    tape_validator: jsonschema::Validator<TapeJson>,
 }
 
 /// A schema compiled once; [`Check`] validates values against it.
 pub struct CompiledSchema {
     source: Value,
     validator: jsonschema::Validator,
+    /// The same, for records read onto a tape (see [`Check::check_tape`]).
+    tape_validator: jsonschema::Validator<TapeJson>,
     branches: Vec<Branch>,
     /// For a list schema whose items are a union: where the items are and their own compiled schema,
     /// so an item's issues point at its failing field rather than at "not valid under any of the schemas".
@@ -46,6 +50,7 @@ impl CompiledSchema {
     /// Checks `schema` against its meta-schema, then compiles it (and each union branch) once.
     pub fn compile(schema: &Value) -> Result<Self, InvalidSchema> {
         let validator = build(schema)?;
+        let tape_validator = jsonschema::options_for::<TapeJson>().build(schema).map_err(|e| single(&e))?;
         let branches = union_branches(schema)
             .iter()
             .enumerate()
@@ -58,13 +63,16 @@ impl CompiledSchema {
                 };
                 // The branch is part of a schema that compiled, so it compiles too; a branch that
                 // refers to definitions elsewhere in the document may not, and then names by index only.
-                let validator = jsonschema::validator_for(&with_definitions(schema, branch)).ok()?;
-                Some(Branch { name, discriminator, validator })
+                let branch = with_definitions(schema, branch);
+                let validator = jsonschema::validator_for(&branch).ok()?;
+                let tape_validator = jsonschema::options_for::<TapeJson>().build(&branch).ok()?;
+                Some(Branch { name, discriminator, validator, tape_validator })
             })
             .collect::<Option<Vec<_>>>()
             .unwrap_or_default();
         let dispatch = Dispatch::of(schema).filter(|_| !branches.is_empty());
-        let mut compiled = Self { source: schema.clone(), validator, branches, union_items: None, dispatch };
+        let mut compiled =
+            Self { source: schema.clone(), validator, tape_validator, branches, union_items: None, dispatch };
         let items_at = if compiled.source.get("type") == Some(&Value::from("array")) { "" } else { "/items" };
         if let Some(Ok(items)) = compiled.item_schema() {
             if !items.branches.is_empty() {
@@ -156,6 +164,28 @@ impl Check for CompiledSchema {
             };
         }
         self.check_whole(value)
+    }
+
+    /// As [`Check::check`], validating the tape itself; the value is built only to report issues
+    /// (or when a key repeats, or for a union without a `type` to dispatch on).
+    fn check_tape(&self, tape: &Tape) -> Result<Option<String>, Vec<SchemaIssue>> {
+        if tape.repeats_keys() {
+            return self.check(&tape.to_value());
+        }
+        if let (Some(dispatch), Some(tag)) = (&self.dispatch, tape.member_str("type")) {
+            return match dispatch.branch(tag).and_then(|index| self.branches.get(index)) {
+                Some(branch) if branch.tape_validator.is_valid(tape.root()) => Ok(Some(branch.name.clone())),
+                _ => Err(self.issues(&tape.to_value())),
+            };
+        }
+        if !self.branches.is_empty() {
+            return self.check_whole(&tape.to_value());
+        }
+        if self.tape_validator.is_valid(tape.root()) {
+            Ok(None)
+        } else {
+            Err(self.issues(&tape.to_value()))
+        }
     }
 }
 

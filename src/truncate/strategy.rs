@@ -88,7 +88,7 @@ pub fn recover(text: &str, strategy: Strategy, profile: Profile, check: Option<&
             let mut parser = JsonlParser::new(profile, check.cloned());
             parser.feed(text);
             match parser.into_report() {
-                Report::Jsonl(report) => report.items,
+                Report::Jsonl(report) => report.items.into_values(),
                 _ => Vec::new(),
             }
         }

@@ -17,7 +17,7 @@
 //! error where the text stopped): a fence, a line that does not start like JSON inside an object (prose),
 //! a line ending inside a string, or an unindented line that is a complete record on its own.
 
-use super::record::{is_literal_start, judge, record, starts_like_json, Place, Scan};
+use super::record::{is_literal_start, judge, judge_object, record, starts_like_json, ObjectRead, Place, Scan};
 use super::sink::{offset_in, Sink, Span};
 use crate::schema::Check;
 
@@ -108,9 +108,11 @@ impl Lenient {
         if !starts_like_json(text) {
             return judge(sink, check, &Place { text, first_line: line, first_column }, notes, true);
         }
-        if let Ok(value) = super::value::from_str(text) {
-            return record(sink, check, span, value, notes);
-        }
+        let notes = match judge_object(sink, check, span, text, notes) {
+            ObjectRead::Judged => return,
+            ObjectRead::OtherValue(value, notes) => return record(sink, check, span, value, notes),
+            ObjectRead::Unreadable(_, notes) => notes,
+        };
         let scan = Scan::of(text);
         if scan.open() {
             let text = text.to_owned();

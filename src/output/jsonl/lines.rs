@@ -152,8 +152,8 @@ fn newlines(text: &str) -> usize {
         .sum()
 }
 
-/// The cores this process may use (asked once).
-pub(super) fn cores() -> usize {
+/// The cores this process may use (asked once; `TB_NO_PARALLEL` set means one).
+pub fn cores() -> usize {
     static CORES: OnceLock<usize> = OnceLock::new();
     *CORES.get_or_init(|| {
         if std::env::var_os("TB_NO_PARALLEL").is_some() {

@@ -13,9 +13,11 @@
 //!   on a copy: the work is proportional to that tail plus copying the verdicts, never a re-parse
 //!   (a large copy is made on two threads; [`JsonlParser::into_report`] makes none).
 //!
-//! Speed (see `lines.rs`, `value.rs`): a large chunk's complete lines (64 KiB and 4096 lines or more)
-//! are judged on every core and merged in order, with exactly the verdicts of judging them one by one;
-//! values are read with each object allocated once at its exact size.
+//! Speed (see `lines.rs`, `record.rs`, `value.rs`): a large chunk's complete lines (64 KiB and 4096
+//! lines or more) are judged on every core and merged in order, with exactly the verdicts of judging
+//! them one by one; a record that is one object is read onto a reused tape, checked there and kept as
+//! its text (see `output/items.rs`), and other values are read with each object allocated once at its
+//! exact size.
 //!
 //! The pending tail alone, for callers that ask at every cut (the truncation sweep), never copying the
 //! judged state; for every prefix, profile and check, `report().items == items() ++ pending_items()`:
@@ -45,16 +47,21 @@ pub mod trustgraph;
 mod value;
 
 #[cfg(test)]
+pub(crate) use self::value::tests::json_text as random_json_text;
+
+#[cfg(test)]
 mod tests;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
+use self::record::ObjectRead;
 use self::sink::{char_column, error_message, error_offset, Sink, Span};
-use super::{JsonlReport, LineVerdict, OutputParser, Profile, Report, ResponseType, Summary};
+use super::{Items, JsonlReport, LineVerdict, OutputParser, Profile, Report, ResponseType, Summary};
 use crate::schema::Check;
 
+pub use self::lines::cores;
 pub use self::trustgraph::trustgraph_parse_jsonl;
 
 /// Parses a `jsonl` answer fed chunk by chunk: a verdict per line as soon as the line completes.
@@ -142,7 +149,7 @@ impl JsonlParser {
     }
 
     /// The items of the records judged so far (completed lines only), as the profile hands them on.
-    pub fn items(&self) -> &[Value] {
+    pub fn items(&self) -> &Items {
         &self.sink.items
     }
 
@@ -157,12 +164,12 @@ impl JsonlParser {
             Some(key) => match tail.open_record(key) {
                 Some(items) => items.clone(),
                 None => {
-                    let items = self.judge_open_record().items;
+                    let items = self.judge_open_record().items.into_values();
                     tail.keep_open_record(key, items.clone());
                     items
                 }
             },
-            None => self.judge_pending().items,
+            None => self.judge_pending().items.into_values(),
         };
         tail.cache(items.clone());
         items
@@ -302,11 +309,22 @@ fn strict_line(sink: &mut Sink, check: Option<&dyn Check>, line: usize, raw: &st
     if raw.bytes().all(|byte| matches!(byte, b' ' | b'\t' | b'\r')) {
         return;
     }
-    match value::from_str(raw) {
-        Ok(value) => sink.record(check, Span::line(line), value, Vec::new()),
+    let span = Span::line(line);
+    let read = match record::judge_object(sink, check, span, raw, Vec::new()) {
+        ObjectRead::Judged => return,
+        ObjectRead::OtherValue(value, _) => Ok(value),
+        ObjectRead::Unreadable(error, _) => Err(error),
+    };
+    match read {
+        Ok(value) => sink.record(check, span, value, Vec::new()),
         Err(error) => {
             let column = char_column(raw, error_offset(raw, &error));
-            sink.invalid(Span::line(line), error_message(&error), column, Vec::new());
+            sink.invalid(span, error_message(&error), column, Vec::new());
         }
     }
+}
+
+/// Reads one JSON text as `serde_json::from_str` does (objects allocated at their exact size).
+pub(crate) fn read_value(text: &str) -> Result<Value, serde_json::Error> {
+    value::from_str(text)
 }

@@ -2,12 +2,52 @@
 //! values separated by whitespace or commas, trailing commas repaired, a JSON array of objects read as
 //! its elements; every change noted, errors placed at their line and character column.
 
+use std::cell::RefCell;
+
 use serde_json::Value;
 
 use super::python::python_rewrite;
 use super::sink::{char_column, error_message, error_offset, Sink, Span};
 use super::value::Exact;
-use crate::schema::Check;
+use crate::schema::{Check, Tape};
+
+thread_local! {
+    /// The tape records are read onto, reused from record to record (see [`judge_object`]).
+    static TAPE: RefCell<Tape> = RefCell::default();
+}
+
+/// What reading a record text as one object gave (see [`judge_object`]).
+pub(crate) enum ObjectRead {
+    /// One object with distinct keys: judged into the sink, kept as its text.
+    Judged,
+    /// JSON, but not one object with distinct keys: its value, to be judged as such.
+    OtherValue(Value, Vec<String>),
+    /// Not one JSON text: serde_json's error, which reading it as a value gives too.
+    Unreadable(serde_json::Error, Vec<String>),
+}
+
+/// Reads `text` onto the thread's tape and, when it is one object with distinct keys (nearly every
+/// record), judges it from the tape: checked without building a value and kept as text.
+pub(crate) fn judge_object(
+    sink: &mut Sink,
+    check: Option<&dyn Check>,
+    span: Span,
+    text: &str,
+    notes: Vec<String>,
+) -> ObjectRead {
+    TAPE.with_borrow_mut(|tape| {
+        let outcome = match tape.read(text) {
+            Err(error) => ObjectRead::Unreadable(error, notes),
+            Ok(()) if !tape.is_object() || tape.repeats_keys() => ObjectRead::OtherValue(tape.to_value(), notes),
+            Ok(()) => {
+                sink.record_text(check, span, text, tape, notes);
+                ObjectRead::Judged
+            }
+        };
+        tape.release_if_large();
+        outcome
+    })
+}
 
 /// Brace depth and string state of JSON text read so far, byte by byte (no recursion, any depth).
 #[derive(Clone, Copy, Debug, Default)]
@@ -108,7 +148,21 @@ impl Place<'_> {
 /// it reads completely, else it is skipped as prose.
 pub(crate) fn judge(sink: &mut Sink, check: Option<&dyn Check>, place: &Place, mut notes: Vec<String>, prose: bool) {
     let span = place.span();
-    let first = read_sequence(place.text);
+    let first = if prose {
+        read_sequence(place.text, true)
+    } else {
+        match judge_object(sink, check, span, place.text, notes) {
+            ObjectRead::Judged => return,
+            ObjectRead::OtherValue(value, kept) => {
+                notes = kept;
+                Sequence { values: vec![value], comma_after_last: None, error: None }
+            }
+            ObjectRead::Unreadable(_, kept) => {
+                notes = kept;
+                read_sequence(place.text, false)
+            }
+        }
+    };
     let read = if first.error.is_none() {
         first
     } else {
@@ -159,14 +213,14 @@ fn repaired(place: &Place, notes: &mut Vec<String>) -> Option<Sequence> {
     if let Some((fixed, commas)) = remove_trailing_commas(&text) {
         changes.extend(commas.iter().map(|at| format!("removed trailing comma at {}", place.describe(*at))));
         text = fixed;
-        let read = read_sequence(&text);
+        let read = read_sequence(&text, true);
         if read.error.is_none() {
             notes.extend(changes);
             return Some(read);
         }
     }
     let (rewritten, rewrites) = python_rewrite(&text)?;
-    let read = read_sequence(&rewritten);
+    let read = read_sequence(&rewritten, true);
     read.error.is_none().then(|| {
         notes.extend(changes);
         notes.extend(rewrites);
@@ -232,11 +286,15 @@ struct Sequence {
     error: Option<ReadError>,
 }
 
-fn read_sequence(text: &str) -> Sequence {
+/// Reads the values of `text` one after the other; `try_whole` first tries it as one value (the
+/// caller passes false when it already found that it is not one).
+fn read_sequence(text: &str, try_whole: bool) -> Sequence {
     let mut read = Sequence { values: Vec::new(), comma_after_last: None, error: None };
-    if let Ok(value) = super::value::from_str(text) {
-        read.values.push(value);
-        return read;
+    if try_whole {
+        if let Ok(value) = super::value::from_str(text) {
+            read.values.push(value);
+            return read;
+        }
     }
     let mut at = skip_whitespace(text, 0);
     while at < text.len() {

@@ -122,12 +122,13 @@ impl<'de> Visitor<'de> for Build<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use proptest::prelude::*;
 
     use super::*;
 
-    fn json_text() -> impl Strategy<Value = String> {
+    /// Random JSON texts: every kind of value, nested, with repeated member names.
+    pub(crate) fn json_text() -> impl Strategy<Value = String> {
         let leaf = prop_oneof![
             Just("null".to_owned()),
             Just("true".to_owned()),

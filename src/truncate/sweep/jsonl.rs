@@ -21,8 +21,8 @@ pub struct JsonlTrack {
     runs: Vec<(usize, usize, Option<usize>)>,
     cuts: usize,
     tails: Vec<Vec<Value>>,
-    /// The tail of the whole answer.
-    full_tail: Vec<Value>,
+    /// The items of the whole answer (read once it is all fed).
+    full: Vec<Value>,
 }
 
 impl JsonlTrack {
@@ -33,7 +33,7 @@ impl JsonlTrack {
             runs: Vec::new(),
             cuts: 0,
             tails: Vec::new(),
-            full_tail: Vec::new(),
+            full: Vec::new(),
         }
     }
 
@@ -64,19 +64,19 @@ impl JsonlTrack {
 
     /// Judges the tail of the whole answer (call once everything is fed).
     pub fn finish(&mut self) {
-        self.full_tail = self.parser.pending_items();
+        self.full = self.parser.items().to_values();
+        self.full.extend(self.parser.pending_items());
     }
 
     /// The items of the whole answer (after [`JsonlTrack::finish`]).
     pub fn full_items(&self) -> Vec<&Value> {
-        self.parser.items().iter().chain(&self.full_tail).collect()
+        self.full.iter().collect()
     }
 
     pub fn figures(&self, reference: &[&Value]) -> Vec<CutFigures> {
-        let full = self.parser.items().iter().chain(&self.full_tail);
-        let mut corrupt_before = Vec::with_capacity(self.parser.items().len() + self.full_tail.len() + 1);
+        let mut corrupt_before = Vec::with_capacity(self.full.len() + 1);
         corrupt_before.push(0);
-        for (at, item) in full.enumerate() {
+        for (at, item) in self.full.iter().enumerate() {
             let last = corrupt_before.last().copied().unwrap_or(0);
             corrupt_before.push(last + usize::from(!same(item, reference.get(at))));
         }

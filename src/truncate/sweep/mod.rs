@@ -25,8 +25,12 @@ use self::json::JsonTrack;
 use self::jsonl::JsonlTrack;
 use self::repair::RepairTrack;
 use super::strategy::{prefix, CutFigures, Strategy};
+use crate::output::jsonl::cores;
 use crate::output::Profile;
 use crate::schema::Check;
+
+/// From this many bytes of answer the jsonl track runs on its own thread (a thread costs tens of µs).
+const PARALLEL_BYTES: usize = 16 * 1024;
 
 /// The figures of every strategy at every cut of one answer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -81,30 +85,54 @@ impl Sweep {
 /// offset into `answer` (clamped to it and moved down to a character boundary; an offset below the
 /// previous one is read as the previous one). `check` is the per-ITEM check.
 pub fn sweep(answer: &str, cuts: &[(usize, usize)], profile: Profile, check: Option<Arc<dyn Check>>) -> Sweep {
-    let mut repair = RepairTrack::new(cuts.len(), check.clone());
-    let mut json = JsonTrack::new(profile, check.clone());
-    let mut jsonl = JsonlTrack::new(profile, check.clone());
     let mut fed = 0;
-    let mut offsets = Vec::with_capacity(cuts.len());
-    for &(_, offset) in cuts {
-        let offset = prefix(answer, offset).len().max(fed);
-        let chunk = answer.get(fed..offset).unwrap_or_default();
-        fed = offset;
-        offsets.push(offset);
-        repair.feed(answer.get(..offset).unwrap_or_default());
-        json.feed(chunk);
-        jsonl.feed(chunk);
-        json.record(repair.lenient(), offset);
-        repair.record(answer, offset);
-        jsonl.record();
-    }
-    let rest = answer.get(fed..).unwrap_or_default();
-    repair.feed(answer);
-    json.feed(rest);
-    jsonl.feed(rest);
-    repair.finish(answer);
-    json.finish(repair.lenient(), answer.len());
-    jsonl.finish();
+    let offsets: Vec<usize> = cuts
+        .iter()
+        .map(|&(_, offset)| {
+            fed = prefix(answer, offset).len().max(fed);
+            fed
+        })
+        .collect();
+    let jsonl = || {
+        let mut jsonl = JsonlTrack::new(profile, check.clone());
+        let mut fed = 0;
+        for &offset in &offsets {
+            jsonl.feed(answer.get(fed..offset).unwrap_or_default());
+            jsonl.record();
+            fed = offset;
+        }
+        jsonl.feed(answer.get(fed..).unwrap_or_default());
+        jsonl.finish();
+        jsonl
+    };
+    let json = || {
+        let mut repair = RepairTrack::new(cuts.len(), check.clone());
+        let mut json = JsonTrack::new(profile, check.clone());
+        let mut fed = 0;
+        for &offset in &offsets {
+            repair.feed(answer.get(..offset).unwrap_or_default());
+            json.feed(answer.get(fed..offset).unwrap_or_default());
+            json.record(repair.lenient(), offset);
+            repair.record(answer, offset);
+            fed = offset;
+        }
+        repair.feed(answer);
+        json.feed(answer.get(fed..).unwrap_or_default());
+        repair.finish(answer);
+        json.finish(repair.lenient(), answer.len());
+        (json, repair)
+    };
+    // The jsonl track reads the answer on its own: on a second core when the answer is large enough
+    // to pay for a thread (the tracks read the same text and nothing else in common).
+    let ((json, repair), jsonl) = if answer.len() >= PARALLEL_BYTES && cores() > 1 {
+        std::thread::scope(|scope| {
+            let jsonl = scope.spawn(jsonl);
+            let json = json();
+            (json, jsonl.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        })
+    } else {
+        (json(), jsonl())
+    };
 
     let mut epochs = Epochs::new(repair.lenient(), check);
     let mut reference = (Strategy::Json, json.full_items(&mut epochs));
