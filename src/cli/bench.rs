@@ -174,23 +174,28 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
 fn measure(args: &BenchArgs) -> anyhow::Result<Figures> {
     let schema: Arc<dyn Check> = Arc::new(CompiledSchema::compile(&union_schema())?);
     let answer = union_jsonl(args.lines);
-    let whole = median(args.runs, || {
-        let mut parser = parser_for(ResponseType::Jsonl, Profile::Lenient, Some(schema.clone()));
-        parser.feed(&answer);
-        expect_lines(&parser.into_report(), args.lines);
-    });
-    let streamed = median(args.runs, || {
-        let mut parser = parser_for(ResponseType::Jsonl, Profile::Lenient, Some(schema.clone()));
-        chunks(&answer, 16).for_each(|c| parser.feed(c));
-        expect_lines(&parser.into_report(), args.lines);
-    });
-    let baseline = median(args.runs, || {
-        let valid = answer
-            .lines()
-            .filter(|line| serde_json::from_str::<Value>(line).is_ok_and(|v| schema.check(&v).is_ok()))
-            .count();
-        assert!(valid > 0);
-    });
+    let [whole, streamed, baseline] = medians(
+        args.runs,
+        [
+            &mut || {
+                let mut parser = parser_for(ResponseType::Jsonl, Profile::Lenient, Some(schema.clone()));
+                parser.feed(&answer);
+                expect_lines(&parser.into_report(), args.lines);
+            },
+            &mut || {
+                let mut parser = parser_for(ResponseType::Jsonl, Profile::Lenient, Some(schema.clone()));
+                chunks(&answer, 16).for_each(|c| parser.feed(c));
+                expect_lines(&parser.into_report(), args.lines);
+            },
+            &mut || {
+                let valid = answer
+                    .lines()
+                    .filter(|line| serde_json::from_str::<Value>(line).is_ok_and(|v| schema.check(&v).is_ok()))
+                    .count();
+                assert!(valid > 0);
+            },
+        ],
+    );
     let per_s = |d: Duration| args.lines as f64 / d.as_secs_f64();
     Ok(Figures {
         jsonl_lines: args.lines,
@@ -212,19 +217,24 @@ fn measure_sweep(args: &BenchArgs) -> anyhow::Result<SweepFigures> {
     let ten = array_answer(args.items * 10);
     let cuts_one = token_cuts(&one)?;
     let cuts_ten = token_cuts(&ten)?;
-    let full_parse = median(args.runs, || {
-        for response_type in [ResponseType::Json, ResponseType::Jsonl] {
-            let mut parser = parser_for(response_type, Profile::Lenient, None);
-            parser.feed(&one);
-            std::hint::black_box(parser.into_report());
-        }
-    });
-    let sweep_one = median(args.runs, || {
-        std::hint::black_box(sweep(&one, &cuts_one, Profile::Lenient, None));
-    });
-    let sweep_ten = median(args.runs, || {
-        std::hint::black_box(sweep(&ten, &cuts_ten, Profile::Lenient, None));
-    });
+    let [full_parse, sweep_one, sweep_ten] = medians(
+        args.runs,
+        [
+            &mut || {
+                for response_type in [ResponseType::Json, ResponseType::Jsonl] {
+                    let mut parser = parser_for(response_type, Profile::Lenient, None);
+                    parser.feed(&one);
+                    std::hint::black_box(parser.into_report());
+                }
+            },
+            &mut || {
+                std::hint::black_box(sweep(&one, &cuts_one, Profile::Lenient, None));
+            },
+            &mut || {
+                std::hint::black_box(sweep(&ten, &cuts_ten, Profile::Lenient, None));
+            },
+        ],
+    );
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     Ok(SweepFigures {
         items: args.items,
@@ -325,18 +335,24 @@ fn tui_human(t: &crate::tui::bench::TuiFigures) -> String {
     )
 }
 
-/// The median wall time of `runs` calls of `work` (after one warm-up call).
-fn median(runs: usize, mut work: impl FnMut()) -> Duration {
-    work();
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
+/// The median wall time of each of `works` over `runs` rounds (after one warm-up call of each). A round
+/// runs each once, in turn, so that a measurement and its baseline meet the same machine: on a shared
+/// machine the speed drifts over seconds, and timing one after the other would put the drift into
+/// their ratio.
+fn medians<const N: usize>(runs: usize, mut works: [&mut dyn FnMut(); N]) -> [Duration; N] {
+    works.iter_mut().for_each(|work| work());
+    let mut times: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(runs));
+    for _ in 0..runs {
+        for (work, times) in works.iter_mut().zip(&mut times) {
             let start = Instant::now();
             work();
-            start.elapsed()
-        })
-        .collect();
-    times.sort_unstable();
-    times[times.len() / 2]
+            times.push(start.elapsed());
+        }
+    }
+    times.map(|mut times| {
+        times.sort_unstable();
+        times.get(times.len() / 2).copied().unwrap_or_default()
+    })
 }
 
 fn expect_lines(report: &Report, lines: usize) {

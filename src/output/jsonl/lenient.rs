@@ -122,22 +122,9 @@ impl Lenient {
         judge(sink, check, &Place { text, first_line: line, first_column }, notes, false);
     }
 
-    /// The key of the open pretty-printed record (its first line, how often it reopened) when `pending`,
-    /// the line still arriving, leaves what the record reads unchanged, whether the answer ends now or
-    /// later: the line is blank, or it joins the record and a bracket stays open after each of its
-    /// bytes. The record then reads the values it read when it last reopened (those complete before the
-    /// open one): no later byte completes a value while a bracket stays open, and no repair reads an
-    /// open text whole (comma removal and Python's forms move no quote or bracket). The truncation
-    /// sweep asks this at every cut, to judge the record once per key.
-    pub fn open_record_unchanged_by(&self, pending: &str) -> Option<(usize, usize)> {
-        let block = self.block.as_ref()?;
-        let key = (block.first_line, block.reopened);
-        let text = pending.trim();
-        if text.is_empty() {
-            return Some(key);
-        }
-        let mut scan = block.scan;
-        (joins(pending, text) && stays_open(&mut scan, pending)).then_some(key)
+    /// The open pretty-printed record's key (its first line, how often it reopened) and its scan.
+    pub fn open_record(&self) -> Option<((usize, usize), Scan)> {
+        self.block.as_ref().map(|block| ((block.first_line, block.reopened), block.scan))
     }
 
     /// The answer ends: an open pretty-printed record is judged as it stands.
@@ -171,12 +158,28 @@ fn stays_open(scan: &mut Scan, line: &str) -> bool {
     })
 }
 
+/// Whether `pending`, the line still arriving (`content` the line from its first character that is
+/// not white space, `line_scan` its scan from its start), leaves what the
+/// open pretty-printed record reads unchanged, whether the answer ends now or later: the line is
+/// blank, or it joins the record and, as `stayed_open` says, a bracket of the record stayed open
+/// after each of its bytes. The record then reads the values it read when it last reopened (those
+/// complete before the open one): no later byte completes a value while a bracket stays open, and no
+/// repair reads an open text whole (comma removal and Python's forms move no quote or bracket). The
+/// pending tail (`pending.rs`) keeps this up to date byte by byte, so that the truncation sweep
+/// judges the record once per key (see [`Lenient::open_record`]).
+pub(crate) fn leaves_unchanged(pending: &str, content: &str, line_scan: &Scan, stayed_open: bool) -> bool {
+    content.is_empty() || (stayed_open && joins_scanned(pending, content, line_scan))
+}
+
 /// Whether line `raw` (`text` trimmed) joins an open pretty-printed record rather than ending it.
 fn joins(raw: &str, text: &str) -> bool {
-    let complete_on_its_own = raw.starts_with(['{', '[']) && {
-        let scan = Scan::of(text);
-        !scan.open() && !scan.in_string()
-    };
+    joins_scanned(raw, text, &Scan::of(text))
+}
+
+/// [`joins`] with the line's scan from its start given (trailing blanks change no scan); only the
+/// start of `text` is read, so it may keep its trailing white space.
+fn joins_scanned(raw: &str, text: &str, line_scan: &Scan) -> bool {
+    let complete_on_its_own = raw.starts_with(['{', '[']) && !line_scan.open() && !line_scan.in_string();
     !is_fence(text) && continues_json(text) && !complete_on_its_own
 }
 

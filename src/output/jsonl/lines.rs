@@ -34,8 +34,11 @@ pub(super) fn judge_run(
     run: &str,
 ) -> usize {
     let threads = cores().min(MAX_THREADS);
-    let parts =
-        if run.len() >= PARALLEL_BYTES && threads > 1 { split(run, threads * PARTS_PER_THREAD) } else { Vec::new() };
+    let parts = if run.len() >= PARALLEL_BYTES && threads > 1 {
+        split(run, threads * PARTS_PER_THREAD, true)
+    } else {
+        Vec::new()
+    };
     if parts.len() < 2 {
         return judge_lines(rules, sink, check, completed, run);
     }
@@ -120,8 +123,11 @@ struct Part<'r> {
 }
 
 /// The run cut at line ends into `wanted` parts of about equal size, fewer if they would have too few
-/// lines; a single part when the run is too small to share.
-fn split(run: &str, wanted: usize) -> Vec<Part<'_>> {
+/// lines; a single part when the run is too small to share. With `at_record_starts`, a part starts only
+/// on a line starting with `{` or `[` (a record, so the part most likely starts at rest): an answer
+/// that is one pretty-printed value, whose inner lines are indented, stays one part rather than being
+/// judged twice.
+fn split(run: &str, wanted: usize, at_record_starts: bool) -> Vec<Part<'_>> {
     let total = newlines(run);
     let count = wanted.min(total / LINES_PER_PART).max(1);
     let mut parts = Vec::with_capacity(count);
@@ -132,7 +138,11 @@ fn split(run: &str, wanted: usize) -> Vec<Part<'_>> {
             run.len()
         } else {
             let after = run.as_bytes().get(target..).unwrap_or_default();
-            after.iter().position(|byte| *byte == b'\n').map_or(run.len(), |at| target + at + 1)
+            let starts = |pair: &[u8]| {
+                pair.first() == Some(&b'\n')
+                    && (!at_record_starts || pair.get(1).is_some_and(|b| matches!(b, b'{' | b'[')))
+            };
+            after.windows(2).position(starts).map_or(run.len(), |at| target + at + 1)
         };
         let text = run.get(start..end).unwrap_or_default();
         let lines = newlines(text);
@@ -186,13 +196,16 @@ mod tests {
     #[test]
     fn parts_cut_at_line_ends_and_count_every_line() {
         let text = run(3000);
-        for wanted in [1, 2, 3, 8] {
-            let parts = split(&text, wanted);
+        for (wanted, at_record_starts) in [(1, false), (2, true), (3, false), (8, true)] {
+            let parts = split(&text, wanted, at_record_starts);
             assert_eq!(parts.iter().map(|p| p.text).collect::<String>(), text);
             assert!(parts.iter().all(|p| p.text.ends_with('\n') && p.lines == newlines(p.text)));
             assert_eq!(parts.len(), wanted.min(newlines(&text) / LINES_PER_PART), "{wanted}");
         }
-        assert_eq!(split(&run(10), 2).len(), 1);
+        assert_eq!(split(&run(10), 2, false).len(), 1);
+        let pretty = serde_json::to_string_pretty(&vec![json!({"a": [1, 2], "b": "x"}); 3000]).unwrap();
+        assert_eq!(split(&pretty, 4, true).len(), 1, "one pretty-printed value stays whole");
+        assert_eq!(split(&pretty, 4, false).len(), 4);
     }
 
     #[test]
@@ -207,7 +220,7 @@ mod tests {
                         sequential.feed(line);
                     }
                     let mut shared = JsonlParser::new(profile, None);
-                    let parts = split(&text, wanted);
+                    let parts = split(&text, wanted, false);
                     let (lines, again) = judge_parts(&mut shared.rules, &mut shared.sink, None, 0, &parts, threads);
                     shared.completed = lines;
                     (taken, redone) = (taken + parts.len() - 1 - again, redone + again);

@@ -52,7 +52,8 @@ pub(crate) use self::value::tests::json_text as random_json_text;
 #[cfg(test)]
 mod tests;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::cell::{RefCell, RefMut};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -77,7 +78,7 @@ pub struct JsonlParser {
     /// Verdicts already handed out by [`JsonlParser::take_new_lines`].
     taken: usize,
     /// The lazily kept view of the pending tail (see [`JsonlParser::pending_items`]).
-    tail: Mutex<pending::Tail>,
+    tail: RefCell<pending::Tail>,
 }
 
 /// The per-profile state machine that turns completed lines into verdicts.
@@ -140,7 +141,7 @@ impl JsonlParser {
             pending: String::new(),
             completed: 0,
             taken: 0,
-            tail: Mutex::default(),
+            tail: RefCell::default(),
         }
     }
 
@@ -160,7 +161,7 @@ impl JsonlParser {
         if let Some(items) = tail.cached() {
             return items.clone();
         }
-        let items = match self.open_record_unchanged() {
+        let items = match tail.unchanged() {
             Some(key) => match tail.open_record(key) {
                 Some(items) => items.clone(),
                 None => {
@@ -173,14 +174,6 @@ impl JsonlParser {
         };
         tail.cache(items.clone());
         items
-    }
-
-    /// The key of an open pretty-printed record that the pending line leaves unchanged.
-    fn open_record_unchanged(&self) -> Option<(usize, usize)> {
-        match &self.rules {
-            Rules::Lenient(rules) => rules.open_record_unchanged_by(&self.pending),
-            Rules::Strict | Rules::Trustgraph(_) => None,
-        }
     }
 
     /// The verdicts of the open record as it stands (without the pending line).
@@ -201,9 +194,12 @@ impl JsonlParser {
     }
 
     /// The tail's scan, brought up to the text fed so far.
-    fn tail(&self) -> MutexGuard<'_, pending::Tail> {
-        let mut tail = self.tail.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        tail.catch_up(self.completed, &self.pending);
+    fn tail(&self) -> RefMut<'_, pending::Tail> {
+        let mut tail = self.tail.borrow_mut();
+        tail.catch_up(self.completed, &self.pending, || match &self.rules {
+            Rules::Lenient(rules) => rules.open_record(),
+            Rules::Strict | Rules::Trustgraph(_) => None,
+        });
         tail
     }
 
@@ -269,7 +265,7 @@ impl OutputParser for JsonlParser {
     fn feed(&mut self, chunk: &str) {
         let mut rest = chunk;
         if !self.pending.is_empty() {
-            let Some(newline) = rest.find('\n') else {
+            let Some(newline) = rest.bytes().position(|byte| byte == b'\n') else {
                 self.pending.push_str(rest);
                 return;
             };

@@ -91,6 +91,11 @@ impl Scan {
         self.depth > 0 && !self.in_string
     }
 
+    /// How many objects and arrays are open (negative when more closed than opened).
+    pub fn depth(&self) -> i64 {
+        self.depth
+    }
+
     /// An object or array is open (inside a string or not).
     pub fn depth_open(&self) -> bool {
         self.depth > 0
