@@ -42,11 +42,6 @@ impl Items {
         self.0.is_empty()
     }
 
-    /// Item `index`, read.
-    pub fn get(&self, index: usize) -> Option<Cow<'_, Value>> {
-        self.0.get(index).map(Item::value)
-    }
-
     /// Every item, each read as it is reached.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Cow<'_, Value>> + '_ {
         self.0.iter().map(Item::value)
@@ -99,12 +94,6 @@ impl Items {
         });
         items.extend(tail);
         Items(items)
-    }
-}
-
-impl From<Vec<Value>> for Items {
-    fn from(values: Vec<Value>) -> Items {
-        Items(values.into_iter().map(Item::Value).collect())
     }
 }
 

@@ -64,6 +64,8 @@ use crate::schema::Check;
 
 pub use self::lines::cores;
 pub use self::trustgraph::trustgraph_parse_jsonl;
+/// Reads one JSON text as `serde_json::from_str` does (objects allocated at their exact size).
+pub(crate) use self::value::from_str as read_value;
 
 /// Parses a `jsonl` answer fed chunk by chunk: a verdict per line as soon as the line completes.
 pub struct JsonlParser {
@@ -318,9 +320,4 @@ fn strict_line(sink: &mut Sink, check: Option<&dyn Check>, line: usize, raw: &st
             sink.invalid(span, error_message(&error), column, Vec::new());
         }
     }
-}
-
-/// Reads one JSON text as `serde_json::from_str` does (objects allocated at their exact size).
-pub(crate) fn read_value(text: &str) -> Result<Value, serde_json::Error> {
-    value::from_str(text)
 }

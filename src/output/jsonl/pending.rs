@@ -56,7 +56,8 @@ struct Record {
     key: (usize, usize),
     /// Its scan when the line started.
     start: Scan,
-    /// Its scan advanced over the line, kept only when it started inside a string.
+    /// Its scan advanced over the line; followed only when it started inside a string (otherwise
+    /// the line's own scan and `start` give it).
     scan: Scan,
     /// A bracket of the record stayed open after every byte of the line.
     stayed_open: bool,

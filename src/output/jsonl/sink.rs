@@ -4,8 +4,7 @@
 use serde_json::Value;
 
 use crate::output::{Items, LineStatus, LineVerdict, Summary};
-use crate::schema::Check;
-use crate::schema::Tape;
+use crate::schema::{Check, SchemaIssue, Tape};
 
 /// The lines a verdict covers: `line`, and `end_line` when a record spans several lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,14 +43,22 @@ impl Sink {
 
     /// Checks `value` (when there is a check) and keeps it as an item if it passes.
     pub fn record(&mut self, check: Option<&dyn Check>, span: Span, value: Value, repairs: Vec<String>) {
-        match check.map(|check| check.check(&value)) {
-            None => self.valid(span, None, value, repairs),
-            Some(Ok(branch)) => self.valid(span, branch, value, repairs),
-            Some(Err(errors)) => {
-                self.summary.schema_error += 1;
-                self.push(span, LineStatus::SchemaError { errors }, repairs);
-            }
-        }
+        let verdict = check.map(|check| check.check(&value));
+        self.judged(span, verdict, repairs, |items| items.push(value));
+    }
+
+    /// [`Sink::record`] of the object read from `text` onto `tape`, without building a value: checked
+    /// on the tape and kept as its text.
+    pub fn record_text(
+        &mut self,
+        check: Option<&dyn Check>,
+        span: Span,
+        text: &str,
+        tape: &Tape,
+        repairs: Vec<String>,
+    ) {
+        let verdict = check.map(|check| check.check_tape(tape));
+        self.judged(span, verdict, repairs, |items| items.push_text(text));
     }
 
     /// A copy; a large one is copied on two threads when there are two (see [`Items::copy`]).
@@ -71,36 +78,26 @@ impl Sink {
         sum.skipped += add.skipped;
     }
 
-    /// Checks the object read from `text` onto `tape` (when there is a check) and keeps its text as
-    /// an item if it passes: [`Sink::record`] without building a value.
-    pub fn record_text(
+    /// A record's verdict (`None` with no check); `keep` adds its item when it is valid.
+    fn judged(
         &mut self,
-        check: Option<&dyn Check>,
         span: Span,
-        text: &str,
-        tape: &Tape,
+        verdict: Option<Result<Option<String>, Vec<SchemaIssue>>>,
         repairs: Vec<String>,
+        keep: impl FnOnce(&mut Items),
     ) {
-        match check.map(|check| check.check_tape(tape)) {
-            None => self.valid_text(span, None, text, repairs),
-            Some(Ok(branch)) => self.valid_text(span, branch, text, repairs),
+        match verdict {
+            None | Some(Ok(_)) => {
+                self.summary.valid += 1;
+                keep(&mut self.items);
+                let branch = verdict.and_then(Result::ok).flatten();
+                self.push(span, LineStatus::Valid { branch }, repairs);
+            }
             Some(Err(errors)) => {
                 self.summary.schema_error += 1;
                 self.push(span, LineStatus::SchemaError { errors }, repairs);
             }
         }
-    }
-
-    fn valid(&mut self, span: Span, branch: Option<String>, value: Value, repairs: Vec<String>) {
-        self.summary.valid += 1;
-        self.items.push(value);
-        self.push(span, LineStatus::Valid { branch }, repairs);
-    }
-
-    fn valid_text(&mut self, span: Span, branch: Option<String>, text: &str, repairs: Vec<String>) {
-        self.summary.valid += 1;
-        self.items.push_text(text);
-        self.push(span, LineStatus::Valid { branch }, repairs);
     }
 
     fn push(&mut self, span: Span, status: LineStatus, repairs: Vec<String>) {

@@ -1,3 +1,5 @@
+//! The tape against `serde_json`: what it reads, and that a schema checks a tape as it checks the value.
+
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use serde_json::{json, Value};

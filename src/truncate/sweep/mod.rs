@@ -8,7 +8,8 @@
 //! under `lenient` never: a complete value is "every item of the epoch"). `json-repair` settles each
 //! item's cuts from the builder's content clock when the item completes ([`repair`]); items it
 //! cannot settle so are read once more against their reference item. No item is copied: the
-//! reference is a list of references into the parsers' own items.
+//! reference is a list of references into the tracks' items (the `jsonl` track reads its items, kept
+//! as text by the parser, once, when the answer is all fed).
 
 mod epochs;
 mod fallback;
