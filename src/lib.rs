@@ -8,9 +8,12 @@
 //! - [`provider`]: streaming providers (OpenAI-compatible, Ollama, Anthropic, replay), one event stream.
 //! - [`run`]: the run engine (live parsing, retry with feedback), run records and the history.
 //! - [`compare`]: json vs jsonl side by side: twins, paired runs, figures, agreement, truncation curves.
+//! - [`batch`]: the case matrix as a provider's batch file (OpenAI, Anthropic, vLLM), results imported
+//!   back into run records.
 //! - [`cli`]: the headless subcommands; JSON on stdout, logs on stderr.
 //! - `tui` (feature `tui`, on by default): the workbench; nothing above imports it.
 
+pub mod batch;
 pub mod cli;
 pub mod compare;
 pub mod output;

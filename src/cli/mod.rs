@@ -2,6 +2,7 @@
 //!
 //! Exit codes (CLI.md): 0 success, 1 the checked thing failed (`--strict`), 2 a usage or input error.
 
+pub mod batch;
 pub mod bench;
 pub mod compare;
 mod compare_human;
@@ -53,6 +54,9 @@ pub enum Command {
     /// Compare two prompts (or a prompt and its json/jsonl twin) side by side: paired runs, figures,
     /// agreement and truncation curves; or two recorded transcripts.
     Compare(Box<compare::CompareArgs>),
+    /// Provider batch engines: export the case matrix as a batch file, import the results as runs,
+    /// submit, status, fetch.
+    Batch(batch::BatchArgs),
     /// The embedded local model: fetch it, show where it is, describe it.
     #[cfg(feature = "local")]
     Model(model::ModelArgs),
@@ -69,6 +73,7 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => bench::run(args),
         Command::Run(args) => run::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Batch(args) => batch::run(args),
         #[cfg(feature = "local")]
         Command::Model(args) => model::run(args),
     }

@@ -9,7 +9,7 @@ use crate::prompt::template::Variables;
 /// How a prompt is run (`compare`: both sides alike, defaults from side A's prompt).
 #[derive(Debug, clap::Args)]
 pub struct RunOptions {
-    /// openai, ollama, anthropic, local or replay [default: the prompt's, else local].
+    /// openai, vllm, ollama, anthropic, local or replay [default: the prompt's, else local].
     #[arg(long)]
     pub provider: Option<String>,
     /// The model name [default: the prompt's; replay: the transcript's; local: a GGUF file, else the

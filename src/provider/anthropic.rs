@@ -23,8 +23,8 @@ pub const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` is required by the API; this is sent when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 const NAME: &str = "anthropic";
-/// The schema is described in the prompt: this provider uses no server-side structured mode.
-const OFFERED: &[StructuredMode] = &[StructuredMode::None];
+/// The modes this provider offers: none, the schema is described in the prompt.
+pub const OFFERED: &[StructuredMode] = &[StructuredMode::None];
 
 /// Anthropic's Messages API (or a server that speaks it).
 #[derive(Clone, Debug)]
@@ -103,13 +103,20 @@ impl Provider for Anthropic {
 }
 
 fn body(request: &Request) -> Value {
+    let mut body = message_body(request);
+    body["stream"] = json!(true);
+    body
+}
+
+/// The Messages API parameters as the provider sends them, without `stream`: what a Message
+/// Batches request carries as its `params`.
+pub fn message_body(request: &Request) -> Value {
     let messages: Vec<Value> =
         request.turns().map(|m| json!({"role": m.role.as_str(), "content": m.content})).collect();
     let mut body = json!({
         "model": request.model,
         "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         "messages": messages,
-        "stream": true,
     });
     let system = request.system_text();
     if !system.is_empty() {
@@ -124,7 +131,8 @@ fn body(request: &Request) -> Value {
     body
 }
 
-fn finish_reason(stop_reason: &str) -> FinishReason {
+/// The finish reason of an Anthropic `stop_reason`.
+pub fn finish_reason(stop_reason: &str) -> FinishReason {
     match stop_reason {
         "end_turn" | "stop_sequence" => FinishReason::Stop,
         "max_tokens" => FinishReason::Length,

@@ -68,6 +68,9 @@ pub enum ProviderError {
     /// The server sent an error inside an accepted stream.
     #[error("{provider}: the server reported an error mid-stream: {message}")]
     Server { provider: String, message: String },
+    /// One request of a provider batch did not succeed (its error object, or canceled, or expired).
+    #[error("{provider} batch: request {custom_id} {message}")]
+    Batch { provider: String, custom_id: String, message: String },
 }
 
 fn hint_suffix(hint: &Option<String>) -> String {

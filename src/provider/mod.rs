@@ -17,8 +17,8 @@
 
 pub mod anthropic;
 pub mod bench;
-mod endpoint;
-mod error;
+pub(crate) mod endpoint;
+pub(crate) mod error;
 mod generate;
 pub mod http;
 mod lines;
@@ -41,6 +41,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::truncate::transcript::Usage;
 pub use error::{ApiKey, ProviderError};
+pub use modes::first_attempt;
 pub use request::{schema_instructions, Message, Request, Role, StructuredMode};
 
 /// What a provider's stream yields. `Finish` or `Error` is the last event of every stream.

@@ -87,6 +87,14 @@ impl Ladder {
     }
 }
 
+/// What a provider offering `offered` sends on its first attempt at `request` (the request at the best
+/// mode it offers, the schema put in the prompt when that mode needs it) and the mode report. A batch
+/// has no second attempt: this is what its input file carries.
+pub fn first_attempt(provider: &str, offered: &[StructuredMode], request: &Request) -> (Request, ModeReport) {
+    let ladder = Ladder::new(request, provider, offered);
+    (ladder.request_for(request), ladder.report())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

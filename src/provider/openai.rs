@@ -19,7 +19,29 @@ use super::{ApiKey, Event, EventStream, FinishReason, Provider, ProviderError, R
 /// The base URL used when none is given.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 const NAME: &str = "openai";
-const OFFERED: &[StructuredMode] = &[StructuredMode::JsonSchema, StructuredMode::JsonObject, StructuredMode::None];
+/// The modes an OpenAI-compatible server is asked for, best first.
+pub const OFFERED: &[StructuredMode] = &[StructuredMode::JsonSchema, StructuredMode::JsonObject, StructuredMode::None];
+
+const OPENAI_VARS: endpoint::Vars = endpoint::Vars {
+    provider: NAME,
+    url_var: "OPENAI_BASE_URL",
+    key_var: "OPENAI_API_KEY",
+    default_url: DEFAULT_BASE_URL,
+    default_hint: "the default; set OPENAI_BASE_URL or --base-url",
+    key_required: Some(", or --base-url for a local server"),
+};
+
+/// The default base URL of a vLLM server (`vllm serve` listens on port 8000).
+pub const VLLM_BASE_URL: &str = "http://127.0.0.1:8000/v1";
+
+const VLLM_VARS: endpoint::Vars = endpoint::Vars {
+    provider: "vllm",
+    url_var: "VLLM_BASE_URL",
+    key_var: "VLLM_API_KEY",
+    default_url: VLLM_BASE_URL,
+    default_hint: "the default; set VLLM_BASE_URL or --base-url",
+    key_required: None,
+};
 
 /// An OpenAI-compatible chat-completions server.
 #[derive(Clone, Debug)]
@@ -29,6 +51,10 @@ pub struct OpenAi {
 
 #[derive(Debug)]
 struct Inner {
+    /// `openai`, or `vllm` for a vLLM server: the name in records and messages.
+    name: &'static str,
+    /// The variable holding the key (named in 401/403 hints).
+    key_var: &'static str,
     base_url: String,
     base_hint: &'static str,
     key: Option<ApiKey>,
@@ -54,16 +80,31 @@ impl OpenAi {
         lookup: impl Fn(&str) -> Option<String>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
-        let vars = endpoint::Vars {
-            provider: NAME,
-            url_var: "OPENAI_BASE_URL",
-            key_var: "OPENAI_API_KEY",
-            default_url: DEFAULT_BASE_URL,
-            default_hint: "the default; set OPENAI_BASE_URL or --base-url",
-            key_required: Some(", or --base-url for a local server"),
-        };
-        let found = endpoint::resolve(&vars, base_url, lookup)?;
-        Self::build(&found.url, found.hint, found.key, options)
+        Self::resolve(&OPENAI_VARS, base_url, lookup, options)
+    }
+
+    /// A vLLM server (`vllm serve`, OpenAI-compatible): `base_url` if given, else `VLLM_BASE_URL`,
+    /// else `http://127.0.0.1:8000/v1`; the key (`vllm serve --api-key`) from `VLLM_API_KEY`, if set.
+    pub fn vllm_from_lookup(
+        base_url: Option<&str>,
+        lookup: impl Fn(&str) -> Option<String>,
+        options: HttpOptions,
+    ) -> Result<Self, ProviderError> {
+        Self::resolve(&VLLM_VARS, base_url, lookup, options)
+    }
+
+    fn resolve(
+        vars: &endpoint::Vars,
+        base_url: Option<&str>,
+        lookup: impl Fn(&str) -> Option<String>,
+        options: HttpOptions,
+    ) -> Result<Self, ProviderError> {
+        let found = endpoint::resolve(vars, base_url, lookup)?;
+        let mut provider = Self::build(&found.url, found.hint, found.key, options)?;
+        if let Some(inner) = Arc::get_mut(&mut provider.inner) {
+            (inner.name, inner.key_var) = (vars.provider, vars.key_var);
+        }
+        Ok(provider)
     }
 
     fn build(
@@ -74,7 +115,8 @@ impl OpenAi {
     ) -> Result<Self, ProviderError> {
         let base_url = base_url.trim().trim_end_matches('/').to_string();
         let client = http::client(NAME, &base_url, &options)?;
-        Ok(Self { inner: Arc::new(Inner { base_url, base_hint, key, client, options }) })
+        let (name, key_var) = (NAME, OPENAI_VARS.key_var);
+        Ok(Self { inner: Arc::new(Inner { name, key_var, base_url, base_hint, key, client, options }) })
     }
 
     /// The chat-completions URL requests go to.
@@ -85,7 +127,7 @@ impl OpenAi {
 
 impl Provider for OpenAi {
     fn name(&self) -> &str {
-        NAME
+        self.inner.name
     }
 
     fn stream(&self, request: &Request) -> EventStream {
@@ -98,14 +140,22 @@ impl Provider for OpenAi {
 
 /// The JSON body of a streaming chat-completions request.
 fn body(request: &Request, include_usage: bool) -> Value {
-    let messages: Vec<Value> =
-        request.messages.iter().map(|m| json!({"role": m.role.as_str(), "content": m.content})).collect();
-    let mut body = json!({"messages": messages, "stream": true});
-    if !request.model.is_empty() {
-        body["model"] = json!(request.model);
-    }
+    let mut body = chat_body(request);
+    body["stream"] = json!(true);
     if include_usage {
         body["stream_options"] = json!({"include_usage": true});
+    }
+    body
+}
+
+/// The JSON body of a chat-completions request as the provider sends it, without the streaming
+/// fields: what a batch input line carries (`/v1/chat/completions`).
+pub fn chat_body(request: &Request) -> Value {
+    let messages: Vec<Value> =
+        request.messages.iter().map(|m| json!({"role": m.role.as_str(), "content": m.content})).collect();
+    let mut body = json!({"messages": messages});
+    if !request.model.is_empty() {
+        body["model"] = json!(request.model);
     }
     if let Some(max_tokens) = request.max_tokens {
         body["max_tokens"] = json!(max_tokens);
@@ -135,15 +185,16 @@ fn rejects(rejected: &Rejected, fields: &[&str]) -> bool {
 
 impl Inner {
     async fn run(&self, url: &str, request: Request, emit: Emit) {
+        let name = self.name;
         let target = Target {
-            provider: NAME,
+            provider: name,
             url,
-            key_var: "OPENAI_API_KEY",
+            key_var: self.key_var,
             key: self.key.as_ref(),
             model: &request.model,
             base_hint: self.base_hint,
         };
-        let mut ladder = Ladder::new(&request, NAME, OFFERED);
+        let mut ladder = Ladder::new(&request, name, OFFERED);
         let mut include_usage = true;
         let (response, sent) = loop {
             let sent = ladder.request_for(&request);
@@ -179,8 +230,8 @@ impl Inner {
         emit.send(Event::Mode(ladder.report()));
         let mut answer = Answer::new(emit, &sent);
         let outcome = match media_type(&response).as_str() {
-            "text/event-stream" | "" => read_stream(&mut answer, response, &self.options).await,
-            "application/json" => read_whole(&mut answer, response, &self.options).await,
+            "text/event-stream" | "" => read_stream(name, &mut answer, response, &self.options).await,
+            "application/json" => read_whole(name, &mut answer, response, &self.options).await,
             _ => Err(http::wrong_content_type(&target, response, "text/event-stream", &self.options).await),
         };
         match outcome {
@@ -225,10 +276,10 @@ struct TokenUsage {
 }
 
 /// Applies one chunk (streamed or whole) to the answer.
-fn apply(answer: &mut Answer, chunk: Chunk) -> Result<(), ProviderError> {
+fn apply(name: &str, answer: &mut Answer, chunk: Chunk) -> Result<(), ProviderError> {
     if let Some(error) = chunk.error {
         return Err(ProviderError::Server {
-            provider: NAME.to_string(),
+            provider: name.to_string(),
             message: body_message(&json!({"error": error}).to_string()),
         });
     }
@@ -246,9 +297,9 @@ fn apply(answer: &mut Answer, chunk: Chunk) -> Result<(), ProviderError> {
     Ok(())
 }
 
-fn parse_chunk(text: &str, what: &str) -> Result<Chunk, ProviderError> {
+fn parse_chunk(name: &str, text: &str, what: &str) -> Result<Chunk, ProviderError> {
     serde_json::from_str(text).map_err(|e| ProviderError::Malformed {
-        provider: NAME.to_string(),
+        provider: name.to_string(),
         what: what.to_string(),
         message: e.to_string(),
         snippet: snippet(text),
@@ -256,29 +307,31 @@ fn parse_chunk(text: &str, what: &str) -> Result<Chunk, ProviderError> {
 }
 
 async fn read_stream(
+    name: &str,
     answer: &mut Answer,
     response: reqwest::Response,
     options: &HttpOptions,
 ) -> Result<(), ProviderError> {
-    let mut units = sse_units(NAME, guarded_body(NAME, response, options));
+    let mut units = sse_units(name, guarded_body(name, response, options));
     while let Some(unit) = units.next().await {
         let Unit { data, .. } = unit?;
         if data.trim() == "[DONE]" {
             break;
         }
-        apply(answer, parse_chunk(&data, "SSE event (expected a chat.completion.chunk)")?)?;
+        apply(name, answer, parse_chunk(name, &data, "SSE event (expected a chat.completion.chunk)")?)?;
     }
     Ok(())
 }
 
 /// A server that ignored `stream: true` and sent one chat.completion.
 async fn read_whole(
+    name: &str,
     answer: &mut Answer,
     response: reqwest::Response,
     options: &HttpOptions,
 ) -> Result<(), ProviderError> {
     let text = read_text(response, options, options.max_line_bytes).await;
-    apply(answer, parse_chunk(&text, "chat.completion (the server did not stream)")?)
+    apply(name, answer, parse_chunk(name, &text, "chat.completion (the server did not stream)")?)
 }
 
 #[cfg(test)]

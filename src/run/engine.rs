@@ -124,6 +124,7 @@ fn record_of(provider: &str, plan: &RunPlan, turns: Vec<Turn>, started_at_ms: u6
         started_at_ms,
         duration_ms: 0,
         cancelled: false,
+        batch: None,
         turns,
     }
 }

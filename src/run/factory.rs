@@ -57,6 +57,7 @@ impl ProviderChoice {
         };
         Ok(match self.name.as_str() {
             "openai" => Arc::new(OpenAi::from_env(base, self.http.clone())?),
+            "vllm" => Arc::new(OpenAi::vllm_from_lookup(base, |name| std::env::var(name).ok(), self.http.clone())?),
             "ollama" if self.model.is_empty() => return Err(needs_model("ollama")),
             "ollama" => Arc::new(Ollama::from_env(base, self.http.clone())?),
             "anthropic" if self.model.is_empty() => return Err(needs_model("anthropic")),
@@ -73,7 +74,7 @@ impl ProviderChoice {
             "local" => local_provider(&self.model)?,
             other => {
                 return Err(RunError::Setting(format!(
-                    "unknown provider {other:?}: use openai, ollama, anthropic, local or replay"
+                    "unknown provider {other:?}: use openai, vllm, ollama, anthropic, local or replay"
                 )))
             }
         })
@@ -93,6 +94,7 @@ pub struct Concurrency {
 pub fn concurrency_for(settings: &RunSettings) -> Concurrency {
     let env = match settings.provider.as_str() {
         "replay" => return Concurrency { runs: 8, reason: "replayed transcripts" },
+        "vllm" => return Concurrency { runs: 16, reason: "vLLM batches concurrent requests on the GPU" },
         "openai" => "OPENAI_BASE_URL",
         "anthropic" => "ANTHROPIC_BASE_URL",
         "ollama" => "OLLAMA_HOST",

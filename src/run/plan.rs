@@ -23,16 +23,16 @@ use crate::schema::Check;
 pub const DEFAULT_CONTEXT_TOKENS: u32 = 8192;
 
 /// The provider names a run accepts.
-pub const PROVIDERS: &[&str] = &["openai", "ollama", "anthropic", "local", "replay"];
+pub const PROVIDERS: &[&str] = &["openai", "vllm", "ollama", "anthropic", "local", "replay"];
 
 /// The provider of a run that names none and gives no base URL: the embedded model when this build
 /// has it (with a base URL, `openai`).
 pub const DEFAULT_PROVIDER: &str = if cfg!(feature = "local") { "local" } else { "openai" };
 
 /// The settings of a run, resolved: the command line over the prompt's `[provider]` over defaults.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunSettings {
-    /// `openai`, `ollama`, `anthropic`, `local` or `replay`.
+    /// `openai`, `vllm`, `ollama`, `anthropic`, `local` or `replay`.
     pub provider: String,
     /// May be empty (servers that serve one model).
     pub model: String,

@@ -49,6 +49,9 @@ pub struct RunRecord {
     /// The user stopped the run: the last turn holds the answer as far as it streamed.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
+    /// The `custom_id` of the provider batch request this run was imported from (`batch import`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<String>,
     pub turns: Vec<Turn>,
 }
 
@@ -168,7 +171,9 @@ pub fn warnings_of(turn: &Turn) -> Vec<String> {
         }
         _ => {}
     }
-    if let Some(error) = &turn.error {
+    if let Some(error @ ProviderError::Batch { .. }) = &turn.error {
+        warnings.push(format!("no answer: {error}"));
+    } else if let Some(error) = &turn.error {
         warnings.push(format!(
             "the stream failed after {} chunks ({} characters kept as the answer): {error}",
             turn.chunks,

@@ -11,7 +11,7 @@ use crate::engine::sse_answer;
 use crate::support::*;
 
 /// A runtime that keeps the server answering while the binary runs.
-fn server(replies: Vec<Reply>) -> (tokio::runtime::Runtime, WireServer) {
+pub fn server(replies: Vec<Reply>) -> (tokio::runtime::Runtime, WireServer) {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let server = runtime.block_on(serve(replies));
     (runtime, server)

@@ -3,6 +3,8 @@
 //! failed streams, batches, the history, and `tunebench run` driven as a binary.
 
 mod batch;
+mod batch_api;
+mod batch_files;
 mod cli;
 mod engine;
 mod faults;

@@ -41,9 +41,14 @@ impl Received {
     }
 }
 
+/// A reply chosen by looking at the request (a stateful fake of an API: see [`WireServer::start_handler`]).
+pub type Handler = Box<dyn Fn(&Received) -> Reply + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     replies: Vec<Reply>,
+    /// Answers every request when set (replies and routes are then unused).
+    handler: Option<Handler>,
     /// Replies chosen by the request body: the first whose text the body contains.
     routes: Vec<(String, Reply)>,
     next: AtomicUsize,
@@ -91,6 +96,12 @@ impl WireServer {
     pub async fn start_routed(routes: Vec<(String, Reply)>) -> std::io::Result<Self> {
         let replies = routes.last().map(|(_, reply)| reply.clone()).into_iter().collect();
         Self::start_with(State { replies, routes, ..State::default() }).await
+    }
+
+    /// Starts a server answering each request with what `handler` makes of it: for protocols with
+    /// state, such as a batch API (upload, create, poll, download).
+    pub async fn start_handler(handler: impl Fn(&Received) -> Reply + Send + Sync + 'static) -> std::io::Result<Self> {
+        Self::start_with(State { handler: Some(Box::new(handler)), ..State::default() }).await
     }
 
     async fn start_with(state: State) -> std::io::Result<Self> {
@@ -193,7 +204,10 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
     let _ = socket.set_nodelay(true);
     while let Some(request) = read_request(&mut socket).await {
         let index = state.next.fetch_add(1, Ordering::SeqCst);
-        let routed = state.routes.iter().find(|(text, _)| request.body.contains(text.as_str())).map(|(_, r)| r.clone());
+        let routed = match &state.handler {
+            Some(handler) => Some(handler(&request)),
+            None => state.routes.iter().find(|(text, _)| request.body.contains(text.as_str())).map(|(_, r)| r.clone()),
+        };
         if let Ok(mut received) = state.received.lock() {
             received.push(request);
         }

@@ -1,0 +1,287 @@
+//! Submit, status and fetch against the providers' batch endpoints, as their own tools reach them:
+//! the base URL from `--base-url`, else `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` / `VLLM_BASE_URL`,
+//! else the provider's; the key from its key variable, never printed.
+//!
+//! - OpenAI (and vLLM): upload the input file (`POST /files`, purpose `batch`), create the batch
+//!   (`POST /batches`, endpoint `/v1/chat/completions`, window `24h`), poll `GET /batches/{id}`,
+//!   download `GET /files/{output_file_id}/content` and the error file beside it.
+//! - Anthropic: `POST /v1/messages/batches` with the input lines as `requests`, poll
+//!   `GET /v1/messages/batches/{id}`, download its `results_url`.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::format::CHAT_COMPLETIONS;
+use super::Engine;
+use crate::provider::endpoint::{self, Vars};
+use crate::provider::error::body_message;
+use crate::provider::http::{client, HttpOptions};
+use crate::provider::{anthropic, openai, ApiKey};
+use crate::safe_text::escape_controls;
+
+/// A provider's batch endpoints, resolved.
+pub struct Remote {
+    engine: Engine,
+    base_url: String,
+    key: Option<ApiKey>,
+    client: reqwest::Client,
+}
+
+/// Where a batch stands, in the same words for every provider.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Status {
+    pub id: String,
+    pub engine: Engine,
+    /// The provider's own status word (`validating`, `in_progress`, `completed`, `ended`, ...).
+    pub status: String,
+    /// No request is still being processed: results can be fetched.
+    pub ended: bool,
+    pub total: u64,
+    /// Requests processed so far (succeeded or failed).
+    pub done: u64,
+    /// Requests that failed, were canceled or expired.
+    pub failed: u64,
+    /// Why the whole batch failed (OpenAI's validation errors), when it did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// Where the results are (OpenAI: the output and error file ids; Anthropic: the results URL).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<String>,
+}
+
+impl Remote {
+    /// The endpoints of `engine`, from `base_url` or the environment.
+    pub fn from_env(engine: Engine, base_url: Option<&str>) -> anyhow::Result<Self> {
+        Self::from_lookup(engine, base_url, |name| std::env::var(name).ok())
+    }
+
+    /// [`Self::from_env`] reading variables through `lookup`.
+    pub fn from_lookup(
+        engine: Engine,
+        base_url: Option<&str>,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<Self> {
+        let vars = match engine {
+            Engine::Openai => Vars {
+                provider: "openai",
+                url_var: "OPENAI_BASE_URL",
+                key_var: "OPENAI_API_KEY",
+                default_url: openai::DEFAULT_BASE_URL,
+                default_hint: "the default; set OPENAI_BASE_URL or --base-url",
+                key_required: Some(""),
+            },
+            Engine::Anthropic => Vars {
+                provider: "anthropic",
+                url_var: "ANTHROPIC_BASE_URL",
+                key_var: "ANTHROPIC_API_KEY",
+                default_url: anthropic::DEFAULT_BASE_URL,
+                default_hint: "the default; set ANTHROPIC_BASE_URL or --base-url",
+                key_required: Some(""),
+            },
+            Engine::Vllm => Vars {
+                provider: "vllm",
+                url_var: "VLLM_BASE_URL",
+                key_var: "VLLM_API_KEY",
+                default_url: openai::VLLM_BASE_URL,
+                default_hint: "the default; set VLLM_BASE_URL or --base-url",
+                key_required: None,
+            },
+        };
+        let found = endpoint::resolve(&vars, base_url, lookup)?;
+        let mut base_url = found.url.trim().trim_end_matches('/').to_string();
+        if engine == Engine::Anthropic {
+            base_url = base_url.strip_suffix("/v1").unwrap_or(&base_url).to_string();
+        }
+        let client = client(engine.provider(), &base_url, &HttpOptions::default())?;
+        Ok(Self { engine, base_url, key: found.key, client })
+    }
+
+    fn request(&self, method: reqwest::Method, url: &str) -> reqwest::RequestBuilder {
+        let builder = self.client.request(method, url).timeout(Duration::from_secs(300));
+        match (self.engine, &self.key) {
+            (Engine::Anthropic, key) => {
+                let builder = builder.header("anthropic-version", anthropic::API_VERSION);
+                match key {
+                    Some(key) => builder.header("x-api-key", key.expose()),
+                    None => builder,
+                }
+            }
+            (_, Some(key)) => builder.bearer_auth(key.expose()),
+            (_, None) => builder,
+        }
+    }
+
+    fn post_json(&self, url: &str, body: &Value) -> reqwest::RequestBuilder {
+        self.request(reqwest::Method::POST, url).header("content-type", "application/json").body(body.to_string())
+    }
+
+    /// Sends a request and reads its body; a non-2xx status is an error naming the URL, the status
+    /// and the provider's message (the key cut out).
+    async fn send(&self, builder: reqwest::RequestBuilder, url: &str) -> anyhow::Result<String> {
+        let provider = self.engine.provider();
+        let response = builder
+            .send()
+            .await
+            .map_err(|e| anyhow::anyhow!("{provider}: cannot reach {url}: {}", crate::provider::error::chain(&e)))?;
+        let status = response.status();
+        let body = response.text().await.with_context(|| format!("{provider}: reading the answer of {url}"))?;
+        let redact = |text: &str| self.key.as_ref().map_or_else(|| text.to_string(), |key| key.redact(text));
+        if !status.is_success() {
+            let hint = match status.as_u16() {
+                401 | 403 => format!(" (check {})", self.key_var()),
+                404 => " (is the base URL right, and does this server offer batches?)".to_string(),
+                _ => String::new(),
+            };
+            bail!("{provider}: HTTP {} from {url}: {}{hint}", status.as_u16(), redact(&body_message(&body)));
+        }
+        Ok(body)
+    }
+
+    fn key_var(&self) -> &'static str {
+        match self.engine {
+            Engine::Openai => "OPENAI_API_KEY",
+            Engine::Anthropic => "ANTHROPIC_API_KEY",
+            Engine::Vllm => "VLLM_API_KEY",
+        }
+    }
+
+    async fn json(&self, builder: reqwest::RequestBuilder, url: &str) -> anyhow::Result<Value> {
+        let body = self.send(builder, url).await?;
+        serde_json::from_str(&body).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: the answer of {url} is not JSON ({e}): {}",
+                self.engine.provider(),
+                escape_controls(&body.chars().take(200).collect::<String>())
+            )
+        })
+    }
+
+    /// Submits the batch input file `input` (its text; `name` is its file name) and returns the
+    /// new batch's status.
+    pub async fn submit(&self, input: &str, name: &str) -> anyhow::Result<Status> {
+        match self.engine {
+            Engine::Anthropic => {
+                let requests = input
+                    .lines()
+                    .enumerate()
+                    .filter(|(_, line)| !line.trim().is_empty())
+                    .map(|(index, line)| {
+                        serde_json::from_str::<Value>(line)
+                            .with_context(|| format!("{name} line {}: not JSON", index + 1))
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                let url = format!("{}/v1/messages/batches", self.base_url);
+                let body = json!({ "requests": requests });
+                let builder = self.post_json(&url, &body);
+                Ok(self.status_of(&self.json(builder, &url).await?))
+            }
+            Engine::Openai | Engine::Vllm => {
+                let url = format!("{}/files", self.base_url);
+                let part = reqwest::multipart::Part::text(input.to_string())
+                    .file_name(name.to_string())
+                    .mime_str("application/jsonl")?;
+                let form = reqwest::multipart::Form::new().text("purpose", "batch").part("file", part);
+                let file = self.json(self.request(reqwest::Method::POST, &url).multipart(form), &url).await?;
+                let Some(file_id) = file["id"].as_str() else {
+                    bail!("{}: the upload answer from {url} has no file id: {file}", self.engine.provider());
+                };
+                let url = format!("{}/batches", self.base_url);
+                let body = json!({"input_file_id": file_id, "endpoint": CHAT_COMPLETIONS, "completion_window": "24h"});
+                let builder = self.post_json(&url, &body);
+                Ok(self.status_of(&self.json(builder, &url).await?))
+            }
+        }
+    }
+
+    /// The status of batch `id`.
+    pub async fn status(&self, id: &str) -> anyhow::Result<Status> {
+        let url = match self.engine {
+            Engine::Anthropic => format!("{}/v1/messages/batches/{id}", self.base_url),
+            Engine::Openai | Engine::Vllm => format!("{}/batches/{id}", self.base_url),
+        };
+        let value = self.json(self.request(reqwest::Method::GET, &url), &url).await?;
+        Ok(self.status_of(&value))
+    }
+
+    /// The result lines of an ended batch (OpenAI: the output file, then the error file).
+    pub async fn results(&self, status: &Status) -> anyhow::Result<String> {
+        if !status.ended {
+            bail!(
+                "batch {} is {} ({} of {} requests done): fetch it again once it has ended",
+                status.id,
+                status.status,
+                status.done,
+                status.total
+            );
+        }
+        let mut text = String::new();
+        for place in &status.results {
+            let url = match self.engine {
+                Engine::Anthropic => place.clone(),
+                Engine::Openai | Engine::Vllm => format!("{}/files/{place}/content", self.base_url),
+            };
+            let body = self.send(self.request(reqwest::Method::GET, &url), &url).await?;
+            text.push_str(&body);
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+        Ok(text)
+    }
+
+    /// A provider's batch object in common words.
+    fn status_of(&self, batch: &Value) -> Status {
+        let count = |key: &str| batch["request_counts"][key].as_u64().unwrap_or(0);
+        let word = |key: &str| batch[key].as_str().unwrap_or_default().to_string();
+        let id = word("id");
+        match self.engine {
+            Engine::Anthropic => {
+                let failed = count("errored") + count("canceled") + count("expired");
+                let done = count("succeeded") + failed;
+                let status = word("processing_status");
+                Status {
+                    id,
+                    engine: self.engine,
+                    ended: status == "ended",
+                    status,
+                    total: done + count("processing"),
+                    done,
+                    failed,
+                    errors: Vec::new(),
+                    results: batch["results_url"].as_str().map(str::to_string).into_iter().collect(),
+                }
+            }
+            Engine::Openai | Engine::Vllm => {
+                let status = word("status");
+                let errors = batch["errors"]["data"]
+                    .as_array()
+                    .map(|all| {
+                        all.iter()
+                            .map(|e| {
+                                let line = e["line"].as_u64().map(|l| format!("line {l}: ")).unwrap_or_default();
+                                format!("{line}{}", e["message"].as_str().unwrap_or_default())
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Status {
+                    id,
+                    engine: self.engine,
+                    ended: matches!(status.as_str(), "completed" | "failed" | "expired" | "cancelled"),
+                    status,
+                    total: count("total"),
+                    done: count("completed") + count("failed"),
+                    failed: count("failed"),
+                    errors,
+                    results: ["output_file_id", "error_file_id"]
+                        .iter()
+                        .filter_map(|key| batch[*key].as_str().map(str::to_string))
+                        .collect(),
+                }
+            }
+        }
+    }
+}

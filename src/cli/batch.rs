@@ -1,0 +1,437 @@
+//! `tunebench batch`: the case matrix as a provider's batch input file (`export`), the provider's
+//! output read back into run records (`import`), and the batch endpoints (`submit`, `status`,
+//! `fetch`). JSON on stdout, progress on stderr; exit 1 when an imported answer fails or a line could
+//! not be imported, 2 on a usage or input error.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use serde_json::{json, Value};
+
+use super::input::read_text;
+use crate::batch::format::input_line;
+use crate::batch::import::{import, Imported};
+use crate::batch::manifest::{Entry, Manifest};
+use crate::batch::remote::Remote;
+use crate::batch::{custom_id, tag_of, Engine};
+use crate::compare::twin::twin_of;
+use crate::output::{Profile, ResponseType};
+use crate::prompt::file::{write_atomic, PromptFile, ProviderSettings};
+use crate::run::record::now_ms;
+use crate::run::{history, RunSettings};
+
+/// Options of `tunebench batch`.
+#[derive(Debug, clap::Args)]
+pub struct BatchArgs {
+    #[command(subcommand)]
+    pub command: BatchCommand,
+}
+
+/// The batch subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum BatchCommand {
+    /// Write each prompt × case (and its json/jsonl twin with --twins) as the provider's batch input
+    /// file, with a manifest beside it that `import` reads.
+    Export(ExportArgs),
+    /// Read a provider's batch output back into run records (history, compare and the workbench show
+    /// them like live runs).
+    Import(ImportArgs),
+    /// Upload a batch input file and start the batch.
+    Submit(SubmitArgs),
+    /// Show where a batch stands.
+    Status(RemoteArgs),
+    /// Download an ended batch's results (and import them with --import).
+    Fetch(FetchArgs),
+}
+
+/// Options of `batch export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// The prompt files (TOML).
+    #[arg(required = true)]
+    pub prompts: Vec<PathBuf>,
+    /// Whose batch format to write.
+    #[arg(long, value_enum)]
+    pub provider: Engine,
+    /// The batch input file to write (JSONL).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Every test case of each prompt (a prompt without cases is sent once).
+    #[arg(long, visible_alias = "all-cases", conflicts_with = "case")]
+    pub cases: bool,
+    /// One test case, by name.
+    #[arg(long)]
+    pub case: Option<String>,
+    /// Each prompt's json/jsonl twin too, for every case.
+    #[arg(long)]
+    pub twins: bool,
+    /// The model [default: the prompt's]; every line of a batch names one.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// A variable over the prompt's and the case's (NAME=VALUE).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+    /// A variable whose text is read from a file (NAME=PATH).
+    #[arg(long = "var-file", value_name = "NAME=PATH")]
+    pub var_files: Vec<String>,
+    /// Output tokens allowed per answer [default: the prompt's].
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature [default: the prompt's].
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// A stop sequence (repeat for several).
+    #[arg(long)]
+    pub stop: Vec<String>,
+    /// How the answer is held to JSON [default: the prompt's, else none].
+    #[arg(long, value_parser = ["none", "json-object", "json-schema"])]
+    pub structured: Option<String>,
+    /// Whose rules turn the answers into JSON on import [default: the prompt's, else lenient].
+    #[arg(long, value_enum)]
+    pub profile: Option<Profile>,
+}
+
+/// Options of `batch import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The provider's batch output (JSONL; - for standard input).
+    pub results: PathBuf,
+    /// The manifest `export` wrote [default: found in the data directory by the batch tag].
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    /// Print every run record as JSON ({"ok", "imported", "errors", "missing", "runs"}).
+    #[arg(long)]
+    pub json: bool,
+    /// Do not append the runs to the history file.
+    #[arg(long)]
+    pub no_history: bool,
+}
+
+/// Which provider's batch endpoints, and where.
+#[derive(Debug, clap::Args)]
+pub struct Endpoint {
+    /// openai, anthropic or vllm [default: from the batch id (batch_… is openai, msgbatch_… anthropic),
+    /// or the manifest beside the file].
+    #[arg(long, value_enum)]
+    pub provider: Option<Engine>,
+    /// The API's base URL [default: OPENAI_BASE_URL, ANTHROPIC_BASE_URL or VLLM_BASE_URL, else the
+    /// provider's].
+    #[arg(long)]
+    pub base_url: Option<String>,
+}
+
+/// Options of `batch submit`.
+#[derive(Debug, clap::Args)]
+pub struct SubmitArgs {
+    /// The batch input file `export` wrote.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub endpoint: Endpoint,
+}
+
+/// Options of `batch status`.
+#[derive(Debug, clap::Args)]
+pub struct RemoteArgs {
+    /// The batch id `submit` printed.
+    pub id: String,
+    #[command(flatten)]
+    pub endpoint: Endpoint,
+}
+
+/// Options of `batch fetch`.
+#[derive(Debug, clap::Args)]
+pub struct FetchArgs {
+    /// The batch id `submit` printed.
+    pub id: String,
+    #[command(flatten)]
+    pub endpoint: Endpoint,
+    /// Where to write the results (JSONL).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Import the results at once (as `batch import`).
+    #[arg(long)]
+    pub import: bool,
+    /// For --import: the manifest `export` wrote [default: found by the batch tag].
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    /// For --import: do not append the runs to the history file.
+    #[arg(long)]
+    pub no_history: bool,
+}
+
+pub fn run(args: &BatchArgs) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        BatchCommand::Export(args) => export(args),
+        BatchCommand::Import(args) => {
+            let text = read_text(&args.results)?;
+            import_text(&text, &args.results, args.manifest.as_deref(), args.json, args.no_history)
+        }
+        BatchCommand::Submit(args) => submit(args),
+        BatchCommand::Status(args) => {
+            let remote = remote(&args.endpoint, Some(&args.id), None)?;
+            let status = runtime()?.block_on(remote.status(&args.id))?;
+            super::print_json(&status)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        BatchCommand::Fetch(args) => fetch(args),
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread().enable_all().build()?)
+}
+
+fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let variables = super::run::variables_from(&args.vars, &args.var_files)?;
+    let overrides = ProviderSettings {
+        name: Some(args.provider.provider().to_string()),
+        model: args.model.clone(),
+        base_url: None,
+        temperature: args.temperature,
+        max_tokens: args.max_tokens,
+        structured: args.structured.clone(),
+        stop: args.stop.clone(),
+    };
+    let created_at_ms = now_ms();
+    let tag = tag_for(&args.prompts, created_at_ms);
+    let mut entries = Vec::new();
+    let mut lines = String::new();
+    let mut models = Vec::new();
+    for path in &args.prompts {
+        let prompt = PromptFile::load(path)?;
+        let mut sides = vec![prompt.clone()];
+        if args.twins {
+            let base_dir = path.parent().unwrap_or(Path::new("."));
+            let other = match prompt.response_type {
+                ResponseType::Jsonl => ResponseType::Json,
+                _ => ResponseType::Jsonl,
+            };
+            let twin = twin_of(&prompt, base_dir, other).with_context(|| format!("--twins: {}", path.display()))?;
+            sides.push(twin.prompt);
+        }
+        for side in &sides {
+            let settings = RunSettings::resolve(side, &overrides, Some(1), None)?;
+            if settings.model.is_empty() {
+                bail!(
+                    "{}: no model: every line of a batch names its model; give --model, or set model in the prompt's [provider]",
+                    path.display()
+                );
+            }
+            if !models.contains(&settings.model) {
+                models.push(settings.model.clone());
+            }
+            for case in cases(args, side)? {
+                let id = custom_id(&tag, entries.len() + 1, &side.id, case.as_deref());
+                let (entry, plan) =
+                    Entry::new(id.clone(), path, side, case.as_deref(), &variables, args.profile, &settings)?;
+                let (line, _) = input_line(args.provider, &id, &plan.request);
+                lines.push_str(&serde_json::to_string(&line)?);
+                lines.push('\n');
+                entries.push(entry);
+            }
+        }
+    }
+    let manifest =
+        Manifest { tag: tag.clone(), engine: args.provider, created_at_ms, input: args.output.clone(), entries };
+    write_atomic(&args.output, &lines).with_context(|| format!("writing {}", args.output.display()))?;
+    let beside = Manifest::beside(&args.output);
+    manifest.save(&beside)?;
+    let kept = Manifest::kept_path(&tag).and_then(|path| manifest.save(&path).map(|()| path));
+    let mut warnings = Vec::new();
+    if let Err(error) = &kept {
+        warnings.push(format!(
+            "the manifest was not kept in the data directory ({error:#}): import with --manifest {}",
+            beside.display()
+        ));
+    }
+    if models.len() > 1 && args.provider != Engine::Anthropic {
+        warnings.push(format!(
+            "the lines name {} models ({}): an OpenAI batch takes one model per file; export each model separately",
+            models.len(),
+            models.join(", ")
+        ));
+    }
+    for warning in &warnings {
+        eprintln!("tunebench: warning: {warning}");
+    }
+    eprintln!(
+        "wrote {} requests to {} (batch tag {tag}); manifest {}",
+        manifest.entries.len(),
+        args.output.display(),
+        beside.display()
+    );
+    super::print_json(&json!({
+        "file": args.output,
+        "provider": args.provider,
+        "tag": tag,
+        "requests": manifest.entries.len(),
+        "models": models,
+        "manifest": beside,
+        "kept": kept.ok(),
+        "custom_ids": manifest.entries.iter().map(|e| e.custom_id.as_str()).collect::<Vec<_>>(),
+        "warnings": warnings,
+    }))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The cases of one prompt: all (`--cases`), the one named, or the default.
+fn cases(args: &ExportArgs, prompt: &PromptFile) -> anyhow::Result<Vec<Option<String>>> {
+    if let Some(case) = &args.case {
+        prompt.case(case)?;
+        return Ok(vec![Some(case.clone())]);
+    }
+    if args.cases && !prompt.cases.is_empty() {
+        return Ok(prompt.cases.iter().map(|c| Some(c.name.clone())).collect());
+    }
+    Ok(vec![None])
+}
+
+/// Six hexadecimal digits that tell this export's `custom_id`s from any other's.
+fn tag_for(prompts: &[PathBuf], created_at_ms: u64) -> String {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (prompts, created_at_ms, std::process::id()).hash(&mut hasher);
+    format!("{:06x}", hasher.finish() & 0xff_ffff)
+}
+
+fn manifest_for(given: Option<&Path>, text: &str, origin: &Path) -> anyhow::Result<Manifest> {
+    if let Some(path) = given {
+        return Manifest::load(path);
+    }
+    let tag = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find_map(|line| line["custom_id"].as_str().and_then(tag_of).map(str::to_string));
+    let Some(tag) = tag else {
+        bail!(
+            "{}: no line carries a custom_id written by `batch export` (tb<tag>-...): give --manifest FILE",
+            origin.display()
+        );
+    };
+    Manifest::find(&tag)
+}
+
+fn import_text(
+    text: &str,
+    origin: &Path,
+    manifest: Option<&Path>,
+    as_json: bool,
+    no_history: bool,
+) -> anyhow::Result<ExitCode> {
+    let manifest = manifest_for(manifest, text, origin)?;
+    let imported = runtime()?.block_on(import(&manifest, text));
+    if !no_history {
+        for record in &imported.records {
+            if let Err(error) = history::append(record) {
+                eprintln!("tunebench: warning: the run was not added to the history: {error}");
+                break;
+            }
+        }
+    }
+    let ok = imported.records.iter().all(|r| r.ok) && imported.errors.is_empty() && imported.missing.is_empty();
+    report(&imported, &manifest, origin, as_json, ok)?;
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn report(imported: &Imported, manifest: &Manifest, origin: &Path, as_json: bool, ok: bool) -> anyhow::Result<()> {
+    let passed = imported.records.iter().filter(|r| r.ok).count();
+    if as_json {
+        return super::print_json(&json!({
+            "file": origin,
+            "tag": manifest.tag,
+            "ok": ok,
+            "requests": manifest.entries.len(),
+            "imported": imported.records.len(),
+            "passed": passed,
+            "errors": imported.errors,
+            "missing": imported.missing,
+            "runs": imported.records,
+        }));
+    }
+    for record in &imported.records {
+        eprintln!("{}", record.summary_line());
+        for warning in &record.warnings {
+            eprintln!("  warning: {}", crate::safe_text::escape_controls(warning));
+        }
+    }
+    for error in &imported.errors {
+        let id = error.custom_id.as_deref().map(|id| format!(" ({id})")).unwrap_or_default();
+        eprintln!(
+            "{} line {}{id}: {}",
+            origin.display(),
+            error.line,
+            crate::safe_text::escape_controls(&error.message)
+        );
+    }
+    if !imported.missing.is_empty() {
+        eprintln!("no result for {} requests: {}", imported.missing.len(), imported.missing.join(", "));
+    }
+    eprintln!(
+        "imported {} of {} requests from {} lines: {passed} ok, {} failed, {} lines not imported",
+        imported.records.len(),
+        manifest.entries.len(),
+        imported.lines,
+        imported.records.len() - passed,
+        imported.errors.iter().filter(|e| !e.recorded).count()
+    );
+    Ok(())
+}
+
+/// The endpoints: `--provider`, else the batch id's prefix, else the manifest beside `file`.
+fn remote(endpoint: &Endpoint, id: Option<&str>, file: Option<&Path>) -> anyhow::Result<Remote> {
+    let from_id = id.and_then(|id| {
+        if id.starts_with("msgbatch_") {
+            Some(Engine::Anthropic)
+        } else if id.starts_with("batch_") {
+            Some(Engine::Openai)
+        } else {
+            None
+        }
+    });
+    let from_file = file.and_then(|f| Manifest::load(&Manifest::beside(f)).ok()).map(|m| m.engine);
+    let Some(engine) = endpoint.provider.or(from_id).or(from_file) else {
+        bail!("which provider? give --provider openai, anthropic or vllm");
+    };
+    Remote::from_env(engine, endpoint.base_url.as_deref())
+}
+
+fn submit(args: &SubmitArgs) -> anyhow::Result<ExitCode> {
+    let text = read_text(&args.file)?;
+    let remote = remote(&args.endpoint, None, Some(&args.file))?;
+    let name = args.file.file_name().map_or_else(|| "batch.jsonl".into(), |n| n.to_string_lossy().into_owned());
+    let status = runtime()?.block_on(remote.submit(&text, &name))?;
+    eprintln!("submitted {} as batch {} ({})", args.file.display(), status.id, status.status);
+    super::print_json(&status)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn fetch(args: &FetchArgs) -> anyhow::Result<ExitCode> {
+    let remote = remote(&args.endpoint, Some(&args.id), None)?;
+    let runtime = runtime()?;
+    let status = runtime.block_on(remote.status(&args.id))?;
+    if !status.ended {
+        eprintln!(
+            "batch {} is {} ({} of {} requests done): fetch it again once it has ended",
+            status.id, status.status, status.done, status.total
+        );
+        super::print_json(&status)?;
+        return Ok(ExitCode::from(1));
+    }
+    let text = runtime.block_on(remote.results(&status))?;
+    drop(runtime);
+    write_atomic(&args.output, &text).with_context(|| format!("writing {}", args.output.display()))?;
+    eprintln!(
+        "wrote {} result lines to {}",
+        text.lines().filter(|l| !l.trim().is_empty()).count(),
+        args.output.display()
+    );
+    if !status.errors.is_empty() {
+        eprintln!("batch {} failed: {}", status.id, status.errors.join("; "));
+    }
+    if args.import {
+        return import_text(&text, &args.output, args.manifest.as_deref(), false, args.no_history);
+    }
+    super::print_json(&status)?;
+    Ok(ExitCode::SUCCESS)
+}
