@@ -20,6 +20,7 @@ pub mod bench;
 pub(crate) mod endpoint;
 pub(crate) mod error;
 mod generate;
+pub mod grammar;
 pub mod http;
 mod lines;
 #[cfg(feature = "local")]

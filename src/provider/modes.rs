@@ -8,6 +8,8 @@ pub(crate) struct Ladder {
     requested: StructuredMode,
     current: StructuredMode,
     has_schema: bool,
+    /// A JSONL answer: its prompt already describes each line, and json-object (one value) is skipped.
+    jsonl: bool,
     fallbacks: Vec<Fallback>,
 }
 
@@ -28,6 +30,7 @@ impl Ladder {
             requested: request.structured,
             current: request.structured,
             has_schema: request.schema.is_some(),
+            jsonl: request.jsonl,
             fallbacks: Vec::new(),
         };
         loop {
@@ -54,7 +57,10 @@ impl Ladder {
 
     /// Moves one mode down; `false` when already at prompt-only.
     pub(crate) fn step_down(&mut self, reason: String) -> bool {
-        let Some(next) = below(self.current) else { return false };
+        let Some(mut next) = below(self.current) else { return false };
+        if self.jsonl && next == StructuredMode::JsonObject {
+            next = StructuredMode::None;
+        }
         self.fallbacks.push(Fallback { from: self.current, to: next, reason });
         self.current = next;
         true
@@ -63,6 +69,7 @@ impl Ladder {
     /// Whether the schema must be described in the prompt at the current mode.
     fn schema_in_prompt(&self) -> bool {
         self.has_schema
+            && !self.jsonl
             && match self.current {
                 StructuredMode::JsonObject => true,
                 StructuredMode::None => self.requested != StructuredMode::None,

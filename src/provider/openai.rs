@@ -167,6 +167,10 @@ pub fn chat_body(request: &Request) -> Value {
         body["stop"] = json!(request.stop);
     }
     match (request.structured, &request.schema) {
+        // vLLM: a JSONL answer held line by line to the schema by a Lark grammar (guidance backend).
+        (StructuredMode::JsonSchema, Some(schema)) if request.jsonl => {
+            body["structured_outputs"] = json!({"grammar": super::grammar::jsonl_lark(schema)});
+        }
         (StructuredMode::JsonSchema, Some(schema)) => {
             body["response_format"] =
                 json!({"type": "json_schema", "json_schema": {"name": "answer", "strict": true, "schema": schema}});
@@ -215,7 +219,10 @@ impl Inner {
                 Ok(Err((rejected, retries))) => {
                     let mode = ladder.current();
                     let rejected_mode = mode != StructuredMode::None
-                        && rejects(&rejected, &["response_format", "json_schema", "json_object"]);
+                        && rejects(
+                            &rejected,
+                            &["response_format", "json_schema", "json_object", "structured_outputs", "grammar"],
+                        );
                     let reason = format!(
                         "the server rejected {mode} (HTTP {}: {})",
                         rejected.status,

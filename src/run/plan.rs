@@ -193,8 +193,10 @@ impl RunPlan {
         request = request.user(rendered.user).stop(settings.stop.clone());
         request.temperature = settings.temperature;
         request.max_tokens = settings.max_tokens;
-        let local = settings.provider == "local";
-        let (request, mode) = structure(request, reading.response_type, settings.structured, schema, local);
+        // The local model constrains a jsonl answer line by line; a vLLM server does with a line grammar.
+        let by_line = settings.provider == "local"
+            || (settings.provider == "vllm" && settings.structured == StructuredMode::JsonSchema);
+        let (request, mode) = structure(request, reading.response_type, settings.structured, schema, by_line);
         Ok(Self {
             prompt: prompt.id.clone(),
             case: case.map(str::to_string),
@@ -224,19 +226,20 @@ impl RunPlan {
 }
 
 /// Sets the request's structured mode for the response type; the report says what was asked and why
-/// it differs. The local model (`local`) constrains a jsonl answer line by line, so it keeps the mode.
+/// it differs. A provider that constrains a jsonl answer line by line (`by_line`: the local model, or
+/// vLLM's line grammar) keeps the mode.
 fn structure(
     request: Request,
     response_type: ResponseType,
     requested: StructuredMode,
     schema: Option<Value>,
-    local: bool,
+    by_line: bool,
 ) -> (Request, ModeReport) {
     let mut mode = ModeReport { requested, used: requested, ..ModeReport::default() };
     match response_type {
         ResponseType::Json => (request.structured(requested, schema), mode),
         _ if requested == StructuredMode::None => (request.structured(StructuredMode::None, schema), mode),
-        ResponseType::Jsonl if local => {
+        ResponseType::Jsonl if by_line => {
             mode.schema_in_prompt = schema.is_some();
             let request = match &schema {
                 Some(schema) => with_system_text(request, &jsonl_instructions(schema)),

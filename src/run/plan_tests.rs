@@ -134,6 +134,21 @@ fn the_local_model_keeps_the_mode_of_a_jsonl_prompt_and_constrains_each_line() {
         assert!(plan.mode.fallbacks.is_empty(), "{mode}");
         assert!(plan.request.messages[0].content.contains("Answer in JSON Lines"));
     }
+    // vLLM holds each line to the schema with a grammar when json-schema is asked; json-object is one value.
+    let vllm = RunPlan::new(
+        &prompt,
+        Path::new("."),
+        None,
+        &Variables::new(),
+        &settings_for("vllm", "json-schema"),
+        reading.clone(),
+    )
+    .unwrap();
+    assert_eq!((vllm.request.structured, vllm.request.jsonl), (StructuredMode::JsonSchema, true));
+    let object =
+        RunPlan::new(&prompt, Path::new("."), None, &Variables::new(), &settings_for("vllm", "json-object"), reading)
+            .unwrap();
+    assert_eq!((object.request.structured, object.request.jsonl), (StructuredMode::None, false));
     let url = ProviderSettings { base_url: Some("http://127.0.0.1:1/v1".into()), ..ProviderSettings::default() };
     let served = RunSettings::resolve(&prompt, &url, None, None).unwrap();
     assert_eq!(served.provider, "openai", "a base URL with no provider means an OpenAI-compatible server");

@@ -8,3 +8,4 @@ mod openai;
 mod replay;
 mod secrets;
 mod support;
+mod vllm;

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use llguidance::api::TopLevelGrammar;
 use llguidance::toktrie::{SimpleVob, TokEnv, TokRxInfo, TokTrie, TokenizerEnv};
 use llguidance::{Matcher, ParserFactory};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::tokenizer::{TextTokenizer, TokenId};
 use super::LocalError;
+use crate::provider::grammar::{jsonl_lark, with_options};
 
 /// The model's tokenizer as llguidance sees it: every token's bytes (control tokens behind the trie's
 /// special marker) and a canonical tokenization of any bytes.
@@ -53,32 +54,11 @@ pub enum Grammar {
     Jsonl(Value),
 }
 
-/// Compact JSON, `oneOf` read as `anyOf` (a discriminated union's branches exclude each other by their
-/// `type` const anyway), and unknown keywords (`format`, ...) ignored rather than refused.
-fn with_options(schema: &Value) -> Value {
-    let mut schema = match schema {
-        Value::Object(map) => Value::Object(map.clone()),
-        Value::Bool(true) => json!({}),
-        other => other.clone(),
-    };
-    if let Value::Object(map) = &mut schema {
-        map.insert(
-            "x-guidance".into(),
-            json!({"whitespace_flexible": false, "item_separator": ",", "key_separator": ":",
-                   "coerce_one_of": true, "lenient": true}),
-        );
-    }
-    schema
-}
-
 impl Grammar {
     fn top_level(&self) -> TopLevelGrammar {
         match self {
             Self::Json(schema) => TopLevelGrammar::from_json_schema(with_options(schema)),
-            Self::Jsonl(schema) => {
-                let line = with_options(schema);
-                TopLevelGrammar::from_lark(format!("start: line (\"\\n\" line)* \"\\n\"?\nline: %json {line}\n"))
-            }
+            Self::Jsonl(schema) => TopLevelGrammar::from_lark(jsonl_lark(schema)),
         }
     }
 }
