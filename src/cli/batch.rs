@@ -357,15 +357,12 @@ fn report(imported: &Imported, manifest: &Manifest, origin: &Path, as_json: bool
     }
     for error in &imported.errors {
         let id = error.custom_id.as_deref().map(|id| format!(" ({id})")).unwrap_or_default();
-        eprintln!(
-            "{} line {}{id}: {}",
-            origin.display(),
-            error.line,
-            crate::safe_text::escape_controls(&error.message)
-        );
+        let line = format!("{} line {}{id}: {}", origin.display(), error.line, error.message);
+        eprintln!("{}", crate::safe_text::escape_controls(&line));
     }
     if !imported.missing.is_empty() {
-        eprintln!("no result for {} requests: {}", imported.missing.len(), imported.missing.join(", "));
+        let missing = imported.missing.join(", ");
+        eprintln!("no result for {} requests: {}", imported.missing.len(), crate::safe_text::escape_controls(&missing));
     }
     eprintln!(
         "imported {} of {} requests from {} lines: {passed} ok, {} failed, {} lines not imported",

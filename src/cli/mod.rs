@@ -79,8 +79,8 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Prints `value` as pretty JSON on stdout.
+/// Prints `value` as pretty JSON on stdout, with no character in it that could drive the terminal.
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    println!("{}", crate::safe_text::escape_json_text(&serde_json::to_string_pretty(value)?));
     Ok(())
 }

@@ -7,5 +7,7 @@ mod batch_api;
 mod batch_files;
 mod cli;
 mod engine;
+mod escapes;
+mod fault_matrix;
 mod faults;
 mod support;

@@ -104,11 +104,15 @@ fn model_output_is_escaped_on_screen() {
     let mut state = sample_state();
     update(&mut state, Msg::Action(Action::Run));
     let run = state.run_id;
-    let evil = "{\"a\": \"\u{1b}[2J\u{1b}]52;c;AAAA\u{7}bell\"}\n";
+    // ESC sequences (clear, clipboard write), BEL, CR, the 8-bit CSI, DEL and a right-to-left override;
+    // the second line is a valid record whose decoded value holds them (the lines pane shows it).
+    let evil =
+        "{\"a\": \"\u{1b}[2J\u{1b}]52;c;AAAA\u{7}bell\r\u{9b}2J\u{7f}\u{202e}\"}\n{\"a\": \"\\u001b[31m\\u009b\"}\n";
     update(&mut state, Msg::Run { run, event: Box::new(tunebench::run::RunEvent::Delta(evil.into())), at_ms: 5 });
     let text = screen(&state, 120, 40);
     assert!(text.contains("\\u{1b}[2J"), "{text}");
-    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'));
+    let raw = text.chars().find(|c| (c.is_control() && *c != '\n') || *c == '\u{202e}');
+    assert!(raw.is_none(), "{raw:?} on screen:\n{text}");
 }
 
 /// At 80×24 the help is one readable column (nothing clipped mid-word) that scrolls with ↑/↓ to its
