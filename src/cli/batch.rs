@@ -20,6 +20,7 @@ use crate::compare::twin::twin_of;
 use crate::output::{Profile, ResponseType};
 use crate::prompt::file::{write_atomic, PromptFile, ProviderSettings};
 use crate::run::record::now_ms;
+use crate::run::factory::write_transcripts;
 use crate::run::{history, RunSettings};
 
 /// Options of `tunebench batch`.
@@ -107,6 +108,10 @@ pub struct ImportArgs {
     /// Do not append the runs to the history file.
     #[arg(long)]
     pub no_history: bool,
+    /// Write each run's transcript to DIR/<prompt>.<case>.jsonl, for `compare PROMPT --all-cases
+    /// --transcripts DIR/<prompt>.jsonl DIR/<twin>.jsonl`.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
 }
 
 /// Which provider's batch endpoints, and where.
@@ -159,6 +164,9 @@ pub struct FetchArgs {
     /// For --import: do not append the runs to the history file.
     #[arg(long)]
     pub no_history: bool,
+    /// For --import: write each run's transcript to DIR/<prompt>.<case>.jsonl (see `batch import`).
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
 }
 
 pub fn run(args: &BatchArgs) -> anyhow::Result<ExitCode> {
@@ -166,7 +174,8 @@ pub fn run(args: &BatchArgs) -> anyhow::Result<ExitCode> {
         BatchCommand::Export(args) => export(args),
         BatchCommand::Import(args) => {
             let text = read_text(&args.results)?;
-            import_text(&text, &args.results, args.manifest.as_deref(), args.json, args.no_history)
+            let into = Destinations { history: !args.no_history, transcripts: args.record.as_deref() };
+            import_text(&text, &args.results, args.manifest.as_deref(), args.json, into)
         }
         BatchCommand::Submit(args) => submit(args),
         BatchCommand::Status(args) => {
@@ -312,22 +321,39 @@ fn manifest_for(given: Option<&Path>, text: &str, origin: &Path) -> anyhow::Resu
     Manifest::find(&tag)
 }
 
+/// Where imported runs go besides the report.
+struct Destinations<'a> {
+    history: bool,
+    /// A directory for each run's transcript (`<prompt>.<case>.jsonl`).
+    transcripts: Option<&'a Path>,
+}
+
 fn import_text(
     text: &str,
     origin: &Path,
     manifest: Option<&Path>,
     as_json: bool,
-    no_history: bool,
+    into: Destinations,
 ) -> anyhow::Result<ExitCode> {
     let manifest = manifest_for(manifest, text, origin)?;
     let imported = runtime()?.block_on(import(&manifest, text));
-    if !no_history {
+    if into.history {
         for record in &imported.records {
             if let Err(error) = history::append(record) {
                 eprintln!("tunebench: warning: the run was not added to the history: {error}");
                 break;
             }
         }
+    }
+    if let Some(dir) = into.transcripts {
+        let mut written = 0;
+        for record in &imported.records {
+            let base = dir.join(format!("{}.jsonl", record.prompt));
+            written += write_transcripts(record, &base, record.case.as_deref())
+                .with_context(|| format!("recording the transcripts of {}", record.prompt))?
+                .len();
+        }
+        eprintln!("recorded {written} transcripts in {} (<prompt>.<case>.jsonl)", dir.display());
     }
     let ok = imported.records.iter().all(|r| r.ok) && imported.errors.is_empty() && imported.missing.is_empty();
     report(&imported, &manifest, origin, as_json, ok)?;
@@ -427,7 +453,8 @@ fn fetch(args: &FetchArgs) -> anyhow::Result<ExitCode> {
         eprintln!("batch {} failed: {}", status.id, status.errors.join("; "));
     }
     if args.import {
-        return import_text(&text, &args.output, args.manifest.as_deref(), false, args.no_history);
+        let into = Destinations { history: !args.no_history, transcripts: args.record.as_deref() };
+        return import_text(&text, &args.output, args.manifest.as_deref(), false, into);
     }
     super::print_json(&status)?;
     Ok(ExitCode::SUCCESS)

@@ -298,9 +298,25 @@ fn anthropic_submit_status_fetch_and_import() {
         run(tunebench(dir.path()).args(["batch", "status", "msgbatch_01", "--base-url", &server.url()]));
     assert_eq!((code, status["ended"].clone(), status["done"].clone()), (Some(0), json!(true), json!(4)));
 
+    let recorded = dir.path().join("transcripts");
     let (code, _, stderr) = run(tunebench(dir.path())
         .args(["batch", "fetch", "msgbatch_01", "--import", "--base-url", &server.url(), "-o"])
-        .arg(dir.path().join("results.jsonl")));
+        .arg(dir.path().join("results.jsonl"))
+        .arg("--record")
+        .arg(&recorded));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("imported 4 of 4 requests from 4 lines: 4 ok"), "{stderr}");
+    assert!(stderr.contains("recorded 4 transcripts"), "{stderr}");
+
+    // The batch's json and jsonl answers compared case by case, as compare does live runs.
+    let (code, comparison, stderr) = run(tunebench(dir.path())
+        .arg("compare")
+        .arg(sample("extract-topics"))
+        .args(["--all-cases", "--json", "--transcripts"])
+        .arg(recorded.join("extract-topics-json.jsonl"))
+        .arg(recorded.join("extract-topics.jsonl")));
+    assert_eq!(code, Some(0), "{stderr}");
+    let cases = comparison["cases"].as_array().unwrap_or_else(|| panic!("{comparison}"));
+    assert_eq!(cases.len(), 2, "{comparison}");
+    assert_eq!(cases[0]["agreement"]["rows"][0]["status"], "same", "{}", cases[0]["agreement"]);
 }
