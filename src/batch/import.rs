@@ -74,7 +74,10 @@ pub async fn import(manifest: &Manifest, results: &str) -> Imported {
     let entries: HashMap<&str, usize> =
         manifest.entries.iter().enumerate().map(|(i, e)| (e.custom_id.as_str(), i)).collect();
     // The schema of a prompt is compiled once for all its entries.
-    let mut readings: HashMap<(&str, Option<crate::output::Profile>), Reading> = HashMap::new();
+    let mut readings: HashMap<(usize, Option<crate::output::Profile>), Reading> = HashMap::new();
+    // Each prompt is read back once for all its entries.
+    let prompts: Vec<anyhow::Result<crate::prompt::file::PromptFile>> =
+        manifest.prompts.iter().map(|p| p.prompt_file()).collect();
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut imported = Imported { lines: 0, records: Vec::new(), errors: Vec::new(), missing: Vec::new() };
     for (index, text) in results.lines().enumerate() {
@@ -113,14 +116,18 @@ pub async fn import(manifest: &Manifest, results: &str) -> Imported {
         }
         seen.insert(id.to_string(), line);
         let entry = &manifest.entries[at];
-        let planned = entry.prompt_file().and_then(|prompt| {
-            let key = (entry.prompt.as_str(), entry.profile);
-            let reading = match readings.get(&key) {
-                Some(reading) => reading.clone(),
-                None => readings.entry(key).or_insert(entry.reading(&prompt)?).clone(),
-            };
-            entry.plan_for(&prompt, reading)
-        });
+        let planned = match (manifest.prompt_of(entry), prompts.get(entry.prompt)) {
+            (Some(exported), Some(Ok(prompt))) => {
+                let key = (entry.prompt, entry.profile);
+                let reading = match readings.get(&key) {
+                    Some(reading) => Ok(reading.clone()),
+                    None => exported.reading(prompt, entry.profile).map(|r| readings.entry(key).or_insert(r).clone()),
+                };
+                reading.and_then(|reading| entry.plan_for(exported, prompt, reading))
+            }
+            (_, Some(Err(e))) => Err(anyhow::anyhow!("{e:#}")),
+            _ => Err(anyhow::anyhow!("the manifest names prompt {} for it, and has no such prompt", entry.prompt)),
+        };
         let plan = match planned {
             Ok(plan) => plan,
             Err(e) => {

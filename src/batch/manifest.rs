@@ -1,7 +1,7 @@
-//! The manifest of an exported batch: per `custom_id`, the prompt as exported (TOML, a `schema_file`
-//! inlined, the twin itself when the entry is one), its case, variables, profile, the run settings and
-//! the request sent. Import rebuilds each run's plan from it, so answers are judged as `run` judges
-//! them even after the prompt file has changed. Written beside the batch file and kept in the data
+//! The manifest of an exported batch: each prompt as exported, once (TOML, a `schema_file` inlined, a
+//! twin as derived), and per `custom_id` its prompt, case, variables, profile, run settings and the
+//! request sent. Import rebuilds each run's plan from it, so answers are judged as `run` judges them
+//! even after the prompt file has changed. Written beside the batch file and kept in the data
 //! directory under `batches/<tag>.json`, where import finds it by the tag in the `custom_id`s.
 
 use std::path::{Path, PathBuf};
@@ -27,20 +27,32 @@ pub struct Manifest {
     pub created_at_ms: u64,
     /// The batch input file as it was named on the command line.
     pub input: PathBuf,
+    pub prompts: Vec<Exported>,
     pub entries: Vec<Entry>,
+}
+
+/// A prompt as exported.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Exported {
+    /// The prompt file it came from (or that it is the twin of); errors name it.
+    pub path: PathBuf,
+    /// The prompt as TOML.
+    pub toml: String,
 }
 
 /// One request of the batch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     pub custom_id: String,
-    /// The prompt file the entry came from (errors name it).
-    pub prompt_path: PathBuf,
-    /// The prompt as exported, as TOML.
-    pub prompt: String,
+    /// Its prompt: an index into [`Manifest::prompts`].
+    pub prompt: usize,
+    /// The case's name: one of the prompt's `[[cases]]`, or a line of a cases file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case: Option<String>,
-    /// The `--var` values laid over the case.
+    /// The case is one of the prompt's `[[cases]]` (its variables come from the prompt).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prompt_case: bool,
+    /// The variables laid over the prompt's (and its case's): `--var`, or a cases-file line.
     #[serde(default, skip_serializing_if = "Variables::is_empty")]
     pub variables: Variables,
     /// `--profile`, over the prompt's.
@@ -51,73 +63,44 @@ pub struct Entry {
     pub request: Request,
 }
 
-impl Entry {
-    /// The entry for `prompt` (a twin already derived) and `case`; `prompt_path` is where the prompt
-    /// (or the prompt it is the twin of) lives. Returns the entry and its run plan.
-    pub fn new(
-        custom_id: String,
-        prompt_path: &Path,
-        prompt: &PromptFile,
-        case: Option<&str>,
-        variables: &Variables,
-        profile: Option<Profile>,
-        settings: &RunSettings,
-    ) -> anyhow::Result<(Self, RunPlan)> {
-        let base_dir = base_dir(prompt_path);
+impl Exported {
+    /// `prompt` (from `path`) as it goes into a manifest: a `schema_file` inlined, so the manifest
+    /// stands alone.
+    pub fn new(path: &Path, prompt: &PromptFile) -> anyhow::Result<Self> {
         let mut exported = prompt.clone();
         if exported.schema_file.is_some() {
-            exported.inline_schema(&base_dir)?;
+            exported.inline_schema(&base_dir(path))?;
         }
-        let text = exported.to_toml_string()?;
-        let mut entry = Self {
-            custom_id,
-            prompt_path: prompt_path.to_path_buf(),
-            prompt: text,
-            case: case.map(str::to_string),
-            variables: variables.clone(),
-            profile,
-            settings: settings.clone(),
-            request: Request::default(),
-        };
-        let reading = entry.reading(&exported)?;
-        let plan = entry.plan_of(&exported, reading)?;
-        entry.request = plan.request.clone();
-        Ok((entry, plan))
+        Ok(Self { path: path.to_path_buf(), toml: exported.to_toml_string()? })
     }
 
-    /// The run plan of this entry: the exported prompt read back and planned as `run` plans it, with
-    /// the request that was sent, and one turn (a batch answer gets no retry).
-    pub fn plan(&self) -> anyhow::Result<RunPlan> {
-        let prompt = self.prompt_file()?;
-        let reading = self.reading(&prompt)?;
-        self.plan_for(&prompt, reading)
-    }
-
-    /// The prompt as exported.
+    /// The prompt read back.
     pub fn prompt_file(&self) -> anyhow::Result<PromptFile> {
-        PromptFile::from_toml_str(&self.prompt, &self.prompt_path)
-            .with_context(|| format!("the manifest's copy of prompt {}", self.prompt_path.display()))
+        PromptFile::from_toml_str(&self.toml, &self.path)
+            .with_context(|| format!("the manifest's copy of prompt {}", self.path.display()))
     }
 
-    /// How `prompt` (this entry's, read back) reads and checks an answer: the costly part of a plan
-    /// (the schema compiled), shared by the entries of one prompt.
-    pub fn reading(&self, prompt: &PromptFile) -> anyhow::Result<Reading> {
-        let setup = setup_for_prompt(prompt, &self.prompt_path, &base_dir(&self.prompt_path), self.profile)?;
+    /// How the prompt reads and checks an answer under `profile`: the costly part of a plan (the
+    /// schema compiled), shared by the entries of one prompt.
+    pub fn reading(&self, prompt: &PromptFile, profile: Option<Profile>) -> anyhow::Result<Reading> {
+        let setup = setup_for_prompt(prompt, &self.path, &base_dir(&self.path), profile)?;
         Ok(Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check })
     }
+}
 
-    /// The plan of this entry from its prompt and reading, with the request that was sent.
-    pub fn plan_for(&self, prompt: &PromptFile, reading: Reading) -> anyhow::Result<RunPlan> {
-        let mut plan = self.plan_of(prompt, reading)?;
-        plan.request = self.request.clone();
-        Ok(plan)
-    }
-
-    fn plan_of(&self, prompt: &PromptFile, reading: Reading) -> anyhow::Result<RunPlan> {
-        let base_dir = base_dir(&self.prompt_path);
+impl Entry {
+    /// The plan of this entry for its prompt (read back) and reading, planned as `run` plans it, with
+    /// one turn (a batch answer gets no retry). Until `request` is set (at export) the plan's own
+    /// request is the one to send; after, the plan carries the request that was sent.
+    pub fn plan_for(&self, exported: &Exported, prompt: &PromptFile, reading: Reading) -> anyhow::Result<RunPlan> {
         let settings = RunSettings { max_turns: 1, ..self.settings.clone() };
-        let plan = RunPlan::new(prompt, &base_dir, self.case.as_deref(), &self.variables, &settings, reading)
-            .with_context(|| format!("prompt {}", self.prompt_path.display()))?;
+        let case = if self.prompt_case { self.case.as_deref() } else { None };
+        let mut plan = RunPlan::new(prompt, &base_dir(&exported.path), case, &self.variables, &settings, reading)
+            .with_context(|| format!("prompt {}", exported.path.display()))?;
+        plan.case = self.case.clone();
+        if !self.request.messages.is_empty() {
+            plan.request = self.request.clone();
+        }
         Ok(plan)
     }
 }
@@ -127,9 +110,9 @@ fn base_dir(prompt_path: &Path) -> PathBuf {
 }
 
 impl Manifest {
-    /// The entry of `custom_id`.
-    pub fn entry(&self, custom_id: &str) -> Option<&Entry> {
-        self.entries.iter().find(|e| e.custom_id == custom_id)
+    /// The prompt of `entry` (`None` when the manifest is inconsistent).
+    pub fn prompt_of(&self, entry: &Entry) -> Option<&Exported> {
+        self.prompts.get(entry.prompt)
     }
 
     /// The manifest written beside the batch file `input`: `batch.jsonl` → `batch.manifest.json`.
@@ -148,7 +131,7 @@ impl Manifest {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
-        let text = serde_json::to_string_pretty(self)?;
+        let text = serde_json::to_string(self)?;
         crate::prompt::file::write_atomic(path, &text).with_context(|| format!("writing {}", path.display()))
     }
 

@@ -13,14 +13,16 @@ use serde_json::{json, Value};
 use super::input::read_text;
 use crate::batch::format::input_line;
 use crate::batch::import::{import, Imported};
-use crate::batch::manifest::{Entry, Manifest};
+use crate::batch::manifest::{Entry, Exported, Manifest};
 use crate::batch::remote::Remote;
 use crate::batch::{custom_id, tag_of, Engine};
 use crate::compare::twin::twin_of;
 use crate::output::{Profile, ResponseType};
 use crate::prompt::file::{write_atomic, PromptFile, ProviderSettings};
-use crate::run::record::now_ms;
+use crate::prompt::template::Variables;
+use crate::provider::Request;
 use crate::run::factory::write_transcripts;
+use crate::run::record::now_ms;
 use crate::run::{history, RunSettings};
 
 /// Options of `tunebench batch`.
@@ -65,6 +67,10 @@ pub struct ExportArgs {
     /// One test case, by name.
     #[arg(long)]
     pub case: Option<String>,
+    /// Cases from a JSONL file instead of the prompts' own: one per line, {"name": .., "variables":
+    /// {..}} or the variables themselves (named line-N); --var is laid over each.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["cases", "case"])]
+    pub cases_file: Option<PathBuf>,
     /// Each prompt's json/jsonl twin too, for every case.
     #[arg(long)]
     pub twins: bool,
@@ -203,9 +209,13 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         structured: args.structured.clone(),
         stop: args.stop.clone(),
     };
+    let file_cases = match &args.cases_file {
+        Some(path) => Some(read_cases_file(path, &variables)?),
+        None => None,
+    };
     let created_at_ms = now_ms();
     let tag = tag_for(&args.prompts, created_at_ms);
-    let mut entries = Vec::new();
+    let (mut prompts, mut entries) = (Vec::new(), Vec::<Entry>::new());
     let mut lines = String::new();
     let mut models = Vec::new();
     for path in &args.prompts {
@@ -231,19 +241,43 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             if !models.contains(&settings.model) {
                 models.push(settings.model.clone());
             }
-            for case in cases(args, side)? {
+            let exported = Exported::new(path, side)?;
+            let read_back = exported.prompt_file()?;
+            let reading = exported.reading(&read_back, args.profile)?;
+            let cases = match &file_cases {
+                Some(cases) => cases.clone(),
+                None => prompt_cases(args, side, &variables)?,
+            };
+            for (case, prompt_case, variables) in cases {
                 let id = custom_id(&tag, entries.len() + 1, &side.id, case.as_deref());
-                let (entry, plan) =
-                    Entry::new(id.clone(), path, side, case.as_deref(), &variables, args.profile, &settings)?;
-                let (line, _) = input_line(args.provider, &id, &plan.request);
+                let mut entry = Entry {
+                    custom_id: id.clone(),
+                    prompt: prompts.len(),
+                    case,
+                    prompt_case,
+                    variables,
+                    profile: args.profile,
+                    settings: settings.clone(),
+                    request: Request::default(),
+                };
+                let plan = entry.plan_for(&exported, &read_back, reading.clone())?;
+                entry.request = plan.request;
+                let (line, _) = input_line(args.provider, &id, &entry.request);
                 lines.push_str(&serde_json::to_string(&line)?);
                 lines.push('\n');
                 entries.push(entry);
             }
+            prompts.push(exported);
         }
     }
-    let manifest =
-        Manifest { tag: tag.clone(), engine: args.provider, created_at_ms, input: args.output.clone(), entries };
+    let manifest = Manifest {
+        tag: tag.clone(),
+        engine: args.provider,
+        created_at_ms,
+        input: args.output.clone(),
+        prompts,
+        entries,
+    };
     write_atomic(&args.output, &lines).with_context(|| format!("writing {}", args.output.display()))?;
     let beside = Manifest::beside(&args.output);
     manifest.save(&beside)?;
@@ -285,16 +319,63 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The cases of one prompt: all (`--cases`), the one named, or the default.
-fn cases(args: &ExportArgs, prompt: &PromptFile) -> anyhow::Result<Vec<Option<String>>> {
+/// A case to export: its name, whether it is one of the prompt's `[[cases]]`, and the variables laid
+/// over the prompt's.
+type CaseSpec = (Option<String>, bool, Variables);
+
+/// The cases of one prompt: all (`--cases`), the one named, or the default; `--var` over each.
+fn prompt_cases(args: &ExportArgs, prompt: &PromptFile, variables: &Variables) -> anyhow::Result<Vec<CaseSpec>> {
+    let variables = variables.clone();
     if let Some(case) = &args.case {
         prompt.case(case)?;
-        return Ok(vec![Some(case.clone())]);
+        return Ok(vec![(Some(case.clone()), true, variables)]);
     }
     if args.cases && !prompt.cases.is_empty() {
-        return Ok(prompt.cases.iter().map(|c| Some(c.name.clone())).collect());
+        return Ok(prompt.cases.iter().map(|c| (Some(c.name.clone()), true, variables.clone())).collect());
     }
-    Ok(vec![None])
+    Ok(vec![(None, false, variables)])
+}
+
+/// The cases of a cases file: one JSON object per line, either `{"name": .., "variables": {..}}` or the
+/// variables themselves (named `line-N`), each laid over `--var`. Errors name the file and line.
+fn read_cases_file(path: &Path, flags: &Variables) -> anyhow::Result<Vec<CaseSpec>> {
+    let text = read_text(path)?;
+    let mut cases = Vec::new();
+    let mut names = std::collections::HashSet::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = || format!("{}:{}", path.display(), index + 1);
+        let value: Value = serde_json::from_str(line).with_context(|| format!("{}: not JSON", at()))?;
+        let Value::Object(object) = value else {
+            bail!("{}: expected a JSON object of variables, or {{\"name\": .., \"variables\": {{..}}}}", at());
+        };
+        let (name, given) = match (object.get("variables"), object.get("name")) {
+            (Some(Value::Object(variables)), name) => {
+                let name = match name {
+                    Some(Value::String(name)) if !name.trim().is_empty() => name.clone(),
+                    None => format!("line-{}", index + 1),
+                    Some(other) => bail!("{}: \"name\" is {other}, not a non-empty string", at()),
+                };
+                (name, variables.clone())
+            }
+            (Some(other), _) => bail!("{}: \"variables\" is {other}, not an object", at()),
+            (None, _) => (format!("line-{}", index + 1), object),
+        };
+        if !names.insert(name.clone()) {
+            bail!("{}: case name {name:?} is used twice", at());
+        }
+        let mut variables = given;
+        for (key, value) in flags {
+            variables.insert(key.clone(), value.clone());
+        }
+        cases.push((Some(name), false, variables));
+    }
+    if cases.is_empty() {
+        bail!("{}: no cases (one JSON object per line)", path.display());
+    }
+    Ok(cases)
 }
 
 /// Six hexadecimal digits that tell this export's `custom_id`s from any other's.

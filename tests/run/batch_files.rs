@@ -22,7 +22,7 @@ fn stdout_json(output: &std::process::Output) -> Value {
     })
 }
 
-fn lines(path: &Path) -> Vec<Value> {
+fn lines_of(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
@@ -53,7 +53,7 @@ fn export_writes_every_case_and_twin_as_the_request_run_sends() {
     let dir = tempfile::tempdir().unwrap();
     let summary = export(dir.path(), "openai");
     assert_eq!(summary["requests"], 4, "{summary}");
-    let batch = lines(&dir.path().join("batch.jsonl"));
+    let batch = lines_of(&dir.path().join("batch.jsonl"));
     let ids: Vec<&str> = batch.iter().map(|l| l["custom_id"].as_str().unwrap()).collect();
     assert_eq!(ids, summary["custom_ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>());
     assert!(
@@ -151,7 +151,7 @@ fn import_judges_each_answer_and_reports_bad_lines_by_number() {
 fn anthropic_results_import_with_the_manifest_named() {
     let dir = tempfile::tempdir().unwrap();
     let summary = export(dir.path(), "anthropic");
-    let batch = lines(&dir.path().join("batch.jsonl"));
+    let batch = lines_of(&dir.path().join("batch.jsonl"));
     assert!(batch[2]["params"]["system"].as_str().unwrap().contains("must validate against this JSON Schema"));
     assert!(batch[2]["params"].get("response_format").is_none());
     let ids: Vec<&str> = summary["custom_ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
@@ -217,4 +217,58 @@ fn export_errors_name_the_bad_value() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--twins") && stderr.contains("twin"), "{stderr}");
+}
+
+#[test]
+fn a_cases_file_makes_the_matrix_and_names_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = dir.path().join("cases.jsonl");
+    let lines = [
+        json!({"name": "gdp", "variables": {"text": "Gross domestic product measures output."}}).to_string(),
+        String::new(),
+        json!({"text": "A sonnet has fourteen lines."}).to_string(),
+    ];
+    std::fs::write(&cases, lines.join("\n")).unwrap();
+    let output = tunebench(dir.path())
+        .args(["batch", "export"])
+        .arg(sample("extract-topics"))
+        .args(["--provider", "openai", "--twins", "--model", "m", "--cases-file"])
+        .arg(&cases)
+        .arg("-o")
+        .arg(dir.path().join("batch.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let summary = stdout_json(&output);
+    assert_eq!(summary["requests"], 4);
+    let batch = lines_of(&dir.path().join("batch.jsonl"));
+    assert!(batch[0]["custom_id"].as_str().unwrap().ends_with("-extract-topics-gdp"));
+    assert!(batch[1]["custom_id"].as_str().unwrap().ends_with("-extract-topics-line-3"));
+    assert!(batch[1]["body"]["messages"][1]["content"].as_str().unwrap().contains("A sonnet has fourteen lines."));
+    let answer = |line: &Value| {
+        openai_result(line["custom_id"].as_str().unwrap(), "{\"topic\": \"t\", \"definition\": \"d\"}", "stop")
+    };
+    let results: Vec<String> = batch.iter().take(2).map(|line| answer(line).to_string()).collect();
+    let file = dir.path().join("results.jsonl");
+    std::fs::write(&file, results.join("\n")).unwrap();
+    let output = tunebench(dir.path()).args(["batch", "import", "--json"]).arg(&file).output().unwrap();
+    let report = stdout_json(&output);
+    assert_eq!(report["runs"][0]["case"], "gdp");
+    assert_eq!(report["runs"][1]["case"], "line-3");
+    assert_eq!(report["runs"][1]["ok"], true);
+    assert_eq!(report["missing"].as_array().map(Vec::len), Some(2), "the twin's two requests");
+
+    std::fs::write(&cases, "{\"text\": \"a\"}\n[1, 2]\n").unwrap();
+    let output = tunebench(dir.path())
+        .args(["batch", "export"])
+        .arg(sample("extract-topics"))
+        .args(["--provider", "openai", "--model", "m", "--cases-file"])
+        .arg(&cases)
+        .arg("-o")
+        .arg(dir.path().join("b.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cases.jsonl:2: expected a JSON object"), "{stderr}");
 }
