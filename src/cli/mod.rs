@@ -7,6 +7,7 @@ pub mod bench;
 pub mod compare;
 mod compare_human;
 pub mod export;
+pub mod history;
 pub mod import;
 pub mod input;
 #[cfg(feature = "local")]
@@ -54,6 +55,8 @@ pub enum Command {
     /// Compare two prompts (or a prompt and its json/jsonl twin) side by side: paired runs, figures,
     /// agreement and truncation curves; or two recorded transcripts.
     Compare(Box<compare::CompareArgs>),
+    /// The runs in the history file (live and imported from batches), filtered; a line each, or JSON.
+    History(history::HistoryArgs),
     /// Provider batch engines: export the case matrix as a batch file, import the results as runs,
     /// submit, status, fetch.
     Batch(batch::BatchArgs),
@@ -74,6 +77,7 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Batch(args) => batch::run(args),
+        Command::History(args) => history::run(args),
         #[cfg(feature = "local")]
         Command::Model(args) => model::run(args),
     }

@@ -145,6 +145,20 @@ fn import_judges_each_answer_and_reports_bad_lines_by_number() {
     // The imported turn's transcript ends as the provider said, so it replays like a live one.
     assert_eq!(history[0]["turns"][0]["transcript"]["end"]["finish_reason"], "stop");
     assert_eq!(history[0]["turns"][0]["transcript"]["chunks"].as_array().map(Vec::len), Some(1));
+
+    // `history` lists them by batch tag, and --failed keeps the three that failed (one truncated).
+    let tag = summary["tag"].as_str().unwrap();
+    let listed = tunebench(dir.path()).args(["history", "--batch", tag, "--failed", "--json"]).output().unwrap();
+    assert_eq!(listed.status.code(), Some(0), "{}", String::from_utf8_lossy(&listed.stderr));
+    let failed: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap();
+    let failed_ids: Vec<&Value> = failed.iter().map(|r| &r["batch"]).collect();
+    assert_eq!(failed_ids, vec![&json!(ids[1]), &json!(ids[2]), &json!(ids[3])]);
+    let human =
+        tunebench(dir.path()).args(["history", "--prompt", "extract-topics-json", "--last", "1"]).output().unwrap();
+    let text = String::from_utf8(human.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("FAILED    extract-topics-json [music-theory]  openai gpt-4o-mini  no result"), "{text}");
+    assert!(String::from_utf8_lossy(&human.stderr).starts_with("1 of 4 runs in "));
 }
 
 #[test]

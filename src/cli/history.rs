@@ -1,0 +1,127 @@
+//! `tunebench history`: the runs in the history file, live and imported from batches alike, filtered by
+//! prompt, batch or verdict; a line per run, or the records as JSON.
+
+use std::process::ExitCode;
+
+use serde_json::Value;
+
+use crate::run::history;
+use crate::safe_text::escape_controls;
+
+/// Options of `tunebench history`.
+#[derive(Debug, clap::Args)]
+pub struct HistoryArgs {
+    /// Only runs of this prompt id.
+    #[arg(long)]
+    pub prompt: Option<String>,
+    /// Only runs imported from this batch: its tag (as in `tb<tag>-...`) or one custom_id.
+    #[arg(long)]
+    pub batch: Option<String>,
+    /// Only runs whose answer failed.
+    #[arg(long)]
+    pub failed: bool,
+    /// Only the last N runs that match.
+    #[arg(long, value_name = "N")]
+    pub last: Option<usize>,
+    /// Print the matching run records as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
+    let path = history::history_path()?;
+    let records = history::read(&path)?;
+    let mut matching: Vec<&Value> = records.iter().filter(|record| matches(args, record)).collect();
+    if let Some(last) = args.last {
+        matching.drain(..matching.len().saturating_sub(last));
+    }
+    if args.json {
+        super::print_json(&matching)?;
+    } else {
+        for record in &matching {
+            println!("{}", escape_controls(&line(record)));
+        }
+        eprintln!("{} of {} runs in {}", matching.len(), records.len(), path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn matches(args: &HistoryArgs, record: &Value) -> bool {
+    let prompt_ok = args.prompt.as_ref().is_none_or(|id| record["prompt"].as_str() == Some(id));
+    let batch_ok = args.batch.as_ref().is_none_or(|wanted| {
+        record["batch"].as_str().is_some_and(|id| id == wanted || id.starts_with(&format!("tb{wanted}-")))
+    });
+    let failed_ok = !args.failed || record["ok"] != Value::Bool(true);
+    prompt_ok && batch_ok && failed_ok
+}
+
+/// `2026-11-24 16:00:00  ok      extract-topics [economics]  openai gpt-4o-mini  2 items  batch tb…`.
+fn line(record: &Value) -> String {
+    let verdict = if record["cancelled"] == Value::Bool(true) {
+        "cancelled"
+    } else if record["ok"] == Value::Bool(true) {
+        "ok"
+    } else {
+        "FAILED"
+    };
+    let case = record["case"].as_str().map(|c| format!(" [{c}]")).unwrap_or_default();
+    let result = match &record["result"] {
+        Value::Array(items) => format!("{} items", items.len()),
+        Value::Null => "no result".into(),
+        _ => "1 value".into(),
+    };
+    let batch = record["batch"].as_str().map(|id| format!("  batch {id}")).unwrap_or_default();
+    format!(
+        "{}  {verdict:<9} {}{case}  {} {}  {result}{batch}",
+        utc(record["started_at_ms"].as_u64().unwrap_or(0)),
+        record["prompt"].as_str().unwrap_or("?"),
+        record["provider"].as_str().unwrap_or("?"),
+        record["model"].as_str().unwrap_or(""),
+    )
+}
+
+/// Milliseconds since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
+fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, day_secs) = ((secs / 86_400) as i64, secs % 86_400);
+    // Days to a civil date (proleptic Gregorian), after Howard Hinnant's `civil_from_days`.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}", day_secs / 3600, day_secs / 60 % 60, day_secs % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(1_764_000_000_000), "2025-11-24 16:00:00");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
+    }
+
+    #[test]
+    fn filters_by_prompt_batch_and_verdict() {
+        let record = serde_json::json!({"prompt": "p", "ok": false, "batch": "tbab12-00001-p", "started_at_ms": 0});
+        let args = |prompt: Option<&str>, batch: Option<&str>, failed| HistoryArgs {
+            prompt: prompt.map(Into::into),
+            batch: batch.map(Into::into),
+            failed,
+            last: None,
+            json: false,
+        };
+        assert!(matches(&args(Some("p"), Some("ab12"), true), &record));
+        assert!(matches(&args(None, Some("tbab12-00001-p"), false), &record));
+        assert!(!matches(&args(Some("q"), None, false), &record));
+        assert!(!matches(&args(None, Some("ab1"), false), &record));
+        assert!(line(&record).starts_with("1970-01-01 00:00:00  FAILED    p  "), "{}", line(&record));
+    }
+}
