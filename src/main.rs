@@ -20,6 +20,8 @@ fn main() -> ExitCode {
     };
     match cli::run(command) {
         Ok(code) => code,
+        // The reader of standard output went away (`tunebench … | head`): nothing is left to say.
+        Err(error) if cli::is_closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("tunebench: error: {error:#}");
             ExitCode::from(2)

@@ -256,3 +256,30 @@ fn human_output_escapes_control_characters() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains('\u{1b}') && text.contains("\\u{1b}[2J"), "{text}");
 }
+
+/// `tunebench … | head -1`: the reader closes the pipe after one line; the command ends quietly
+/// (exit 0, no panic message), in human and JSON output alike.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let answer = dir.path().join("answer.jsonl");
+    let line = "{\"topic\": \"inflation\", \"definition\": \"Prices rising over time.\"}\n";
+    std::fs::write(&answer, line.repeat(20_000)).unwrap();
+    for json in [false, true] {
+        let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("tunebench"));
+        command.arg("parse").arg(&answer);
+        if json {
+            command.arg("--json");
+        }
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        assert!(!first.is_empty());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "json {json}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

@@ -158,7 +158,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         if args.json {
             super::print_json(&json!({ "local": section }))?;
         } else {
-            print!("{}", human_local(&section));
+            super::say!("{}", human_local(&section));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -166,7 +166,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         super::print_json(&figures)?;
     } else {
-        print!("{}", human(&figures));
+        super::say!("{}", human(&figures));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -296,7 +296,7 @@ fn tui_only(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         super::print_json(&figures)?;
     } else {
-        print!("{}", tui_human(&figures));
+        super::say!("{}", tui_human(&figures));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -77,7 +77,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         if args.json {
             super::print_json(&json!({"a": specs[0].prompt.id, "b": specs[1].prompt.id, "fields": diffs}))?;
         } else {
-            print!("--- A {}\n+++ B {}\n{}", specs[0].prompt.id, specs[1].prompt.id, render(&diffs, 2));
+            super::say!("--- A {}\n+++ B {}\n{}", specs[0].prompt.id, specs[1].prompt.id, render(&diffs, 2));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -167,9 +167,9 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         };
         super::print_json(&report)?;
     } else if batch {
-        print!("{}", compare_human::batch(&comparisons, &cases::totals(&comparisons)));
+        super::say!("{}", compare_human::batch(&comparisons, &cases::totals(&comparisons)));
     } else if let Some(one) = comparisons.first() {
-        print!("{}", compare_human::comparison(one));
+        super::say!("{}", compare_human::comparison(one));
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -39,7 +39,7 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         super::print_json(&matching)?;
     } else {
         for record in &matching {
-            println!("{}", escape_controls(&line(record)));
+            super::sayln!("{}", escape_controls(&line(record)));
         }
         eprintln!("{} of {} runs in {}", matching.len(), records.len(), path.display());
     }

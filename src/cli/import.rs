@@ -73,7 +73,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
             "notes": config.notes,
         }))?;
     } else {
-        print!("{}", human(&written, &config.notes, &targets));
+        super::say!("{}", human(&written, &config.notes, &targets));
     }
     Ok(ExitCode::SUCCESS)
 }

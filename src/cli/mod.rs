@@ -85,6 +85,33 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
 
 /// Prints `value` as pretty JSON on stdout, with no character in it that could drive the terminal.
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", crate::safe_text::escape_json_text(&serde_json::to_string_pretty(value)?));
+    sayln!("{}", crate::safe_text::escape_json_text(&serde_json::to_string_pretty(value)?));
     Ok(())
 }
+
+/// Writes `text` to standard output. Unlike `print!`, a closed pipe (`tunebench parse … | head -1`)
+/// is an error the command returns (and `main` ends quietly on), never a panic.
+pub fn write_out(text: std::fmt::Arguments<'_>) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_fmt(text)?;
+    stdout.flush()
+}
+
+/// Whether `error` is standard output's reader going away (a closed pipe).
+pub fn is_closed_pipe(error: &anyhow::Error) -> bool {
+    error
+        .chain()
+        .any(|cause| cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// `print!` that returns a closed pipe as an error (with `?`) instead of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => { $crate::cli::write_out(format_args!($($arg)*))? };
+}
+
+/// `println!` that returns a closed pipe as an error (with `?`) instead of panicking.
+macro_rules! sayln {
+    ($($arg:tt)*) => { $crate::cli::write_out(format_args!("{}\n", format_args!($($arg)*)))? };
+}
+pub(crate) use {say, sayln};

@@ -44,7 +44,7 @@ pub fn run(args: &ModelArgs) -> anyhow::Result<ExitCode> {
         ModelAction::Fetch { json } => fetch_model(*json),
         ModelAction::Path => {
             let path = fetch::model_path()?;
-            println!("{}", path.display());
+            super::sayln!("{}", path.display());
             Ok(if fetch::installed_model().is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         ModelAction::Info { model, json } => info(model.clone(), *json),
@@ -75,9 +75,9 @@ fn fetch_model(json: bool) -> anyhow::Result<ExitCode> {
     if json {
         super::print_json(&fetched)?;
     } else if fetched.already_present {
-        println!("the model is already there: {}", fetched.path.display());
+        super::sayln!("the model is already there: {}", fetched.path.display());
     } else {
-        println!("fetched {} ({} bytes, sha256 {})", fetched.path.display(), fetched.bytes, fetched.sha256);
+        super::sayln!("fetched {} ({} bytes, sha256 {})", fetched.path.display(), fetched.bytes, fetched.sha256);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -140,7 +140,7 @@ fn info(model: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
                 serde_json::Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            println!("{key:<16} {shown}");
+            super::sayln!("{key:<16} {shown}");
         }
     }
     Ok(ExitCode::SUCCESS)

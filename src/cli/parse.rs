@@ -35,7 +35,7 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         print_json_report(&report, args.summary)?;
     } else {
-        print!("{}", human(&report, args.summary));
+        super::say!("{}", human(&report, args.summary));
     }
     Ok(if args.strict && !passes(&report) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

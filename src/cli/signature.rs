@@ -25,6 +25,14 @@ pub fn run(args: &SignatureArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    let repeated = sig.repeated_fields();
+    if !repeated.is_empty() {
+        eprintln!(
+            "warning: field {} declared twice: PtcRunner keeps the last type and lists the name twice in \
+             \"required\", which strict JSON Schema validators and servers reject",
+            repeated.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+        );
+    }
     let schema = if args.input { sig.input_schema() } else { sig.output_schema() };
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{}", render(&schema)?)?;

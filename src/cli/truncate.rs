@@ -56,10 +56,10 @@ pub fn run(args: &TruncateArgs) -> anyhow::Result<ExitCode> {
             object.insert("text".into(), json!(prefix));
             super::print_json(&object)?;
         } else {
-            println!("cut at {at} of {} {}s ({} of {} bytes):", cuts.total(), args.unit, end, answer.text.len());
-            println!("{}", escape_controls(prefix));
-            println!("---");
-            print!("{}", human(&report, false));
+            super::sayln!("cut at {at} of {} {}s ({} of {} bytes):", cuts.total(), args.unit, end, answer.text.len());
+            super::sayln!("{}", escape_controls(prefix));
+            super::sayln!("---");
+            super::say!("{}", human(&report, false));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -67,7 +67,7 @@ pub fn run(args: &TruncateArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         super::print_json(&sweep_json(&result, args.unit, cuts.total()))?;
     } else {
-        print!("{}", human_sweep(&result, args.unit, cuts.total()));
+        super::say!("{}", human_sweep(&result, args.unit, cuts.total()));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -12,7 +12,7 @@ use super::error::{body_message, snippet};
 use super::generate::{generate, Emit};
 use super::http::{self, guarded_body, media_type, HttpOptions, Target};
 use super::modes::Ladder;
-use super::sse::sse_units;
+use super::sse::{sse_units, Units};
 use super::turn::Answer;
 use super::{ApiKey, Event, EventStream, FinishReason, Provider, ProviderError, Request, StructuredMode};
 
@@ -237,7 +237,11 @@ async fn read_stream(
     response: reqwest::Response,
     options: &HttpOptions,
 ) -> Result<(), ProviderError> {
-    let mut units = sse_units(NAME, guarded_body(NAME, response, options));
+    read_events(answer, sse_units(NAME, guarded_body(NAME, response, options))).await
+}
+
+/// Reads Messages stream events into `answer` up to `message_stop` or the end of the stream.
+pub(crate) async fn read_events(answer: &mut Answer, mut units: Units) -> Result<(), ProviderError> {
     while let Some(unit) = units.next().await {
         let data = unit?.data;
         let event: StreamEvent = serde_json::from_str(&data).map_err(|e| ProviderError::Malformed {

@@ -228,8 +228,16 @@ pub(crate) async fn wrong_content_type(
 pub(crate) type Body = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
 
 pub(crate) fn guarded_body(provider: &str, response: Response, options: &HttpOptions) -> Body {
+    guard(provider, Box::pin(response.bytes_stream().map(|piece| piece.map_err(|error| chain(&error)))), options)
+}
+
+/// The bytes of a response body (a failed read as its message), guarded as [`guarded_body`] says.
+pub(crate) type RawBody = Pin<Box<dyn Stream<Item = Result<Bytes, String>> + Send>>;
+
+/// [`guarded_body`] over any byte stream (the fuzz targets feed one from memory).
+pub(crate) fn guard(provider: &str, inner: RawBody, options: &HttpOptions) -> Body {
     struct State {
-        inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+        inner: RawBody,
         provider: String,
         read_timeout: Duration,
         limit: usize,
@@ -238,7 +246,7 @@ pub(crate) fn guarded_body(provider: &str, response: Response, options: &HttpOpt
         done: bool,
     }
     let state = State {
-        inner: Box::pin(response.bytes_stream()),
+        inner,
         provider: provider.to_string(),
         read_timeout: options.read_timeout,
         limit: options.max_line_bytes,
@@ -260,7 +268,7 @@ pub(crate) fn guarded_body(provider: &str, response: Response, options: &HttpOpt
             Ok(Some(Err(error))) => Err(ProviderError::Broken {
                 provider: state.provider.clone(),
                 received_bytes: state.received,
-                message: chain(&error),
+                message: error,
             }),
             Ok(Some(Ok(bytes))) => {
                 state.received += bytes.len() as u64;

@@ -19,6 +19,8 @@ pub mod anthropic;
 pub mod bench;
 pub(crate) mod endpoint;
 pub(crate) mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod generate;
 pub mod grammar;
 pub mod http;

@@ -13,6 +13,7 @@ use super::generate::{generate, Emit};
 use super::http::{self, guarded_body, media_type, HttpOptions, Target};
 use super::lines::ndjson_units;
 use super::modes::Ladder;
+use super::sse::Units;
 use super::turn::Answer;
 use super::{ApiKey, Event, EventStream, FinishReason, Provider, ProviderError, Request, StructuredMode};
 
@@ -213,7 +214,11 @@ async fn read_stream(
     response: reqwest::Response,
     options: &HttpOptions,
 ) -> Result<(), ProviderError> {
-    let mut units = ndjson_units(NAME, guarded_body(NAME, response, options));
+    read_events(answer, ndjson_units(NAME, guarded_body(NAME, response, options))).await
+}
+
+/// Reads chat response lines into `answer` up to `done: true` or the end of the stream.
+pub(crate) async fn read_events(answer: &mut Answer, mut units: Units) -> Result<(), ProviderError> {
     while let Some(unit) = units.next().await {
         let data = unit?.data;
         let line: Line = serde_json::from_str(&data).map_err(|e| ProviderError::Malformed {

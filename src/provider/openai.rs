@@ -12,7 +12,7 @@ use super::error::{body_message, snippet};
 use super::generate::{generate, Emit};
 use super::http::{self, guarded_body, media_type, read_text, HttpOptions, Rejected, Target};
 use super::modes::Ladder;
-use super::sse::{sse_units, Unit};
+use super::sse::{sse_units, Unit, Units};
 use super::turn::Answer;
 use super::{ApiKey, Event, EventStream, FinishReason, Provider, ProviderError, Request, StructuredMode};
 
@@ -319,7 +319,11 @@ async fn read_stream(
     response: reqwest::Response,
     options: &HttpOptions,
 ) -> Result<(), ProviderError> {
-    let mut units = sse_units(name, guarded_body(name, response, options));
+    read_events(name, answer, sse_units(name, guarded_body(name, response, options))).await
+}
+
+/// Reads `chat.completion.chunk` events into `answer` up to `[DONE]` or the end of the stream.
+pub(crate) async fn read_events(name: &str, answer: &mut Answer, mut units: Units) -> Result<(), ProviderError> {
     while let Some(unit) = units.next().await {
         let Unit { data, .. } = unit?;
         if data.trim() == "[DONE]" {

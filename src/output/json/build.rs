@@ -165,7 +165,7 @@ impl Builder {
             Mode::Single => 0,
             Mode::Items => self.frames.iter().position(|f| matches!(f, Frame::Items))? + 1,
         };
-        let kept = self.frames.len() > depth || token_kept(scanner.open_token());
+        let kept = self.frames.len() > depth || token_kept(scanner);
         Some(OpenItem { start, depth, kept })
     }
 
@@ -291,9 +291,14 @@ fn open_token_value(text: &str, scanner: &Scanner) -> Option<Value> {
     }
 }
 
-/// Whether a repair keeps the token in progress.
-pub fn token_kept(token: OpenToken) -> bool {
-    matches!(token, OpenToken::ValueString { .. } | OpenToken::Number { valid: true })
+/// Whether a repair keeps the token in progress: an open value string, or a valid number that is in
+/// range (`1e400` is dropped, as a complete one is an error).
+pub fn token_kept(scanner: &Scanner) -> bool {
+    match scanner.open_token() {
+        OpenToken::ValueString { .. } => true,
+        OpenToken::Number { valid: true } => parse_number(scanner.number_text()).is_some(),
+        _ => false,
+    }
 }
 
 /// Where the item in progress starts, how many containers enclose it, whether a repair keeps it.

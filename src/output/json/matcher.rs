@@ -115,7 +115,7 @@ impl<'r> Matcher<'r> {
             return (true, equal);
         }
         let token = scanner.open_token();
-        let mut kept = token_kept(token);
+        let mut kept = token_kept(scanner);
         let mut equal = match token {
             OpenToken::ValueString { .. } => {
                 self.string_ok && self.string_target.is_some_and(|target| target.len() == self.string_len)

@@ -1,6 +1,7 @@
 //! Repair of a truncated tail, described: what the lenient profile drops and closes where the text
 //! stops, each as a [`Repair`] at its byte offset (the value itself comes from `Builder::materialise`).
 
+use super::build::token_kept;
 use super::scan::{Expect, Kind, OpenToken, Scanner};
 use crate::output::Repair;
 
@@ -17,7 +18,7 @@ pub fn tail_repairs(text: &str, scanner: &Scanner) -> Vec<Repair> {
             repairs.push(Repair { at: end, what: "closed string".into() });
             false
         }
-        OpenToken::Number { valid } => !valid,
+        OpenToken::Number { .. } => !token_kept(scanner),
         OpenToken::KeyString | OpenToken::Literal => true,
         OpenToken::None => {
             matches!(scanner.expect(), Expect::Colon | Expect::ObjectValue | Expect::ArrayValue | Expect::Key)

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::extract::{ptc_detail, trustgraph_detail};
 use super::lenient::{Lenient, Phase};
 use super::repair::tail_repairs;
-use super::scan::ScanError;
+use super::scan::{OpenToken, ScanError};
 use crate::output::{JsonError, JsonErrorKind, JsonReport, Profile, Repair, ResponseType};
 use crate::schema::Check;
 
@@ -32,7 +32,13 @@ pub fn lenient(text: &str, state: &Lenient) -> Outcome {
             return Err(invalid(error));
         }
         if state.phase() == Phase::Value {
-            let message = "the answer ends before a value is complete".to_string();
+            let scanner = state.scanner();
+            // A root number that is whole but not representable (`1e400`) is kept by no repair.
+            let message = if scanner.stack().is_empty() && scanner.open_token() == (OpenToken::Number { valid: true }) {
+                format!("number out of range: {}", scanner.number_text())
+            } else {
+                "the answer ends before a value is complete".to_string()
+            };
             return Err(Failure { kind: JsonErrorKind::InvalidJson, message, at: Some(text.len()) });
         }
         let message = "no JSON value found".to_string();

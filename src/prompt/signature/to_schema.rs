@@ -130,6 +130,17 @@ mod tests {
         assert_eq!(got["required"], json!(["a", "a"]));
     }
 
+    /// Found by the fuzz target `signature`: such a schema does not compile (non-unique `required`),
+    /// so the repeated names are reported, nested maps and parameters included.
+    #[test]
+    fn repeated_fields_are_named() {
+        let sig = parse("(q :string, q :int) -> {count :int, count :int, items [{id :int, b :int, id :int}]}")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(sig.repeated_fields(), ["q", "count", "id"]);
+        assert!(crate::schema::CompiledSchema::compile(&sig.output_schema()).is_err());
+        assert!(parse("{a :int, b [{a :int}]}").unwrap_or_else(|e| panic!("{e}")).repeated_fields().is_empty());
+    }
+
     #[test]
     fn earlier_eras() {
         let sig = parse_in("() -> [:any]", Era::V0).unwrap_or_else(|e| panic!("{e}"));

@@ -37,7 +37,36 @@ pub struct Signature {
     pub returns: SigType,
 }
 
+impl Signature {
+    /// Field names declared twice in one map, parameters included. PtcRunner accepts them (the last
+    /// type wins) and lists the name twice in the schema's `required`, which JSON Schema's
+    /// meta-schema rejects, so a strict server or validator refuses that schema.
+    pub fn repeated_fields(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        repeated(&self.params, &mut found);
+        self.returns.repeated_into(&mut found);
+        found
+    }
+}
+
+fn repeated(fields: &[(String, SigType)], found: &mut Vec<String>) {
+    for (at, (name, ty)) in fields.iter().enumerate() {
+        if fields[..at].iter().any(|(seen, _)| seen == name) && !found.contains(name) {
+            found.push(name.clone());
+        }
+        ty.repeated_into(found);
+    }
+}
+
 impl SigType {
+    fn repeated_into(&self, found: &mut Vec<String>) {
+        match self {
+            SigType::Fields(fields) => repeated(fields, found),
+            SigType::List(inner) | SigType::Optional(inner) => inner.repeated_into(found),
+            _ => {}
+        }
+    }
+
     /// The keyword of a primitive type without its colon (`"string"`), `None` for the others.
     pub fn keyword(&self) -> Option<&'static str> {
         Some(match self {

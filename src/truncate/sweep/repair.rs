@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::epochs::{same, Epochs};
 use super::fallback::{built_run, matched_run, number_settled};
-use crate::output::json::build::OpenItem;
+use crate::output::json::build::{token_kept, OpenItem};
 use crate::output::json::items_of;
 use crate::output::json::lenient::{Lenient, Phase};
 use crate::output::json::scan::OpenToken;
@@ -168,8 +168,8 @@ impl RepairTrack {
             let scanner = lenient.scanner();
             let token = match scanner.open_token() {
                 OpenToken::ValueString { .. } => Token::Text,
-                OpenToken::Number { valid: true } => Token::Number { start: builder.last_start() },
-                OpenToken::Number { valid: false } | OpenToken::Literal => Token::Dropped,
+                OpenToken::Number { .. } if token_kept(scanner) => Token::Number { start: builder.last_start() },
+                OpenToken::Number { .. } | OpenToken::Literal => Token::Dropped,
                 OpenToken::None | OpenToken::KeyString => Token::Plain,
             };
             let probe = Probe { cut, offset, clock: builder.clock(), token };
