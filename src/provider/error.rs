@@ -54,7 +54,7 @@ pub enum ProviderError {
     #[error("{provider}: the connection broke mid-stream after {received_bytes} bytes: {message}")]
     Broken { provider: String, received_bytes: u64, message: String },
     /// No byte arrived within the read timeout.
-    #[error("{provider}: no data from the server for {}s (read timeout); the stream stalled", .after_ms / 1000)]
+    #[error("{provider}: no data from the server for {} (read timeout); the stream stalled", wait_text(.after_ms))]
     Stalled { provider: String, after_ms: u64 },
     /// A line or event of the stream is not what the API sends.
     #[error("{provider}: malformed {what}: {message}; received: {snippet}")]
@@ -71,6 +71,15 @@ pub enum ProviderError {
     /// One request of a provider batch did not succeed (its error object, or canceled, or expired).
     #[error("{provider} batch: request {custom_id} {message}")]
     Batch { provider: String, custom_id: String, message: String },
+}
+
+/// A wait as people say it: `300 ms`, `2 s`, `1.5 s`.
+fn wait_text(ms: &u64) -> String {
+    match *ms {
+        ms if ms < 1000 => format!("{ms} ms"),
+        ms if ms % 1000 == 0 => format!("{} s", ms / 1000),
+        ms => format!("{:.1} s", ms as f64 / 1000.0),
+    }
 }
 
 fn hint_suffix(hint: &Option<String>) -> String {

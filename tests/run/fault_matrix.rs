@@ -137,7 +137,7 @@ fn matrix() -> Vec<Fault> {
                 "a stall",
                 vec![partial_then(Step::AwaitClose)],
                 PARTIAL,
-                &["no data from the server", "stalled"],
+                &["no data from the server for 300 ms", "stalled"],
                 false,
             )
         },
