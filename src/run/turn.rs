@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use super::plan::RunPlan;
 use super::record::{passes, Turn};
 use super::RunEvent;
-use crate::output::parser_for;
+use crate::output::{parser_for, Report};
 use crate::provider::record::Recorder;
 use crate::provider::{Event, FinishReason, ModeReport, Provider, ProviderError, Request, Usage};
 
@@ -95,6 +95,12 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
         finish = Some(reason);
     }
     let parse = parser.into_report();
+    // The last line, ended by the answer's end rather than a newline, is judged only now.
+    if let Report::Jsonl(report) = &parse {
+        for verdict in report.lines.get(seen_lines..).unwrap_or_default() {
+            sink(RunEvent::Line(verdict.clone()));
+        }
+    }
     let ttft_ms = first.map(|at| at.duration_since(started).as_millis() as u64);
     let generating = first.map(|at| ended.duration_since(at).as_secs_f64()).filter(|s| *s > 0.0);
     let tokens_per_s = match (usage, generating) {

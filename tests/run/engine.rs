@@ -264,3 +264,23 @@ async fn a_cancelled_run_keeps_its_partial_answer_in_a_replayable_record() {
     // An uncancelled run says nothing of it.
     assert!(serde_json::to_value(&again).unwrap().get("cancelled").is_none());
 }
+
+/// A last line the answer's end completes (no newline after it) gets its verdict event too, after the
+/// stream ends, so the lines pane shows every line the record has.
+#[tokio::test]
+async fn the_last_line_without_a_newline_gets_its_verdict() {
+    let answer = ANSWER.trim_end();
+    let server = serve(vec![sse_answer(answer, "stop")]).await;
+    let plan = plan(&sample("extract-definitions"), None);
+    let (record, events) = run(openai(&server).as_ref(), &plan).await;
+    let verdicts: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Line(verdict) => Some(verdict.clone()),
+            _ => None,
+        })
+        .collect();
+    let Report::Jsonl(parse) = &record.turns[0].parse else { panic!("{:?}", record.turns[0].parse) };
+    assert_eq!(parse.lines.len(), 3);
+    assert_eq!(verdicts, parse.lines);
+}

@@ -10,7 +10,7 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use ratatui_textarea::Key;
 use tunebench::compare::RowStatus;
-use tunebench::output::Report;
+use tunebench::output::{LineStatus, Report};
 use tunebench::truncate::transcript::Transcript;
 use tunebench::tui::compare_state::ComparePhase;
 use tunebench::tui::msg::{Action, CompareNews, Effect, Msg};
@@ -75,7 +75,8 @@ fn each_sides_events_land_in_its_own_panes() {
     assert_eq!(view.sides[0].output, answer_of("sample-prompts/answers/extract-definitions-json.jsonl"));
     assert_eq!(view.sides[1].output, answer_of("sample-prompts/answers/extract-definitions.jsonl"));
     assert!(view.sides[0].verdicts.is_empty(), "a json side has no line verdicts");
-    assert_eq!(view.sides[1].verdicts.len(), 4, "the jsonl side's four complete lines");
+    assert_eq!(view.sides[1].verdicts.len(), 5, "the jsonl side's four complete lines and the cut one");
+    assert!(matches!(view.sides[1].verdicts[4].status, LineStatus::InvalidJson { .. }));
     assert!(matches!(&view.sides[0].report, Some(Report::Json(r)) if !r.ok), "the cut json answer fails");
     assert_eq!([view.sides[0].ended, view.sides[1].ended], [Some(false), Some(false)]);
     let comparison = view.comparison.as_ref().unwrap();
