@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::Engine;
 use crate::provider::{anthropic, first_attempt, openai, FinishReason, ModeReport, ProviderError, Request, Usage};
+use crate::schema::kind_of;
 
 /// The chat-completions path every OpenAI-format input line names.
 pub const CHAT_COMPLETIONS: &str = "/v1/chat/completions";
@@ -52,11 +53,11 @@ pub struct Outcome {
 pub fn read_result(engine: Engine, text: &str) -> Result<Outcome, String> {
     let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     let Value::Object(line) = &value else {
-        return Err(format!("expected a JSON object, got {}", kind(&value)));
+        return Err(format!("expected a JSON object, got {}", kind_of(&value)));
     };
     let custom_id = match line.get("custom_id") {
         Some(Value::String(id)) if !id.is_empty() => id.clone(),
-        Some(other) if !other.is_null() => return Err(format!("custom_id is {}, not a string", kind(other))),
+        Some(other) if !other.is_null() => return Err(format!("custom_id is {}, not a string", kind_of(other))),
         _ => return Err("no custom_id: the line cannot be matched to a request".into()),
     };
     let mut outcome =
@@ -69,17 +70,6 @@ pub fn read_result(engine: Engine, text: &str) -> Result<Outcome, String> {
         return Err("neither `response` nor `error` (OpenAI) nor `result` (Anthropic): not a batch result line".into());
     }
     Ok(outcome)
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 fn failed(engine: Engine, outcome: &Outcome, message: String) -> ProviderError {
@@ -105,7 +95,7 @@ fn openai_result(engine: Engine, outcome: &mut Outcome, line: &serde_json::Map<S
     }
     let response = &line["response"];
     if !response.is_object() {
-        return Err(format!("`response` is {}, and there is no `error`", kind(response)));
+        return Err(format!("`response` is {}, and there is no `error`", kind_of(response)));
     }
     let body = &response["body"];
     let status = response["status_code"].as_u64().unwrap_or(200);

@@ -11,14 +11,15 @@ use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
 use super::input::read_text;
+use super::run_options::Sampling;
 use crate::batch::format::input_line;
 use crate::batch::import::{import, Imported};
 use crate::batch::manifest::{Entry, Exported, Manifest};
 use crate::batch::remote::Remote;
 use crate::batch::{custom_id, tag_of, Engine};
-use crate::compare::twin::twin_of;
-use crate::output::{Profile, ResponseType};
-use crate::prompt::file::{write_atomic, PromptFile, ProviderSettings};
+use crate::compare::{twin_of, twin_type};
+use crate::output::Profile;
+use crate::prompt::file::{write_atomic, PromptFile};
 use crate::prompt::template::Variables;
 use crate::provider::Request;
 use crate::run::factory::write_transcripts;
@@ -77,21 +78,8 @@ pub struct ExportArgs {
     /// The model [default: the prompt's]; every line of a batch names one.
     #[arg(long)]
     pub model: Option<String>,
-    /// A variable over the prompt's and the case's (NAME=VALUE).
-    #[arg(long = "var", value_name = "NAME=VALUE")]
-    pub vars: Vec<String>,
-    /// A variable whose text is read from a file (NAME=PATH).
-    #[arg(long = "var-file", value_name = "NAME=PATH")]
-    pub var_files: Vec<String>,
-    /// Output tokens allowed per answer [default: the prompt's].
-    #[arg(long)]
-    pub max_tokens: Option<u32>,
-    /// Sampling temperature [default: the prompt's].
-    #[arg(long)]
-    pub temperature: Option<f64>,
-    /// A stop sequence (repeat for several).
-    #[arg(long)]
-    pub stop: Vec<String>,
+    #[command(flatten)]
+    pub sampling: Sampling,
     /// How the answer is held to JSON [default: the prompt's, else none].
     #[arg(long, value_parser = ["none", "json-object", "json-schema"])]
     pub structured: Option<String>,
@@ -199,16 +187,13 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
-    let variables = super::run::variables_from(&args.vars, &args.var_files)?;
-    let overrides = ProviderSettings {
-        name: Some(args.provider.provider().to_string()),
-        model: args.model.clone(),
-        base_url: None,
-        temperature: args.temperature,
-        max_tokens: args.max_tokens,
-        structured: args.structured.clone(),
-        stop: args.stop.clone(),
-    };
+    let variables = args.sampling.variables()?;
+    let overrides = args.sampling.provider_settings(
+        Some(args.provider.provider().to_string()),
+        args.model.clone(),
+        None,
+        args.structured.clone(),
+    );
     let file_cases = match &args.cases_file {
         Some(path) => Some(read_cases_file(path, &variables)?),
         None => None,
@@ -223,9 +208,8 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         let mut sides = vec![prompt.clone()];
         if args.twins {
             let base_dir = path.parent().unwrap_or(Path::new("."));
-            let other = match prompt.response_type {
-                ResponseType::Jsonl => ResponseType::Json,
-                _ => ResponseType::Jsonl,
+            let Some(other) = twin_type(prompt.response_type) else {
+                bail!("--twins: {}: a text prompt has no json/jsonl twin", path.display());
             };
             let twin = twin_of(&prompt, base_dir, other).with_context(|| format!("--twins: {}", path.display()))?;
             sides.push(twin.prompt);

@@ -49,7 +49,13 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
 fn matches(args: &HistoryArgs, record: &Value) -> bool {
     let prompt_ok = args.prompt.as_ref().is_none_or(|id| record["prompt"].as_str() == Some(id));
     let batch_ok = args.batch.as_ref().is_none_or(|wanted| {
-        record["batch"].as_str().is_some_and(|id| id == wanted || id.starts_with(&format!("tb{wanted}-")))
+        record["batch"].as_str().is_some_and(|id| {
+            id == wanted
+                || id
+                    .strip_prefix("tb")
+                    .and_then(|rest| rest.strip_prefix(wanted.as_str()))
+                    .is_some_and(|rest| rest.starts_with('-'))
+        })
     });
     let failed_ok = !args.failed || record["ok"] != Value::Bool(true);
     prompt_ok && batch_ok && failed_ok

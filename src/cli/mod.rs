@@ -93,9 +93,8 @@ pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
 /// is an error the command returns (and `main` ends quietly on), never a panic.
 pub fn write_out(text: std::fmt::Arguments<'_>) -> std::io::Result<()> {
     use std::io::Write as _;
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_fmt(text)?;
-    stdout.flush()
+    // Line-buffered: a whole line goes out at once; the rest is flushed at exit.
+    std::io::stdout().lock().write_fmt(text)
 }
 
 /// Whether `error` is standard output's reader going away (a closed pipe).

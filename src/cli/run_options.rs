@@ -1,5 +1,6 @@
 //! The options `run` and `compare` share: which provider and model, the variables and case, sampling,
-//! the structured mode and the turns — one clap struct flattened into both.
+//! the structured mode and the turns — one clap struct flattened into both. The variables and
+//! sampling part ([`Sampling`]) is flattened into `batch export` too.
 
 use anyhow::bail;
 
@@ -20,28 +21,14 @@ pub struct RunOptions {
     /// provider's environment variable (OPENAI_BASE_URL, OLLAMA_HOST, ANTHROPIC_BASE_URL)].
     #[arg(long)]
     pub base_url: Option<String>,
-    /// A variable over the prompt's and the case's. VALUE is text; one starting with [ or { that
-    /// parses as JSON is taken as that JSON value.
-    #[arg(long = "var", value_name = "NAME=VALUE")]
-    pub vars: Vec<String>,
-    /// A variable whose text is read from a file (- for standard input).
-    #[arg(long = "var-file", value_name = "NAME=PATH")]
-    pub var_files: Vec<String>,
+    #[command(flatten)]
+    pub sampling: Sampling,
     /// Run one of the prompt's test cases.
     #[arg(long, conflicts_with = "all_cases")]
     pub case: Option<String>,
     /// Run every test case of the prompt, as a batch.
     #[arg(long)]
     pub all_cases: bool,
-    /// Output tokens allowed per answer [default: the prompt's].
-    #[arg(long)]
-    pub max_tokens: Option<u32>,
-    /// Sampling temperature [default: the prompt's, else 0].
-    #[arg(long)]
-    pub temperature: Option<f64>,
-    /// A stop sequence (repeat for several).
-    #[arg(long)]
-    pub stop: Vec<String>,
     /// How the answer is held to JSON [default: the prompt's; else constrained for a json/jsonl prompt
     /// on local, none otherwise].
     #[arg(long, value_parser = ["none", "json-object", "json-schema", "constrained"])]
@@ -54,23 +41,68 @@ pub struct RunOptions {
     pub context_tokens: u32,
 }
 
+/// The variables and sampling settings laid over a prompt's (`run`, `compare`, `batch export`).
+#[derive(Debug, clap::Args)]
+pub struct Sampling {
+    /// A variable over the prompt's and the case's. VALUE is text; one starting with [ or { that
+    /// parses as JSON is taken as that JSON value.
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+    /// A variable whose text is read from a file (- for standard input).
+    #[arg(long = "var-file", value_name = "NAME=PATH")]
+    pub var_files: Vec<String>,
+    /// Output tokens allowed per answer [default: the prompt's].
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature [default: the prompt's, else 0].
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// A stop sequence (repeat for several).
+    #[arg(long)]
+    pub stop: Vec<String>,
+}
+
+impl Sampling {
+    /// The `--var` and `--var-file` values.
+    pub fn variables(&self) -> anyhow::Result<Variables> {
+        super::run::variables_from(&self.vars, &self.var_files)
+    }
+
+    /// Provider settings over the prompt's `[provider]`: these, with the given provider, model, base
+    /// URL and structured mode.
+    pub fn provider_settings(
+        &self,
+        name: Option<String>,
+        model: Option<String>,
+        base_url: Option<String>,
+        structured: Option<String>,
+    ) -> ProviderSettings {
+        ProviderSettings {
+            name,
+            model,
+            base_url,
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            structured,
+            stop: self.stop.clone(),
+        }
+    }
+}
+
 impl RunOptions {
     /// The command line's provider settings (over the prompt's `[provider]`).
     pub fn provider_settings(&self) -> ProviderSettings {
-        ProviderSettings {
-            name: self.provider.clone(),
-            model: self.model.clone(),
-            base_url: self.base_url.clone(),
-            temperature: self.temperature,
-            max_tokens: self.max_tokens,
-            structured: self.structured.clone(),
-            stop: self.stop.clone(),
-        }
+        self.sampling.provider_settings(
+            self.provider.clone(),
+            self.model.clone(),
+            self.base_url.clone(),
+            self.structured.clone(),
+        )
     }
 
     /// The `--var` and `--var-file` values.
     pub fn variables(&self) -> anyhow::Result<Variables> {
-        super::run::variables_from(&self.vars, &self.var_files)
+        self.sampling.variables()
     }
 
     /// The cases to run: every case of `prompt` (`--all-cases`), the one named, or none.

@@ -34,7 +34,7 @@ use serde_json::Value;
 pub use agreement::{agree, default_key, Agreement, Row, RowStatus};
 pub use chart::{Chart, Crossing, Curve};
 pub use figures::SideFigures;
-pub use twin::{twin_of, Twin, TwinError};
+pub use twin::{twin_of, twin_type, Twin, TwinError};
 
 use crate::output::ResponseType;
 use crate::prompt::file::PromptFile;

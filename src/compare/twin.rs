@@ -35,6 +35,15 @@ pub enum TwinError {
     Prompt(#[from] PromptError),
 }
 
+/// The response type of a prompt's twin: json for jsonl and jsonl for json; a text prompt has none.
+pub fn twin_type(of: ResponseType) -> Option<ResponseType> {
+    match of {
+        ResponseType::Jsonl => Some(ResponseType::Json),
+        ResponseType::Json => Some(ResponseType::Jsonl),
+        ResponseType::Text => None,
+    }
+}
+
 /// The twin of `prompt` whose response type is `to` (the prompt itself, unchanged, when it already
 /// is). `base_dir` resolves a `schema_file`, which the twin carries inline (wrapped or unwrapped).
 pub fn twin_of(prompt: &PromptFile, base_dir: &Path, to: ResponseType) -> Result<Twin, TwinError> {

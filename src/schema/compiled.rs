@@ -241,7 +241,8 @@ fn issue(path: &str, error: &impl std::fmt::Display) -> SchemaIssue {
     SchemaIssue { path: path.to_string(), message }
 }
 
-fn kind_of(value: &Value) -> &'static str {
+/// What a JSON value is, in words (`an object`, `a string`, `null`).
+pub(crate) fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -4,6 +4,7 @@ mod compiled;
 mod lint;
 mod tape;
 
+pub(crate) use compiled::kind_of;
 pub use compiled::{CompiledSchema, InvalidSchema};
 pub use lint::{lint_schema_text, LintIssue};
 pub use tape::{Tape, TapeJson, TapeNode};

@@ -10,7 +10,7 @@ use super::runner::Runner;
 use super::sample::transcript_for;
 use crate::cli::input::setup_for_prompt;
 use crate::compare::pair;
-use crate::compare::{twin_of, Comparison, SideSpec};
+use crate::compare::{twin_of, twin_type, Comparison, SideSpec};
 use crate::output::ResponseType;
 use crate::prompt::file::{PromptFile, ProviderSettings};
 use crate::prompt::template::Variables;
@@ -104,15 +104,11 @@ pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String>
 /// The json side and the jsonl side: the prompt and its derived twin, in that order.
 pub fn sides(request: &CompareRequest, base_dir: &Path) -> Result<[SideSpec; 2], String> {
     let prompt = &request.prompt;
-    let other = match prompt.response_type {
-        ResponseType::Jsonl => ResponseType::Json,
-        ResponseType::Json => ResponseType::Jsonl,
-        ResponseType::Text => {
-            return Err(format!(
-                "prompt `{}` answers text: only a json or jsonl prompt has a twin to compare with",
-                prompt.id
-            ))
-        }
+    let Some(other) = twin_type(prompt.response_type) else {
+        return Err(format!(
+            "prompt `{}` answers text: only a json or jsonl prompt has a twin to compare with",
+            prompt.id
+        ));
     };
     let twin = twin_of(prompt, base_dir, other).map_err(|e| e.to_string())?;
     let own = spec(prompt.clone(), &request.path, base_dir)?;

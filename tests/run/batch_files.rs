@@ -4,23 +4,10 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use serde_json::{json, Value};
 
 use crate::engine::sse_answer;
 use crate::support::*;
-
-fn tunebench(data_dir: &Path) -> Command {
-    let mut command = Command::cargo_bin("tunebench").unwrap();
-    command.env("TUNEBENCH_DATA_DIR", data_dir).env_remove("OPENAI_BASE_URL").env_remove("OPENAI_API_KEY");
-    command
-}
-
-fn stdout_json(output: &std::process::Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
-    })
-}
 
 fn lines_of(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()

@@ -1,10 +1,7 @@
 //! `tunebench run` as a binary: against an in-process server, replayed from its own recording, and
 //! its exit codes (0 ok, 1 failed answer, 2 usage or input error).
 
-use std::path::Path;
-
-use assert_cmd::Command;
-use serde_json::{json, Value};
+use serde_json::json;
 use tunebench::provider::wire_server::{Reply, WireServer};
 
 use crate::engine::sse_answer;
@@ -15,17 +12,6 @@ pub fn server(replies: Vec<Reply>) -> (tokio::runtime::Runtime, WireServer) {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let server = runtime.block_on(serve(replies));
     (runtime, server)
-}
-
-fn tunebench(data_dir: &Path) -> Command {
-    let mut command = Command::cargo_bin("tunebench").unwrap();
-    command.env("TUNEBENCH_DATA_DIR", data_dir).env_remove("OPENAI_BASE_URL").env_remove("OPENAI_API_KEY");
-    command
-}
-
-fn stdout_json(output: &std::process::Output) -> Value {
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
 }
 
 #[test]

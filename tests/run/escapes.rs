@@ -2,8 +2,6 @@
 //! raw: every CLI output mode that prints model text (run streamed, whole, --json; parse, truncate and
 //! compare, human and --json; batch import, human and --json) is checked byte by byte.
 
-use std::path::Path;
-
 use assert_cmd::Command;
 use serde_json::json;
 
@@ -18,12 +16,6 @@ const HOSTILE: &str = concat!(
     "\n{\"topic\": \"raw \u{1b}[31m red\", \"definition\": \"x\"}\n",
     "\u{1b}]0;title\u{7} prose \r\u{9b}2J\u{202e}\u{7f}\n"
 );
-
-fn tunebench(data_dir: &Path) -> Command {
-    let mut command = Command::cargo_bin("tunebench").unwrap();
-    command.env("TUNEBENCH_DATA_DIR", data_dir).env_remove("OPENAI_BASE_URL").env_remove("OPENAI_API_KEY");
-    command
-}
 
 /// Runs `command` and checks that neither stream carries a character that drives a terminal.
 fn clean(name: &str, command: &mut Command) -> String {

@@ -82,3 +82,17 @@ pub fn prompt_file(dir: &Path, name: &str, text: &str) -> PathBuf {
 pub fn streamed(events: &[RunEvent]) -> String {
     events.iter().filter_map(|e| if let RunEvent::Delta(d) = e { Some(d.as_str()) } else { None }).collect()
 }
+
+/// The binary with its data directory in `data_dir` and no OpenAI server or key from the environment.
+pub fn tunebench(data_dir: &Path) -> assert_cmd::Command {
+    let mut command = assert_cmd::Command::cargo_bin("tunebench").unwrap();
+    command.env("TUNEBENCH_DATA_DIR", data_dir).env_remove("OPENAI_BASE_URL").env_remove("OPENAI_API_KEY");
+    command
+}
+
+/// A command's standard output as JSON; a panic shows both streams when it is not.
+pub fn stdout_json(output: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+    })
+}
