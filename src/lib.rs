@@ -10,12 +10,14 @@
 //! - [`compare`]: json vs jsonl side by side: twins, paired runs, figures, agreement, truncation curves.
 //! - [`batch`]: the case matrix as a provider's batch file (OpenAI, Anthropic, vLLM), results imported
 //!   back into run records.
+//! - [`names`]: a name from a file, answer or server made a file name that stays inside its folder.
 //! - [`cli`]: the headless subcommands; JSON on stdout, logs on stderr.
 //! - `tui` (feature `tui`, on by default): the workbench; nothing above imports it.
 
 pub mod batch;
 pub mod cli;
 pub mod compare;
+pub mod names;
 pub mod output;
 pub mod prompt;
 pub mod provider;

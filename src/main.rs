@@ -14,6 +14,13 @@ use tunebench::cli::{self, Cli};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // A file-size limit (`ulimit -f`) makes a write fail with an error we handle (a save removes its
+    // temporary file, a history append takes its half line back) instead of killing the process.
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to "ignore" before any thread starts has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let cli = Cli::parse();
     let Some(command) = &cli.command else {
         return workbench(cli.prompt, cli.no_fetch);
@@ -23,7 +30,7 @@ fn main() -> ExitCode {
         // The reader of standard output went away (`tunebench … | head`): nothing is left to say.
         Err(error) if cli::is_closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("tunebench: error: {error:#}");
+            cli::write_err(format_args!("tunebench: error: {error:#}\n"));
             ExitCode::from(2)
         }
     }
@@ -34,7 +41,7 @@ fn workbench(prompt: Option<std::path::PathBuf>, no_fetch: bool) -> ExitCode {
     match tunebench::tui::start(prompt, no_fetch) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("tunebench: error: {error:#}");
+            cli::write_err(format_args!("tunebench: error: {error:#}\n"));
             ExitCode::from(2)
         }
     }
@@ -44,6 +51,6 @@ fn workbench(prompt: Option<std::path::PathBuf>, no_fetch: bool) -> ExitCode {
 #[cfg(not(feature = "tui"))]
 fn workbench(_prompt: Option<std::path::PathBuf>, _no_fetch: bool) -> ExitCode {
     let _ = Cli::command().print_help();
-    eprintln!("tunebench: this build has no workbench (built without the `tui` feature)");
+    cli::write_err(format_args!("tunebench: this build has no workbench (built without the `tui` feature)\n"));
     ExitCode::from(2)
 }

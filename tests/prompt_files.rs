@@ -156,6 +156,9 @@ fn an_undefined_variable_is_named_with_its_line() {
     assert!(matches!(&err, PromptError::Template { .. }), "{err:?}");
     let message = err.to_string();
     assert!(message.contains("undefined variable `text`") && message.contains(&format!("line {line}")), "{message}");
+    // As the CLI prints it (the whole chain): the sentence once.
+    let chain = format!("{:#}", anyhow::Error::new(err));
+    assert_eq!(chain.matches("undefined variable").count(), 1, "{chain}");
 }
 
 #[test]

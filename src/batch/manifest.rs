@@ -123,7 +123,7 @@ impl Manifest {
 
     /// Where the data directory keeps the manifest of batch `tag`.
     pub fn kept_path(tag: &str) -> anyhow::Result<PathBuf> {
-        Ok(history::data_dir()?.join("batches").join(format!("{tag}.json")))
+        Ok(crate::names::inside(&history::data_dir()?.join("batches"), tag, ".json"))
     }
 
     /// Writes the manifest to `path` atomically.

@@ -18,7 +18,7 @@ use super::format::CHAT_COMPLETIONS;
 use super::Engine;
 use crate::provider::endpoint::{self, Vars};
 use crate::provider::error::body_message;
-use crate::provider::http::{client, HttpOptions};
+use crate::provider::http::{client, same_origin, HttpOptions};
 use crate::provider::{anthropic, openai, ApiKey};
 use crate::safe_text::escape_controls;
 
@@ -97,6 +97,19 @@ impl Remote {
         }
         let client = client(engine.provider(), &base_url, &HttpOptions::default())?;
         Ok(Self { engine, base_url, key: found.key, client })
+    }
+
+    /// The base URL with `segments` added, each percent-encoded as one path segment (an id from a
+    /// server or the command line cannot reach another path or add a query).
+    fn at(&self, segments: &[&str]) -> String {
+        let mut url = match reqwest::Url::parse(&self.base_url) {
+            Ok(url) => url,
+            Err(_) => return format!("{}/{}", self.base_url, segments.join("/")),
+        };
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(segments);
+        }
+        url.to_string()
     }
 
     fn request(&self, method: reqwest::Method, url: &str) -> reqwest::RequestBuilder {
@@ -199,8 +212,8 @@ impl Remote {
     /// The status of batch `id`.
     pub async fn status(&self, id: &str) -> anyhow::Result<Status> {
         let url = match self.engine {
-            Engine::Anthropic => format!("{}/v1/messages/batches/{id}", self.base_url),
-            Engine::Openai | Engine::Vllm => format!("{}/batches/{id}", self.base_url),
+            Engine::Anthropic => self.at(&["v1", "messages", "batches", id]),
+            Engine::Openai | Engine::Vllm => self.at(&["batches", id]),
         };
         let value = self.json(self.request(reqwest::Method::GET, &url), &url).await?;
         Ok(self.status_of(&value))
@@ -220,8 +233,15 @@ impl Remote {
         let mut text = String::new();
         for place in &status.results {
             let url = match self.engine {
+                // The key goes with the request: only to the base URL's origin, whatever the server names.
+                Engine::Anthropic if !same_origin(&self.base_url, place) => bail!(
+                    "anthropic: the results URL {} is not on the base URL's origin ({}): tunebench sends the API \
+                     key only there; download the results yourself and run `tunebench batch import FILE`",
+                    escape_controls(place),
+                    self.base_url
+                ),
                 Engine::Anthropic => place.clone(),
-                Engine::Openai | Engine::Vllm => format!("{}/files/{place}/content", self.base_url),
+                Engine::Openai | Engine::Vllm => self.at(&["files", place, "content"]),
             };
             let body = self.send(self.request(reqwest::Method::GET, &url), &url).await?;
             text.push_str(&body);

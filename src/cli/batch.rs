@@ -281,9 +281,9 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     for warning in &warnings {
-        eprintln!("tunebench: warning: {warning}");
+        super::note!("tunebench: warning: {warning}");
     }
-    eprintln!(
+    super::note!(
         "wrote {} requests to {} (batch tag {tag}); manifest {}",
         manifest.entries.len(),
         args.output.display(),
@@ -405,7 +405,7 @@ fn import_text(
     if into.history {
         for record in &imported.records {
             if let Err(error) = history::append(record) {
-                eprintln!("tunebench: warning: the run was not added to the history: {error}");
+                super::note!("tunebench: warning: the run was not added to the history: {error}");
                 break;
             }
         }
@@ -413,12 +413,12 @@ fn import_text(
     if let Some(dir) = into.transcripts {
         let mut written = 0;
         for record in &imported.records {
-            let base = dir.join(format!("{}.jsonl", record.prompt));
+            let base = crate::names::inside(dir, &record.prompt, ".jsonl");
             written += write_transcripts(record, &base, record.case.as_deref())
                 .with_context(|| format!("recording the transcripts of {}", record.prompt))?
                 .len();
         }
-        eprintln!("recorded {written} transcripts in {} (<prompt>.<case>.jsonl)", dir.display());
+        super::note!("recorded {written} transcripts in {} (<prompt>.<case>.jsonl)", dir.display());
     }
     let ok = imported.records.iter().all(|r| r.ok) && imported.errors.is_empty() && imported.missing.is_empty();
     report(&imported, &manifest, origin, as_json, ok)?;
@@ -441,21 +441,25 @@ fn report(imported: &Imported, manifest: &Manifest, origin: &Path, as_json: bool
         }));
     }
     for record in &imported.records {
-        eprintln!("{}", record.summary_line());
+        super::note!("{}", record.summary_line());
         for warning in &record.warnings {
-            eprintln!("  warning: {}", crate::safe_text::escape_controls(warning));
+            super::note!("  warning: {}", crate::safe_text::escape_controls(warning));
         }
     }
     for error in &imported.errors {
         let id = error.custom_id.as_deref().map(|id| format!(" ({id})")).unwrap_or_default();
         let line = format!("{} line {}{id}: {}", origin.display(), error.line, error.message);
-        eprintln!("{}", crate::safe_text::escape_controls(&line));
+        super::note!("{}", crate::safe_text::escape_controls(&line));
     }
     if !imported.missing.is_empty() {
         let missing = imported.missing.join(", ");
-        eprintln!("no result for {} requests: {}", imported.missing.len(), crate::safe_text::escape_controls(&missing));
+        super::note!(
+            "no result for {} requests: {}",
+            imported.missing.len(),
+            crate::safe_text::escape_controls(&missing)
+        );
     }
-    eprintln!(
+    super::note!(
         "imported {} of {} requests from {} lines: {passed} ok, {} failed, {} lines not imported",
         imported.records.len(),
         manifest.entries.len(),
@@ -489,7 +493,7 @@ fn submit(args: &SubmitArgs) -> anyhow::Result<ExitCode> {
     let remote = remote(&args.endpoint, None, Some(&args.file))?;
     let name = args.file.file_name().map_or_else(|| "batch.jsonl".into(), |n| n.to_string_lossy().into_owned());
     let status = runtime()?.block_on(remote.submit(&text, &name))?;
-    eprintln!("submitted {} as batch {} ({})", args.file.display(), status.id, status.status);
+    super::note!("submitted {} as batch {} ({})", args.file.display(), status.id, status.status);
     super::print_json(&status)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -499,9 +503,12 @@ fn fetch(args: &FetchArgs) -> anyhow::Result<ExitCode> {
     let runtime = runtime()?;
     let status = runtime.block_on(remote.status(&args.id))?;
     if !status.ended {
-        eprintln!(
+        super::note!(
             "batch {} is {} ({} of {} requests done): fetch it again once it has ended",
-            status.id, status.status, status.done, status.total
+            status.id,
+            status.status,
+            status.done,
+            status.total
         );
         super::print_json(&status)?;
         return Ok(ExitCode::from(1));
@@ -509,13 +516,13 @@ fn fetch(args: &FetchArgs) -> anyhow::Result<ExitCode> {
     let text = runtime.block_on(remote.results(&status))?;
     drop(runtime);
     write_atomic(&args.output, &text).with_context(|| format!("writing {}", args.output.display()))?;
-    eprintln!(
+    super::note!(
         "wrote {} result lines to {}",
         text.lines().filter(|l| !l.trim().is_empty()).count(),
         args.output.display()
     );
     if !status.errors.is_empty() {
-        eprintln!("batch {} failed: {}", status.id, status.errors.join("; "));
+        super::note!("batch {} failed: {}", status.id, status.errors.join("; "));
     }
     if args.import {
         let into = Destinations { history: !args.no_history, transcripts: args.record.as_deref() };

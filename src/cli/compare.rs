@@ -113,7 +113,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     if !args.json {
         let how = if concurrency > 1 { "at once".to_string() } else { "one after the other".to_string() };
         let why = if args.concurrency.is_some() { "--concurrency" } else { pairing.reason };
-        eprintln!("running {} case(s) × 2 sides, {how} ({why})", jobs.len());
+        super::note!("running {} case(s) × 2 sides, {how} ({why})", jobs.len());
     }
     let names: Vec<String> = cases.iter().map(|c| c.clone().unwrap_or_default()).collect();
     let human = !args.json;
@@ -140,7 +140,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     if !args.no_history && !replaying {
         for record in comparisons.iter().flat_map(|c| c.sides.iter().map(|s| &s.run)) {
             if let Err(error) = history::append(record) {
-                eprintln!("tunebench: warning: the run was not added to the history: {error}");
+                super::note!("tunebench: warning: the run was not added to the history: {error}");
             }
         }
     }
@@ -149,8 +149,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
             for (side, base) in comparison.sides.iter().zip([a, b]) {
                 let case = if batch { comparison.case.as_deref() } else { None };
                 match write_transcripts(&side.run, base, case) {
-                    Ok(paths) => paths.iter().for_each(|path| eprintln!("recorded {}", path.display())),
-                    Err(error) => eprintln!("tunebench: warning: the transcript was not recorded: {error}"),
+                    Ok(paths) => paths.iter().for_each(|path| super::note!("recorded {}", path.display())),
+                    Err(error) => super::note!("tunebench: warning: the transcript was not recorded: {error}"),
                 }
             }
         }
@@ -218,19 +218,19 @@ fn sides(args: &CompareArgs) -> anyhow::Result<[SideSpec; 2]> {
         let twin = twin_of(&first, &base_a, other)
             .with_context(|| format!("deriving the twin of {}", args.prompt_a.display()))?;
         if !args.json && !args.diff {
-            eprintln!(
+            super::note!(
                 "side {}: {} (derived twin of {})",
                 type_names(&[other]),
                 twin.prompt.id,
                 args.prompt_a.display()
             );
             for note in &twin.notes {
-                eprintln!("  {note}");
+                super::note!("  {note}");
             }
         }
         if let Some(path) = &args.save_twin {
             twin.prompt.save(path)?;
-            eprintln!("saved the twin to {}", path.display());
+            super::note!("saved the twin to {}", path.display());
         }
         let own = spec(&type_names(&[first.response_type]), first, &args.prompt_a, args.profile)?;
         let derived = spec(&type_names(&[other]), twin.prompt, &args.prompt_a, args.profile)?;
@@ -278,10 +278,10 @@ fn progress(names: &[String], specs: &[SideSpec; 2], at: At, event: &RunEvent) {
     let case = names.get(at.case).filter(|n| !n.is_empty()).map(|n| format!(" [{n}]")).unwrap_or_default();
     let label = specs.get(at.side).map_or("?", |s| s.label.as_str());
     match event {
-        RunEvent::TurnStarted { turn, max_turns, .. } => eprintln!("{label}{case}: turn {turn} of {max_turns}"),
-        RunEvent::StreamError(error) => eprintln!("{label}{case}: stream failed: {error}"),
+        RunEvent::TurnStarted { turn, max_turns, .. } => super::note!("{label}{case}: turn {turn} of {max_turns}"),
+        RunEvent::StreamError(error) => super::note!("{label}{case}: stream failed: {error}"),
         RunEvent::RunEnded { ok, turns } => {
-            eprintln!("{label}{case}: {} after {turns} turn(s)", if *ok { "ok" } else { "FAILED" })
+            super::note!("{label}{case}: {} after {turns} turn(s)", if *ok { "ok" } else { "FAILED" })
         }
         _ => {}
     }

@@ -54,10 +54,10 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     });
     let exported = exported.context("cannot export these prompts together")?;
     for note in &exported.notes {
-        eprintln!("note: {note}");
+        super::note!("note: {note}");
     }
     let mut stdout = std::io::stdout().lock();
-    stdout.write_all(exported.json.as_bytes())?;
+    stdout.write_all(crate::safe_text::escape_json_text(&exported.json).as_bytes())?;
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
 }

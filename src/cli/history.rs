@@ -30,7 +30,11 @@ pub struct HistoryArgs {
 
 pub fn run(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     let path = history::history_path()?;
-    let records = history::read(&path)?;
+    let history = history::read(&path)?;
+    for warning in history.warnings(&path) {
+        super::note!("tunebench: warning: {warning}");
+    }
+    let records = history.records;
     let mut matching: Vec<&Value> = records.iter().filter(|record| matches(args, record)).collect();
     if let Some(last) = args.last {
         matching.drain(..matching.len().saturating_sub(last));
@@ -41,7 +45,7 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         for record in &matching {
             super::sayln!("{}", escape_controls(&line(record)));
         }
-        eprintln!("{} of {} runs in {}", matching.len(), records.len(), path.display());
+        super::note!("{} of {} runs in {}", matching.len(), records.len(), path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -42,7 +42,8 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
     let text = read_text(&args.config)?;
     let config = trustgraph::import(&text)
         .with_context(|| format!("{}: not a usable TrustGraph configuration", args.config.display()))?;
-    let targets: Vec<PathBuf> = config.prompts.iter().map(|p| args.out.join(format!("{}.toml", p.id))).collect();
+    let targets: Vec<PathBuf> =
+        config.prompts.iter().map(|p| crate::names::inside(&args.out, &p.id, ".toml")).collect();
     if !args.force {
         if let Some(existing) = targets.iter().find(|t| t.exists()) {
             bail!("{} exists already; nothing written (use --force to overwrite)", existing.display());

@@ -10,6 +10,7 @@ pub mod export;
 pub mod history;
 pub mod import;
 pub mod input;
+pub mod interrupt;
 #[cfg(feature = "local")]
 pub mod model;
 pub mod parse;
@@ -89,12 +90,27 @@ pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `text` to standard output. Unlike `print!`, a closed pipe (`tunebench parse … | head -1`)
-/// is an error the command returns (and `main` ends quietly on), never a panic.
+/// Writes `text` to standard output with every character that could drive a terminal escaped
+/// ([`escape_controls`](crate::safe_text::escape_controls): newlines and tabs stay). Unlike `print!`,
+/// a closed pipe (`tunebench parse … | head -1`) is an error the command returns (and `main` ends
+/// quietly on), never a panic. With [`write_err`], the only way the commands write to a terminal.
 pub fn write_out(text: std::fmt::Arguments<'_>) -> std::io::Result<()> {
     use std::io::Write as _;
     // Line-buffered: a whole line goes out at once; the rest is flushed at exit.
-    std::io::stdout().lock().write_fmt(text)
+    let mut out = std::io::stdout().lock();
+    match text.as_str() {
+        Some(text) => out.write_all(crate::safe_text::escape_controls(text).as_bytes()),
+        None => out.write_all(crate::safe_text::escape_controls(&text.to_string()).as_bytes()),
+    }
+}
+
+/// Writes `text` to standard error, escaped as [`write_out`] escapes it: names from prompt files,
+/// answers and servers (a prompt id, a case, an error message) can never set the terminal's title or
+/// clear its screen. A failed write to standard error is not worth failing a command for.
+pub fn write_err(text: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let text = text.as_str().map_or_else(|| text.to_string(), str::to_string);
+    let _ = std::io::stderr().lock().write_all(crate::safe_text::escape_controls(&text).as_bytes());
 }
 
 /// Whether `error` is standard output's reader going away (a closed pipe).
@@ -113,4 +129,8 @@ macro_rules! say {
 macro_rules! sayln {
     ($($arg:tt)*) => { $crate::cli::write_out(format_args!("{}\n", format_args!($($arg)*)))? };
 }
-pub(crate) use {say, sayln};
+/// `eprintln!` through [`write_err`]: every message a command writes to standard error.
+macro_rules! note {
+    ($($arg:tt)*) => { $crate::cli::write_err(format_args!("{}\n", format_args!($($arg)*))) };
+}
+pub(crate) use {note, say, sayln};

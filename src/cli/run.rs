@@ -118,8 +118,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let names: Vec<String> = jobs.iter().map(|j| j.plan.case.clone().unwrap_or_default()).collect();
     let mut printer = Printer::new(!args.json, !args.no_stream && (jobs.len() == 1 || concurrency == 1), names);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let records = runtime.block_on(engine::run_batch(&jobs, concurrency, |index, event| printer.on(index, event)));
-    finish(args, &prompt, &records, batch, &printer)
+    let records = runtime.block_on(engine::run_batch_until(
+        &jobs,
+        concurrency,
+        |index, event| printer.on(index, event),
+        super::interrupt::interrupted(),
+    ));
+    finish(args, &prompt, &records, batch, &printer).map(super::interrupt::exit_code)
 }
 
 /// Writes transcripts and history, prints the record or summary, and picks the exit code.
@@ -131,16 +136,18 @@ fn finish(
     printer: &Printer,
 ) -> anyhow::Result<ExitCode> {
     for record in records {
-        if !args.no_history {
+        // A case a signal stopped before it began has nothing to keep.
+        let never_started = record.cancelled && record.turns.iter().all(|t| t.chunks == 0);
+        if !args.no_history && !never_started {
             if let Err(error) = history::append(record) {
-                eprintln!("tunebench: warning: the run was not added to the history: {error}");
+                super::note!("tunebench: warning: the run was not added to the history: {error}");
             }
         }
         if let Some(base) = &args.record {
             let case = if batch { record.case.as_deref() } else { None };
             match write_transcripts(record, base, case) {
-                Ok(paths) => paths.iter().for_each(|path| eprintln!("recorded {}", path.display())),
-                Err(error) => eprintln!("tunebench: warning: the transcript was not recorded: {error}"),
+                Ok(paths) => paths.iter().for_each(|path| super::note!("recorded {}", path.display())),
+                Err(error) => super::note!("tunebench: warning: the transcript was not recorded: {error}"),
             }
         }
     }
@@ -154,21 +161,21 @@ fn finish(
         for record in records {
             if !printer.streamed {
                 if records.len() > 1 {
-                    eprintln!("=== case {}", record.case.as_deref().unwrap_or("(default)"));
+                    super::note!("=== case {}", record.case.as_deref().unwrap_or("(default)"));
                 }
                 let answer = record.turns.last().map_or("", |t| t.output.as_str());
                 print_answer(answer);
             }
-            eprintln!("{}", record.summary_line());
+            super::note!("{}", record.summary_line());
             for warning in &record.warnings {
-                eprintln!("  warning: {warning}");
+                super::note!("  warning: {warning}");
             }
             if let Some(error) = &record.error {
-                eprintln!("  error: {error}");
+                super::note!("  error: {error}");
             }
         }
         if records.len() > 1 {
-            eprintln!("{} of {} cases ok", records.iter().filter(|r| r.ok).count(), records.len());
+            super::note!("{} of {} cases ok", records.iter().filter(|r| r.ok).count(), records.len());
         }
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -249,9 +256,9 @@ impl Printer {
                 self.close_line(index);
                 let name = self.names.get(index).filter(|n| !n.is_empty());
                 match (turn, name) {
-                    (1, Some(name)) if self.names.len() > 1 => eprintln!("=== case {name}"),
+                    (1, Some(name)) if self.names.len() > 1 => super::note!("=== case {name}"),
                     (1, _) => {}
-                    (turn, _) => eprintln!("--- turn {turn} of {max_turns}: the answer is sent again with feedback"),
+                    (turn, _) => super::note!("--- turn {turn} of {max_turns}: the answer is sent again with feedback"),
                 }
             }
             RunEvent::Delta(text) if self.streamed => {
@@ -261,17 +268,17 @@ impl Printer {
                 self.open_line.insert(index, !text.ends_with('\n'));
             }
             RunEvent::Waiting { attempt, after_ms, reason } => {
-                eprintln!("waiting {after_ms} ms before attempt {} ({reason})", attempt + 1)
+                super::note!("waiting {after_ms} ms before attempt {} ({reason})", attempt + 1)
             }
             RunEvent::StreamError(error) => {
                 self.close_line(index);
-                eprintln!("stream failed: {error}");
+                super::note!("stream failed: {error}");
             }
             RunEvent::Feedback { turn, message } => {
                 self.close_line(index);
                 let errors = message.lines().filter(|l| l.starts_with("- ")).count();
                 let detail = if errors > 0 { format!(" ({errors} errors)") } else { String::new() };
-                eprintln!("turn {turn}: the answer failed validation{detail}; retrying with feedback");
+                super::note!("turn {turn}: the answer failed validation{detail}; retrying with feedback");
             }
             RunEvent::RunEnded { .. } => self.close_line(index),
             _ => {}

@@ -39,6 +39,14 @@ pub struct RunOptions {
     /// The model's context window in tokens; caps the feedback a retry carries.
     #[arg(long, default_value_t = crate::run::plan::DEFAULT_CONTEXT_TOKENS)]
     pub context_tokens: u32,
+    /// The run's total deadline in seconds, every turn and retry wait included; a run that passes it
+    /// ends cancelled with its partial answer kept [default: the prompt's, else 600].
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// The largest answer (bytes of text per turn) read before the client cuts it off, whatever the
+    /// server does [default: the prompt's, else 16777216].
+    #[arg(long, value_name = "BYTES")]
+    pub max_answer_bytes: Option<u64>,
 }
 
 /// The variables and sampling settings laid over a prompt's (`run`, `compare`, `batch export`).
@@ -85,6 +93,7 @@ impl Sampling {
             max_tokens: self.max_tokens,
             structured,
             stop: self.stop.clone(),
+            ..ProviderSettings::default()
         }
     }
 }
@@ -92,12 +101,16 @@ impl Sampling {
 impl RunOptions {
     /// The command line's provider settings (over the prompt's `[provider]`).
     pub fn provider_settings(&self) -> ProviderSettings {
-        self.sampling.provider_settings(
-            self.provider.clone(),
-            self.model.clone(),
-            self.base_url.clone(),
-            self.structured.clone(),
-        )
+        ProviderSettings {
+            timeout: self.timeout,
+            max_answer_bytes: self.max_answer_bytes,
+            ..self.sampling.provider_settings(
+                self.provider.clone(),
+                self.model.clone(),
+                self.base_url.clone(),
+                self.structured.clone(),
+            )
+        }
     }
 
     /// The `--var` and `--var-file` values.

@@ -21,13 +21,13 @@ pub fn run(args: &SignatureArgs) -> anyhow::Result<ExitCode> {
     let sig = match signature::parse(&args.signature) {
         Ok(sig) => sig,
         Err(error) => {
-            eprintln!("{error}");
+            super::note!("{error}");
             return Ok(ExitCode::from(2));
         }
     };
     let repeated = sig.repeated_fields();
     if !repeated.is_empty() {
-        eprintln!(
+        super::note!(
             "warning: field {} declared twice: PtcRunner keeps the last type and lists the name twice in \
              \"required\", which strict JSON Schema validators and servers reject",
             repeated.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
@@ -35,7 +35,7 @@ pub fn run(args: &SignatureArgs) -> anyhow::Result<ExitCode> {
     }
     let schema = if args.input { sig.input_schema() } else { sig.output_schema() };
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{}", render(&schema)?)?;
+    writeln!(stdout, "{}", crate::safe_text::escape_json_text(&render(&schema)?))?;
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
 }

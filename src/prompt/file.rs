@@ -102,6 +102,12 @@ pub struct ProviderSettings {
     pub structured: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stop: Vec<String>,
+    /// The run's total deadline in seconds (every turn and wait included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    /// The largest answer, in bytes of text per turn, the client keeps reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_answer_bytes: Option<u64>,
 }
 
 impl ProviderSettings {
@@ -313,7 +319,7 @@ impl PromptFile {
         }
         if let Some(src) = &self.signature {
             let sig = signature::parse(src)
-                .map_err(|e| PromptError::Signature { id: self.id.clone(), source: Box::new(e) })?;
+                .map_err(|e| PromptError::Signature { id: self.id.clone(), error: Box::new(e) })?;
             return Ok(Some(ResolvedSchema { schema: sig.output_schema(), origin: SchemaOrigin::Signature(sig) }));
         }
         Ok(None)
@@ -340,7 +346,7 @@ impl PromptFile {
     pub fn render(&self, case: Option<&str>, overrides: &Variables) -> Result<RenderedPrompt, PromptError> {
         let vars = template::merge(&[&self.terms, &self.variables_for(case)?, overrides]);
         template::render_prompt(self.system.as_deref(), &self.template, &vars)
-            .map_err(|source| PromptError::Template { id: self.id.clone(), source })
+            .map_err(|error| PromptError::Template { id: self.id.clone(), error })
     }
 
     /// Replaces `schema_file` or `signature` by the inline schema they resolve to.

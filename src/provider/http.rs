@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use reqwest::header::{HeaderMap, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{HeaderMap, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use reqwest::{RequestBuilder, Response};
 
 use super::error::{body_message, chain, snippet};
@@ -40,19 +40,49 @@ impl Default for HttpOptions {
     }
 }
 
-/// An HTTP client for `base_url` (proxies are skipped for loopback servers).
+/// The most redirects followed for one request (all within the base URL's origin).
+pub const MAX_REDIRECTS: usize = 5;
+
+/// An HTTP client for `base_url`, the one client every provider and the batch endpoints use: proxies
+/// are skipped for loopback servers, and redirects are followed only within the base URL's origin
+/// (scheme, host and port), at most [`MAX_REDIRECTS`] times. A redirect to any other origin is not
+/// followed, whatever its code (301/302/303/307/308) and whatever header carries the key: the request,
+/// its body and its credentials never leave the origin they were given for. The 3xx answer comes back
+/// as the response, and [`Target::status_error`] names where it pointed.
 pub(crate) fn client(provider: &str, base_url: &str, options: &HttpOptions) -> Result<reqwest::Client, ProviderError> {
     let url = reqwest::Url::parse(base_url).map_err(|e| ProviderError::Config {
         provider: provider.to_string(),
         message: format!("the base URL {base_url:?} is not a URL: {e}"),
     })?;
-    let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
-    let loopback = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    let mut builder = reqwest::Client::builder().connect_timeout(options.connect_timeout).tcp_nodelay(true);
-    if loopback {
+    let origin = url.origin();
+    let redirects = reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.url().origin() != origin || attempt.previous().len() > MAX_REDIRECTS {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    });
+    let mut builder =
+        reqwest::Client::builder().connect_timeout(options.connect_timeout).tcp_nodelay(true).redirect(redirects);
+    if is_loopback(&url) {
         builder = builder.no_proxy();
     }
     builder.build().map_err(|e| ProviderError::Config { provider: provider.to_string(), message: chain(&e) })
+}
+
+/// Whether `url` names this machine (`localhost`, 127.0.0.0/8, `[::1]`).
+pub fn is_loopback(url: &reqwest::Url) -> bool {
+    let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether `url` is on the same origin (scheme, host, port) as `base_url`: where a key given for
+/// `base_url` may be sent.
+pub fn same_origin(base_url: &str, url: &str) -> bool {
+    match (reqwest::Url::parse(base_url), reqwest::Url::parse(url)) {
+        (Ok(base), Ok(url)) => base.origin() == url.origin(),
+        _ => false,
+    }
 }
 
 /// Where a request goes and what to tell the user when it fails.
@@ -71,6 +101,8 @@ pub(crate) struct Target<'a> {
 pub(crate) struct Rejected {
     pub status: u16,
     pub body: String,
+    /// Where a 3xx answer pointed (a redirect that was not followed).
+    pub location: Option<String>,
 }
 
 impl Target<'_> {
@@ -94,6 +126,15 @@ impl Target<'_> {
             400 if lower.contains("context") => {
                 Some("The prompt plus max tokens exceed the model's context window: shorten the prompt or lower --max-tokens".to_string())
             }
+            300..=399 => Some(match &rejected.location {
+                Some(location) => format!(
+                    "The server redirected to {location}, another origin than {}: tunebench does not follow a \
+                     redirect off the base URL's origin, so the request and its key stay there; if that server \
+                     is the right one, give it as the base URL ({})",
+                    self.url, self.base_hint
+                ),
+                None => "The server answered a redirect with no Location header".to_string(),
+            }),
             413 => Some("The request is too large for the server".to_string()),
             429 => Some(format!("Rate limited: gave up after {retries} retries")),
             503 | 529 => Some(format!("The server is unavailable or overloaded: gave up after {retries} retries")),
@@ -145,13 +186,14 @@ impl Target<'_> {
                 return Ok(Ok(response));
             }
             let wait = retry_wait(response.headers(), attempt);
+            let location = response.headers().get(LOCATION).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
             let body = self.redact(&read_text(response, options, 64 * 1024).await);
             let retryable = matches!(status, 429 | 503 | 529);
             if !retryable || attempt >= options.max_retries {
-                return Ok(Err((Rejected { status, body }, attempt)));
+                return Ok(Err((Rejected { status, body, location }, attempt)));
             }
             if wait > options.max_retry_wait {
-                let mut rejected = Rejected { status, body };
+                let mut rejected = Rejected { status, body, location };
                 rejected.body = format!(
                     "{}; the server asked to retry after {} s, longer than the {} s limit",
                     body_message(&rejected.body),
@@ -180,7 +222,8 @@ fn retry_wait(headers: &HeaderMap, attempt: u32) -> Duration {
     if let Some(secs) =
         header(RETRY_AFTER.as_str()).and_then(|v| v.parse::<f64>().ok()).filter(|v| v.is_finite() && *v >= 0.0)
     {
-        return Duration::from_secs_f64(secs.min(86_400.0));
+        // As asked, however long: a wait past the limit is refused by the caller, which names it.
+        return Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX);
     }
     Duration::from_millis(500u64.saturating_mul(1u64 << attempt.min(10)))
 }
@@ -317,6 +360,28 @@ mod tests {
         headers.insert(RETRY_AFTER, HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
         assert_eq!(retry_wait(&headers, 1), Duration::from_millis(1000));
         assert_eq!(retry_wait(&HeaderMap::new(), 99), Duration::from_millis(512_000));
+        // A wait longer than any limit is kept as asked (the caller names it), even past a day.
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("999999"));
+        assert_eq!(retry_wait(&headers, 0), Duration::from_secs(999_999));
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("1e300"));
+        assert_eq!(retry_wait(&headers, 0), Duration::MAX);
+    }
+
+    #[test]
+    fn origins_and_loopback_hosts() {
+        assert!(same_origin("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/other?x"));
+        assert!(!same_origin("http://127.0.0.1:8080/v1", "http://127.0.0.1:8081/v1"));
+        assert!(!same_origin("https://api.example/v1", "http://api.example/v1"));
+        assert!(!same_origin("https://api.example/v1", "https://api.example.evil/v1"));
+        assert!(same_origin("https://api.example/v1", "https://api.example:443/x"));
+        assert!(!same_origin("https://api.example/v1", "not a url"));
+        let url = |text: &str| reqwest::Url::parse(text).unwrap();
+        for local in ["http://localhost:1/v1", "http://127.0.0.9/", "http://[::1]:8080/", "http://LOCALHOST/"] {
+            assert!(is_loopback(&url(local)), "{local}");
+        }
+        for remote in ["http://10.0.0.1/", "https://api.openai.com/v1", "http://localhost.evil/"] {
+            assert!(!is_loopback(&url(remote)), "{remote}");
+        }
     }
 
     #[test]

@@ -65,6 +65,7 @@ fn plan() -> std::io::Result<RunPlan> {
         mode: ModeReport::default(),
         max_turns: 1,
         context_tokens: 8192,
+        limits: super::Limits::default(),
     })
 }
 

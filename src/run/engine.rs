@@ -12,6 +12,7 @@ use std::time::Instant;
 use futures_util::StreamExt;
 
 use super::feedback::{self, Exchange};
+use super::limits::Stop;
 use super::plan::RunPlan;
 use super::record::{now_ms, repairs_of, result_of, warnings_of, RunRecord, Turn};
 use super::turn::stream_turn;
@@ -26,17 +27,24 @@ pub async fn run<F: FnMut(RunEvent) + Send>(provider: &dyn Provider, plan: &RunP
     run_until(provider, plan, sink, std::future::pending()).await
 }
 
-/// [`run`], stopped when `cancel` completes: the stream is dropped at once (the connection closes),
-/// no further turn starts, and the record keeps the partial answer, marked `cancelled` (the last
-/// turn's transcript ends `interrupted`, so it replays).
+/// [`run`], stopped when `cancel` completes or the plan's deadline passes, whichever comes first:
+/// the stream is dropped at once (the connection closes), no further turn starts, and the record
+/// keeps the partial answer, marked `cancelled` with the [`Stop`]'s warning (the last turn's
+/// transcript ends `interrupted`, so it replays).
 pub async fn run_until<F, C>(provider: &dyn Provider, plan: &RunPlan, mut sink: F, cancel: C) -> RunRecord
 where
     F: FnMut(RunEvent) + Send,
-    C: std::future::Future<Output = ()> + Send,
+    C: std::future::Future<Output = Stop> + Send,
 {
-    let cancel = futures_util::FutureExt::fuse(cancel);
+    let timeout = plan.limits.timeout;
+    let deadline = async move {
+        tokio::time::sleep(timeout).await;
+        Stop::Deadline(timeout)
+    };
+    let cancel = futures_util::FutureExt::fuse(futures_util::future::select(Box::pin(cancel), Box::pin(deadline)));
+    let cancel = futures_util::FutureExt::map(cancel, |either| either.factor_first().0);
     futures_util::pin_mut!(cancel);
-    let mut cancelled = false;
+    let mut stopped = None;
     let started_at_ms = now_ms();
     let started = Instant::now();
     // Counted only when a retry needs it (the tokenizer is not loaded for runs that pass at once).
@@ -47,10 +55,10 @@ where
     let mut no_room = false;
     for number in 1..=plan.max_turns {
         sink(RunEvent::TurnStarted { turn: number, max_turns: plan.max_turns, request: request.clone() });
-        let (mut turn, stopped) = stream_turn(provider, plan, &request, number, &mut sink, &mut cancel).await;
+        let (mut turn, stop) = stream_turn(provider, plan, &request, number, &mut sink, &mut cancel).await;
         sink(RunEvent::TurnEnded(Box::new(turn.summary())));
-        cancelled = stopped;
-        let retry = !cancelled
+        stopped = stop;
+        let retry = stopped.is_none()
             && !turn.ok
             && turn.error.is_none()
             && number < plan.max_turns
@@ -74,11 +82,11 @@ where
     }
     let mut record = record_of(provider.name(), plan, turns, started_at_ms);
     record.duration_ms = started.elapsed().as_millis() as u64;
-    if cancelled {
+    if let Some(stop) = stopped {
         record.cancelled = true;
         record.ok = false;
         record.warnings.retain(|w| !w.starts_with("interrupted:"));
-        record.warnings.push("cancelled by the user: the answer stops where the stream was stopped".into());
+        record.warnings.push(stop.warning());
     }
     if no_room {
         record.warnings.push(format!(
@@ -140,14 +148,28 @@ pub struct Job {
 /// time: use 1 for them). `sink` gets each event with the index of its job; records come back in
 /// job order.
 pub async fn run_batch<F: FnMut(usize, RunEvent) + Send>(jobs: &[Job], concurrency: usize, sink: F) -> Vec<RunRecord> {
+    run_batch_until(jobs, concurrency, sink, std::future::pending()).await
+}
+
+/// [`run_batch`], every run stopped as [`run_until`] stops one when `cancel` completes: runs under
+/// way keep their partial answers; runs not yet started end at once, cancelled with no answer.
+pub async fn run_batch_until<F, C>(jobs: &[Job], concurrency: usize, sink: F, cancel: C) -> Vec<RunRecord>
+where
+    F: FnMut(usize, RunEvent) + Send,
+    C: std::future::Future<Output = Stop> + Send,
+{
+    let cancel = futures_util::FutureExt::shared(futures_util::FutureExt::boxed(cancel));
     let sink = Mutex::new(sink);
     let sink = &sink;
-    let runs = futures_util::stream::iter(jobs.iter().enumerate().map(|(index, job)| async move {
-        let forward = move |event: RunEvent| {
-            let mut sink = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            (*sink)(index, event);
-        };
-        (index, run(job.provider.as_ref(), &job.plan, forward).await)
+    let runs = futures_util::stream::iter(jobs.iter().enumerate().map(|(index, job)| {
+        let cancel = cancel.clone();
+        async move {
+            let forward = move |event: RunEvent| {
+                let mut sink = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                (*sink)(index, event);
+            };
+            (index, run_until(job.provider.as_ref(), &job.plan, forward, cancel).await)
+        }
     }))
     .buffer_unordered(concurrency.max(1));
     let mut done: Vec<(usize, RunRecord)> = runs.collect().await;

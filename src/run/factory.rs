@@ -211,7 +211,7 @@ pub fn transcript_path(base: &Path, case: Option<&str>, turn: u32) -> PathBuf {
     let mut name = stem;
     if let Some(case) = case {
         name.push('.');
-        name.extend(case.chars().map(|c| if c.is_alphanumeric() || c == '-' || c == '_' { c } else { '_' }));
+        name.push_str(&crate::names::file_name(case));
     }
     if turn > 1 {
         name.push_str(&format!(".turn{turn}"));
@@ -302,7 +302,10 @@ mod tests {
         let base = Path::new("out/run.jsonl");
         assert_eq!(transcript_path(base, None, 1), Path::new("out/run.jsonl"));
         assert_eq!(transcript_path(base, None, 2), Path::new("out/run.turn2.jsonl"));
-        assert_eq!(transcript_path(base, Some("geo logy/x"), 1), Path::new("out/run.geo_logy_x.jsonl"));
+        let odd = transcript_path(base, Some("geo logy/x"), 1);
+        assert_eq!(odd.parent(), Some(Path::new("out")));
+        assert!(odd.to_string_lossy().starts_with("out/run.geo_logy_x-"), "{}", odd.display());
+        assert_eq!(transcript_path(base, Some("../../etc"), 1).parent(), Some(Path::new("out")));
         assert_eq!(transcript_path(base, Some("a"), 3), Path::new("out/run.a.turn3.jsonl"));
         assert_eq!(transcript_path(Path::new("t"), None, 2), Path::new("t.turn2"));
     }

@@ -23,6 +23,7 @@ fn plan(response_type: ResponseType, schema: serde_json::Value) -> RunPlan {
         mode: ModeReport::default(),
         max_turns: 3,
         context_tokens: 1000,
+        limits: crate::run::Limits::default(),
     }
 }
 

@@ -21,8 +21,6 @@ pub enum HistoryError {
     NoDataDir,
     #[error("history {}: {message}", .path.display())]
     Io { path: PathBuf, message: String },
-    #[error("history {} line {line}: {message}", .path.display())]
-    Malformed { path: PathBuf, line: usize, message: String },
 }
 
 /// The data directory: `TUNEBENCH_DATA_DIR` if set and not empty, else the platform's
@@ -48,36 +46,110 @@ pub fn append(record: &RunRecord) -> Result<PathBuf, HistoryError> {
     Ok(path)
 }
 
-/// Appends `record` as one line to `path`, creating the file and its directory if needed. The line is
-/// written with a single call on a file opened for appending, so concurrent runs never interleave.
+/// Appends `record` as one line to `path`, creating the file and its directory if needed.
+///
+/// The append is held by an exclusive lock on the file, and is one write. A line cut short earlier
+/// (a killed process, a full disk, the file-size limit) is never glued to: the new line starts on a
+/// line of its own. A write that fails part-way is taken back (the file is cut to its length before
+/// it), so this append leaves no half line behind either.
 pub fn append_to(path: &Path, record: &RunRecord) -> Result<(), HistoryError> {
     let io = |e: std::io::Error| HistoryError::Io { path: path.to_path_buf(), message: e.to_string() };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io)?;
+        create_dir(dir).map_err(|message| HistoryError::Io { path: path.to_path_buf(), message })?;
     }
     let mut line = serde_json::to_string(record)
         .map_err(|e| HistoryError::Io { path: path.to_path_buf(), message: e.to_string() })?;
     line.push('\n');
-    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(io)?;
-    file.write_all(line.as_bytes()).map_err(io)
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).read(true).open(path).map_err(io)?;
+    file.lock().map_err(io)?;
+    let length = file.metadata().map_err(io)?.len();
+    if length > 0 && last_byte(&mut file, length).map_err(io)? != b'\n' {
+        line.insert(0, '\n');
+    }
+    let written = file.write_all(line.as_bytes()).and_then(|()| file.flush());
+    if let Err(error) = written {
+        // Under the lock no other writer appended since: cut our own half line off again.
+        let _ = file.set_len(length);
+        return Err(io(error));
+    }
+    Ok(())
 }
 
-/// Every record in a history file, oldest first (as JSON values: the file outlives any one build).
-pub fn read(path: &Path) -> Result<Vec<Value>, HistoryError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+fn last_byte(file: &mut std::fs::File, length: u64) -> std::io::Result<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut byte = [0u8; 1];
+    file.seek(SeekFrom::Start(length - 1))?;
+    file.read_exact(&mut byte)?;
+    Ok(byte[0])
+}
+
+/// Creates `dir` (and its parents), with an error that says which directory and what is in the way.
+pub fn create_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::create_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists || e.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(format!(
+                "cannot create the directory {}: a file of that name (or of a folder above it) is in the way; \
+                 move it, or set {DATA_DIR_VAR} to another directory",
+                dir.display()
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(format!(
+            "cannot create the directory {}: permission denied; set {DATA_DIR_VAR} to a directory you can write",
+            dir.display()
+        )),
+        Err(e) => Err(format!("cannot create the directory {}: {e}", dir.display())),
+    }
+}
+
+/// The history file as read: its records, oldest first (as JSON values: the file outlives any one
+/// build), and the lines that could not be read.
+#[derive(Debug, Default)]
+pub struct History {
+    pub records: Vec<Value>,
+    /// Lines skipped: a line cut short by an interrupted write, or one that is not a record.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A history line that was skipped, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    pub line: usize,
+    pub message: String,
+}
+
+impl History {
+    /// One warning per skipped line, naming the file.
+    pub fn warnings(&self, path: &Path) -> Vec<String> {
+        self.skipped
+            .iter()
+            .map(|s| format!("history {} line {}: skipped ({})", path.display(), s.line, s.message))
+            .collect()
+    }
+}
+
+/// Every record in a history file. A line that is not a JSON object (a torn append, a stray line) is
+/// skipped and reported in [`History::skipped`], never fatal: an append-only log stays readable
+/// whatever happened to one write.
+pub fn read(path: &Path) -> Result<History, HistoryError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(History::default()),
         Err(e) => return Err(HistoryError::Io { path: path.to_path_buf(), message: e.to_string() }),
     };
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(index, line)| {
-            serde_json::from_str(line).map_err(|e| HistoryError::Malformed {
-                path: path.to_path_buf(),
-                line: index + 1,
-                message: e.to_string(),
-            })
-        })
-        .collect()
+    let mut history = History::default();
+    for (index, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Value>(line) {
+            Ok(record) if record.is_object() => history.records.push(record),
+            Ok(_) => history.skipped.push(Skipped { line: index + 1, message: "not a run record".into() }),
+            Err(e) if e.is_eof() => history
+                .skipped
+                .push(Skipped { line: index + 1, message: "cut short: an append was interrupted".into() }),
+            Err(e) => history.skipped.push(Skipped { line: index + 1, message: e.to_string() }),
+        }
+    }
+    Ok(history)
 }

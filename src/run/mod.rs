@@ -16,6 +16,7 @@
 //!   the cap that keeps a retry inside the context window.
 //! - [`record`]: the run record and its turns.
 //! - [`history`]: the data directory and the history file.
+//! - [`limits`]: what the client holds on its own side (deadline, answer cap, max_tokens counted by us).
 //! - [`factory`]: a provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`).
 //! - [`bench`]: replay throughput through the engine, for `tunebench bench`.
 //!
@@ -28,12 +29,14 @@ pub mod engine;
 pub mod factory;
 pub mod feedback;
 pub mod history;
+pub mod limits;
 pub mod plan;
 pub mod record;
 mod turn;
 
-pub use engine::{run, run_batch, Job};
+pub use engine::{run, run_batch, run_batch_until, run_until, Job};
 pub use factory::{fetch_local_model, local_model, transcript_path, LocalModel, ProviderChoice, ReplaySequence};
+pub use limits::{Limits, Stop};
 pub use plan::{Expected, Reading, RunPlan, RunSettings};
 pub use record::{RunRecord, Turn};
 

@@ -8,9 +8,11 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
+use super::limits::Limits;
 use super::RunError;
 use crate::output::{Profile, ResponseType};
 use crate::prompt::file::{PromptFile, ProviderSettings, SchemaOrigin};
@@ -46,6 +48,9 @@ pub struct RunSettings {
     pub max_turns: u32,
     /// The model's context window in tokens, which caps the feedback of retries.
     pub context_tokens: u32,
+    /// What the client holds on its own side: the run's deadline and the answer-size cap.
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 impl RunSettings {
@@ -61,6 +66,7 @@ impl RunSettings {
             structured: StructuredMode::None,
             max_turns: 1,
             context_tokens: DEFAULT_CONTEXT_TOKENS,
+            limits: Limits::default(),
         }
     }
 
@@ -102,6 +108,7 @@ impl RunSettings {
         if max_tokens == Some(0) {
             return Err(RunError::Setting("max_tokens is 0: the model could not answer at all".into()));
         }
+        let limits = limits(overrides, file)?;
         Ok(Self {
             provider: provider.0,
             model: overrides.model.clone().or_else(|| file.model.clone()).unwrap_or_default(),
@@ -112,8 +119,28 @@ impl RunSettings {
             structured,
             max_turns,
             context_tokens,
+            limits,
         })
     }
+}
+
+/// The client's limits: the command line over the prompt's `[provider]` over the defaults.
+fn limits(overrides: &ProviderSettings, file: &ProviderSettings) -> Result<Limits, RunError> {
+    let mut limits = Limits::default();
+    if let Some(seconds) = overrides.timeout.or(file.timeout) {
+        let origin = if overrides.timeout.is_some() { "--timeout" } else { "timeout in the prompt's [provider]" };
+        limits.timeout = Duration::try_from_secs_f64(seconds)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .ok_or_else(|| RunError::Setting(format!("{origin} {seconds} is not a number of seconds above 0")))?;
+    }
+    if let Some(bytes) = overrides.max_answer_bytes.or(file.max_answer_bytes) {
+        if bytes == 0 {
+            return Err(RunError::Setting("max_answer_bytes is 0: no answer could be read".into()));
+        }
+        limits.max_answer_bytes = bytes;
+    }
+    Ok(limits)
 }
 
 /// The value and where it came from (command line first).
@@ -165,6 +192,8 @@ pub struct RunPlan {
     pub mode: ModeReport,
     pub max_turns: u32,
     pub context_tokens: u32,
+    /// What the client holds on its own side, whatever the server does.
+    pub limits: Limits,
 }
 
 impl RunPlan {
@@ -207,6 +236,7 @@ impl RunPlan {
             mode,
             max_turns: settings.max_turns,
             context_tokens: settings.context_tokens,
+            limits: settings.limits,
         })
     }
 

@@ -46,7 +46,8 @@ pub struct RunRecord {
     /// When the run started, in milliseconds since the Unix epoch.
     pub started_at_ms: u64,
     pub duration_ms: u64,
-    /// The user stopped the run: the last turn holds the answer as far as it streamed.
+    /// The run was stopped (the user, a signal, its deadline; `warnings` says which): the last turn
+    /// holds the answer as far as it streamed.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
     /// The `custom_id` of the provider batch request this run was imported from (`batch import`).
@@ -85,6 +86,10 @@ pub struct Turn {
     /// The request as sent (header, with `request.mode`), every chunk with its time, and the end:
     /// exactly the transcript `--record` writes, so the turn replays.
     pub transcript: Transcript,
+    /// Why the client stopped the answer itself (it passed `max_tokens` as we count it, or the
+    /// answer-size cap): the turn ends `length` with what came before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut_by_client: Option<String>,
 }
 
 impl Turn {
@@ -145,6 +150,9 @@ pub fn repairs_of(report: &Report) -> Vec<String> {
 pub fn warnings_of(turn: &Turn) -> Vec<String> {
     let mut warnings = Vec::new();
     let repairs = repairs_of(&turn.parse);
+    if let Some(cut) = &turn.cut_by_client {
+        warnings.push(cut.clone());
+    }
     match &turn.finish_reason {
         Some(FinishReason::Length) => {
             let limit = turn.request().and_then(|r| r.max_tokens).map(|n| format!(" of {n}")).unwrap_or_default();
@@ -255,6 +263,7 @@ mod tests {
             feedback: None,
             mode: ModeReport::default(),
             transcript: Transcript::default(),
+            cut_by_client: None,
         }
     }
 

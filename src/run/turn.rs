@@ -6,6 +6,7 @@ use std::time::Instant;
 use futures_util::future::{Either, FusedFuture};
 use futures_util::StreamExt;
 
+use super::limits::{answer_too_large, Stop, TokenGuard};
 use super::plan::RunPlan;
 use super::record::{passes, Turn};
 use super::RunEvent;
@@ -14,15 +15,17 @@ use crate::provider::record::Recorder;
 use crate::provider::{Event, FinishReason, ModeReport, Provider, ProviderError, Request, Usage};
 
 /// Streams `request` through `provider` as turn `number` of `plan`. When `cancel` completes first,
-/// the stream is dropped at once and the turn keeps the partial answer (`true` comes back with it).
-pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output = ()> + Unpin>(
+/// the stream is dropped at once and the turn keeps the partial answer (the [`Stop`] comes back with
+/// it). An answer that passes `max_tokens` (counted here) or the plan's answer-size cap is stopped by
+/// the client: the turn keeps what came, ends `length`, and says why in `cut_by_client`.
+pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output = Stop> + Unpin>(
     provider: &dyn Provider,
     plan: &RunPlan,
     request: &Request,
     number: u32,
     sink: &mut F,
     cancel: &mut C,
-) -> (Turn, bool) {
+) -> (Turn, Option<Stop>) {
     let mut parser = parser_for(plan.reading.response_type, plan.reading.profile, plan.reading.check.clone());
     let mut recorder = Recorder::new(provider.name(), request);
     let started = Instant::now();
@@ -36,12 +39,14 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
     let mut usage: Option<Usage> = None;
     let mut finish: Option<FinishReason> = None;
     let mut error: Option<ProviderError> = None;
-    let mut cancelled = false;
+    let mut stopped = None;
+    let mut tokens = TokenGuard::new(request.max_tokens);
+    let mut cut_by_client = None;
     loop {
         // The cancel is polled first: once it fires, no further event is read.
         let event = match futures_util::future::select(&mut *cancel, stream.next()).await {
-            Either::Left(((), _)) => {
-                cancelled = true;
+            Either::Left((stop, _)) => {
+                stopped = Some(stop);
                 break;
             }
             Either::Right((Some(event), _)) => event,
@@ -60,15 +65,29 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
                 if text.is_empty() {
                     continue;
                 }
-                output.push_str(&text);
-                parser.feed(&text);
-                sink(RunEvent::Delta(text));
+                let over_size = (output.len() + text.len()) as u64 > plan.limits.max_answer_bytes;
+                if over_size {
+                    cut_by_client = Some(answer_too_large(plan.limits.max_answer_bytes));
+                } else {
+                    cut_by_client = tokens.add(&text);
+                    output.push_str(&text);
+                    parser.feed(&text);
+                    sink(RunEvent::Delta(text));
+                }
                 let lines = parser.lines();
                 if lines.len() > seen_lines {
                     for verdict in lines.get(seen_lines..).unwrap_or_default() {
                         sink(RunEvent::Line(verdict.clone()));
                     }
                     seen_lines = lines.len();
+                }
+                if cut_by_client.is_some() {
+                    // The answer is cut as max_tokens would have cut it; the connection closes.
+                    let reason = FinishReason::Length;
+                    recorder.observe(&Event::Finish(reason.clone()));
+                    sink(RunEvent::Finish(reason.clone()));
+                    finish = Some(reason);
+                    break;
                 }
             }
             Event::Usage(tokens) => {
@@ -125,6 +144,7 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
         feedback: None,
         mode: plan.mode_with(mode.as_ref()),
         transcript: recorder.into_transcript(),
+        cut_by_client,
     };
-    (turn, cancelled)
+    (turn, stopped)
 }

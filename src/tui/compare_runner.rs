@@ -133,12 +133,12 @@ pub fn recorded_answers(specs: &[SideSpec; 2], path: &Path, own_id: &str) -> Res
     let dir = path.parent().unwrap_or(Path::new("."));
     let find = |spec: &SideSpec| {
         let own = transcript_for(path).filter(|_| spec.prompt.id == own_id);
-        own.or_else(|| transcript_for(&dir.join(format!("{}.toml", spec.prompt.id)))).ok_or_else(|| {
+        own.or_else(|| transcript_for(&crate::names::inside(dir, &spec.prompt.id, ".toml"))).ok_or_else(|| {
             format!(
                 "no recorded answer for the {} side (`{}`): the replay provider needs {} — alt-p picks a live provider",
                 spec.label,
                 spec.prompt.id,
-                dir.join("answers").join(format!("{}.jsonl", spec.prompt.id)).display()
+                crate::names::inside(&dir.join("answers"), &spec.prompt.id, ".jsonl").display()
             )
         })
     };

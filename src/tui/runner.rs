@@ -15,7 +15,7 @@ use crate::prompt::file::{write_atomic, ProviderSettings};
 use crate::prompt::template::Variables;
 use crate::provider::replay::{Pace, Replay};
 use crate::provider::Provider;
-use crate::run::{engine, history, ProviderChoice, Reading, ReplaySequence, RunPlan, RunSettings};
+use crate::run::{engine, history, ProviderChoice, Reading, ReplaySequence, RunPlan, RunSettings, Stop};
 use crate::truncate::sweep::sweep;
 use crate::truncate::transcript::Transcript;
 
@@ -146,8 +146,10 @@ impl Runner {
                 std::thread::spawn(move || {
                     let result = match path {
                         None => Err("no data directory: set TUNEBENCH_DATA_DIR".to_string()),
-                        Some(path) => history::read(&path).map_err(|e| e.to_string()).map(|runs| {
-                            runs.into_iter()
+                        Some(path) => history::read(&path).map_err(|e| e.to_string()).map(|history| {
+                            history
+                                .records
+                                .into_iter()
                                 .rev()
                                 .filter(|r| r["prompt"].as_str() == Some(prompt_id.as_str()))
                                 .collect()
@@ -250,6 +252,7 @@ impl Runner {
             };
             let record = engine::run_until(provider.as_ref(), &plan, send, async {
                 let _ = cancelled.await;
+                Stop::User
             })
             .await;
             if record_history {

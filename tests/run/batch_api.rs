@@ -189,7 +189,7 @@ fn openai_submit_poll_fetch_and_import() {
     assert!(stderr.contains("HTTP 400: invalid_request_error: max_tokens is too large"), "{stderr}");
     assert!(stderr.contains("warning: no answer: openai batch: request tb"), "{stderr}");
     assert!(!stderr.contains("repaired"), "answers of their own type need no repair: {stderr}");
-    let history = tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap();
+    let history = tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap().records;
     assert_eq!(history.iter().filter(|r| r["ok"] == true).count(), 3);
 
     let (code, status, _) = run(tunebench(dir.path()).args(["batch", "status", "batch_abc", "--base-url", &base]));
@@ -319,4 +319,27 @@ fn anthropic_submit_status_fetch_and_import() {
     let cases = comparison["cases"].as_array().unwrap_or_else(|| panic!("{comparison}"));
     assert_eq!(cases.len(), 2, "{comparison}");
     assert_eq!(cases[0]["agreement"]["rows"][0]["status"], "same", "{}", cases[0]["agreement"]);
+}
+
+#[test]
+fn an_anthropic_results_url_on_another_origin_gets_no_key() {
+    let service = Arc::new(AnthropicBatches::default());
+    let shared = Arc::clone(&service);
+    let (_runtime, server) = start(move |request| shared.answer(request));
+    let (_elsewhere_runtime, elsewhere) = start(|_| Reply::status(200, "application/binary", "\n"));
+    // The batch says its results are on another server.
+    *service.url.lock().unwrap() = elsewhere.url();
+    let dir = tempfile::tempdir().unwrap();
+    export(dir.path(), "anthropic");
+    let (code, _, stderr) = run(tunebench(dir.path())
+        .args(["batch", "submit"])
+        .arg(dir.path().join("batch.jsonl"))
+        .args(["--base-url", &server.url()]));
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, _, stderr) = run(tunebench(dir.path())
+        .args(["batch", "fetch", "msgbatch_01", "--base-url", &server.url(), "-o"])
+        .arg(dir.path().join("results.jsonl")));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("not on the base URL's origin") && stderr.contains(&elsewhere.url()), "{stderr}");
+    assert_eq!(elsewhere.received(), Vec::new(), "the other origin was sent the request");
 }

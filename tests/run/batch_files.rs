@@ -126,7 +126,7 @@ fn import_judges_each_answer_and_reports_bad_lines_by_number() {
     assert!(by_line[4].1.contains("already imported from line 1"));
     assert_eq!(report["missing"], json!([]));
 
-    let history = tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap();
+    let history = tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap().records;
     assert_eq!(history.len(), 4);
     assert!(history.iter().all(|r| r["batch"].is_string()));
     // The imported turn's transcript ends as the provider said, so it replays like a live one.

@@ -36,7 +36,7 @@ fn run_streams_validates_records_and_replays_identically() {
     assert!(stderr.contains("finish stop") && stderr.contains("tokens/s") && stderr.contains("ttft"), "{stderr}");
     assert!(transcript.exists(), "{stderr}");
 
-    let history = tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap();
+    let history = tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap().records;
     assert_eq!(history.len(), 1);
     assert_eq!(history[0]["prompt"], "extract-definitions");
     let live_result = history[0]["result"].clone();
@@ -55,7 +55,7 @@ fn run_streams_validates_records_and_replays_identically() {
     assert_eq!(record["model"], "", "the live run named no model");
     assert_eq!(record["result"], live_result);
     assert_eq!(record["turns"][0]["parse"], live_parse, "identical items and verdicts");
-    assert_eq!(tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap().len(), 2);
+    assert_eq!(tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap().records.len(), 2);
 }
 
 #[test]
@@ -140,5 +140,5 @@ fn all_cases_run_as_a_batch() {
     assert_eq!(server.received().len(), 3);
     assert!(dir.path().join("batch.astronomy.jsonl").exists());
     assert!(dir.path().join("batch.nothing-to-define.jsonl").exists());
-    assert_eq!(tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap().len(), 3);
+    assert_eq!(tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap().records.len(), 3);
 }

@@ -241,6 +241,7 @@ async fn a_cancelled_run_keeps_its_partial_answer_in_a_replayable_record() {
         },
         async {
             let _ = stopped.await;
+            tunebench::run::Stop::User
         },
     )
     .await;

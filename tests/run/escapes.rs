@@ -96,3 +96,76 @@ fn no_output_mode_prints_a_control_character_raw() {
     clean("batch import", tunebench(dir.path()).args(["batch", "import"]).arg(&file));
     clean("batch import --json", tunebench(dir.path()).args(["batch", "import", "--json"]).arg(&file));
 }
+
+/// `sample-prompts/extract-topics.toml` with its id and first case renamed to `id` and `case`.
+fn renamed_prompt(dir: &std::path::Path, id: &str, case: &str) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(sample("extract-topics")).unwrap();
+    let first_case = text.split("[[cases]]").nth(1).and_then(|c| c.split('"').nth(1)).unwrap().to_string();
+    let text = text.replacen("id = \"extract-topics\"", &format!("id = {}", toml_string(id)), 1).replacen(
+        &format!("name = \"{first_case}\""),
+        &format!("name = {}", toml_string(case)),
+        1,
+    );
+    let path = dir.join("renamed.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
+}
+
+#[test]
+fn prompt_ids_and_case_names_reach_the_terminal_escaped() {
+    let (_runtime, server) =
+        crate::cli::server(vec![sse_answer("{\"topic\": \"a\", \"definition\": \"b\"}\n", "stop")]);
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = renamed_prompt(dir.path(), "evil\u{1b}]0;pwned\u{7}\u{1b}[2J", "case\u{1b}[31m\u{9b}");
+    let base = format!("{}/v1", server.url());
+    for extra in [&["--all-cases"][..], &["--all-cases", "--no-stream"], &[]] {
+        let mut command = tunebench(dir.path());
+        command.arg("run").arg(&prompt).args(["--provider", "openai", "--base-url", &base]).args(extra);
+        clean("run with a hostile id", &mut command);
+    }
+    clean("history", tunebench(dir.path()).arg("history"));
+}
+
+#[test]
+fn a_prompt_id_never_writes_outside_the_transcripts_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = renamed_prompt(dir.path(), "../../escaped", "../case");
+    let output = tunebench(dir.path())
+        .args(["batch", "export"])
+        .arg(&prompt)
+        .args(["--cases", "--provider", "openai", "--model", "m", "-o"])
+        .arg(dir.path().join("batch.jsonl"))
+        .output()
+        .unwrap();
+    let summary = stdout_json(&output);
+    let ids: Vec<&str> = summary["custom_ids"].as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+    let results: String = ids
+        .iter()
+        .map(|id| {
+            let body = json!({"choices": [{"index": 0, "message": {"content": "{\"topic\": \"a\", \"definition\": \"b\"}"},
+                              "finish_reason": "stop"}]});
+            format!("{}\n", json!({"custom_id": id, "response": {"status_code": 200, "body": body}}))
+        })
+        .collect();
+    let file = dir.path().join("results.jsonl");
+    std::fs::write(&file, results).unwrap();
+    let answers = dir.path().join("a").join("b").join("answers");
+    let output = tunebench(dir.path())
+        .args(["batch", "import", "--no-history", "--record"])
+        .arg(&answers)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let written: Vec<String> =
+        std::fs::read_dir(&answers).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(written.len(), ids.len(), "{written:?}");
+    assert!(written.iter().all(|name| name.starts_with("_..") && name.ends_with(".jsonl")), "{written:?}");
+    for outside in [dir.path().join("escaped.jsonl"), dir.path().join("a").join("escaped.jsonl")] {
+        assert!(!outside.exists(), "{} was written", outside.display());
+    }
+}

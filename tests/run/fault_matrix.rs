@@ -198,7 +198,7 @@ async fn every_fault_keeps_the_partial_answer_and_names_what_happened() {
         history::append_to(&history_file, &record).unwrap();
         summary.push((fault.name, record.ok, turn.output.len()));
     }
-    let kept = history::read(&history_file).unwrap();
+    let kept = history::read(&history_file).unwrap().records;
     assert_eq!(kept.len(), faults.len());
     for (fault, line) in faults.iter().zip(&kept) {
         assert_eq!(

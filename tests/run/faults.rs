@@ -103,10 +103,93 @@ async fn records_are_appended_to_the_history_file() {
     let path = dir.path().join("nested").join(history::HISTORY_FILE);
     history::append_to(&path, &first).unwrap();
     history::append_to(&path, &second).unwrap();
-    let lines = history::read(&path).unwrap();
+    let lines = history::read(&path).unwrap().records;
     assert_eq!(lines.len(), 2);
     assert_eq!((lines[0]["ok"].clone(), lines[1]["ok"].clone()), (json!(true), json!(false)));
     assert_eq!(lines[1]["turns"][0]["output"], json!(second.turns[0].output));
     assert_eq!(lines[0], serde_json::to_value(&first).unwrap());
-    assert!(history::read(&dir.path().join("none.jsonl")).unwrap().is_empty());
+    assert!(history::read(&dir.path().join("none.jsonl")).unwrap().records.is_empty());
+}
+
+#[tokio::test]
+async fn a_torn_history_line_is_skipped_and_never_glued_to() {
+    let server = serve(vec![recorded("run/definitions_stream.txt")]).await;
+    let (record, _) = run(openai(&server).as_ref(), &plan(&sample("extract-definitions"), None)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(history::HISTORY_FILE);
+    history::append_to(&path, &record).unwrap();
+    // An append cut short: half a record and no newline, as a kill or a full disk leaves it.
+    let whole = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{whole}{}", &whole[..whole.len() / 2])).unwrap();
+    history::append_to(&path, &record).unwrap();
+    history::append_to(&path, &record).unwrap();
+    let read = history::read(&path).unwrap();
+    assert_eq!(read.records.len(), 3, "the records around the torn line are all kept");
+    assert!(read.records.iter().all(|r| *r == serde_json::to_value(&record).unwrap()));
+    assert_eq!(read.skipped.len(), 1);
+    assert_eq!(read.skipped[0].line, 2);
+    let warnings = read.warnings(&path);
+    assert!(warnings[0].contains("line 2: skipped (cut short: an append was interrupted)"), "{warnings:?}");
+}
+
+#[test]
+fn a_file_in_the_way_of_the_data_directory_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("data");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    let error = history::create_dir(&blocker.join("inner")).unwrap_err();
+    assert!(
+        error.contains(&blocker.join("inner").display().to_string()) && error.contains("a file of that name"),
+        "{error}"
+    );
+    assert!(error.contains("TUNEBENCH_DATA_DIR"), "{error}");
+}
+
+/// `tunebench ARGS` run by `sh` under a file-size limit of `blocks` × 512 bytes.
+fn under_file_limit(data_dir: &std::path::Path, blocks: u32, args: &str) -> std::process::Output {
+    let binary = assert_cmd::cargo::cargo_bin("tunebench");
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -f {blocks}; exec '{}' {args}", binary.display()))
+        .env("TUNEBENCH_DATA_DIR", data_dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_history_append_cut_short_by_the_file_size_limit_is_taken_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(history::HISTORY_FILE);
+    let line = format!("{}\n", json!({"prompt": "earlier", "pad": "x".repeat(70)}));
+    std::fs::write(&path, line.repeat(5000 / line.len())).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let args = format!(
+        "run {root}/sample-prompts/extract-definitions.toml --provider replay \
+         --transcript {root}/sample-prompts/answers/extract-definitions.jsonl --replay-speed instant"
+    );
+    // 10 blocks: 5,120 bytes, less than the history plus one record.
+    let output = under_file_limit(dir.path(), 10, &args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("the run was not added to the history") && stderr.contains("too large"), "{stderr}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "no half line is left behind");
+    // Without the limit the next run appends as usual (its answer is cut: exit 1), and every line reads.
+    let output = under_file_limit(dir.path(), 100_000, &args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.code() == Some(1) && !stderr.contains("not added to the history"), "{stderr}");
+    let read = history::read(&path).unwrap();
+    assert_eq!((read.records.len(), read.skipped.len()), (before.len() / line.len() + 1, 0));
+}
+
+#[test]
+fn a_prompt_save_cut_short_leaves_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!("{}/tests/fixtures/trustgraph-prompts.json", env!("CARGO_MANIFEST_DIR"));
+    let out = dir.path().join("prompts");
+    std::fs::create_dir(&out).unwrap();
+    let output = under_file_limit(dir.path(), 1, &format!("import trustgraph {config} --out {}", out.display()));
+    assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stderr));
+    let left: Vec<String> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(left.iter().all(|name| !name.ends_with(".tmp")), "{left:?}");
 }

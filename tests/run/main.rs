@@ -10,4 +10,5 @@ mod engine;
 mod escapes;
 mod fault_matrix;
 mod faults;
+mod limits;
 mod support;

@@ -24,14 +24,15 @@ pub enum PromptError {
     #[error("{}:{line}:{column}: schema file is not JSON: {message}", .path.display())]
     SchemaFile { path: PathBuf, line: usize, column: usize, message: String },
     /// The signature does not parse.
-    #[error("prompt `{id}`: signature: {source}")]
-    Signature { id: String, source: Box<SignatureError> },
+    // `error`, not `source`: the message already holds it (a chained source would print it twice).
+    #[error("prompt `{id}`: signature: {error}")]
+    Signature { id: String, error: Box<SignatureError> },
     /// `--case` names no case of the prompt.
     #[error("prompt `{id}` has no case named {name:?}; {}", known_cases(.known))]
     UnknownCase { id: String, name: String, known: Vec<String> },
     /// Rendering failed (an undefined variable, a template syntax error, …).
-    #[error("prompt `{id}`: {source}")]
-    Template { id: String, source: TemplateError },
+    #[error("prompt `{id}`: {error}")]
+    Template { id: String, error: TemplateError },
     /// The prompt cannot be written as TOML (TOML has no null, for one).
     #[error("prompt `{id}` cannot be written as TOML: {message}")]
     NotToml { id: String, message: String },

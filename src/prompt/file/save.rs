@@ -144,11 +144,38 @@ fn check_no_null(table: &str, vars: &Variables) -> Result<(), String> {
 
 static NEXT_TEMP: AtomicUsize = AtomicUsize::new(0);
 
-/// Writes `text` to `path` through a temporary file in the same directory and a rename.
+/// Removes `.<name>.<pid>.<n>.tmp` files in `dir` left by another process and untouched for a minute
+/// (a save takes milliseconds: such a file is what a killed save left).
+fn remove_stale_temps(dir: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let prefix = format!(".{name}.");
+    let own = format!(".{name}.{}.", std::process::id());
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(file) = file.to_str() else { continue };
+        let ours = file.starts_with(&prefix) && file.ends_with(".tmp") && !file.starts_with(&own);
+        let pid_and_n = file.get(prefix.len()..file.len().saturating_sub(4)).unwrap_or_default();
+        let shaped = pid_and_n.split('.').count() == 2 && pid_and_n.split('.').all(|p| p.parse::<u64>().is_ok());
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(60));
+        if ours && shaped && old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Writes `text` to `path` through a temporary file in the same directory and a rename. A write that
+/// fails removes its temporary file; temporary files of `path` that a killed process left behind
+/// (another process's, untouched for a minute) are removed on the next save.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), PromptError> {
     let fail = |message: String| PromptError::Write { path: path.to_path_buf(), message };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().ok_or_else(|| fail("not a file name".into()))?.to_string_lossy().into_owned();
+    remove_stale_temps(dir, &name);
     let permissions = std::fs::metadata(path).ok().map(|m| m.permissions());
     for _ in 0..1000 {
         let n = NEXT_TEMP.fetch_add(1, Ordering::Relaxed);

@@ -20,17 +20,42 @@ pub fn simd() -> bool {
     }
 }
 
+/// Which kernels run: the AVX2 ones only when this CPU has AVX2, FMA and F16C. The field is private, so
+/// a value that asks for AVX2 code is a proof that the CPU runs it ([`Kernels::detect`]); safe code
+/// cannot make one on a CPU without it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kernels {
+    avx2: bool,
+}
+
+impl Kernels {
+    /// The fastest kernels this CPU runs.
+    pub fn detect() -> Self {
+        Self { avx2: simd() }
+    }
+
+    /// The portable kernels (every CPU; the reference the AVX2 ones are tested against).
+    pub fn portable() -> Self {
+        Self { avx2: false }
+    }
+
+    /// Whether these are the AVX2 kernels.
+    pub fn avx2(self) -> bool {
+        self.avx2
+    }
+}
+
 /// `out[t·n + r − rows.start] = w[r] · x[t]` for the weight rows `rows` and the `tokens` activation rows of
 /// `x` (each `w.row_blocks()` blocks), `n` being `rows.len()`.
 pub fn matmul(w: &Matrix, x: &[ActBlock], tokens: usize, rows: Range<usize>, out: &mut [f32]) {
-    matmul_on(w, x, tokens, rows, out, simd())
+    matmul_on(w, x, tokens, rows, out, Kernels::detect())
 }
 
-fn matmul_on(w: &Matrix, x: &[ActBlock], tokens: usize, rows: Range<usize>, out: &mut [f32], simd: bool) {
+fn matmul_on(w: &Matrix, x: &[ActBlock], tokens: usize, rows: Range<usize>, out: &mut [f32], kernels: Kernels) {
     let per_row = w.row_blocks();
     match &w.blocks {
-        Blocks::Q4x8(groups) => grouped(groups, per_row, x, tokens, rows, out, |w, a| dot_q4x8(w, a, simd)),
-        Blocks::Q8x8(groups) => grouped(groups, per_row, x, tokens, rows, out, |w, a| dot_q8x8(w, a, simd)),
+        Blocks::Q4x8(groups) => grouped(groups, per_row, x, tokens, rows, out, |w, a| dot_q4x8(w, a, kernels)),
+        Blocks::Q8x8(groups) => grouped(groups, per_row, x, tokens, rows, out, |w, a| dot_q8x8(w, a, kernels)),
     }
 }
 
@@ -61,13 +86,13 @@ fn grouped<G>(
 }
 
 /// Eight interleaved 4-bit weight rows times one activation row.
-pub fn dot_q4x8(w: &[Q4x8], a: &[ActBlock], simd: bool) -> [f32; 8] {
+fn dot_q4x8(w: &[Q4x8], a: &[ActBlock], kernels: Kernels) -> [f32; 8] {
     #[cfg(target_arch = "x86_64")]
-    if simd {
-        // SAFETY: `simd` is true only when the CPU has AVX2, FMA and F16C.
+    if kernels.avx2 {
+        // SAFETY: `Kernels { avx2: true }` is made only by `Kernels::detect`, on a CPU with AVX2, FMA, F16C.
         return unsafe { avx2::dot_q4x8(w, a) };
     }
-    let _ = simd;
+    let _ = kernels;
     std::array::from_fn(|r| {
         w.iter()
             .zip(a)
@@ -84,13 +109,13 @@ pub fn dot_q4x8(w: &[Q4x8], a: &[ActBlock], simd: bool) -> [f32; 8] {
 }
 
 /// Eight interleaved 8-bit weight rows times one activation row.
-pub fn dot_q8x8(w: &[Q8x8], a: &[ActBlock], simd: bool) -> [f32; 8] {
+fn dot_q8x8(w: &[Q8x8], a: &[ActBlock], kernels: Kernels) -> [f32; 8] {
     #[cfg(target_arch = "x86_64")]
-    if simd {
-        // SAFETY: `simd` is true only when the CPU has AVX2, FMA and F16C.
+    if kernels.avx2 {
+        // SAFETY: `Kernels { avx2: true }` is made only by `Kernels::detect`, on a CPU with AVX2, FMA, F16C.
         return unsafe { avx2::dot_q8x8(w, a) };
     }
-    let _ = simd;
+    let _ = kernels;
     std::array::from_fn(|r| {
         w.iter()
             .zip(a)
@@ -321,16 +346,16 @@ mod tests {
             let w8 = Matrix::from_q8(rows, cols, &quantize_weights(&values(rows * cols, 3)));
             let a = activations(tokens, cols);
             for w in [&q4_matrix(rows, cols), &w8] {
-                for simd in [false, simd()] {
+                for kernels in [Kernels::portable(), Kernels::detect()] {
                     let mut out = vec![0f32; tokens * rows];
-                    matmul_on(w, &a, tokens, 0..rows, &mut out, simd);
+                    matmul_on(w, &a, tokens, 0..rows, &mut out, kernels);
                     for t in 0..tokens {
                         for r in 0..rows {
                             let want = exact(w, r, &a[t * per_row..(t + 1) * per_row]);
                             let got = f64::from(out[t * rows + r]);
                             assert!(
                                 (got - want).abs() < 1e-3 * (1.0 + want.abs()),
-                                "{cols} cols, row {r}, simd {simd}: {got} vs {want}"
+                                "{cols} cols, row {r}, {kernels:?}: {got} vs {want}"
                             );
                         }
                     }
@@ -346,13 +371,13 @@ mod tests {
         let w8 = Matrix::from_q8(rows, cols, &quantize_weights(&values(rows * cols, 5)));
         let a = activations(tokens, cols);
         for w in [&w4, &w8] {
-            for simd in [false, simd()] {
+            for kernels in [Kernels::portable(), Kernels::detect()] {
                 let mut batch = vec![0f32; tokens * rows];
-                matmul_on(w, &a, tokens, 0..rows, &mut batch, simd);
+                matmul_on(w, &a, tokens, 0..rows, &mut batch, kernels);
                 for t in 0..tokens {
                     let at = &a[t * 19..(t + 1) * 19];
                     let mut one = vec![0f32; rows];
-                    matmul_on(w, at, 1, 0..rows, &mut one, simd);
+                    matmul_on(w, at, 1, 0..rows, &mut one, kernels);
                     assert_eq!(one, batch[t * rows..(t + 1) * rows], "token {t}: the same bits alone as in a batch");
                     for (r, got) in one.iter().enumerate() {
                         let want = exact(w, r, at);
@@ -360,7 +385,7 @@ mod tests {
                     }
                     // A range that cuts groups.
                     let mut part = vec![0f32; 7];
-                    matmul_on(w, at, 1, 5..12, &mut part, simd);
+                    matmul_on(w, at, 1, 5..12, &mut part, kernels);
                     assert_eq!(part, one[5..12]);
                 }
             }

@@ -220,6 +220,16 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) {
                         return;
                     }
                 }
+                Step::Repeat { bytes, every } => loop {
+                    if socket.write_all(&bytes).await.is_err() || socket.flush().await.is_err() {
+                        state.client_closes.fetch_add(1, Ordering::SeqCst);
+                        state.closed.notify_waiters();
+                        return;
+                    }
+                    if !every.is_zero() {
+                        tokio::time::sleep(every).await;
+                    }
+                },
                 Step::Sleep(duration) if duration.is_zero() => {}
                 Step::Sleep(duration) => tokio::time::sleep(duration).await,
                 Step::AwaitClose => {

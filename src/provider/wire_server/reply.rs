@@ -16,6 +16,9 @@ pub enum Step {
     Close,
     /// Close the connection with a TCP reset.
     Reset,
+    /// Write these bytes again and again, pausing `every` between writes, until the client closes the
+    /// connection: an endless stream (no pause), or a trickle that never stalls a read timeout.
+    Repeat { bytes: Vec<u8>, every: Duration },
 }
 
 /// The steps that answer one request. After the last step the connection stays open for the next
@@ -87,6 +90,11 @@ pub fn chunk_frame(data: &[u8]) -> Vec<u8> {
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
