@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""Seeds fuzz/corpus/<target>/ from the conformance cases and wire recordings the tests use.
+"""Seeds the local working corpus fuzz/corpus/<target>/ (git-ignored) from the conformance cases and
+wire recordings the tests use.
 
 Each seed is the target's input format: two option bytes (see fuzz/src/lib.rs) then the text, or the
-raw text for `signature` and `template`. Run once from the repo root: python3 fuzz/seed.py PEERS_CASES
-(the peers' cases.jsonl; the wire recordings and sample prompts are read from the repo).
+raw text for `signature` and `template`. Run from the repo root: python3 fuzz/seed.py PEERS_CASES
+(the peers' cases.jsonl; the wire recordings and sample prompts are read from the repo). It writes to
+the local corpus only; to fold what these add into the tracked seed set fuzz/seeds/<target>/ (which
+.ci/fuzz and CI run from), run `FUZZ_SEEDS=1 .ci/fuzz 0` (or with seconds to fuzz first) and commit
+the change to fuzz/seeds/.
 """
 import glob
 import hashlib

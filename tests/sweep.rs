@@ -369,8 +369,8 @@ fn a_repeated_items_key_matches_reparse() {
 }
 
 /// Answers the fuzz target `json_repair` found where the sweep and a re-parse disagreed (each one is
-/// also a file of `fuzz/corpus/json_repair/`). A number that is whole but out of range (`85e413`) is
-/// dropped by a repair as a complete one is an error, so no cut counts it as an item.
+/// also a named input in `fuzz/regressions/json_repair/`). A number that is whole but out of range
+/// (`85e413`) is dropped by a repair as a complete one is an error, so no cut counts it as an item.
 #[test]
 fn fuzz_found_answers_match_reparse() {
     for answer in ["85e413", "[1, 85e413", "[1, 85e413]", "{\"items\": [{\"a\": 1e400", "[{\"a\": 1}, -1e309"] {
