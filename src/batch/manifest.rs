@@ -10,7 +10,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::Engine;
-use crate::cli::input::setup_for_prompt;
+use crate::prompt::reading::setup_for_prompt;
 use crate::output::Profile;
 use crate::prompt::file::PromptFile;
 use crate::prompt::template::Variables;

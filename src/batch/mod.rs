@@ -24,7 +24,8 @@ pub mod remote;
 use serde::{Deserialize, Serialize};
 
 /// The batch engines a case matrix can be written for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Engine {
     /// OpenAI's Batch API (`/v1/files` + `/v1/batches`), or any server that speaks it.

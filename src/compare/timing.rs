@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::*;
-use crate::cli::bench::array_answer;
+use crate::bench_data::array_answer;
 use crate::output::Profile;
 use crate::provider::replay::{Pace, Replay};
 use crate::run::{Job, RunPlan, RunSettings};

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::schema::SchemaIssue;
 
 /// How the answer is to be read, as TrustGraph's `response-type` names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum ResponseType {
     /// The answer as is.
@@ -20,7 +21,8 @@ pub enum ResponseType {
 }
 
 /// Whose rules turn text into JSON.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
     /// Tolerates what real models do (fences, prose, CRLF, BOM, trailing commas, pretty-printed

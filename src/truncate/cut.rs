@@ -6,7 +6,8 @@ use super::tokens::o200k_token_ends;
 use super::transcript::{Transcript, TranscriptError};
 
 /// What a cut position counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
     /// Unicode scalar values of the answer.

@@ -53,7 +53,7 @@ pub fn transcript(tokens: usize) -> Transcript {
     let mut lines = 64;
     while chunks.len() < tokens {
         chunks.clear();
-        let text = crate::cli::bench::union_jsonl(lines);
+        let text = crate::bench_data::union_jsonl(lines);
         let mut start = 0;
         for (i, c) in text.char_indices() {
             if i > start && (c == ' ' || c == '"' || c == '\n') {
@@ -90,7 +90,7 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
     let transcript = transcript(tokens);
     let lines = transcript.answer().matches('\n').count();
     let prompt_path = dir.join("bench.toml");
-    let schema = serde_json::to_string_pretty(&crate::cli::bench::union_schema())?;
+    let schema = serde_json::to_string_pretty(&crate::bench_data::union_schema())?;
     std::fs::write(
         &prompt_path,
         format!("id = \"bench\"\nresponse_type = \"jsonl\"\ntemplate = \"Extract definitions and relationships.\"\nschema = '''\n{schema}\n'''\n"),
@@ -195,7 +195,7 @@ fn spawn_typist(tx: Sender<Msg>, typed: Arc<AtomicBool>) -> std::thread::JoinHan
 fn engine_only(prompt_path: &Path, transcript: &Transcript) -> anyhow::Result<Duration> {
     let prompt = crate::prompt::file::PromptFile::load(prompt_path)?;
     let base = prompt_path.parent().unwrap_or(Path::new("."));
-    let setup = crate::cli::input::setup_for_prompt(&prompt, prompt_path, base, None)?;
+    let setup = crate::prompt::reading::setup_for_prompt(&prompt, prompt_path, base, None)?;
     let reading =
         crate::run::Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
     let overrides = crate::prompt::file::ProviderSettings { name: Some("replay".into()), ..Default::default() };

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::msg::{CompareNews, CompareRequest, Msg};
 use super::runner::Runner;
 use super::sample::transcript_for;
-use crate::cli::input::setup_for_prompt;
+use crate::prompt::reading::setup_for_prompt;
 use crate::compare::pair;
 use crate::compare::{twin_of, twin_type, Comparison, SideSpec};
 use crate::output::ResponseType;

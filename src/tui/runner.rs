@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::log::Log;
 use super::msg::{CompareNews, Effect, FetchNews, Msg, ReplaySource, RunRequest, SweepRequest};
 use super::recovery;
-use crate::cli::input::setup_for_prompt;
+use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::file::{write_atomic, ProviderSettings};
 use crate::prompt::template::Variables;
 use crate::provider::replay::{Pace, Replay};

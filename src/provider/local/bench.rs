@@ -73,7 +73,7 @@ fn story() -> Request {
 }
 
 fn extraction(mode: StructuredMode) -> Request {
-    let schema = crate::cli::bench::union_schema();
+    let schema = crate::bench_data::union_schema();
     let mut request = Request::new("")
         .system("Extract definitions and relationships as JSON Lines: one compact JSON object per line.")
         .user(

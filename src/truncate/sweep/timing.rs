@@ -15,7 +15,7 @@ use super::json::JsonTrack;
 use super::jsonl::JsonlTrack;
 use super::repair::RepairTrack;
 use super::*;
-use crate::cli::bench::array_answer;
+use crate::bench_data::array_answer;
 use crate::output::json::lenient::Lenient;
 use crate::output::json::JsonParser;
 use crate::output::jsonl::JsonlParser;
@@ -168,7 +168,7 @@ fn profile_loop() {
     let number = |name: &str, default: usize| std::env::var(name).ok().and_then(|n| n.parse().ok()).unwrap_or(default);
     let make = match std::env::var("SWEEP_KIND").as_deref() {
         Ok("jsonl") => jsonl_answer,
-        Ok("union") => crate::cli::bench::union_jsonl,
+        Ok("union") => crate::bench_data::union_jsonl,
         _ => array_answer,
     };
     let answer = make(number("SWEEP_ITEMS", 1000));
@@ -188,7 +188,7 @@ fn profile_loop() {
                 std::hint::black_box(jsonl_side(&answer, &cuts));
             }
             "union-parse" => {
-                let schema = crate::schema::CompiledSchema::compile(&crate::cli::bench::union_schema());
+                let schema = crate::schema::CompiledSchema::compile(&crate::bench_data::union_schema());
                 let check = schema.ok().map(|s| std::sync::Arc::new(s) as std::sync::Arc<dyn crate::schema::Check>);
                 let mut parser = Box::new(JsonlParser::new(Profile::Lenient, check));
                 parser.feed(&answer);
