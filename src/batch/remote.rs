@@ -16,10 +16,10 @@ use serde_json::{json, Value};
 
 use super::format::CHAT_COMPLETIONS;
 use super::Engine;
-use crate::provider::endpoint::{self, Vars};
 use crate::provider::error::body_message;
 use crate::provider::http::{client, same_origin, HttpOptions};
-use crate::provider::{anthropic, openai, ApiKey};
+use crate::provider::{anthropic, ApiKey};
+use crate::provider::{endpoint, kind};
 use crate::safe_text::escape_controls;
 
 /// A provider's batch endpoints, resolved.
@@ -65,32 +65,11 @@ impl Remote {
         lookup: impl Fn(&str) -> Option<String>,
     ) -> anyhow::Result<Self> {
         let vars = match engine {
-            Engine::Openai => Vars {
-                provider: "openai",
-                url_var: "OPENAI_BASE_URL",
-                key_var: "OPENAI_API_KEY",
-                default_url: openai::DEFAULT_BASE_URL,
-                default_hint: "the default; set OPENAI_BASE_URL or --base-url",
-                key_required: Some(""),
-            },
-            Engine::Anthropic => Vars {
-                provider: "anthropic",
-                url_var: "ANTHROPIC_BASE_URL",
-                key_var: "ANTHROPIC_API_KEY",
-                default_url: anthropic::DEFAULT_BASE_URL,
-                default_hint: "the default; set ANTHROPIC_BASE_URL or --base-url",
-                key_required: Some(""),
-            },
-            Engine::Vllm => Vars {
-                provider: "vllm",
-                url_var: "VLLM_BASE_URL",
-                key_var: "VLLM_API_KEY",
-                default_url: openai::VLLM_BASE_URL,
-                default_hint: "the default; set VLLM_BASE_URL or --base-url",
-                key_required: None,
-            },
+            Engine::Openai => &kind::OPENAI,
+            Engine::Anthropic => &kind::ANTHROPIC,
+            Engine::Vllm => &kind::VLLM,
         };
-        let found = endpoint::resolve(&vars, base_url, lookup)?;
+        let found = endpoint::resolve(vars, base_url, lookup)?;
         let mut base_url = found.url.trim().trim_end_matches('/').to_string();
         if engine == Engine::Anthropic {
             base_url = base_url.strip_suffix("/v1").unwrap_or(&base_url).to_string();
@@ -155,9 +134,9 @@ impl Remote {
 
     fn key_var(&self) -> &'static str {
         match self.engine {
-            Engine::Openai => "OPENAI_API_KEY",
-            Engine::Anthropic => "ANTHROPIC_API_KEY",
-            Engine::Vllm => "VLLM_API_KEY",
+            Engine::Openai => kind::OPENAI.key_var,
+            Engine::Anthropic => kind::ANTHROPIC.key_var,
+            Engine::Vllm => kind::VLLM.key_var,
         }
     }
 

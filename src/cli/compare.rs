@@ -14,13 +14,14 @@ use super::input::prompt_setup;
 use super::run_options::RunOptions;
 use super::truncate::sweep_json;
 use crate::compare::diff::{prompt_diff, render};
+use crate::compare::flow::{self, Answers, Flow};
 use crate::compare::pair::{self, At};
 use crate::compare::{cases, twin_of, Comparison, SideSpec};
 use crate::output::{Profile, ResponseType};
 use crate::prompt::file::PromptFile;
 use crate::provider::replay::Pace;
 use crate::run::factory::write_transcripts;
-use crate::run::{history, ProviderChoice, RunEvent, RunSettings};
+use crate::run::{ProviderChoice, RunEvent, RunSettings};
 use crate::truncate::cut::Unit;
 
 /// Options of `tunebench compare`.
@@ -99,51 +100,43 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let mut settings =
         RunSettings::resolve(prompt, &cli_settings, args.options.max_turns, Some(args.options.context_tokens))?;
     if replaying {
-        settings.provider = "replay".into();
+        settings.provider = crate::provider::kind::ProviderKind::Replay;
     }
-    let plans = pair::plans([&specs[0], &specs[1]], &cases, &overrides, &settings)?;
     let pairing = pair::pairing(&settings);
     let concurrency = args.concurrency.unwrap_or(pairing.runs).max(1);
     let batch = args.options.all_cases;
-    let jobs = if replaying {
-        pair::replay_jobs(plans, [&args.transcripts[0], &args.transcripts[1]], batch)?
-    } else {
-        pair::live_jobs(plans, &ProviderChoice::new(&settings, None, Pace::Instant))?
+    let answers = match args.transcripts.as_slice() {
+        [a, b] => Answers::Recorded([a.clone(), b.clone()]),
+        _ => Answers::Live(ProviderChoice::new(&settings, None, Pace::Instant)),
     };
     if !args.json {
         let how = if concurrency > 1 { "at once".to_string() } else { "one after the other".to_string() };
         let why = if args.concurrency.is_some() { "--concurrency" } else { pairing.reason };
-        super::note!("running {} case(s) × 2 sides, {how} ({why})", jobs.len());
+        super::note!("running {} case(s) × 2 sides, {how} ({why})", cases.len());
     }
     let names: Vec<String> = cases.iter().map(|c| c.clone().unwrap_or_default()).collect();
     let human = !args.json;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let mut records = runtime.block_on(pair::run_pairs(&jobs, concurrency, |at, event| {
+    let flow = Flow {
+        sides: [&specs[0], &specs[1]],
+        settings: &settings,
+        cases: &cases,
+        variables: &overrides,
+        answers,
+        concurrency,
+        batch,
+        record_history: !args.no_history,
+        key: args.key.as_deref(),
+    };
+    let compared = runtime.block_on(flow::compare(flow, |at, event| {
         if human {
             progress(&names, &specs, at, &event);
         }
-    }));
-    if replaying {
-        for (pair, case) in records.iter_mut().zip(&cases) {
-            for (side, record) in pair.iter_mut().enumerate() {
-                let case = if batch { case.as_deref() } else { None };
-                let turns = pair::recorded_turns(&args.transcripts[side], case)?;
-                pair::keep_recorded_times(record, &turns);
-            }
-        }
+    }))?;
+    for warning in &compared.warnings {
+        super::note!("tunebench: warning: {warning}");
     }
-    let comparisons: Vec<Comparison> = records
-        .into_iter()
-        .zip(&cases)
-        .map(|(pair, case)| Comparison::new(case.clone(), [&specs[0], &specs[1]], pair, args.key.as_deref()))
-        .collect();
-    if !args.no_history && !replaying {
-        for record in comparisons.iter().flat_map(|c| c.sides.iter().map(|s| &s.run)) {
-            if let Err(error) = history::append(record) {
-                super::note!("tunebench: warning: the run was not added to the history: {error}");
-            }
-        }
-    }
+    let comparisons = compared.comparisons;
     if let [a, b] = args.record.as_slice() {
         for comparison in &comparisons {
             for (side, base) in comparison.sides.iter().zip([a, b]) {

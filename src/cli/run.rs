@@ -6,20 +6,19 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
-use super::input::{read_text, ParseOptions};
+use super::input::read_text;
 use super::run_options::RunOptions;
 use crate::output::Profile;
 use crate::prompt::file::PromptFile;
 use crate::prompt::template::Variables;
-use crate::provider::replay::{Pace, Replay};
-use crate::provider::Provider;
+use crate::provider::kind::ProviderKind;
+use crate::provider::replay::Pace;
 use crate::run::factory::write_transcripts;
-use crate::run::{engine, history, Job, ProviderChoice, Reading, RunEvent, RunPlan, RunRecord, RunSettings};
+use crate::run::{engine, history, ReplayFrom, RunEvent, RunRecord, RunSetup, SetupOptions};
 use crate::safe_text::escape_controls;
 
 /// Options of `tunebench run`.
@@ -63,58 +62,35 @@ pub struct RunArgs {
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let prompt = PromptFile::load(&args.prompt)?;
-    let base_dir = args.prompt.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let overrides = args.options.variables()?;
     let pace = Pace::parse(&args.replay_speed).with_context(|| {
         format!("--replay-speed {:?}: use recorded, instant, or a speed such as 10x", args.replay_speed)
     })?;
-    let setup = ParseOptions {
-        response_type: None,
-        schema: None,
-        signature: None,
-        prompt: Some(args.prompt.clone()),
-        profile: args.profile,
-        file: PathBuf::from("-"),
-    }
-    .setup()?;
-    let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
     let options = &args.options;
-    let mut settings =
-        RunSettings::resolve(&prompt, &options.provider_settings(), options.max_turns, Some(options.context_tokens))?;
-    if settings.provider == "replay" && settings.model.is_empty() {
-        if let Some(path) = &args.transcript {
-            settings.model = Replay::from_file(path, Pace::Instant)?.transcript().header.model.clone();
-        }
-    }
-    let cases = options.cases(&prompt)?;
-    let mut plans = cases
-        .iter()
-        .map(|case| RunPlan::new(&prompt, &base_dir, case.as_deref(), &overrides, &settings, reading.clone()))
-        .collect::<Result<Vec<_>, _>>()?;
-    plans.iter_mut().for_each(|plan| plan.request.seed = args.seed);
+    let setup = RunSetup::load(
+        &args.prompt,
+        SetupOptions {
+            overrides: options.provider_settings(),
+            max_turns: options.max_turns,
+            context_tokens: Some(options.context_tokens),
+            profile: args.profile,
+            variables: options.variables()?,
+            replay: args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
+            seed: args.seed,
+        },
+    )?;
+    let settings = &setup.settings;
+    let prompt = &setup.prompt;
+    let cases = options.cases(prompt)?;
     #[cfg(feature = "local")]
-    if settings.provider == "local" && !args.no_fetch && settings.model.is_empty() {
+    if settings.provider == ProviderKind::Local && !args.no_fetch && settings.model.is_empty() {
         use crate::provider::local::fetch;
         if fetch::installed_model().is_err() {
             fetch::fetch(&mut super::model::show_progress)?;
         }
     }
-    let choice = ProviderChoice::new(&settings, args.transcript.clone(), pace);
     let batch = args.options.all_cases;
-    let shared: Option<Arc<dyn Provider>> =
-        if settings.provider == "replay" { None } else { Some(choice.build(None)?) };
-    let jobs = plans
-        .into_iter()
-        .map(|plan| {
-            let provider = match &shared {
-                Some(provider) => Arc::clone(provider),
-                None => choice.build(if batch { plan.case.as_deref() } else { None })?,
-            };
-            Ok(Job { provider, plan })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let concurrency = args.concurrency.unwrap_or_else(|| default_concurrency(&settings)).max(1);
+    let jobs = setup.jobs(&cases, batch)?;
+    let concurrency = args.concurrency.unwrap_or_else(|| setup.concurrency().runs).max(1);
     let names: Vec<String> = jobs.iter().map(|j| j.plan.case.clone().unwrap_or_default()).collect();
     let mut printer = Printer::new(!args.json, !args.no_stream && (jobs.len() == 1 || concurrency == 1), names);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -124,7 +100,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         |index, event| printer.on(index, event),
         super::interrupt::interrupted(),
     ));
-    finish(args, &prompt, &records, batch, &printer).map(super::interrupt::exit_code)
+    finish(args, prompt, &records, batch, &printer).map(super::interrupt::exit_code)
 }
 
 /// Writes transcripts and history, prints the record or summary, and picks the exit code.
@@ -188,11 +164,6 @@ fn print_answer(answer: &str) {
         let _ = out.write_all(b"\n");
     }
     let _ = out.flush();
-}
-
-/// Concurrency when none is given: 1 for a server on this machine, 4 for a remote API, 8 for replay.
-fn default_concurrency(settings: &RunSettings) -> usize {
-    crate::run::factory::concurrency_for(settings).runs
 }
 
 /// Variables from `--var NAME=VALUE` and `--var-file NAME=PATH` flags.

@@ -22,6 +22,7 @@ pub mod cases;
 pub mod chart;
 pub mod diff;
 pub mod figures;
+pub mod flow;
 pub mod pair;
 pub mod twin;
 mod twin_text;

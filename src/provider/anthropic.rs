@@ -59,15 +59,7 @@ impl Anthropic {
         lookup: impl Fn(&str) -> Option<String>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
-        let vars = endpoint::Vars {
-            provider: NAME,
-            url_var: "ANTHROPIC_BASE_URL",
-            key_var: "ANTHROPIC_API_KEY",
-            default_url: DEFAULT_BASE_URL,
-            default_hint: "the default; set ANTHROPIC_BASE_URL or --base-url",
-            key_required: Some(""),
-        };
-        let found = endpoint::resolve(&vars, base_url, lookup)?;
+        let found = endpoint::resolve(&super::kind::ANTHROPIC, base_url, lookup)?;
         Self::build(&found.url, found.hint, found.key, options)
     }
 

@@ -24,6 +24,7 @@ pub mod fuzzing;
 mod generate;
 pub mod grammar;
 pub mod http;
+pub mod kind;
 mod lines;
 #[cfg(feature = "local")]
 pub mod local;

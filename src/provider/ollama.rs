@@ -74,15 +74,7 @@ impl Ollama {
         lookup: impl Fn(&str) -> Option<String>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
-        let vars = endpoint::Vars {
-            provider: NAME,
-            url_var: "OLLAMA_HOST",
-            key_var: "OLLAMA_API_KEY",
-            default_url: DEFAULT_HOST,
-            default_hint: "the default; set OLLAMA_HOST or --base-url",
-            key_required: None,
-        };
-        let found = endpoint::resolve(&vars, host, lookup)?;
+        let found = endpoint::resolve(&super::kind::OLLAMA, host, lookup)?;
         Self::build(&found.url, found.hint, found.key, options)
     }
 

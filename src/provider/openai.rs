@@ -22,26 +22,8 @@ const NAME: &str = "openai";
 /// The modes an OpenAI-compatible server is asked for, best first.
 pub const OFFERED: &[StructuredMode] = &[StructuredMode::JsonSchema, StructuredMode::JsonObject, StructuredMode::None];
 
-const OPENAI_VARS: endpoint::Vars = endpoint::Vars {
-    provider: NAME,
-    url_var: "OPENAI_BASE_URL",
-    key_var: "OPENAI_API_KEY",
-    default_url: DEFAULT_BASE_URL,
-    default_hint: "the default; set OPENAI_BASE_URL or --base-url",
-    key_required: Some(", or --base-url for a local server"),
-};
-
 /// The default base URL of a vLLM server (`vllm serve` listens on port 8000).
 pub const VLLM_BASE_URL: &str = "http://127.0.0.1:8000/v1";
-
-const VLLM_VARS: endpoint::Vars = endpoint::Vars {
-    provider: "vllm",
-    url_var: "VLLM_BASE_URL",
-    key_var: "VLLM_API_KEY",
-    default_url: VLLM_BASE_URL,
-    default_hint: "the default; set VLLM_BASE_URL or --base-url",
-    key_required: None,
-};
 
 /// An OpenAI-compatible chat-completions server.
 #[derive(Clone, Debug)]
@@ -80,7 +62,7 @@ impl OpenAi {
         lookup: impl Fn(&str) -> Option<String>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
-        Self::resolve(&OPENAI_VARS, base_url, lookup, options)
+        Self::resolve(&super::kind::OPENAI, base_url, lookup, options)
     }
 
     /// A vLLM server (`vllm serve`, OpenAI-compatible): `base_url` if given, else `VLLM_BASE_URL`,
@@ -90,7 +72,7 @@ impl OpenAi {
         lookup: impl Fn(&str) -> Option<String>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
-        Self::resolve(&VLLM_VARS, base_url, lookup, options)
+        Self::resolve(&super::kind::VLLM, base_url, lookup, options)
     }
 
     fn resolve(
@@ -115,7 +97,7 @@ impl OpenAi {
     ) -> Result<Self, ProviderError> {
         let base_url = base_url.trim().trim_end_matches('/').to_string();
         let client = http::client(NAME, &base_url, &options)?;
-        let (name, key_var) = (NAME, OPENAI_VARS.key_var);
+        let (name, key_var) = (NAME, super::kind::OPENAI.key_var);
         Ok(Self { inner: Arc::new(Inner { name, key_var, base_url, base_hint, key, client, options }) })
     }
 

@@ -14,6 +14,8 @@ use super::record::RunRecord;
 use super::RunError;
 use crate::provider::anthropic::Anthropic;
 use crate::provider::http::HttpOptions;
+pub use crate::provider::kind::Concurrency;
+use crate::provider::kind::ProviderKind;
 use crate::provider::ollama::Ollama;
 use crate::provider::openai::OpenAi;
 use crate::provider::replay::{Pace, Replay};
@@ -22,8 +24,7 @@ use crate::provider::{EventStream, Provider, ProviderError, Request};
 /// Which provider answers, and how to reach it.
 #[derive(Clone, Debug)]
 pub struct ProviderChoice {
-    /// `openai`, `ollama`, `anthropic`, `local` or `replay`.
-    pub name: String,
+    pub kind: ProviderKind,
     pub model: String,
     /// For HTTP providers; `None` reads the provider's environment variable, then its default.
     pub base_url: Option<String>,
@@ -37,7 +38,7 @@ impl ProviderChoice {
     /// The choice the settings make; `transcript` and `pace` are for replay.
     pub fn new(settings: &RunSettings, transcript: Option<PathBuf>, pace: Pace) -> Self {
         Self {
-            name: settings.provider.clone(),
+            kind: settings.provider,
             model: settings.model.clone(),
             base_url: settings.base_url.clone(),
             transcript,
@@ -50,19 +51,19 @@ impl ProviderChoice {
     /// which only replay uses (to pick the case's transcripts).
     pub fn build(&self, case: Option<&str>) -> Result<Arc<dyn Provider>, RunError> {
         let base = self.base_url.as_deref();
-        let needs_model = |provider: &str| {
-            RunError::Setting(format!(
-                "the {provider} provider needs a model name: give --model, or set model in the prompt's [provider]"
-            ))
-        };
-        Ok(match self.name.as_str() {
-            "openai" => Arc::new(OpenAi::from_env(base, self.http.clone())?),
-            "vllm" => Arc::new(OpenAi::vllm_from_lookup(base, |name| std::env::var(name).ok(), self.http.clone())?),
-            "ollama" if self.model.is_empty() => return Err(needs_model("ollama")),
-            "ollama" => Arc::new(Ollama::from_env(base, self.http.clone())?),
-            "anthropic" if self.model.is_empty() => return Err(needs_model("anthropic")),
-            "anthropic" => Arc::new(Anthropic::from_env(base, self.http.clone())?),
-            "replay" => {
+        if self.kind.needs_model() && self.model.is_empty() {
+            return Err(RunError::Setting(format!(
+                "the {} provider needs a model name: give --model, or set model in the prompt's [provider]",
+                self.kind
+            )));
+        }
+        let env = |name: &str| std::env::var(name).ok();
+        Ok(match self.kind {
+            ProviderKind::Openai => Arc::new(OpenAi::from_lookup(base, env, self.http.clone())?),
+            ProviderKind::Vllm => Arc::new(OpenAi::vllm_from_lookup(base, env, self.http.clone())?),
+            ProviderKind::Ollama => Arc::new(Ollama::from_lookup(base, env, self.http.clone())?),
+            ProviderKind::Anthropic => Arc::new(Anthropic::from_lookup(base, env, self.http.clone())?),
+            ProviderKind::Replay => {
                 let Some(first) = &self.transcript else {
                     return Err(RunError::Setting(
                         "the replay provider plays a recorded transcript: give --transcript FILE (written by --record)"
@@ -71,55 +72,14 @@ impl ProviderChoice {
                 };
                 Arc::new(ReplaySequence::open(first, case, self.pace)?)
             }
-            "local" => local_provider(&self.model)?,
-            other => {
-                return Err(RunError::Setting(format!(
-                    "unknown provider {other:?}: use openai, vllm, ollama, anthropic, local or replay"
-                )))
-            }
+            ProviderKind::Local => local_provider(&self.model)?,
         })
     }
 }
 
-/// How many runs of a batch go at once, and why.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Concurrency {
-    pub runs: usize,
-    pub reason: &'static str,
-}
-
-/// The concurrency a provider allows when none is given: 1 for a server on this machine or the
-/// embedded model (llama.cpp-style servers answer one request at a time, and by default cut a
-/// running stream off when the next request arrives), 4 for a remote API, 8 for replay.
+/// The concurrency a provider allows when none is given (see [`ProviderKind::concurrency`]).
 pub fn concurrency_for(settings: &RunSettings) -> Concurrency {
-    let env = match settings.provider.as_str() {
-        "replay" => return Concurrency { runs: 8, reason: "replayed transcripts" },
-        "vllm" => return Concurrency { runs: 16, reason: "vLLM batches concurrent requests on the GPU" },
-        "openai" => "OPENAI_BASE_URL",
-        "anthropic" => "ANTHROPIC_BASE_URL",
-        "ollama" => "OLLAMA_HOST",
-        _ => return Concurrency { runs: 1, reason: "the embedded model generates one answer at a time" },
-    };
-    let url = settings.base_url.clone().or_else(|| std::env::var(env).ok().filter(|v| !v.trim().is_empty()));
-    let local = match url {
-        None => settings.provider == "ollama",
-        Some(url) => {
-            let host = url.split("://").nth(1).unwrap_or(&url).split(['/', ':']).next().unwrap_or_default();
-            host.is_empty()
-                || host == "localhost"
-                || host.starts_with("127.")
-                || host == "0.0.0.0"
-                || url.contains("[::1]")
-        }
-    };
-    if local {
-        Concurrency {
-            runs: 1,
-            reason: "a server on this machine answers one request at a time (llama.cpp cuts a running stream off)",
-        }
-    } else {
-        Concurrency { runs: 4, reason: "a remote API serves several requests at once" }
-    }
+    settings.provider.concurrency(settings.base_url.as_deref(), |name| std::env::var(name).ok())
 }
 
 /// Whether the default local model can run now, without loading it (cheap: a file check).
@@ -311,24 +271,21 @@ mod tests {
     }
 
     #[test]
-    fn local_and_unknown_providers_say_what_to_use() {
-        let settings = RunSettings { provider: "local".into(), ..RunSettings::replay() };
+    fn local_ollama_and_replay_say_what_they_need() {
+        let settings = RunSettings { provider: ProviderKind::Local, ..RunSettings::replay() };
         let mut choice = ProviderChoice::new(&settings, None, Pace::Instant);
         choice.model = "/nonexistent/model.gguf".into();
         let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(error.contains("/nonexistent/model.gguf"), "{error}");
         choice.model = String::new();
-        choice.name = "ollama".into();
+        choice.kind = ProviderKind::Ollama;
         let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(error.contains("needs a model name"), "{error}");
-        choice.name = "replay".into();
+        choice.kind = ProviderKind::Replay;
         let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(error.contains("--transcript FILE"), "{error}");
         choice.transcript = Some(PathBuf::from("/nonexistent/t.jsonl"));
         let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(error.contains("/nonexistent/t.jsonl"), "{error}");
-        choice.name = "gpt".into();
-        let error = choice.build(None).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(error.contains("unknown provider \"gpt\""), "{error}");
     }
 }

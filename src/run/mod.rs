@@ -17,6 +17,8 @@
 //! - [`record`]: the run record and its turns.
 //! - [`history`]: the data directory and the history file.
 //! - [`limits`]: what the client holds on its own side (deadline, answer cap, max_tokens counted by us).
+//! - [`setup`]: one run setup for every front end: a prompt and the front end's options to settings,
+//!   the reading, each case's plan and its provider ([`RunSetup`]).
 //! - [`factory`]: a provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`).
 //! - [`bench`]: replay throughput through the engine, for `tunebench bench`.
 //!
@@ -32,6 +34,7 @@ pub mod history;
 pub mod limits;
 pub mod plan;
 pub mod record;
+pub mod setup;
 mod turn;
 
 pub use engine::{run, run_batch, run_batch_until, run_until, Job};
@@ -39,6 +42,7 @@ pub use factory::{fetch_local_model, local_model, transcript_path, LocalModel, P
 pub use limits::{Limits, Stop};
 pub use plan::{Expected, Reading, RunPlan, RunSettings};
 pub use record::{RunRecord, Turn};
+pub use setup::{ReplayFrom, RunSetup, SetupOptions};
 
 use crate::output::{LineVerdict, Report};
 use crate::provider::{FinishReason, ModeReport, ProviderError, Request, Usage};

@@ -18,24 +18,17 @@ use crate::output::{Profile, ResponseType};
 use crate::prompt::file::{PromptFile, ProviderSettings, SchemaOrigin};
 use crate::prompt::signature::Signature;
 use crate::prompt::template::Variables;
+use crate::provider::kind::ProviderKind;
 use crate::provider::{Fallback, Message, ModeReport, Request, Role, StructuredMode};
 use crate::schema::Check;
 
 /// Context window assumed when none is given: what a retry's messages must fit in.
 pub const DEFAULT_CONTEXT_TOKENS: u32 = 8192;
 
-/// The provider names a run accepts.
-pub const PROVIDERS: &[&str] = &["openai", "vllm", "ollama", "anthropic", "local", "replay"];
-
-/// The provider of a run that names none and gives no base URL: the embedded model when this build
-/// has it (with a base URL, `openai`).
-pub const DEFAULT_PROVIDER: &str = if cfg!(feature = "local") { "local" } else { "openai" };
-
 /// The settings of a run, resolved: the command line over the prompt's `[provider]` over defaults.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunSettings {
-    /// `openai`, `vllm`, `ollama`, `anthropic`, `local` or `replay`.
-    pub provider: String,
+    pub provider: ProviderKind,
     /// May be empty (servers that serve one model).
     pub model: String,
     pub base_url: Option<String>,
@@ -57,7 +50,7 @@ impl RunSettings {
     /// The settings of a replay of recorded answers: nothing to choose but the provider.
     pub fn replay() -> Self {
         Self {
-            provider: "replay".into(),
+            provider: ProviderKind::Replay,
             model: String::new(),
             base_url: None,
             temperature: None,
@@ -82,14 +75,17 @@ impl RunSettings {
         let file = &prompt.provider;
         // A base URL names a server: with no provider named, it is an OpenAI-compatible one.
         let has_url = overrides.base_url.is_some() || file.base_url.is_some();
-        let fallback = if has_url { "openai" } else { DEFAULT_PROVIDER };
-        let provider = pick(&overrides.name, &file.name, "--provider").unwrap_or((fallback.into(), ""));
-        if !PROVIDERS.contains(&provider.0.as_str()) {
-            return Err(setting(&provider.0, provider.1, &format!("a provider: {}", PROVIDERS.join(", "))));
-        }
+        let provider = match pick(&overrides.name, &file.name, "--provider") {
+            None if has_url => ProviderKind::Openai,
+            None => ProviderKind::DEFAULT,
+            Some((name, origin)) => ProviderKind::parse(&name)
+                .ok_or_else(|| setting(&name, origin, &format!("a provider: {}", ProviderKind::names())))?,
+        };
         let structured = match pick(&overrides.structured, &file.structured, "--structured") {
             // The local model can hold a json/jsonl answer to its schema itself: it does unless told not to.
-            None if provider.0 == "local" && prompt.response_type != ResponseType::Text => StructuredMode::Constrained,
+            None if provider == ProviderKind::Local && prompt.response_type != ResponseType::Text => {
+                StructuredMode::Constrained
+            }
             None => StructuredMode::None,
             Some((text, origin)) => StructuredMode::parse(text.trim()).ok_or_else(|| {
                 setting(&text, origin, "a structured mode: none, json-object, json-schema, constrained")
@@ -110,7 +106,7 @@ impl RunSettings {
         }
         let limits = limits(overrides, file)?;
         Ok(Self {
-            provider: provider.0,
+            provider,
             model: overrides.model.clone().or_else(|| file.model.clone()).unwrap_or_default(),
             base_url: overrides.base_url.clone().or_else(|| file.base_url.clone()),
             temperature,
@@ -223,8 +219,8 @@ impl RunPlan {
         request.temperature = settings.temperature;
         request.max_tokens = settings.max_tokens;
         // The local model constrains a jsonl answer line by line; a vLLM server does with a line grammar.
-        let by_line = settings.provider == "local"
-            || (settings.provider == "vllm" && settings.structured == StructuredMode::JsonSchema);
+        let by_line = settings.provider == ProviderKind::Local
+            || (settings.provider == ProviderKind::Vllm && settings.structured == StructuredMode::JsonSchema);
         let (request, mode) = structure(request, reading.response_type, settings.structured, schema, by_line);
         Ok(Self {
             prompt: prompt.id.clone(),

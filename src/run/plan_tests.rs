@@ -50,16 +50,14 @@ fn the_command_line_wins_over_the_prompt_over_the_defaults() {
     file.max_turns = Some(3);
     let cli = ProviderSettings { model: Some("qwen".into()), max_tokens: Some(50), ..ProviderSettings::default() };
     let settings = RunSettings::resolve(&file, &cli, None, Some(4096)).unwrap();
-    assert_eq!((settings.provider.as_str(), settings.model.as_str()), ("ollama", "qwen"));
+    assert_eq!((settings.provider.name(), settings.model.as_str()), ("ollama", "qwen"));
     assert_eq!((settings.temperature, settings.max_tokens, settings.max_turns), (Some(0.2), Some(50), 3));
     assert_eq!((settings.stop.clone(), settings.context_tokens), (vec!["END".to_string()], 4096));
     let defaults = RunSettings::resolve(&prompt(ResponseType::Json), &ProviderSettings::default(), None, None).unwrap();
     // The local model holds a json answer to its schema unless told not to; other providers are asked plainly.
-    let default_mode = if DEFAULT_PROVIDER == "local" { StructuredMode::Constrained } else { StructuredMode::None };
-    assert_eq!(
-        (defaults.provider.as_str(), defaults.structured, defaults.max_turns),
-        (DEFAULT_PROVIDER, default_mode, 1)
-    );
+    let default_mode =
+        if ProviderKind::DEFAULT == ProviderKind::Local { StructuredMode::Constrained } else { StructuredMode::None };
+    assert_eq!((defaults.provider, defaults.structured, defaults.max_turns), (ProviderKind::DEFAULT, default_mode, 1));
     let text = RunSettings::resolve(&prompt(ResponseType::Text), &ProviderSettings::default(), None, None).unwrap();
     assert_eq!(text.structured, StructuredMode::None, "a text answer is asked plainly");
     let openai = ProviderSettings { name: Some("openai".into()), ..ProviderSettings::default() };
@@ -151,7 +149,7 @@ fn the_local_model_keeps_the_mode_of_a_jsonl_prompt_and_constrains_each_line() {
     assert_eq!((object.request.structured, object.request.jsonl), (StructuredMode::None, false));
     let url = ProviderSettings { base_url: Some("http://127.0.0.1:1/v1".into()), ..ProviderSettings::default() };
     let served = RunSettings::resolve(&prompt, &url, None, None).unwrap();
-    assert_eq!(served.provider, "openai", "a base URL with no provider means an OpenAI-compatible server");
+    assert_eq!(served.provider, ProviderKind::Openai, "a base URL with no provider means an OpenAI-compatible server");
 }
 
 #[test]

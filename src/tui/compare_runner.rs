@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 use super::msg::{CompareNews, CompareRequest, Msg};
 use super::runner::Runner;
 use super::sample::transcript_for;
-use crate::prompt::reading::setup_for_prompt;
+use crate::compare::flow::{self, Answers, Flow};
 use crate::compare::pair;
-use crate::compare::{twin_of, twin_type, Comparison, SideSpec};
+use crate::compare::{twin_of, twin_type, SideSpec};
 use crate::output::ResponseType;
 use crate::prompt::file::{PromptFile, ProviderSettings};
+use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::template::Variables;
-use crate::run::{history, ProviderChoice, Reading, RunSettings};
+use crate::run::{ProviderChoice, Reading, RunSettings};
 
 /// Starts the comparison on the runner's runtime; an error says why it cannot start.
 pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String> {
@@ -41,12 +42,10 @@ pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String>
     if replay.is_some() {
         settings.model.clear();
     }
-    let plans = pair::plans([&specs[0], &specs[1]], &cases, &Variables::new(), &settings).map_err(|e| e.to_string())?;
-    let (jobs, concurrency) = match &replay {
-        Some([a, b]) => (pair::replay_jobs(plans, [a, b], false).map_err(|e| e.to_string())?, 1),
+    let (answers, concurrency) = match replay {
+        Some(paths) => (Answers::Recorded(paths), 1),
         None => {
-            let choice = ProviderChoice::new(&settings, None, runner.pace);
-            (pair::live_jobs(plans, &choice).map_err(|e| e.to_string())?, pair::pairing(&settings).runs.max(1))
+            (Answers::Live(ProviderChoice::new(&settings, None, runner.pace)), pair::pairing(&settings).runs.max(1))
         }
     };
     runner.log.line(&format!(
@@ -65,37 +64,36 @@ pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String>
     runner.task = Some(runner.runtime.spawn_blocking(move || {
         handle.block_on(async move {
             let events = tx.clone();
-            let paired = pair::run_pairs(&jobs, concurrency, move |at, event| {
+            let variables = Variables::new();
+            let flow = Flow {
+                sides: [&specs[0], &specs[1]],
+                settings: &settings,
+                cases: &cases,
+                variables: &variables,
+                answers,
+                concurrency,
+                batch: false,
+                record_history,
+                key: None,
+            };
+            let compared = flow::compare(flow, move |at, event| {
                 let news = CompareNews::Event { side: at.side, event: Box::new(event) };
                 let _ = events.send(Msg::Compare { id, news });
             });
-            let mut records = tokio::select! {
-                records = paired => records,
+            let compared = tokio::select! {
+                compared = compared => compared,
                 _ = cancelled => return,
             };
-            let Some(mut pair_records) = records.pop() else {
-                let _ = tx.send(Msg::Compare { id, news: CompareNews::Done(Err("no run took place".into())) });
-                return;
+            let done = match compared {
+                Ok(mut compared) => {
+                    for warning in compared.warnings {
+                        let _ = tx.send(Msg::Note(warning));
+                    }
+                    compared.comparisons.pop().map(Box::new).ok_or_else(|| "no run took place".to_string())
+                }
+                Err(e) => Err(e.to_string()),
             };
-            if let Some(paths) = &replay {
-                for (record, path) in pair_records.iter_mut().zip(paths) {
-                    match pair::recorded_turns(path, None) {
-                        Ok(turns) => pair::keep_recorded_times(record, &turns),
-                        Err(e) => {
-                            let _ = tx.send(Msg::Compare { id, news: CompareNews::Done(Err(e.to_string())) });
-                            return;
-                        }
-                    }
-                }
-            } else if record_history {
-                for record in &pair_records {
-                    if let Err(e) = history::append(record) {
-                        let _ = tx.send(Msg::Note(format!("the run was not added to the history: {e}")));
-                    }
-                }
-            }
-            let comparison = Comparison::new(request.case.clone(), [&specs[0], &specs[1]], pair_records, None);
-            let _ = tx.send(Msg::Compare { id, news: CompareNews::Done(Ok(Box::new(comparison))) });
+            let _ = tx.send(Msg::Compare { id, news: CompareNews::Done(done) });
         })
     }));
     Ok(())

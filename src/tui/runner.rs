@@ -4,20 +4,16 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
-use std::sync::Arc;
 use std::time::Instant;
 
 use super::log::Log;
 use super::msg::{CompareNews, Effect, FetchNews, Msg, ReplaySource, RunRequest, SweepRequest};
 use super::recovery;
-use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::file::{write_atomic, ProviderSettings};
-use crate::prompt::template::Variables;
-use crate::provider::replay::{Pace, Replay};
-use crate::provider::Provider;
-use crate::run::{engine, history, ProviderChoice, Reading, ReplaySequence, RunPlan, RunSettings, Stop};
+use crate::prompt::reading::setup_for_prompt;
+use crate::provider::replay::Pace;
+use crate::run::{engine, history, ReplayFrom, RunSetup, SetupOptions, Stop};
 use crate::truncate::sweep::sweep;
-use crate::truncate::transcript::Transcript;
 
 /// Executes effects for the loop.
 pub struct Runner {
@@ -200,9 +196,14 @@ impl Runner {
             task.abort();
         }
         self.run_cancel = None;
-        let base_dir = request.path.parent().unwrap_or(Path::new(".")).to_path_buf();
-        let setup = setup_for_prompt(&request.prompt, &request.path, &base_dir, None)?;
-        let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
+        let replay = match &request.replay {
+            Some(ReplaySource::File(path)) => Some(ReplayFrom::File(path.clone(), self.pace)),
+            Some(ReplaySource::Record(transcript)) => Some(ReplayFrom::Transcript(Box::new(
+                serde_json::from_value((**transcript).clone())
+                    .map_err(|e| anyhow::anyhow!("the history entry's transcript cannot be read: {e}"))?,
+            ))),
+            None => None,
+        };
         let overrides = ProviderSettings {
             name: Some(request.provider.clone()),
             model: request.model.clone(),
@@ -210,27 +211,11 @@ impl Runner {
             max_tokens: request.max_tokens,
             ..ProviderSettings::default()
         };
-        let mut settings = RunSettings::resolve(&request.prompt, &overrides, request.max_turns, None)?;
-        let provider: Arc<dyn Provider> = match &request.replay {
-            Some(ReplaySource::File(path)) => {
-                let sequence = ReplaySequence::open(path, None, self.pace)?;
-                if settings.model.is_empty() {
-                    settings.model = sequence.model().to_string();
-                }
-                Arc::new(sequence)
-            }
-            Some(ReplaySource::Record(transcript)) => {
-                let transcript: Transcript = serde_json::from_value((**transcript).clone())
-                    .map_err(|e| anyhow::anyhow!("the history entry's transcript cannot be read: {e}"))?;
-                if settings.model.is_empty() {
-                    settings.model = transcript.header.model.clone();
-                }
-                Arc::new(Replay::new(transcript, Pace::Instant))
-            }
-            None => ProviderChoice::new(&settings, None, self.pace).build(None)?,
-        };
-        let plan =
-            RunPlan::new(&request.prompt, &base_dir, request.case.as_deref(), &Variables::new(), &settings, reading)?;
+        let options = SetupOptions { overrides, max_turns: request.max_turns, replay, ..SetupOptions::default() };
+        let setup = RunSetup::new(request.prompt, &request.path, options)?;
+        let provider = setup.provider(None)?;
+        let plan = setup.plan(request.case.as_deref())?;
+        let settings = setup.settings;
         self.log.line(&format!(
             "run {} of {} with {} {}",
             request.run,

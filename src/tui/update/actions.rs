@@ -81,8 +81,8 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             }
         },
         Action::NextProvider => {
-            let at = PROVIDERS.iter().position(|p| *p == state.choice.provider).map_or(0, |i| i + 1);
-            state.choice.provider = PROVIDERS[at % PROVIDERS.len()].to_string();
+            let at = PROVIDERS.iter().position(|p| p.name() == state.choice.provider).map_or(0, |i| i + 1);
+            state.choice.provider = PROVIDERS[at % PROVIDERS.len()].name().to_string();
             state.note = Some(format!("provider: {}", state.choice.provider));
             Vec::new()
         }

@@ -24,7 +24,7 @@ use super::state::{Overlay, RunPhase, State};
 /// How often unsaved edits go to the recovery file, at most.
 pub const RECOVERY_EVERY_MS: u64 = 1000;
 /// The providers `next-provider` cycles through.
-pub const PROVIDERS: [&str; 5] = ["replay", "openai", "ollama", "anthropic", "local"];
+pub const PROVIDERS: [crate::provider::kind::ProviderKind; 6] = crate::provider::kind::ProviderKind::ALL;
 
 /// Applies `msg` to `state`; returns what the outside world must do.
 pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {

@@ -1,0 +1,81 @@
+//! The one comparison flow both front ends call (`tunebench compare` and the workbench's compare
+//! screen): both sides planned with the same settings and variables, run as paired jobs (live, or
+//! each side's recorded answer replayed with its recorded timings), the live runs added to the
+//! history, and each case compared.
+
+use std::path::PathBuf;
+
+use super::pair::{self, At};
+use super::{Comparison, SideSpec};
+use crate::prompt::template::Variables;
+use crate::run::{history, ProviderChoice, RunError, RunEvent, RunSettings};
+
+/// Where the answers come from.
+#[derive(Clone, Debug)]
+pub enum Answers {
+    /// Both sides run on the provider this choice builds (one provider shared).
+    Live(ProviderChoice),
+    /// Each side's recorded transcript (in a batch, each case's file beside it), replayed.
+    Recorded([PathBuf; 2]),
+}
+
+/// One comparison to make.
+pub struct Flow<'a> {
+    pub sides: [&'a SideSpec; 2],
+    /// Both sides' settings (side A's prompt's `[provider]` under the front end's options).
+    pub settings: &'a RunSettings,
+    /// The cases (`None`: the prompt's own variables); several make a batch.
+    pub cases: &'a [Option<String>],
+    pub variables: &'a Variables,
+    pub answers: Answers,
+    /// Runs at once: 1 runs the sides one after the other.
+    pub concurrency: usize,
+    /// The cases are a batch (`--all-cases`): recorded answers are looked up per case.
+    pub batch: bool,
+    /// Live runs are appended to the history.
+    pub record_history: bool,
+    /// The field items are matched on (`None`: found from the schema).
+    pub key: Option<&'a str>,
+}
+
+/// The comparisons, one per case, and what went wrong on the side (a history that was not written).
+pub struct Compared {
+    pub comparisons: Vec<Comparison>,
+    pub warnings: Vec<String>,
+}
+
+/// Makes the comparison; `sink` gets every run's events with where they come from. Dropping the
+/// future cancels every run.
+pub async fn compare<F: FnMut(At, RunEvent) + Send>(flow: Flow<'_>, sink: F) -> Result<Compared, RunError> {
+    let plans = pair::plans(flow.sides, flow.cases, flow.variables, flow.settings)?;
+    let jobs = match &flow.answers {
+        Answers::Live(choice) => pair::live_jobs(plans, choice)?,
+        Answers::Recorded([a, b]) => pair::replay_jobs(plans, [a, b], flow.batch)?,
+    };
+    let mut records = pair::run_pairs(&jobs, flow.concurrency, sink).await;
+    let mut warnings = Vec::new();
+    match &flow.answers {
+        Answers::Recorded(paths) => {
+            for (pair_records, case) in records.iter_mut().zip(flow.cases) {
+                for (record, path) in pair_records.iter_mut().zip(paths) {
+                    let case = if flow.batch { case.as_deref() } else { None };
+                    pair::keep_recorded_times(record, &pair::recorded_turns(path, case)?);
+                }
+            }
+        }
+        Answers::Live(_) if flow.record_history => {
+            for record in records.iter().flatten() {
+                if let Err(error) = history::append(record) {
+                    warnings.push(format!("the run was not added to the history: {error}"));
+                }
+            }
+        }
+        Answers::Live(_) => {}
+    }
+    let comparisons = records
+        .into_iter()
+        .zip(flow.cases)
+        .map(|(pair, case)| Comparison::new(case.clone(), flow.sides, pair, flow.key))
+        .collect();
+    Ok(Compared { comparisons, warnings })
+}

@@ -1,0 +1,155 @@
+//! One run setup for every front end (`run`, `compare`, `batch export`, the workbench, the benches):
+//! a prompt (loaded from its file, or as edited in memory) and what the front end says (provider
+//! settings over the prompt's `[provider]`, turns, profile, variables, what a replay plays) become
+//! the resolved settings, the reading, each case's plan and the provider that answers it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::factory::{concurrency_for, Concurrency};
+use super::{Job, ProviderChoice, Reading, RunError, RunPlan, RunSettings};
+use crate::output::Profile;
+use crate::prompt::file::{PromptFile, ProviderSettings};
+use crate::prompt::reading::setup_for_prompt;
+use crate::prompt::template::Variables;
+use crate::provider::kind::ProviderKind;
+use crate::provider::replay::{Pace, Replay};
+use crate::provider::Provider;
+use crate::schema::Check;
+use crate::truncate::transcript::Transcript;
+
+/// What a replay plays.
+#[derive(Clone, Debug)]
+pub enum ReplayFrom {
+    /// A transcript file (and, in a batch, each case's file beside it), at this pace.
+    File(PathBuf, Pace),
+    /// A transcript in memory (a history record's), instantly.
+    Transcript(Box<Transcript>),
+}
+
+/// What a front end says about a run, laid over the prompt file.
+#[derive(Clone, Debug, Default)]
+pub struct SetupOptions {
+    /// Over the prompt's `[provider]` (`name` is the provider).
+    pub overrides: ProviderSettings,
+    pub max_turns: Option<u32>,
+    pub context_tokens: Option<u32>,
+    /// Over the prompt's profile.
+    pub profile: Option<Profile>,
+    /// `--var` values laid over every case.
+    pub variables: Variables,
+    /// For the replay provider.
+    pub replay: Option<ReplayFrom>,
+    /// The local model's sampling seed.
+    pub seed: Option<u64>,
+}
+
+/// A prompt ready to run: settings resolved, answers' reading and checks compiled once.
+#[derive(Clone)]
+pub struct RunSetup {
+    pub prompt: PromptFile,
+    /// The prompt file: it names the prompt in errors.
+    pub path: PathBuf,
+    /// The prompt's directory: it resolves `schema_file`.
+    pub base_dir: PathBuf,
+    pub reading: Reading,
+    /// What one item is checked against (a truncation sweep's count).
+    pub item_check: Option<Arc<dyn Check>>,
+    pub settings: RunSettings,
+    pub variables: Variables,
+    pub replay: Option<ReplayFrom>,
+    pub seed: Option<u64>,
+}
+
+impl RunSetup {
+    /// The prompt file at `path`, set up with `options`.
+    pub fn load(path: &Path, options: SetupOptions) -> anyhow::Result<Self> {
+        Self::new(PromptFile::load(path)?, path, options)
+    }
+
+    /// `prompt` as held in memory (the workbench's edited prompt; a derived twin), named by `path`.
+    pub fn new(prompt: PromptFile, path: &Path, options: SetupOptions) -> anyhow::Result<Self> {
+        let base_dir = base_dir(path);
+        let setup = setup_for_prompt(&prompt, path, &base_dir, options.profile)?;
+        let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
+        let mut settings =
+            RunSettings::resolve(&prompt, &options.overrides, options.max_turns, options.context_tokens)?;
+        if settings.provider == ProviderKind::Replay && settings.model.is_empty() {
+            settings.model = match &options.replay {
+                Some(ReplayFrom::File(path, _)) => {
+                    Replay::from_file(path, Pace::Instant)?.transcript().header.model.clone()
+                }
+                Some(ReplayFrom::Transcript(transcript)) => transcript.header.model.clone(),
+                None => String::new(),
+            };
+        }
+        Ok(Self {
+            prompt,
+            path: path.to_path_buf(),
+            base_dir,
+            reading,
+            item_check: setup.item_check,
+            settings,
+            variables: options.variables,
+            replay: options.replay,
+            seed: options.seed,
+        })
+    }
+
+    /// The plan of one case (`None`: the prompt's own variables).
+    pub fn plan(&self, case: Option<&str>) -> Result<RunPlan, RunError> {
+        let mut plan =
+            RunPlan::new(&self.prompt, &self.base_dir, case, &self.variables, &self.settings, self.reading.clone())?;
+        plan.request.seed = self.seed;
+        Ok(plan)
+    }
+
+    /// The provider the settings name (replay: the transcript, or in a batch the case's file beside it).
+    pub fn choice(&self) -> ProviderChoice {
+        let (transcript, pace) = match &self.replay {
+            Some(ReplayFrom::File(path, pace)) => (Some(path.clone()), *pace),
+            _ => (None, Pace::Instant),
+        };
+        ProviderChoice::new(&self.settings, transcript, pace)
+    }
+
+    /// The provider that answers `case` (`None` outside a batch).
+    pub fn provider(&self, case: Option<&str>) -> Result<Arc<dyn Provider>, RunError> {
+        match &self.replay {
+            Some(ReplayFrom::Transcript(transcript)) if self.settings.provider == ProviderKind::Replay => {
+                Ok(Arc::new(Replay::new((**transcript).clone(), Pace::Instant)))
+            }
+            _ => self.choice().build(case),
+        }
+    }
+
+    /// One job per case: one provider shared by all (replay: each case its own recorded answer when
+    /// `batch`).
+    pub fn jobs(&self, cases: &[Option<String>], batch: bool) -> Result<Vec<Job>, RunError> {
+        let shared = match self.settings.provider {
+            ProviderKind::Replay => None,
+            _ => Some(self.provider(None)?),
+        };
+        cases
+            .iter()
+            .map(|case| {
+                let plan = self.plan(case.as_deref())?;
+                let provider = match &shared {
+                    Some(provider) => Arc::clone(provider),
+                    None => self.provider(if batch { case.as_deref() } else { None })?,
+                };
+                Ok(Job { provider, plan })
+            })
+            .collect()
+    }
+
+    /// How many runs go at once when none is given, and why.
+    pub fn concurrency(&self) -> Concurrency {
+        concurrency_for(&self.settings)
+    }
+}
+
+/// The directory of a prompt file (`.` for a bare file name).
+pub fn base_dir(path: &Path) -> PathBuf {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf()
+}
