@@ -16,7 +16,8 @@ use crate::prompt::template::Variables;
 use crate::provider::replay::{Pace, Replay};
 use crate::provider::Provider;
 use crate::run::{engine, history, ProviderChoice, Reading, ReplaySequence, RunPlan, RunSettings};
-use crate::truncate::sweep::sweep;
+use crate::truncate::points::{Offsets, Points};
+use crate::truncate::sweep::sweep_points;
 use crate::truncate::transcript::Transcript;
 
 /// Executes effects for the loop.
@@ -274,9 +275,8 @@ impl Drop for Runner {
 pub fn compute_sweep(request: &SweepRequest) -> Result<crate::truncate::sweep::Sweep, String> {
     let base_dir = request.path.parent().unwrap_or(Path::new("."));
     let setup = setup_for_prompt(&request.prompt, &request.path, base_dir, None).map_err(|e| format!("{e:#}"))?;
-    let cuts: Vec<(usize, usize)> =
-        std::iter::once((0, 0)).chain(request.chunk_ends.iter().enumerate().map(|(i, &end)| (i + 1, end))).collect();
-    Ok(sweep(&request.answer, &cuts, setup.profile, setup.item_check))
+    let ends = Offsets::from(request.chunk_ends.as_slice());
+    Ok(sweep_points(&request.answer, Points::Ends(&ends), setup.profile, setup.item_check))
 }
 
 /// `path` made absolute against the working directory (left as is when that fails).
