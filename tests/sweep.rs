@@ -1,6 +1,7 @@
 //! The one-pass truncation sweep against a from-scratch re-parse at EVERY cut (property tests over
-//! generated JSON-array and JSONL answers, pretty and compact, with fences and prose), hand-worked
-//! figures for a small answer, and no panic on any prefix or random bytes.
+//! generated JSON-array and JSONL answers, pretty and compact, with fences and prose), cuts walked
+//! (every char, token ends) sweeping as the same cuts listed, hand-worked figures for a small answer,
+//! and no panic on any prefix or random bytes.
 
 use std::sync::Arc;
 
@@ -9,8 +10,10 @@ use proptest::strategy::Strategy as _;
 use serde_json::{json, Value};
 use tunebench::output::Profile;
 use tunebench::schema::{Check, SchemaIssue};
+use tunebench::truncate::points::{Offsets, Points};
 use tunebench::truncate::strategy::{at_cut, reference, CutFigures, Strategy};
-use tunebench::truncate::sweep::{sweep, Sweep};
+use tunebench::truncate::sweep::{sweep, sweep_points, Sweep};
+use tunebench::truncate::tokens::o200k_token_ends;
 
 const PROFILES: [Profile; 4] = [Profile::Lenient, Profile::Strict, Profile::Trustgraph, Profile::Ptc];
 
@@ -242,6 +245,24 @@ proptest! {
     }
 
     #[test]
+    fn walked_cuts_sweep_as_listed_ones(
+        items in prop::collection::vec(item(), 0..5),
+        dress in dress(),
+        lines in any::<bool>(),
+    ) {
+        let answer = if lines { jsonl_answer(&items, &[], &dress) } else { array_answer(&items, &dress) };
+        let listed = sweep(&answer, &every_char_cut(&answer), Profile::Lenient, Some(Arc::new(HasA)));
+        prop_assert_eq!(sweep_points(&answer, Points::Chars, Profile::Lenient, Some(Arc::new(HasA))), listed);
+        let ends = o200k_token_ends(&answer);
+        let cuts: Vec<(usize, usize)> = std::iter::once(0).chain(ends.iter().copied()).enumerate().collect();
+        let offsets = Offsets::from(ends);
+        prop_assert_eq!(
+            sweep_points(&answer, Points::Ends(&offsets), Profile::Trustgraph, None),
+            sweep(&answer, &cuts, Profile::Trustgraph, None)
+        );
+    }
+
+    #[test]
     fn any_text_sweeps_without_panic_and_matches(text in "[\\[\\]{}\",:0-9a-z\\\\ \n`\u{feff}é.eE+-]{0,40}") {
         let cuts = every_char_cut(&text);
         for profile in PROFILES {
@@ -256,7 +277,7 @@ proptest! {
         cuts.sort_unstable();
         for profile in PROFILES {
             let swept = sweep(&text, &cuts, profile, Some(Arc::new(HasA)));
-            prop_assert_eq!(swept.cuts.len(), cuts.len());
+            prop_assert_eq!(swept.cuts(), cuts.len());
         }
     }
 }
@@ -303,7 +324,7 @@ fn three_item_array_at_every_byte() {
         (3, 0),
     ]
     .to_vec();
-    let got: Vec<(usize, usize)> = swept.json_repair.iter().map(|f| (f.items, f.corrupt)).collect();
+    let got: Vec<(usize, usize)> = swept.figures(Strategy::JsonRepair).iter().map(|f| (f.items, f.corrupt)).collect();
     assert_eq!(got, expected);
     assert!((swept.resilience(Strategy::JsonRepair) - 33.0 / 3.0 / 26.0).abs() < 1e-12);
     assert!((swept.resilience(Strategy::Json) - 1.0 / 26.0).abs() < 1e-12);
@@ -339,7 +360,7 @@ fn empty_answer_and_no_cuts() {
     assert_eq!(swept.full_items, 0);
     assert_eq!(swept.resilience(Strategy::Json), 0.0);
     let swept = sweep("[1]", &[], Profile::Strict, None);
-    assert!(swept.json.is_empty() && swept.full_items == 1);
+    assert!(swept.figures(Strategy::Json).is_empty() && swept.full_items == 1);
 }
 
 #[test]

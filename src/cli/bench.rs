@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use crate::bench_data::{array_answer, union_jsonl, union_schema};
 use crate::output::{parser_for, Profile, Report, ResponseType};
 use crate::schema::{Check, CompiledSchema};
-use crate::truncate::cut::{Answer, Cuts, Unit};
-use crate::truncate::sweep::sweep;
+use crate::truncate::cut::Cuts;
+use crate::truncate::sweep::sweep_points;
 
 /// Options of `tunebench bench`.
 #[derive(Debug, clap::Args)]
@@ -216,8 +216,7 @@ fn measure(args: &BenchArgs) -> anyhow::Result<Figures> {
 fn measure_sweep(args: &BenchArgs) -> anyhow::Result<SweepFigures> {
     let one = array_answer(args.items);
     let ten = array_answer(args.items * 10);
-    let cuts_one = token_cuts(&one)?;
-    let cuts_ten = token_cuts(&ten)?;
+    let (cuts_one, cuts_ten) = (Cuts::o200k(&one), Cuts::o200k(&ten));
     let [full_parse, sweep_one, sweep_ten] = medians(
         args.runs,
         [
@@ -229,21 +228,21 @@ fn measure_sweep(args: &BenchArgs) -> anyhow::Result<SweepFigures> {
                 }
             },
             &mut || {
-                std::hint::black_box(sweep(&one, &cuts_one, Profile::Lenient, None));
+                std::hint::black_box(sweep_points(&one, cuts_one.points(), Profile::Lenient, None));
             },
             &mut || {
-                std::hint::black_box(sweep(&ten, &cuts_ten, Profile::Lenient, None));
+                std::hint::black_box(sweep_points(&ten, cuts_ten.points(), Profile::Lenient, None));
             },
         ],
     );
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     Ok(SweepFigures {
         items: args.items,
-        tokens: cuts_one.len() - 1,
+        tokens: cuts_one.total(),
         full_parse_ms: ms(full_parse),
         sweep_ms: ms(sweep_one),
         sweep_vs_full_parse: sweep_one.as_secs_f64() / full_parse.as_secs_f64(),
-        tokens_10x: cuts_ten.len() - 1,
+        tokens_10x: cuts_ten.total(),
         sweep_10x_ms: ms(sweep_ten),
         growth_10x: sweep_ten.as_secs_f64() / sweep_one.as_secs_f64(),
     })
@@ -376,9 +375,4 @@ fn chunks(text: &str, size: usize) -> impl Iterator<Item = &str> {
         rest = tail;
         Some(head)
     })
-}
-
-fn token_cuts(answer: &str) -> anyhow::Result<Vec<(usize, usize)>> {
-    let answer = Answer { text: answer.to_string(), ..Answer::default() };
-    Ok(Cuts::new(&answer, Unit::Token)?.all())
 }

@@ -13,7 +13,7 @@ use crate::truncate::strategy::Strategy;
 
 /// The strategies in CLI.md's order.
 const STRATEGIES: [Strategy; 3] = [Strategy::Json, Strategy::JsonRepair, Strategy::Jsonl];
-use crate::truncate::sweep::{sweep, Sweep};
+use crate::truncate::sweep::{sweep_points, Sweep};
 
 /// Options of `tunebench truncate`.
 #[derive(Debug, clap::Args)]
@@ -63,7 +63,7 @@ pub fn run(args: &TruncateArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let result = sweep(&answer.text, &cuts.all(), setup.profile, setup.item_check);
+    let result = sweep_points(&answer.text, cuts.points(), setup.profile, setup.item_check);
     if args.json {
         super::print_json(&sweep_json(&result, args.unit, cuts.total()))?;
     } else {

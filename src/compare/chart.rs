@@ -85,8 +85,8 @@ pub fn curve(side: usize, side_label: &str, strategy: Strategy, sweep: &Sweep, t
         full_items: sweep.full_items,
         first_yield: steps.iter().find(|s| s[1] > 0).map(|s| s[0]),
         resilience: sweep.resilience(strategy),
-        corrupt_cuts: figures.iter().filter(|f| f.corrupt > 0).count(),
-        max_corrupt: figures.iter().map(|f| f.corrupt).max().unwrap_or(0),
+        corrupt_cuts: figures.spans().filter(|(_, _, f)| f.corrupt > 0).map(|(_, cuts, _)| cuts).sum(),
+        max_corrupt: figures.spans().map(|(_, _, f)| f.corrupt).max().unwrap_or(0),
         steps,
     }
 }

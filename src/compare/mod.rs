@@ -42,8 +42,7 @@ use crate::prompt::file::PromptFile;
 use crate::run::{Reading, RunRecord};
 use crate::schema::Check;
 use crate::truncate::cut::{Answer, Cuts, Unit};
-use crate::truncate::sweep::{sweep, Sweep};
-use crate::truncate::tokens::o200k_token_ends;
+use crate::truncate::sweep::{sweep_points, Sweep};
 
 /// One side as it is set up: its label, prompt, and how its answers are read and checked.
 #[derive(Clone)]
@@ -120,11 +119,9 @@ fn side(spec: &SideSpec, record: RunRecord, model_tokens: bool) -> Side {
     let answer = answer_of(&record, model_tokens);
     let (all, valid) =
         figures::answer_items(&answer.text, spec.reading.response_type, spec.reading.profile, spec.item_check.as_ref());
-    let cuts = match Cuts::new(&answer, Unit::Token) {
-        Ok(cuts) => cuts.all(),
-        Err(_) => std::iter::once(0).chain(o200k_token_ends(&answer.text)).enumerate().collect(),
-    };
-    let sweep = sweep(&answer.text, &cuts, spec.reading.profile, spec.item_check.clone());
+    let cuts = Cuts::new(&answer, Unit::Token).unwrap_or_else(|_| Cuts::o200k(&answer.text));
+    let sweep = sweep_points(&answer.text, cuts.points(), spec.reading.profile, spec.item_check.clone());
+    let tokens = cuts.total();
     Side {
         label: spec.label.clone(),
         prompt: spec.prompt.id.clone(),
@@ -132,7 +129,7 @@ fn side(spec: &SideSpec, record: RunRecord, model_tokens: bool) -> Side {
         figures: SideFigures::of(&record, all.len(), valid.len()),
         items: valid,
         run: record,
-        tokens: cuts.len().saturating_sub(1),
+        tokens,
         sweep,
     }
 }

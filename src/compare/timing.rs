@@ -15,6 +15,7 @@ use crate::output::Profile;
 use crate::provider::replay::{Pace, Replay};
 use crate::run::{Job, RunPlan, RunSettings};
 use crate::schema::CompiledSchema;
+use crate::truncate::tokens::o200k_token_ends;
 use crate::truncate::transcript::{Chunk, End, Header, Transcript};
 
 use crate::truncate::sweep::timing::median_of;
@@ -86,10 +87,10 @@ fn comparison_against_its_two_sweeps() {
     let records = runtime.block_on(pair::run_pairs(&jobs, 2, |_, _| {})).pop().expect("records");
     let sweep_of = |at: usize, check: bool| {
         let answer = [&array, &lines][at];
-        let cuts: Vec<(usize, usize)> = std::iter::once(0).chain(o200k_token_ends(answer)).enumerate().collect();
+        let cuts = Cuts::o200k(answer);
         let check = if check { specs[at].item_check.clone() } else { None };
         median_of(5, || {
-            std::hint::black_box(sweep(answer, &cuts, Profile::Lenient, check.clone()));
+            std::hint::black_box(sweep_points(answer, cuts.points(), Profile::Lenient, check.clone()));
         })
     };
     let (json_side, jsonl_side) = (sweep_of(0, true), sweep_of(1, true));

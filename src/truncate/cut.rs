@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::tokens::o200k_token_ends;
+use super::points::{Cursor, Offsets, Points};
+use super::tokens::o200k_token_offsets;
 use super::transcript::{Transcript, TranscriptError};
 
 /// What a cut position counts.
@@ -66,43 +67,73 @@ pub enum CutError {
     NoChunks,
 }
 
-/// Every cut position of an answer in one unit: cut `n` keeps the first `n` units.
+/// Every cut position of an answer in one unit: cut `n` keeps the first `n` units. Character cuts
+/// are read off the text (nothing stored); token and chunk cuts keep where each unit ends.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cuts {
+pub struct Cuts<'a> {
     pub unit: Unit,
-    /// `ends[i]` is the byte offset just after unit `i + 1`.
-    ends: Vec<usize>,
+    text: &'a str,
+    ends: Ends,
 }
 
-impl Cuts {
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Ends {
+    /// Every character of the text, `count` of them.
+    Chars { count: usize },
+    /// `offsets[i]` is the byte offset just after unit `i + 1`.
+    Listed(Offsets),
+}
+
+impl<'a> Cuts<'a> {
     /// The cut positions of `answer` counted in `unit`.
-    pub fn new(answer: &Answer, unit: Unit) -> Result<Self, CutError> {
+    pub fn new(answer: &'a Answer, unit: Unit) -> Result<Self, CutError> {
+        let text = answer.text.as_str();
         let ends = match (unit, &answer.chunk_ends) {
-            (Unit::Char, _) => answer.text.char_indices().map(|(i, c)| i + c.len_utf8()).collect(),
-            (Unit::Chunk, Some(ends)) => ends.clone(),
+            (Unit::Char, _) => Ends::Chars { count: text.chars().count() },
+            (Unit::Chunk, Some(ends)) => Ends::Listed(ends.as_slice().into()),
             (Unit::Chunk, None) => return Err(CutError::NoChunks),
-            (Unit::Token, Some(ends)) if answer.chunks_are_tokens => ends.clone(),
-            (Unit::Token, _) => o200k_token_ends(&answer.text),
+            (Unit::Token, Some(ends)) if answer.chunks_are_tokens => Ends::Listed(ends.as_slice().into()),
+            (Unit::Token, _) => return Ok(Self::o200k(text)),
         };
-        Ok(Self { unit, ends })
+        Ok(Self { unit, text, ends })
+    }
+
+    /// The o200k token cuts of `text`.
+    pub fn o200k(text: &'a str) -> Self {
+        Self { unit: Unit::Token, text, ends: Ends::Listed(o200k_token_offsets(text)) }
     }
 
     /// How many units the whole answer is.
     pub fn total(&self) -> usize {
-        self.ends.len()
+        match &self.ends {
+            Ends::Chars { count } => *count,
+            Ends::Listed(offsets) => offsets.len(),
+        }
     }
 
     /// The byte offset of cut `at` (the first `at` units), or why there is none.
     pub fn offset(&self, at: usize) -> Result<usize, CutError> {
-        match at {
-            0 => Ok(0),
-            _ => self.ends.get(at - 1).copied().ok_or(CutError::PastEnd { at, total: self.total(), unit: self.unit }),
+        let past_end = CutError::PastEnd { at, total: self.total(), unit: self.unit };
+        match (at, &self.ends) {
+            (0, _) => Ok(0),
+            (_, Ends::Chars { .. }) => {
+                self.text.char_indices().nth(at - 1).map(|(i, c)| i + c.len_utf8()).ok_or(past_end)
+            }
+            (_, Ends::Listed(offsets)) => offsets.get(at - 1).ok_or(past_end),
         }
     }
 
-    /// Every cut as `(position, byte offset)`, from 0 to the whole answer.
-    pub fn all(&self) -> Vec<(usize, usize)> {
-        std::iter::once((0, 0)).chain(self.ends.iter().enumerate().map(|(i, &end)| (i + 1, end))).collect()
+    /// Every cut, from 0 to the whole answer, as a sweep reads them.
+    pub fn points(&self) -> Points<'_> {
+        match &self.ends {
+            Ends::Chars { .. } => Points::Chars,
+            Ends::Listed(offsets) => Points::Ends(offsets),
+        }
+    }
+
+    /// Every cut as `(position, byte offset)`, from 0 to the whole answer (one at a time).
+    pub fn iter(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        Cursor::new(self.text, self.points()).enumerate()
     }
 }
 
@@ -114,7 +145,8 @@ mod tests {
     fn char_cuts_are_scalar_values() {
         let answer = Answer::from_input("aé🧬".to_string()).unwrap();
         let cuts = Cuts::new(&answer, Unit::Char).unwrap();
-        assert_eq!(cuts.all(), [(0, 0), (1, 1), (2, 3), (3, 7)]);
+        assert_eq!(cuts.iter().collect::<Vec<_>>(), [(0, 0), (1, 1), (2, 3), (3, 7)]);
+        assert_eq!((cuts.total(), cuts.offset(2)), (3, Ok(3)));
         assert_eq!(cuts.offset(4), Err(CutError::PastEnd { at: 4, total: 3, unit: Unit::Char }));
     }
 
@@ -126,8 +158,8 @@ mod tests {
             "{\"transcript\":1}\n{\"t_ms\":1,\"delta\":\"ab\",\"token\":5}\n{\"t_ms\":2,\"delta\":\"c\",\"token\":6}\n";
         let answer = Answer::from_input(text.to_string()).unwrap();
         assert_eq!(answer.text, "abc");
-        assert_eq!(Cuts::new(&answer, Unit::Chunk).unwrap().all(), [(0, 0), (1, 2), (2, 3)]);
+        assert_eq!(Cuts::new(&answer, Unit::Chunk).unwrap().iter().collect::<Vec<_>>(), [(0, 0), (1, 2), (2, 3)]);
         // Chunks carrying token ids are the model's own tokens.
-        assert_eq!(Cuts::new(&answer, Unit::Token).unwrap().all(), [(0, 0), (1, 2), (2, 3)]);
+        assert_eq!(Cuts::new(&answer, Unit::Token).unwrap().iter().collect::<Vec<_>>(), [(0, 0), (1, 2), (2, 3)]);
     }
 }

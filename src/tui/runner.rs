@@ -13,7 +13,8 @@ use crate::prompt::file::{write_atomic, ProviderSettings};
 use crate::prompt::reading::setup_for_prompt;
 use crate::provider::replay::Pace;
 use crate::run::{engine, history, ReplayFrom, RunSetup, SetupOptions, Stop};
-use crate::truncate::sweep::sweep;
+use crate::truncate::points::{Offsets, Points};
+use crate::truncate::sweep::sweep_points;
 
 /// Executes effects for the loop.
 pub struct Runner {
@@ -262,9 +263,8 @@ impl Drop for Runner {
 pub fn compute_sweep(request: &SweepRequest) -> Result<crate::truncate::sweep::Sweep, String> {
     let base_dir = request.path.parent().unwrap_or(Path::new("."));
     let setup = setup_for_prompt(&request.prompt, &request.path, base_dir, None).map_err(|e| format!("{e:#}"))?;
-    let cuts: Vec<(usize, usize)> =
-        std::iter::once((0, 0)).chain(request.chunk_ends.iter().enumerate().map(|(i, &end)| (i + 1, end))).collect();
-    Ok(sweep(&request.answer, &cuts, setup.profile, setup.item_check))
+    let ends = Offsets::from(request.chunk_ends.as_slice());
+    Ok(sweep_points(&request.answer, Points::Ends(&ends), setup.profile, setup.item_check))
 }
 
 /// `path` made absolute against the working directory (left as is when that fails).

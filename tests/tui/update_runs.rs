@@ -115,14 +115,14 @@ fn the_truncation_chart_grows_while_the_answer_streams() {
             if !ended {
                 assert!(state.truncation.live, "a sweep of the answer so far is marked live");
             }
-            widths.push(sweep.cuts.len());
+            widths.push(sweep.cuts());
         }
     }
     assert!(sweeps > 10, "the chart was swept again as the answer grew: {sweeps}");
     assert!(widths.windows(2).all(|w| w[0] <= w[1]) && widths[0] < 100, "{widths:?}");
     // The last one is the whole answer, no longer live, the cut at its end.
     assert!(!state.truncation.live);
-    assert_eq!(state.truncation.sweep.as_ref().unwrap().cuts.len(), deltas + 1);
+    assert_eq!(state.truncation.sweep.as_ref().unwrap().cuts(), deltas + 1);
     assert_eq!(state.truncation.cut, deltas);
     assert!(!state.truncation.pending);
 }
@@ -177,7 +177,7 @@ fn a_cut_moved_back_stays_while_the_chart_grows() {
         let effects = update(&mut state, Msg::Run { run, event: Box::new(event), at_ms: at_ms + 100 });
         deliver_sweeps(&mut state, effects);
     }
-    assert!(state.truncation.sweep.as_ref().unwrap().cuts.len() > following + 1, "it grew");
+    assert!(state.truncation.sweep.as_ref().unwrap().cuts() > following + 1, "it grew");
     assert_eq!(state.truncation.cut, 0, "the cut the user moved stays");
     // A sweep of another run, or older than the one shown, is dropped.
     let shown = state.truncation.swept_len;

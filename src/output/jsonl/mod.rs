@@ -24,7 +24,8 @@
 //! - [`JsonlParser::pending_items`]`(&self) -> Vec<Value>`: the items the tail (the line still arriving,
 //!   with a held or open record before it) adds if the answer ends now, checked as `report()` checks.
 //!   Cost: the pending record only; a repeated call at an unchanged [`JsonlParser::pending_version`]
-//!   returns the cached items (a clone of them).
+//!   returns the cached items (a clone of them); [`JsonlParser::take_pending_items`] hands them over
+//!   and keeps no copy, for a caller that asks once per version.
 //! - [`JsonlParser::pending_version`]`(&self) -> u64`: changes whenever the text fed since the last call
 //!   may have changed `pending_items`; equal versions mean equal `pending_items`. Amortised O(1) per
 //!   byte fed (a lazy scan of the pending line only).
@@ -163,7 +164,24 @@ impl JsonlParser {
         if let Some(items) = tail.cached() {
             return items.clone();
         }
-        let items = match tail.unchanged() {
+        let items = self.judge_tail(&mut tail);
+        tail.cache(items.clone());
+        items
+    }
+
+    /// As [`JsonlParser::pending_items`], for a caller that asks once per version (the sweep): the
+    /// items are handed over and no copy is kept (a cached one is taken out of the cache).
+    pub fn take_pending_items(&self) -> Vec<Value> {
+        let mut tail = self.tail();
+        match tail.take_cached() {
+            Some(items) => items,
+            None => self.judge_tail(&mut tail),
+        }
+    }
+
+    /// The items the tail adds, judged now (an open record's are kept for its key).
+    fn judge_tail(&self, tail: &mut pending::Tail) -> Vec<Value> {
+        match tail.unchanged() {
             Some(key) => match tail.open_record(key) {
                 Some(items) => items.clone(),
                 None => {
@@ -173,9 +191,7 @@ impl JsonlParser {
                 }
             },
             None => self.judge_pending().items.into_values(),
-        };
-        tail.cache(items.clone());
-        items
+        }
     }
 
     /// The verdicts of the open record as it stands (without the pending line).

@@ -145,6 +145,11 @@ impl Tail {
         self.cached.as_ref().filter(|(at, _)| *at == self.version).map(|(_, items)| items)
     }
 
+    /// Takes the items cached at the current version out of the cache, if any.
+    pub fn take_cached(&mut self) -> Option<Vec<Value>> {
+        self.cached.take().filter(|(at, _)| *at == self.version).map(|(_, items)| items)
+    }
+
     /// The items kept for the open record `key` (its first line, how often it reopened), if any.
     pub fn open_record(&self, key: (usize, usize)) -> Option<&Vec<Value>> {
         self.open_record.as_ref().filter(|(at, _)| *at == key).map(|(_, items)| items)

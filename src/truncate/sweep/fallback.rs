@@ -15,49 +15,58 @@ fn element_scanner(start: usize, depth: usize) -> Scanner {
     Scanner::new(Grammar { max_depth: MAX_DEPTH.saturating_sub(depth), ..Grammar::LENIENT }, start)
 }
 
-/// `(kept, equals target)` at each cut of the element that starts at `start`, read once with a
-/// matcher; `None` if the element repeats a key (equality cannot be followed then).
+/// `(kept, equals target)` over the cuts of the element that starts at `start`, read once with a
+/// matcher, as runs `(cuts, verdict)`; `None` if the element repeats a key (equality cannot be
+/// followed then).
 pub fn matched_run(
     answer: &str,
     start: usize,
     depth: usize,
-    cuts: &[usize],
+    cuts: impl Iterator<Item = usize>,
     target: Option<&Value>,
-) -> Option<Vec<(bool, bool)>> {
+) -> Option<Vec<(usize, (bool, bool))>> {
     let mut scanner = element_scanner(start, depth);
     let mut matcher = Matcher::new(target);
     let mut fed = start;
-    let mut verdicts = Vec::with_capacity(cuts.len());
-    for &cut in cuts {
+    let mut verdicts = Vec::new();
+    for cut in cuts {
         scanner.feed(answer.get(fed..cut).unwrap_or_default(), &mut matcher);
         fed = cut.max(fed);
         if matcher.lost() {
             return None;
         }
-        verdicts.push(matcher.verdict(&scanner));
+        push_run(&mut verdicts, matcher.verdict(&scanner));
     }
     Some(verdicts)
 }
 
-/// `(kept, equals target)` at each cut, building the repaired element at each one.
+/// `(kept, equals target)` over the cuts, building the repaired element at each one, as runs.
 pub fn built_run(
     answer: &str,
     start: usize,
     depth: usize,
-    cuts: &[usize],
+    cuts: impl Iterator<Item = usize>,
     target: Option<&Value>,
-) -> Vec<(bool, bool)> {
+) -> Vec<(usize, (bool, bool))> {
     let mut scanner = element_scanner(start, depth);
     let mut builder = Builder::new(false);
     let mut fed = start;
-    let mut verdicts = Vec::with_capacity(cuts.len());
-    for &cut in cuts {
+    let mut verdicts = Vec::new();
+    for cut in cuts {
         scanner.feed(answer.get(fed..cut).unwrap_or_default(), &mut builder);
         fed = cut.max(fed);
         let value = builder.materialise(&scanner);
-        verdicts.push((value.is_some(), value.is_some() && value.as_ref() == target));
+        push_run(&mut verdicts, (value.is_some(), value.is_some() && value.as_ref() == target));
     }
     verdicts
+}
+
+/// Appends one cut with `value` to runs of `(cuts, value)`.
+pub fn push_run<T: PartialEq>(runs: &mut Vec<(usize, T)>, value: T) {
+    match runs.last_mut() {
+        Some((count, last)) if *last == value => *count += 1,
+        _ => runs.push((1, value)),
+    }
 }
 
 /// Whether the number that starts at `start` has its final value already when cut at `cut`.

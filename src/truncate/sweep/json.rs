@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::epochs::{same, Epochs};
+use super::runs::Runs;
 use crate::output::json::lenient::{Lenient, Phase};
 use crate::output::json::{items_of, JsonParser, Settled};
 use crate::output::{OutputParser, Profile};
@@ -102,7 +103,7 @@ impl JsonTrack {
         }
     }
 
-    pub fn figures(&self, epochs: &mut Epochs, reference: &[&Value]) -> Vec<CutFigures> {
+    pub fn figures(&self, epochs: &mut Epochs, reference: &[&Value]) -> Runs {
         let by_outcome: Vec<CutFigures> = self
             .outcomes
             .iter()
@@ -117,11 +118,11 @@ impl JsonTrack {
                 },
             })
             .collect();
-        let mut figures = Vec::with_capacity(self.cuts);
+        let mut figures = Runs::default();
         for (at, &(first, outcome)) in self.runs.iter().enumerate() {
             let end = self.runs.get(at + 1).map_or(self.cuts, |&(next, _)| next);
             let figure = outcome.and_then(|at| by_outcome.get(at)).copied().unwrap_or_default();
-            figures.resize(figures.len() + end.saturating_sub(first), figure);
+            figures.push(end.saturating_sub(first), figure);
         }
         figures
     }

@@ -1,29 +1,35 @@
 //! The `json-repair` strategy in a sweep, and the lenient parser the `json` strategy shares.
 //!
 //! Pass 1 (while feeding) splits the cuts into segments of the same state: no candidate, which epoch
-//! (candidate), how many items completed, which item is in progress. For a cut inside an item it keeps
-//! the builder's content clock; when the item completes, each of its cuts is settled in one step:
-//! the repaired item equals the completed one exactly when nothing was added after the cut (same
-//! clock, no key repeated later, the token in progress kept whole; a number compared by value). With a
-//! check, the repaired item is built and checked only at cuts where its content changed.
+//! (candidate), how many items completed, which item is in progress. For the cuts inside an item it
+//! keeps the builder's content clock, as runs of cuts with the same clock, token kind and flags (a
+//! run whose clock was passed can never be whole: it is written out at once); when the item
+//! completes, each run is settled in one step: the repaired item equals the completed one exactly
+//! when nothing was added after the cut (same clock, no key repeated later, the token in progress
+//! kept whole; a number compared by value). With a check, the repaired item is built and checked only
+//! at cuts where its content changed. Every cut's flags are kept as runs too: memory follows the
+//! changes, never the cuts.
 //!
 //! At the end, with the reference known, a segment's figures are its completed items' prefix counts
 //! plus the item in progress: settled by the clock when that item is its reference item, else read
-//! once more with a matcher ([`fallback`](super::fallback)).
+//! once more with a matcher ([`fallback`](super::fallback)), the segment's cuts walked again from its
+//! first one's offset ([`figures`]).
+
+mod figures;
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::epochs::{same, Epochs};
-use super::fallback::{built_run, matched_run, number_settled};
+use super::epochs::Epochs;
+use super::fallback::number_settled;
 use crate::output::json::build::{token_kept, OpenItem};
 use crate::output::json::items_of;
 use crate::output::json::lenient::{Lenient, Phase};
 use crate::output::json::scan::OpenToken;
-use crate::output::Profile;
 use crate::schema::Check;
-use crate::truncate::strategy::{passing, prefix, recover, CutFigures, Strategy};
+use crate::truncate::points::{Cursor, Points};
+use crate::truncate::strategy::passing;
 
 /// A repair at the cut keeps the item in progress.
 const KEPT: u8 = 1;
@@ -55,6 +61,8 @@ struct Open {
 /// Cuts `first..` (up to the next segment's first) share a state.
 struct Segment {
     first: usize,
+    /// The byte offset of cut `first`.
+    offset: usize,
     state: State,
 }
 
@@ -71,23 +79,30 @@ enum Token {
     Dropped,
 }
 
-/// A cut inside the item in progress.
+/// Cuts in a row inside the item in progress with the same clock, token and flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Probe {
-    cut: usize,
+    /// The first cut and its byte offset.
+    first: usize,
     offset: usize,
+    cuts: usize,
     clock: u64,
     token: Token,
+    /// [`KEPT`] and [`PASSES`].
+    flags: u8,
 }
 
 pub struct RepairTrack {
     lenient: Lenient,
     check: Option<Arc<dyn Check>>,
     segments: Vec<Segment>,
-    /// Per cut: [`KEPT`], [`WHOLE`], [`PASSES`].
-    flags: Vec<u8>,
-    /// The cuts of the open segment not yet settled.
+    /// The flags ([`KEPT`], [`WHOLE`], [`PASSES`]) of the cuts inside an item in progress, as runs
+    /// `(first cut, flags)`: a run lasts to the next one or to its segment's end.
+    flags: Vec<(usize, u8)>,
+    /// The open segment's cuts not yet settled, at the latest clock (earlier ones are written out).
     probes: Vec<Probe>,
+    /// How many cuts were recorded.
+    cuts: usize,
     /// With a check: the state the last verdict was for, and the verdict.
     checked: Option<((usize, u64, Token, usize), bool)>,
     /// The repaired item in progress at the end of the answer.
@@ -97,13 +112,14 @@ pub struct RepairTrack {
 }
 
 impl RepairTrack {
-    pub fn new(cuts: usize, check: Option<Arc<dyn Check>>) -> RepairTrack {
+    pub fn new(check: Option<Arc<dyn Check>>) -> RepairTrack {
         RepairTrack {
             lenient: Lenient::default(),
             check,
             segments: Vec::new(),
-            flags: Vec::with_capacity(cuts),
+            flags: Vec::new(),
             probes: Vec::new(),
+            cuts: 0,
             checked: None,
             end_item: None,
             end_items: None,
@@ -146,9 +162,10 @@ impl RepairTrack {
         }
     }
 
-    /// Reads the state at the next cut; `answer[..offset]` has been fed.
-    pub fn record(&mut self, answer: &str, offset: usize) {
-        let cut = self.flags.len();
+    /// Reads the state at the next cut of `points`; `answer[..offset]` has been fed.
+    pub fn record(&mut self, answer: &str, points: Points, offset: usize) {
+        let cut = self.cuts;
+        self.cuts += 1;
         let (state, kept) = self.state();
         let same_segment = match (self.segments.last().map(|s| s.state), state) {
             (Some(State::Items { epoch, done, open }), State::Items { epoch: e, done: d, open: o }) => {
@@ -158,77 +175,94 @@ impl RepairTrack {
             (None, _) => false,
         };
         if !same_segment {
-            self.settle(answer);
-            self.segments.push(Segment { first: cut, state });
+            self.settle(answer, points);
+            self.segments.push(Segment { first: cut, offset, state });
         }
-        let mut flags = 0;
-        if let State::Items { open: Some(open), .. } = state {
-            let lenient = &self.lenient;
-            let builder = lenient.builder();
-            let scanner = lenient.scanner();
-            let token = match scanner.open_token() {
-                OpenToken::ValueString { .. } => Token::Text,
-                OpenToken::Number { .. } if token_kept(scanner) => Token::Number { start: builder.last_start() },
-                OpenToken::Number { .. } | OpenToken::Literal => Token::Dropped,
-                OpenToken::None | OpenToken::KeyString => Token::Plain,
-            };
-            let probe = Probe { cut, offset, clock: builder.clock(), token };
-            if kept {
-                flags |= KEPT;
-                if let Some(check) = &self.check {
-                    let key = (
-                        open.start,
-                        probe.clock,
-                        token,
-                        if matches!(token, Token::Number { .. }) { offset } else { 0 },
-                    );
-                    let passes = match self.checked {
-                        Some((last, passes)) if last == key => passes,
-                        _ => {
-                            let item = builder.materialise_item(scanner);
-                            let passes = item.is_some_and(|item| check.check(&item).is_ok());
-                            self.checked = Some((key, passes));
-                            passes
-                        }
-                    };
-                    flags |= if passes { PASSES } else { 0 };
-                }
-            }
-            self.probes.push(probe);
-        }
-        self.flags.push(flags);
-    }
-
-    /// Settles the open segment's cuts if its item completed as itself (no key repeated since).
-    fn settle(&mut self, answer: &str) {
-        let probes = std::mem::take(&mut self.probes);
-        let Some(Segment { state: State::Items { epoch, done, open: Some(open) }, .. }) = self.segments.last_mut()
-        else {
-            self.probes = probes;
+        let State::Items { open: Some(open), .. } = state else {
             return;
         };
-        let mark = self.lenient.epoch_marks(*epoch).get(*done).filter(|mark| mark.start == open.start);
-        if let Some(mark) = mark.filter(|mark| mark.dups == open.dups) {
-            for probe in &probes {
-                let whole = probe.clock == mark.clock
-                    && match probe.token {
-                        Token::Plain | Token::Text => true,
-                        Token::Number { start } => number_settled(answer, start, probe.offset),
-                        Token::Dropped => false,
-                    };
-                if let Some(flags) = self.flags.get_mut(probe.cut) {
-                    *flags |= if whole { WHOLE } else { 0 };
+        let lenient = &self.lenient;
+        let builder = lenient.builder();
+        let scanner = lenient.scanner();
+        let token = match scanner.open_token() {
+            OpenToken::ValueString { .. } => Token::Text,
+            OpenToken::Number { .. } if token_kept(scanner) => Token::Number { start: builder.last_start() },
+            OpenToken::Number { .. } | OpenToken::Literal => Token::Dropped,
+            OpenToken::None | OpenToken::KeyString => Token::Plain,
+        };
+        let clock = builder.clock();
+        let mut flags = 0;
+        if kept {
+            flags |= KEPT;
+            if let Some(check) = &self.check {
+                let key = (open.start, clock, token, if matches!(token, Token::Number { .. }) { offset } else { 0 });
+                let passes = match self.checked {
+                    Some((last, passes)) if last == key => passes,
+                    _ => {
+                        let item = builder.materialise_item(scanner);
+                        let passes = item.is_some_and(|item| check.check(&item).is_ok());
+                        self.checked = Some((key, passes));
+                        passes
+                    }
+                };
+                flags |= if passes { PASSES } else { 0 };
+            }
+        }
+        // The clock only grows within a segment, and the item's end mark is at least this clock: the
+        // cuts read at an earlier clock can never be whole.
+        if self.probes.last().is_some_and(|last| last.clock < clock) {
+            for probe in std::mem::take(&mut self.probes) {
+                self.emit(probe.first, probe.flags);
+            }
+        }
+        match self.probes.last_mut() {
+            Some(last) if (last.clock, last.token, last.flags) == (clock, token, flags) => last.cuts += 1,
+            _ => self.probes.push(Probe { first: cut, offset, cuts: 1, clock, token, flags }),
+        }
+    }
+
+    /// Writes out the flags of the cuts from `first` on (of the last segment, in order).
+    fn emit(&mut self, first: usize, flags: u8) {
+        let segment = self.segments.last().map_or(0, |segment| segment.first);
+        if self.flags.last().is_none_or(|&(at, last)| at < segment || last != flags) {
+            self.flags.push((first, flags));
+        }
+    }
+
+    /// Settles the open segment's cuts if its item completed as itself (no key repeated since), and
+    /// writes out their flags.
+    fn settle(&mut self, answer: &str, points: Points) {
+        let probes = std::mem::take(&mut self.probes);
+        let mut mark_clock = None;
+        if let Some(Segment { state: State::Items { epoch, done, open: Some(open) }, .. }) = self.segments.last_mut() {
+            let mark = self.lenient.epoch_marks(*epoch).get(*done).filter(|mark| mark.start == open.start);
+            if let Some(mark) = mark.filter(|mark| mark.dups == open.dups) {
+                mark_clock = Some(mark.clock);
+                open.settled = true;
+            }
+        }
+        for probe in probes {
+            if mark_clock != Some(probe.clock) {
+                self.emit(probe.first, probe.flags);
+                continue;
+            }
+            match probe.token {
+                Token::Plain | Token::Text => self.emit(probe.first, probe.flags | WHOLE),
+                Token::Dropped => self.emit(probe.first, probe.flags),
+                Token::Number { start } => {
+                    let cuts = Cursor::resume(answer, points, probe.first, probe.offset).take(probe.cuts);
+                    for (at, offset) in cuts.enumerate() {
+                        let whole = if number_settled(answer, start, offset) { WHOLE } else { 0 };
+                        self.emit(probe.first + at, probe.flags | whole);
+                    }
                 }
             }
-            open.settled = true;
         }
-        self.probes = probes;
-        self.probes.clear();
     }
 
     /// Call once everything is fed: settles the last segment, keeps the whole answer's open item.
-    pub fn finish(&mut self, answer: &str) {
-        self.settle(answer);
+    pub fn finish(&mut self, answer: &str, points: Points) {
+        self.settle(answer, points);
         let lenient = &self.lenient;
         if lenient.builder().irregular() {
             let value = lenient.value();
@@ -252,65 +286,5 @@ impl RepairTrack {
         let mut items = epochs.passing_items(lenient.epoch());
         items.extend(self.end_item.as_ref());
         items
-    }
-
-    /// The figures at each cut; `offsets` are the cuts' byte offsets.
-    pub fn figures(
-        &self,
-        answer: &str,
-        offsets: &[usize],
-        profile: Profile,
-        epochs: &mut Epochs,
-        reference: &[&Value],
-    ) -> Vec<CutFigures> {
-        let mut figures = vec![CutFigures::default(); self.flags.len()];
-        for (at, segment) in self.segments.iter().enumerate() {
-            let end = self.segments.get(at + 1).map_or(self.flags.len(), |next| next.first);
-            let range = segment.first..end;
-            let (Some(out), Some(flags)) = (figures.get_mut(range.clone()), self.flags.get(range.clone())) else {
-                continue;
-            };
-            let (epoch, done, open) = match segment.state {
-                State::Nothing => continue,
-                State::Slow => {
-                    for (figure, &cut) in out.iter_mut().zip(offsets.get(range).unwrap_or_default()) {
-                        let items = recover(prefix(answer, cut), Strategy::JsonRepair, profile, self.check.as_ref());
-                        let corrupt =
-                            items.iter().enumerate().filter(|(at, item)| !same(item, reference.get(*at))).count();
-                        *figure = CutFigures { items: items.len(), corrupt };
-                    }
-                    continue;
-                }
-                State::Items { epoch, done, open } => (epoch, done, open),
-            };
-            let passed = epochs.passing(epoch, done);
-            let stable = CutFigures { items: passed, corrupt: epochs.corrupt(epoch, done, reference) };
-            let Some(open) = open else {
-                out.fill(stable);
-                continue;
-            };
-            let target = reference.get(passed).copied();
-            let itself = self.lenient.epoch_items(epoch).get(done).is_some_and(|item| same(item, target.as_ref()));
-            let figure = |f: u8, kept: bool, equal: bool| {
-                let counted = kept && (self.check.is_none() || f & PASSES != 0);
-                CutFigures {
-                    items: stable.items + usize::from(counted),
-                    corrupt: stable.corrupt + usize::from(counted && !equal),
-                }
-            };
-            if open.settled && itself {
-                for (out, &f) in out.iter_mut().zip(flags) {
-                    *out = figure(f, f & KEPT != 0, f & WHOLE != 0);
-                }
-                continue;
-            }
-            let cuts = offsets.get(range).unwrap_or_default();
-            let verdicts = matched_run(answer, open.start, open.depth, cuts, target)
-                .unwrap_or_else(|| built_run(answer, open.start, open.depth, cuts, target));
-            for ((out, &f), (kept, equal)) in out.iter_mut().zip(flags).zip(verdicts) {
-                *out = figure(f, kept, equal);
-            }
-        }
-        figures
     }
 }

@@ -53,22 +53,21 @@ fn full_parse(answer: &str) {
 
 /// The `json` and `json-repair` strategies alone (one lenient parser, both read from it).
 fn json_side(answer: &str, cuts: &[(usize, usize)]) -> usize {
-    let mut repair = RepairTrack::new(cuts.len(), None);
+    let points = Points::List(cuts);
+    let mut repair = RepairTrack::new(None);
     let mut json = JsonTrack::new(Profile::Lenient, None);
-    let mut offsets = Vec::with_capacity(cuts.len());
     for &(_, offset) in cuts {
         repair.feed(answer.get(..offset).unwrap_or_default());
-        offsets.push(offset);
         json.record(repair.lenient(), offset);
-        repair.record(answer, offset);
+        repair.record(answer, points, offset);
     }
     repair.feed(answer);
-    repair.finish(answer);
+    repair.finish(answer, points);
     json.finish(repair.lenient(), answer.len());
     let mut epochs = Epochs::new(repair.lenient(), None);
     let reference = repair.full_items(&mut epochs);
     json.figures(&mut epochs, &reference).len()
-        + repair.figures(answer, &offsets, Profile::Lenient, &mut epochs, &reference).len()
+        + repair.figures(answer, points, Profile::Lenient, &mut epochs, &reference).len()
 }
 
 /// The `jsonl` strategy alone.

@@ -36,7 +36,7 @@ pub fn series(sweep: &Sweep) -> [Vec<(f64, f64)>; 3] {
             points.push((cut as f64, items as f64));
             last = items;
         }
-        if let Some(&end) = sweep.cuts.last() {
+        if let Some(end) = sweep.last_cut() {
             points.push((end as f64, last as f64));
         }
         points
@@ -63,7 +63,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let total = state.run.chunk_ends.len();
     let extra = match &view.sweep {
         Some(sweep) if view.live => vec![
-            Span::styled(format!("cut {}/{} chunks ", view.cut, sweep.cuts.len().saturating_sub(1)), theme.cut),
+            Span::styled(format!("cut {}/{} chunks ", view.cut, sweep.cuts().saturating_sub(1)), theme.cut),
             Span::styled("· live ", theme.warning),
         ],
         Some(_) => vec![Span::styled(format!("cut {}/{} chunks ", view.cut, total), theme.cut)],
@@ -84,10 +84,10 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         return;
     };
     let width = inner.width as usize;
-    let cut = view.cut.min(sweep.cuts.len().saturating_sub(1));
+    let cut = view.cut.min(sweep.cuts().saturating_sub(1));
     let so_far = if view.live { " so far" } else { "" };
     let mut rows = vec![Line::from(vec![
-        Span::styled(format!("cut {cut}/{}", sweep.cuts.len().saturating_sub(1)), theme.cut),
+        Span::styled(format!("cut {cut}/{}", sweep.cuts().saturating_sub(1)), theme.cut),
         Span::styled(format!("  of {} items{so_far} (reference: {})", sweep.full_items, sweep.reference), theme.dim),
     ])];
     for (strategy, style) in ORDER.iter().zip([theme.series_json, theme.series_repair, theme.series_jsonl]) {
@@ -127,7 +127,7 @@ fn tail(line: &str, width: usize) -> String {
 }
 
 fn render_chart(frame: &mut Frame, area: Rect, state: &State, sweep: &Sweep, cut: usize, theme: &Theme) {
-    let x_max = sweep.cuts.last().copied().unwrap_or(1).max(1) as f64;
+    let x_max = sweep.last_cut().unwrap_or(1).max(1) as f64;
     let y_max = state.truncation.series.iter().flatten().map(|(_, y)| *y).fold(1.0_f64, f64::max);
     let marker = [(cut as f64, 0.0), (cut as f64, y_max)];
     let styles = [theme.series_json, theme.series_repair, theme.series_jsonl];

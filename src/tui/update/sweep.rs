@@ -33,9 +33,9 @@ pub(super) fn sweep_ready(state: &mut State, run: u64, answer_len: usize, sweep:
     }
     match sweep {
         Ok(sweep) => {
-            let following = view.sweep.as_ref().is_none_or(|shown| view.cut + 1 >= shown.cuts.len());
+            let following = view.sweep.as_ref().is_none_or(|shown| view.cut + 1 >= shown.cuts());
             if following {
-                view.cut = sweep.cuts.len().saturating_sub(1);
+                view.cut = sweep.cuts().saturating_sub(1);
             }
             view.series = panes::truncation::series(&sweep);
             view.sweep = Some(*sweep);
