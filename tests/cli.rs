@@ -1,5 +1,7 @@
 //! The headless commands driven as a user would: reports, exit codes 0/1/2, and bad input of every kind.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
+
 use std::path::PathBuf;
 
 use assert_cmd::Command;

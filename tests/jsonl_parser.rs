@@ -2,6 +2,8 @@
 //! whole text, verdicts once given never change, every cut equals a fresh parse of the prefix, the
 //! `trustgraph` stream equals TrustGraph's batch `parse_jsonl`, and hostile input gives reports.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
+
 use std::sync::Arc;
 
 use proptest::prelude::*;

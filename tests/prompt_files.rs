@@ -2,6 +2,8 @@
 //! its defaults and each case, and agrees with its own examples; errors name what is wrong; saving
 //! round-trips; TrustGraph import → export is byte-exact, through the library and the binary.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;

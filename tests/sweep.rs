@@ -3,6 +3,8 @@
 //! (every char, token ends) sweeping as the same cuts listed, hand-worked figures for a small answer,
 //! and no panic on any prefix or random bytes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
+
 use std::sync::Arc;
 
 use proptest::prelude::{any, prop, prop_assert_eq, prop_oneof, proptest, Just, ProptestConfig};

@@ -2,6 +2,8 @@
 //! paired runs against the in-process wire server (at once, and one at a time), and `tunebench
 //! compare` driven as a binary.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
+
 mod cli;
 mod figures;
 mod paired;

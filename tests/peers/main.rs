@@ -1,6 +1,8 @@
 //! The peer conformance file: every case of `tests/fixtures/cases.jsonl` (copied unchanged from
 //! `shared/fixtures/peers/`) is run through the profile it pins, in one test, so nothing is retyped.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
+
 mod json;
 mod jsonl;
 mod signature;

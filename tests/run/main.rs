@@ -2,6 +2,8 @@
 //! fixtures (`tests/fixtures/wire/`), replays of recorded runs, retries with feedback, truncation,
 //! failed streams, batches, the history, and `tunebench run` driven as a binary.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
+
 mod batch;
 mod batch_api;
 mod batch_files;

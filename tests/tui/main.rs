@@ -1,6 +1,8 @@
 //! The workbench's tests: `update` transitions, pane snapshots (TestBackend + insta), and the real
 //! binary driven in a pseudo-terminal.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
+
 mod compare;
 mod e2e;
 mod snapshots;
