@@ -10,8 +10,8 @@ use std::time::Instant;
 use super::log::Log;
 use super::msg::{CompareNews, Effect, FetchNews, Msg, ReplaySource, RunRequest, SweepRequest};
 use super::recovery;
-use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::file::{write_atomic, ProviderSettings};
+use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::template::Variables;
 use crate::provider::replay::{Pace, Replay};
 use crate::provider::Provider;
@@ -147,12 +147,7 @@ impl Runner {
                     let result = match path {
                         None => Err("no data directory: set TUNEBENCH_DATA_DIR".to_string()),
                         Some(path) => history::read(&path).map_err(|e| e.to_string()).map(|history| {
-                            history
-                                .records
-                                .into_iter()
-                                .rev()
-                                .filter(|r| r["prompt"].as_str() == Some(prompt_id.as_str()))
-                                .collect()
+                            history.records.into_iter().rev().filter(|record| record.prompt == prompt_id).collect()
                         }),
                     };
                     let _ = tx.send(Msg::HistoryLoaded(result));
@@ -220,8 +215,7 @@ impl Runner {
                 Arc::new(sequence)
             }
             Some(ReplaySource::Record(transcript)) => {
-                let transcript: Transcript = serde_json::from_value((**transcript).clone())
-                    .map_err(|e| anyhow::anyhow!("the history entry's transcript cannot be read: {e}"))?;
+                let transcript = Transcript::clone(transcript);
                 if settings.model.is_empty() {
                     settings.model = transcript.header.model.clone();
                 }
