@@ -3,9 +3,7 @@
 
 use std::process::ExitCode;
 
-use serde_json::Value;
-
-use crate::run::history;
+use crate::run::{history, RunRecord};
 use crate::safe_text::escape_controls;
 
 /// Options of `tunebench history`.
@@ -35,7 +33,7 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         super::note!("tunebench: warning: {warning}");
     }
     let records = history.records;
-    let mut matching: Vec<&Value> = records.iter().filter(|record| matches(args, record)).collect();
+    let mut matching: Vec<&RunRecord> = records.iter().filter(|record| matches(args, record)).collect();
     if let Some(last) = args.last {
         matching.drain(..matching.len().saturating_sub(last));
     }
@@ -50,10 +48,10 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn matches(args: &HistoryArgs, record: &Value) -> bool {
-    let prompt_ok = args.prompt.as_ref().is_none_or(|id| record["prompt"].as_str() == Some(id));
+fn matches(args: &HistoryArgs, record: &RunRecord) -> bool {
+    let prompt_ok = args.prompt.as_ref().is_none_or(|id| record.prompt == *id);
     let batch_ok = args.batch.as_ref().is_none_or(|wanted| {
-        record["batch"].as_str().is_some_and(|id| {
+        record.batch.as_deref().is_some_and(|id| {
             id == wanted
                 || id
                     .strip_prefix("tb")
@@ -61,32 +59,26 @@ fn matches(args: &HistoryArgs, record: &Value) -> bool {
                     .is_some_and(|rest| rest.starts_with('-'))
         })
     });
-    let failed_ok = !args.failed || record["ok"] != Value::Bool(true);
+    let failed_ok = !args.failed || !record.ok;
     prompt_ok && batch_ok && failed_ok
 }
 
 /// `2026-11-24 16:00:00  ok      extract-topics [economics]  openai gpt-4o-mini  2 items  batch tb…`.
-fn line(record: &Value) -> String {
-    let verdict = if record["cancelled"] == Value::Bool(true) {
-        "cancelled"
-    } else if record["ok"] == Value::Bool(true) {
-        "ok"
-    } else {
-        "FAILED"
+fn line(record: &RunRecord) -> String {
+    let verdict = match (record.cancelled, record.ok) {
+        (true, _) => "cancelled",
+        (false, true) => "ok",
+        (false, false) => "FAILED",
     };
-    let case = record["case"].as_str().map(|c| format!(" [{c}]")).unwrap_or_default();
-    let result = match &record["result"] {
-        Value::Array(items) => format!("{} items", items.len()),
-        Value::Null => "no result".into(),
-        _ => "1 value".into(),
-    };
-    let batch = record["batch"].as_str().map(|id| format!("  batch {id}")).unwrap_or_default();
+    let case = record.case.as_ref().map(|c| format!(" [{c}]")).unwrap_or_default();
+    let batch = record.batch.as_ref().map(|id| format!("  batch {id}")).unwrap_or_default();
     format!(
-        "{}  {verdict:<9} {}{case}  {} {}  {result}{batch}",
-        utc(record["started_at_ms"].as_u64().unwrap_or(0)),
-        record["prompt"].as_str().unwrap_or("?"),
-        record["provider"].as_str().unwrap_or("?"),
-        record["model"].as_str().unwrap_or(""),
+        "{}  {verdict:<9} {}{case}  {} {}  {}{batch}",
+        utc(record.started_at_ms),
+        record.prompt,
+        record.provider,
+        record.model,
+        record.result_in_words(),
     )
 }
 
@@ -120,7 +112,13 @@ mod tests {
 
     #[test]
     fn filters_by_prompt_batch_and_verdict() {
-        let record = serde_json::json!({"prompt": "p", "ok": false, "batch": "tbab12-00001-p", "started_at_ms": 0});
+        let record: RunRecord = serde_json::from_value(serde_json::json!({
+            "prompt": "p", "provider": "openai", "model": "m", "structured": "none", "response_type": "json",
+            "profile": "lenient", "ok": false, "result": null, "truncated": false, "repaired": false,
+            "mode": {"requested": "none", "used": "none"}, "max_turns": 1, "started_at_ms": 0, "duration_ms": 0,
+            "batch": "tbab12-00001-p", "turns": []
+        }))
+        .unwrap();
         let args = |prompt: Option<&str>, batch: Option<&str>, failed| HistoryArgs {
             prompt: prompt.map(Into::into),
             batch: batch.map(Into::into),
@@ -132,6 +130,6 @@ mod tests {
         assert!(matches(&args(None, Some("tbab12-00001-p"), false), &record));
         assert!(!matches(&args(Some("q"), None, false), &record));
         assert!(!matches(&args(None, Some("ab1"), false), &record));
-        assert!(line(&record).starts_with("1970-01-01 00:00:00  FAILED    p  "), "{}", line(&record));
+        assert_eq!(line(&record), "1970-01-01 00:00:00  FAILED    p  openai m  no result  batch tbab12-00001-p");
     }
 }

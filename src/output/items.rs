@@ -6,9 +6,13 @@
 //! for a five-member record, which is most of the cost of judging a large answer; the text is one
 //! allocation of its own length. The records were judged from the same text by the same parser, so
 //! reading it again gives exactly the value that was judged.
+//!
+//! Read back (a report in the history), the items are the values their serialization wrote: equal to
+//! the items that were written, each kept as its value.
 
 use std::borrow::Cow;
 
+use serde::de::{Deserialize, Deserializer};
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 use serde_json::Value;
 
@@ -128,5 +132,13 @@ impl Serialize for Items {
             seq.serialize_element(&*item)?;
         }
         seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Items {
+    /// Reads what [`Items`]' `Serialize` writes, a JSON array of the items, each kept as its value.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let values = Vec::<Value>::deserialize(deserializer)?;
+        Ok(Items(values.into_iter().map(Item::Value).collect()))
     }
 }

@@ -79,7 +79,8 @@ pub struct Summary {
     pub skipped: usize,
 }
 
-/// What a parse found, in the shape `tunebench parse --json` prints (see CLI.md).
+/// What a parse found, in the shape `tunebench parse --json` prints (see CLI.md). It reads back from
+/// that shape too (`read_back.rs`: the response type says which report it is).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Report {
@@ -125,7 +126,7 @@ pub struct JsonReport {
 }
 
 /// Why a `json` answer gave no (valid) value.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JsonError {
     pub kind: JsonErrorKind,
     pub message: String,
@@ -146,7 +147,7 @@ pub enum JsonErrorKind {
 }
 
 /// One change the lenient profile made to the text to get a value.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Repair {
     /// Byte offset in the answer where the change applies.
     pub at: usize,
@@ -158,6 +159,7 @@ pub struct Repair {
 mod items;
 pub mod json;
 pub mod jsonl;
+mod read_back;
 
 pub use self::items::Items;
 pub mod text;

@@ -5,8 +5,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use super::record::RunRecord;
 
 /// The variable that overrides the data directory (tests point it at a temporary directory).
@@ -102,12 +100,12 @@ pub fn create_dir(dir: &Path) -> Result<(), String> {
     }
 }
 
-/// The history file as read: its records, oldest first (as JSON values: the file outlives any one
-/// build), and the lines that could not be read.
+/// The history file as read: its records, oldest first, and the lines that could not be read.
 #[derive(Debug, Default)]
 pub struct History {
-    pub records: Vec<Value>,
-    /// Lines skipped: a line cut short by an interrupted write, or one that is not a record.
+    pub records: Vec<RunRecord>,
+    /// Lines skipped: a line cut short by an interrupted write, one that is not JSON, or one that is
+    /// not a run record (a stray line, or a record this build cannot read).
     pub skipped: Vec<Skipped>,
 }
 
@@ -128,9 +126,9 @@ impl History {
     }
 }
 
-/// Every record in a history file. A line that is not a JSON object (a torn append, a stray line) is
-/// skipped and reported in [`History::skipped`], never fatal: an append-only log stays readable
-/// whatever happened to one write.
+/// Every record in a history file, read as [`RunRecord`]s. A line that does not read (a torn append,
+/// a stray line, a record this build cannot read) is skipped and reported in [`History::skipped`] with
+/// serde's reason, never fatal: an append-only log stays readable whatever happened to one write.
 pub fn read(path: &Path) -> Result<History, HistoryError> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
@@ -142,14 +140,27 @@ pub fn read(path: &Path) -> Result<History, HistoryError> {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<Value>(line) {
-            Ok(record) if record.is_object() => history.records.push(record),
-            Ok(_) => history.skipped.push(Skipped { line: index + 1, message: "not a run record".into() }),
-            Err(e) if e.is_eof() => history
-                .skipped
-                .push(Skipped { line: index + 1, message: "cut short: an append was interrupted".into() }),
-            Err(e) => history.skipped.push(Skipped { line: index + 1, message: e.to_string() }),
+        match serde_json::from_slice::<RunRecord>(line) {
+            Ok(record) => history.records.push(record),
+            Err(e) => history.skipped.push(Skipped { line: index + 1, message: why_skipped(line, &e) }),
         }
     }
     Ok(history)
 }
+
+/// Why `line` did not read, in words: serde's message and the column it points at.
+fn why_skipped(line: &[u8], error: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let message = crate::output::jsonl::serde_message(error);
+    let object = line.trim_ascii_start().starts_with(b"{");
+    match error.classify() {
+        Category::Eof => "cut short: an append was interrupted".into(),
+        Category::Data if !object => "not a run record: not a JSON object".into(),
+        Category::Data => format!("not a run record: {message} (column {})", error.column()),
+        Category::Syntax | Category::Io => format!("not JSON: {message} (column {})", error.column()),
+    }
+}
+
+#[cfg(test)]
+#[path = "history_tests.rs"]
+mod tests;

@@ -1,8 +1,12 @@
 //! The run record (CLI.md's `run --json`): the prompt, provider, model, mode, the result and whether
 //! it passed, and every turn with its transcript, usage, timings, finish reason, parse report and the
 //! feedback it drew. Truncation and repairs are flagged beside the result, never hidden.
+//!
+//! A record reads back from the JSON it writes (the history): what a build writes only when it says
+//! something (`case`, `warnings`, `cancelled`, ...) and what later builds added reads as its default
+//! when missing, so older history lines read too; fields this build does not know are ignored.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::output::{LineStatus, Profile, Report, ResponseType};
@@ -10,12 +14,13 @@ use crate::prompt::template::Variables;
 use crate::provider::{FinishReason, ModeReport, ProviderError, Request, StructuredMode, Usage};
 use crate::truncate::transcript::Transcript;
 
-/// One run of one prompt (and case), as printed by `run --json` and appended to the history.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One run of one prompt (and case), as printed by `run --json` and appended to the history, and read
+/// back from it ([`super::history::read`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     /// The prompt's id.
     pub prompt: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case: Option<String>,
     pub provider: String,
     pub model: String,
@@ -32,13 +37,13 @@ pub struct RunRecord {
     /// The result needed repairs to read (see the last turn's `parse.repairs` or line repairs).
     pub repaired: bool,
     /// What a reader of `result` must know: truncation, repairs, a failed or interrupted stream.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// How the last turn's stream failed, if it did.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The `--var` values given on top of the prompt's variables and the case.
-    #[serde(skip_serializing_if = "Variables::is_empty")]
+    #[serde(default, skip_serializing_if = "Variables::is_empty")]
     pub variables: Variables,
     /// The last turn's mode report (requested, used, schema in prompt, fallbacks with reasons).
     pub mode: ModeReport,
@@ -48,16 +53,16 @@ pub struct RunRecord {
     pub duration_ms: u64,
     /// The run was stopped (the user, a signal, its deadline; `warnings` says which): the last turn
     /// holds the answer as far as it streamed.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
     /// The `custom_id` of the provider batch request this run was imported from (`batch import`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<String>,
     pub turns: Vec<Turn>,
 }
 
 /// One request and its answer.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Turn {
     /// 1-based.
     pub turn: u32,
@@ -65,7 +70,7 @@ pub struct Turn {
     pub output: String,
     /// `None` when the stream failed (see `error`).
     pub finish_reason: Option<FinishReason>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ProviderError>,
     pub usage: Option<Usage>,
     /// Milliseconds from sending the request to the first piece of the answer.
@@ -88,7 +93,7 @@ pub struct Turn {
     pub transcript: Transcript,
     /// Why the client stopped the answer itself (it passed `max_tokens` as we count it, or the
     /// answer-size cap): the turn ends `length` with what came before.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_by_client: Option<String>,
 }
 
@@ -205,6 +210,15 @@ pub fn now_ms() -> u64 {
 }
 
 impl RunRecord {
+    /// What the run handed on, in a few words: `3 items`, `1 value` or `no result`.
+    pub fn result_in_words(&self) -> String {
+        match &self.result {
+            Value::Array(items) => format!("{} items", items.len()),
+            Value::Null => "no result".into(),
+            _ => "1 value".into(),
+        }
+    }
+
     /// The run's verdict in one line: turns, verdicts, finish reason, tokens, time to first token, speed.
     pub fn summary_line(&self) -> String {
         let Some(last) = self.turns.last() else { return format!("{}: no turn was run", self.prompt) };

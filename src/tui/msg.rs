@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 
 use ratatui_textarea::Input;
-use serde_json::Value;
 
 use crate::prompt::file::PromptFile;
-use crate::run::RunEvent;
+use crate::run::{RunEvent, RunRecord};
 use crate::truncate::sweep::Sweep;
+use crate::truncate::transcript::Transcript;
 
 /// Raw input from the terminal, already read off the wire.
 #[derive(Clone, Debug, PartialEq)]
@@ -143,7 +143,7 @@ pub enum Msg {
     /// is not): the answer so far while it streams, the whole answer at its end.
     SweepReady { run: u64, answer_len: usize, sweep: Result<Box<Sweep>, String> },
     /// Past runs of this prompt, newest first (or why they could not be read).
-    HistoryLoaded(Result<Vec<Value>, String>),
+    HistoryLoaded(Result<Vec<RunRecord>, String>),
     /// The prompt was written to disk (or why not).
     Saved(Result<PathBuf, String>),
     /// A note from the outside world for the status line (clipboard, recovery file).
@@ -239,8 +239,8 @@ pub struct RunRequest {
 pub enum ReplaySource {
     /// A transcript file, at its recorded pace.
     File(PathBuf),
-    /// A transcript from a history record (`turns[-1].transcript`), instantly.
-    Record(Box<Value>),
+    /// A transcript from a history record (its last turn's), instantly.
+    Record(Box<Transcript>),
 }
 
 /// A truncation sweep to compute: the answer, where its chunks ended, and how to read it.

@@ -144,12 +144,7 @@ impl Runner {
                     let result = match path {
                         None => Err("no data directory: set TUNEBENCH_DATA_DIR".to_string()),
                         Some(path) => history::read(&path).map_err(|e| e.to_string()).map(|history| {
-                            history
-                                .records
-                                .into_iter()
-                                .rev()
-                                .filter(|r| r["prompt"].as_str() == Some(prompt_id.as_str()))
-                                .collect()
+                            history.records.into_iter().rev().filter(|record| record.prompt == prompt_id).collect()
                         }),
                     };
                     let _ = tx.send(Msg::HistoryLoaded(result));
@@ -199,10 +194,7 @@ impl Runner {
         self.run_cancel = None;
         let replay = match &request.replay {
             Some(ReplaySource::File(path)) => Some(ReplayFrom::File(path.clone(), self.pace)),
-            Some(ReplaySource::Record(transcript)) => Some(ReplayFrom::Transcript(Box::new(
-                serde_json::from_value((**transcript).clone())
-                    .map_err(|e| anyhow::anyhow!("the history entry's transcript cannot be read: {e}"))?,
-            ))),
+            Some(ReplaySource::Record(transcript)) => Some(ReplayFrom::Transcript(transcript.clone())),
             None => None,
         };
         let overrides = ProviderSettings {

@@ -4,13 +4,13 @@
 use std::path::PathBuf;
 
 use ratatui_textarea::TextArea;
-use serde_json::Value;
 
 use super::keymap::Keymap;
 use super::recovery::Recovery;
 use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
 use crate::prompt::file::PromptFile;
 use crate::provider::{FinishReason, ModeReport, Usage};
+use crate::run::RunRecord;
 use crate::truncate::sweep::Sweep;
 
 /// The panes, in focus order.
@@ -268,7 +268,8 @@ pub struct State {
     /// First output line shown; `None` follows the tail.
     pub output_scroll: Option<usize>,
     pub truncation: TruncationView,
-    pub history: Vec<Value>,
+    /// Past runs of this prompt, newest first.
+    pub history: Vec<RunRecord>,
     pub history_selected: usize,
     pub selected_variable: usize,
     /// The last note for the status line.

@@ -190,7 +190,7 @@ fn openai_submit_poll_fetch_and_import() {
     assert!(stderr.contains("warning: no answer: openai batch: request tb"), "{stderr}");
     assert!(!stderr.contains("repaired"), "answers of their own type need no repair: {stderr}");
     let history = tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap().records;
-    assert_eq!(history.iter().filter(|r| r["ok"] == true).count(), 3);
+    assert_eq!(history.iter().filter(|r| r.ok).count(), 3);
 
     let (code, status, _) = run(tunebench(dir.path()).args(["batch", "status", "batch_abc", "--base-url", &base]));
     assert_eq!(code, Some(0));

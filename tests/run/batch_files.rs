@@ -128,10 +128,11 @@ fn import_judges_each_answer_and_reports_bad_lines_by_number() {
 
     let history = tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap().records;
     assert_eq!(history.len(), 4);
-    assert!(history.iter().all(|r| r["batch"].is_string()));
+    assert!(history.iter().all(|r| r.batch.is_some()));
     // The imported turn's transcript ends as the provider said, so it replays like a live one.
-    assert_eq!(history[0]["turns"][0]["transcript"]["end"]["finish_reason"], "stop");
-    assert_eq!(history[0]["turns"][0]["transcript"]["chunks"].as_array().map(Vec::len), Some(1));
+    let transcript = &history[0].turns[0].transcript;
+    assert_eq!(transcript.end.as_ref().and_then(|end| end.finish_reason.as_deref()), Some("stop"));
+    assert_eq!(transcript.chunks.len(), 1);
 
     // `history` lists them by batch tag, and --failed keeps the three that failed (one truncated).
     let tag = summary["tag"].as_str().unwrap();

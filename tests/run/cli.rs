@@ -38,9 +38,9 @@ fn run_streams_validates_records_and_replays_identically() {
 
     let history = tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap().records;
     assert_eq!(history.len(), 1);
-    assert_eq!(history[0]["prompt"], "extract-definitions");
-    let live_result = history[0]["result"].clone();
-    let live_parse = history[0]["turns"][0]["parse"].clone();
+    assert_eq!(history[0].prompt, "extract-definitions");
+    let live_result = history[0].result.clone();
+    let live_parse = serde_json::to_value(&history[0].turns[0].parse).unwrap();
 
     let output = tunebench(dir.path())
         .arg("run")

@@ -150,7 +150,7 @@ async fn ctrl_c_during_a_cli_run_keeps_the_partial_answer_in_the_history() {
     let history = tunebench::run::history::read(&dir.path().join("history.jsonl")).unwrap();
     assert_eq!(history.records.len(), 1);
     let record = &history.records[0];
-    assert_eq!(record["cancelled"], true);
-    let output = record["turns"][0]["output"].as_str().unwrap_or_default();
+    assert!(record.cancelled);
+    let output = &record.turns[0].output;
     assert!(output.starts_with("{\"topic\": \"inflation\"") && output.matches("drip").count() >= 3, "{output}");
 }

@@ -149,10 +149,10 @@ fn cancel_stops_the_stream_and_keeps_the_partial_answer() {
     assert!(later.contains("partial answer"), "{later}");
     // The cancelled run went to the history with its partial answer, and replays from there.
     screen.wait("the cancelled run in the history", |s| s.contains("⊘ cancelled"));
-    let history = std::fs::read_to_string(dir.path().join("data/history.jsonl")).unwrap();
-    let record: serde_json::Value = serde_json::from_str(history.lines().last().unwrap()).unwrap();
-    assert_eq!(record["cancelled"], true, "{record}");
-    assert_eq!(record["turns"][0]["chunks"].as_u64(), Some(kept as u64), "{record}");
+    let history = tunebench::run::history::read(&dir.path().join("data/history.jsonl")).unwrap();
+    let record = history.records.last().unwrap();
+    assert!(record.cancelled, "{record:?}");
+    assert_eq!(record.turns[0].chunks, kept, "{record:?}");
     send(b"\x1b8"); // alt-8: the history
     send(b"\r"); // enter: replay the selected (newest) run
     let replayed = screen.wait("the replay", |s| s.contains("done") && chunks_shown(s) == kept);

@@ -3,7 +3,7 @@
 
 use tunebench::provider::{Fallback, ModeReport, StructuredMode};
 use tunebench::run::RunEvent;
-use tunebench::tui::msg::{Action, Effect, Msg};
+use tunebench::tui::msg::{Action, Effect, Msg, ReplaySource};
 use tunebench::tui::panes::status::mode_text;
 use tunebench::tui::state::State;
 use tunebench::tui::update::update;
@@ -185,4 +185,28 @@ fn a_cut_moved_back_stays_while_the_chart_grows() {
     update(&mut state, Msg::SweepReady { run: run + 7, answer_len: 1, sweep: Ok(Box::new(stale.clone())) });
     update(&mut state, Msg::SweepReady { run, answer_len: shown - 1, sweep: Ok(Box::new(stale)) });
     assert_eq!(state.truncation.swept_len, shown);
+}
+
+/// A history line as `history.jsonl` holds it: one turn, replayable from its transcript.
+const HISTORY_LINE: &str = r#"{"prompt":"agent-kg-extract","case":"astronomy","provider":"openai","model":"gpt-4o-mini","structured":"none","response_type":"jsonl","profile":"lenient","ok":true,"result":[{"a":1},{"a":2}],"truncated":false,"repaired":false,"mode":{"requested":"none","used":"none"},"max_turns":2,"started_at_ms":45073000,"duration_ms":80,"turns":[{"turn":1,"output":"{\"a\":1}\n{\"a\":2}\n","finish_reason":"stop","usage":null,"ttft_ms":null,"duration_ms":80,"tokens_per_s":null,"chunks":1,"parse":{"response_type":"jsonl","profile":"lenient","items":[{"a":1},{"a":2}],"lines":[{"line":1,"status":"valid"},{"line":2,"status":"valid"}],"summary":{"valid":2,"invalid_json":0,"schema_error":0,"skipped":0}},"ok":true,"feedback":null,"mode":{"requested":"none","used":"none"},"transcript":{"header":{"transcript":1,"provider":"openai","model":"gpt-4o-mini"},"chunks":[{"t_ms":5,"delta":"{\"a\":1}\n{\"a\":2}\n"}],"end":{"t_ms":80,"finish_reason":"stop"}}}]}"#;
+
+#[test]
+fn a_history_record_is_listed_and_replays_its_last_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.jsonl");
+    std::fs::write(&path, format!("{HISTORY_LINE}\n")).unwrap();
+    let history = tunebench::run::history::read(&path).unwrap();
+    assert!(history.skipped.is_empty(), "{:?}", history.skipped);
+    let record = history.records[0].clone();
+    let mut state = sample_state();
+    update(&mut state, Msg::HistoryLoaded(Ok(history.records)));
+    let theme = tunebench::tui::theme::Theme::default();
+    let row = tunebench::tui::panes::history::row(&state.history[0], &theme, 60).to_string();
+    assert_eq!(row, "12:31:13 ✓ openai gpt-4o-mini astronomy 2 items 1");
+    update(&mut state, Msg::Action(Action::FocusHistory));
+    let effects = update(&mut state, Msg::Action(Action::Open));
+    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    let Some(ReplaySource::Record(transcript)) = &request.replay else { panic!("{:?}", request.replay) };
+    assert_eq!(**transcript, record.turns[0].transcript);
+    assert_eq!(request.max_turns, Some(1));
 }

@@ -64,6 +64,8 @@ use super::{Items, JsonlReport, LineVerdict, OutputParser, Profile, Report, Resp
 use crate::schema::Check;
 
 pub use self::lines::cores;
+/// serde_json's message without its " at line X column Y" suffix.
+pub(crate) use self::sink::error_message as serde_message;
 pub use self::trustgraph::trustgraph_parse_jsonl;
 /// Reads one JSON text as `serde_json::from_str` does (objects allocated at their exact size).
 pub(crate) use self::value::from_str as read_value;

@@ -5,9 +5,9 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
-use serde_json::Value;
 
 use super::{block, clip};
+use crate::run::RunRecord;
 use crate::tui::state::{Pane, State};
 use crate::tui::theme::Theme;
 
@@ -41,23 +41,17 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
 }
 
 /// `12:04:33 ✓ replay hand-written… astronomy 5 items`.
-pub fn row<'a>(record: &Value, theme: &Theme, width: usize) -> Line<'a> {
-    let ok = record["ok"].as_bool().unwrap_or(false);
-    let cancelled = record["cancelled"].as_bool().unwrap_or(false);
-    let secs = record["started_at_ms"].as_u64().unwrap_or(0) / 1000;
+pub fn row<'a>(record: &RunRecord, theme: &Theme, width: usize) -> Line<'a> {
+    let (ok, cancelled) = (record.ok, record.cancelled);
+    let secs = record.started_at_ms / 1000;
     let time = format!("{:02}:{:02}:{:02}", secs / 3600 % 24, secs / 60 % 60, secs % 60);
-    let items = match &record["result"] {
-        Value::Array(items) => format!("{} items", items.len()),
-        Value::Null => "no result".into(),
-        _ => "1 value".into(),
-    };
     let text = format!(
         "{} {} {} {} {}",
-        record["provider"].as_str().unwrap_or("?"),
-        record["model"].as_str().unwrap_or(""),
-        record["case"].as_str().unwrap_or(""),
-        items,
-        record["turns"].as_array().map_or(0, Vec::len),
+        record.provider,
+        record.model,
+        record.case.as_deref().unwrap_or(""),
+        record.result_in_words(),
+        record.turns.len(),
     );
     Line::from(vec![
         Span::styled(format!("{time} "), theme.dim),

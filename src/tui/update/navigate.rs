@@ -46,12 +46,9 @@ pub(super) fn open(state: &mut State) -> Vec<Effect> {
     match state.focus {
         Pane::History => {
             let Some(record) = state.history.get(state.history_selected) else { return Vec::new() };
-            let transcript = record["turns"].as_array().and_then(|turns| turns.last()).map(|t| t["transcript"].clone());
-            match transcript {
-                Some(transcript) if transcript.is_object() => {
-                    start_run(state, Some(1), Some(ReplaySource::Record(Box::new(transcript))))
-                }
-                _ => {
+            match record.turns.last().map(|turn| turn.transcript.clone()) {
+                Some(transcript) => start_run(state, Some(1), Some(ReplaySource::Record(Box::new(transcript)))),
+                None => {
                     state.note = Some("this history entry has no transcript to replay".into());
                     Vec::new()
                 }
