@@ -10,9 +10,9 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::Engine;
-use crate::prompt::reading::setup_for_prompt;
 use crate::output::Profile;
 use crate::prompt::file::PromptFile;
+use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::template::Variables;
 use crate::provider::Request;
 use crate::run::{history, Reading, RunPlan, RunSettings};

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::bench_data::{array_answer, union_jsonl, union_schema};
 use crate::output::{parser_for, Profile, Report, ResponseType};
 use crate::schema::{Check, CompiledSchema};
 use crate::truncate::cut::{Answer, Cuts, Unit};
 use crate::truncate::sweep::sweep;
-use crate::bench_data::{array_answer, union_jsonl, union_schema};
 
 /// Options of `tunebench bench`.
 #[derive(Debug, clap::Args)]
@@ -382,4 +382,3 @@ fn token_cuts(answer: &str) -> anyhow::Result<Vec<(usize, usize)>> {
     let answer = Answer { text: answer.to_string(), ..Answer::default() };
     Ok(Cuts::new(&answer, Unit::Token)?.all())
 }
-

@@ -62,4 +62,3 @@ impl ParseOptions {
         Answer::from_input(text).with_context(|| format!("reading {}", self.file.display()))
     }
 }
-

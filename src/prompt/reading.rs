@@ -45,7 +45,11 @@ pub(crate) enum Checks {
 
 impl Checks {
     /// The answer check and the per-item check for `response_type` under `profile`.
-    pub(crate) fn split(self, response_type: ResponseType, profile: Profile) -> (Option<SharedCheck>, Option<SharedCheck>) {
+    pub(crate) fn split(
+        self,
+        response_type: ResponseType,
+        profile: Profile,
+    ) -> (Option<SharedCheck>, Option<SharedCheck>) {
         match self {
             Checks::None => (None, None),
             Checks::Schema(schema) => {

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use super::msg::{CompareNews, CompareRequest, Msg};
 use super::runner::Runner;
 use super::sample::transcript_for;
-use crate::prompt::reading::setup_for_prompt;
 use crate::compare::pair;
 use crate::compare::{twin_of, twin_type, Comparison, SideSpec};
 use crate::output::ResponseType;
 use crate::prompt::file::{PromptFile, ProviderSettings};
+use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::template::Variables;
 use crate::run::{history, ProviderChoice, Reading, RunSettings};
 
