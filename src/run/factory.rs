@@ -12,12 +12,20 @@ use std::sync::Arc;
 use super::plan::RunSettings;
 use super::record::RunRecord;
 use super::RunError;
-use crate::provider::anthropic::Anthropic;
+use crate::provider::anthropic::{self, Anthropic};
 use crate::provider::http::HttpOptions;
-use crate::provider::ollama::Ollama;
-use crate::provider::openai::OpenAi;
+use crate::provider::ollama::{self, Ollama};
+use crate::provider::openai::{self, OpenAi};
 use crate::provider::replay::{Pace, Replay};
-use crate::provider::{EventStream, Provider, ProviderError, Request};
+use crate::provider::{EventStream, ModeReport, Outgoing, Provider, ProviderError, Request};
+
+/// Reads a provider's environment variable (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, ...).
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process environment as a [`Lookup`].
+pub fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
 
 /// Which provider answers, and how to reach it.
 #[derive(Clone, Debug)]
@@ -49,19 +57,19 @@ impl ProviderChoice {
     /// The provider for one run; `case` is the case's name in a batch (`None` for a single run),
     /// which only replay uses (to pick the case's transcripts).
     pub fn build(&self, case: Option<&str>) -> Result<Arc<dyn Provider>, RunError> {
+        self.build_with(case, &env_var)
+    }
+
+    /// [`Self::build`] reading the providers' variables through `lookup`.
+    pub fn build_with(&self, case: Option<&str>, lookup: Lookup) -> Result<Arc<dyn Provider>, RunError> {
         let base = self.base_url.as_deref();
-        let needs_model = |provider: &str| {
-            RunError::Setting(format!(
-                "the {provider} provider needs a model name: give --model, or set model in the prompt's [provider]"
-            ))
-        };
+        let http = self.http.clone();
+        self.check_model()?;
         Ok(match self.name.as_str() {
-            "openai" => Arc::new(OpenAi::from_env(base, self.http.clone())?),
-            "vllm" => Arc::new(OpenAi::vllm_from_lookup(base, |name| std::env::var(name).ok(), self.http.clone())?),
-            "ollama" if self.model.is_empty() => return Err(needs_model("ollama")),
-            "ollama" => Arc::new(Ollama::from_env(base, self.http.clone())?),
-            "anthropic" if self.model.is_empty() => return Err(needs_model("anthropic")),
-            "anthropic" => Arc::new(Anthropic::from_env(base, self.http.clone())?),
+            "openai" => Arc::new(OpenAi::from_lookup(base, lookup, http)?),
+            "vllm" => Arc::new(OpenAi::vllm_from_lookup(base, lookup, http)?),
+            "ollama" => Arc::new(Ollama::from_lookup(base, lookup, http)?),
+            "anthropic" => Arc::new(Anthropic::from_lookup(base, lookup, http)?),
             "replay" => {
                 let Some(first) = &self.transcript else {
                     return Err(RunError::Setting(
@@ -72,13 +80,40 @@ impl ProviderChoice {
                 Arc::new(ReplaySequence::open(first, case, self.pace)?)
             }
             "local" => local_provider(&self.model)?,
-            other => {
-                return Err(RunError::Setting(format!(
-                    "unknown provider {other:?}: use openai, vllm, ollama, anthropic, local or replay"
-                )))
-            }
+            other => return Err(unknown(other)),
         })
     }
+
+    /// The HTTP request the provider [`Self::build_with`] makes would send first for `request` (a
+    /// plan's), and how it settles the structured mode, without building it (no client, no model
+    /// loaded): what its `stream` sends. `None` for the providers that send no HTTP request (`local`,
+    /// `replay`).
+    pub fn first_request(&self, request: &Request, lookup: Lookup) -> Result<Option<(Outgoing, ModeReport)>, RunError> {
+        let base = self.base_url.as_deref();
+        self.check_model()?;
+        Ok(Some(match self.name.as_str() {
+            "openai" => openai::first_request(base, lookup, request)?,
+            "vllm" => openai::vllm_first_request(base, lookup, request)?,
+            "ollama" => ollama::first_request(base, lookup, request)?,
+            "anthropic" => anthropic::first_request(base, lookup, request)?,
+            "replay" | "local" => return Ok(None),
+            other => return Err(unknown(other)),
+        }))
+    }
+
+    /// Ollama and Anthropic need a model name.
+    fn check_model(&self) -> Result<(), RunError> {
+        match self.name.as_str() {
+            provider @ ("ollama" | "anthropic") if self.model.is_empty() => Err(RunError::Setting(format!(
+                "the {provider} provider needs a model name: give --model, or set model in the prompt's [provider]"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn unknown(provider: &str) -> RunError {
+    RunError::Setting(format!("unknown provider {provider:?}: use openai, vllm, ollama, anthropic, local or replay"))
 }
 
 /// How many runs of a batch go at once, and why.

@@ -4,20 +4,17 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
-use std::sync::Arc;
 use std::time::Instant;
 
 use super::log::Log;
-use super::msg::{CompareNews, Effect, FetchNews, Msg, ReplaySource, RunRequest, SweepRequest};
+use super::msg::{CompareNews, Effect, FetchNews, Msg, RunRequest, SweepRequest};
 use super::recovery;
+use super::request::{prepare, Env};
+use crate::prompt::file::write_atomic;
 use crate::prompt::reading::setup_for_prompt;
-use crate::prompt::file::{write_atomic, ProviderSettings};
-use crate::prompt::template::Variables;
-use crate::provider::replay::{Pace, Replay};
-use crate::provider::Provider;
-use crate::run::{engine, history, ProviderChoice, Reading, ReplaySequence, RunPlan, RunSettings, Stop};
+use crate::provider::replay::Pace;
+use crate::run::{engine, history, Stop};
 use crate::truncate::sweep::sweep;
-use crate::truncate::transcript::Transcript;
 
 /// Executes effects for the loop.
 pub struct Runner {
@@ -38,6 +35,8 @@ pub struct Runner {
     pub record_history: bool,
     /// The prompt file the workbench edits (its recovery file is the one cleared).
     pub prompt_path: Option<PathBuf>,
+    /// Reads the providers' variables (the process environment).
+    pub env: Env,
 }
 
 impl Runner {
@@ -56,6 +55,7 @@ impl Runner {
             clipboard: false,
             record_history: true,
             prompt_path: None,
+            env: crate::run::env_var,
         })
     }
 
@@ -200,43 +200,13 @@ impl Runner {
             task.abort();
         }
         self.run_cancel = None;
-        let base_dir = request.path.parent().unwrap_or(Path::new(".")).to_path_buf();
-        let setup = setup_for_prompt(&request.prompt, &request.path, &base_dir, None)?;
-        let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
-        let overrides = ProviderSettings {
-            name: Some(request.provider.clone()),
-            model: request.model.clone(),
-            structured: request.structured.clone(),
-            max_tokens: request.max_tokens,
-            ..ProviderSettings::default()
-        };
-        let mut settings = RunSettings::resolve(&request.prompt, &overrides, request.max_turns, None)?;
-        let provider: Arc<dyn Provider> = match &request.replay {
-            Some(ReplaySource::File(path)) => {
-                let sequence = ReplaySequence::open(path, None, self.pace)?;
-                if settings.model.is_empty() {
-                    settings.model = sequence.model().to_string();
-                }
-                Arc::new(sequence)
-            }
-            Some(ReplaySource::Record(transcript)) => {
-                let transcript: Transcript = serde_json::from_value((**transcript).clone())
-                    .map_err(|e| anyhow::anyhow!("the history entry's transcript cannot be read: {e}"))?;
-                if settings.model.is_empty() {
-                    settings.model = transcript.header.model.clone();
-                }
-                Arc::new(Replay::new(transcript, Pace::Instant))
-            }
-            None => ProviderChoice::new(&settings, None, self.pace).build(None)?,
-        };
-        let plan =
-            RunPlan::new(&request.prompt, &base_dir, request.case.as_deref(), &Variables::new(), &settings, reading)?;
+        let (plan, provider) = prepare(&request, self.pace, self.env)?;
         self.log.line(&format!(
             "run {} of {} with {} {}",
             request.run,
             request.path.display(),
             provider.name(),
-            settings.model
+            plan.request.model
         ));
         let tx = self.tx.clone();
         let run = request.run;
