@@ -11,10 +11,11 @@ use super::endpoint;
 use super::error::{body_message, snippet};
 use super::generate::{generate, Emit};
 use super::http::{self, guarded_body, media_type, HttpOptions, Target};
-use super::modes::Ladder;
+use super::modes::{first_attempt, Ladder};
+use super::outgoing::{Header, Outgoing};
 use super::sse::{sse_units, Units};
 use super::turn::Answer;
-use super::{ApiKey, Event, EventStream, FinishReason, Provider, ProviderError, Request, StructuredMode};
+use super::{ApiKey, Event, EventStream, FinishReason, ModeReport, Provider, ProviderError, Request, StructuredMode};
 
 /// The base URL used when none is given.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -23,6 +24,7 @@ pub const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` is required by the API; this is sent when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 const NAME: &str = "anthropic";
+const KEY_VAR: &str = super::kind::ANTHROPIC.key_var;
 /// The modes this provider offers: none, the schema is described in the prompt.
 pub const OFFERED: &[StructuredMode] = &[StructuredMode::None];
 
@@ -69,16 +71,47 @@ impl Anthropic {
         key: Option<ApiKey>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
-        let trimmed = base_url.trim().trim_end_matches('/');
-        let base_url = trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_string();
+        let base_url = base(base_url);
         let client = http::client(NAME, &base_url, &options)?;
         Ok(Self { inner: Arc::new(Inner { base_url, base_hint, key, client, options }) })
     }
 
     /// The Messages URL requests go to.
     pub fn url(&self) -> String {
-        format!("{}/v1/messages", self.inner.base_url)
+        messages_url(&self.inner.base_url)
     }
+}
+
+/// What an [`Anthropic::from_lookup`] provider sends for `request`, and how its structured mode was
+/// settled, without building the provider.
+pub fn first_request(
+    base_url: Option<&str>,
+    lookup: impl Fn(&str) -> Option<String>,
+    request: &Request,
+) -> Result<(Outgoing, ModeReport), ProviderError> {
+    let found = endpoint::resolve(&super::kind::ANTHROPIC, base_url, lookup)?;
+    let base_url = base(&found.url);
+    http::parse_base(NAME, &base_url)?;
+    let (sent, mode) = first_attempt(NAME, OFFERED, request);
+    Ok((outgoing(&base_url, found.key.is_some(), &sent), mode))
+}
+
+/// A base URL as the provider keeps it (without a trailing `/v1`).
+fn base(base_url: &str) -> String {
+    let trimmed = base_url.trim().trim_end_matches('/');
+    trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_string()
+}
+
+fn messages_url(base_url: &str) -> String {
+    format!("{base_url}/v1/messages")
+}
+
+/// The request sent for `sent` (at its settled mode) to the server at `base_url`, with the key when
+/// there is one: what [`Provider::stream`] sends.
+fn outgoing(base_url: &str, has_key: bool, sent: &Request) -> Outgoing {
+    Outgoing::post(messages_url(base_url), body(sent))
+        .header(Header::text("anthropic-version", API_VERSION))
+        .key_header("x-api-key", "", has_key.then_some(KEY_VAR))
 }
 
 impl Provider for Anthropic {
@@ -89,8 +122,7 @@ impl Provider for Anthropic {
     fn stream(&self, request: &Request) -> EventStream {
         let inner = Arc::clone(&self.inner);
         let request = request.clone();
-        let url = self.url();
-        generate(move |emit| async move { inner.run(&url, request, emit).await })
+        generate(move |emit| async move { inner.run(request, emit).await })
     }
 }
 
@@ -135,30 +167,20 @@ pub fn finish_reason(stop_reason: &str) -> FinishReason {
 }
 
 impl Inner {
-    async fn run(&self, url: &str, request: Request, emit: Emit) {
+    async fn run(&self, request: Request, emit: Emit) {
+        let url = &messages_url(&self.base_url);
         let target = Target {
             provider: NAME,
             url,
-            key_var: "ANTHROPIC_API_KEY",
+            key_var: KEY_VAR,
             key: self.key.as_ref(),
             model: &request.model,
             base_hint: self.base_hint,
         };
         let ladder = Ladder::new(&request, NAME, OFFERED);
         let sent = ladder.request_for(&request);
-        let payload = body(&sent).to_string();
-        let build = || {
-            let builder = self
-                .client
-                .post(url)
-                .header("content-type", "application/json")
-                .header("anthropic-version", API_VERSION)
-                .body(payload.clone());
-            match &self.key {
-                Some(key) => builder.header("x-api-key", key.expose()),
-                None => builder,
-            }
-        };
+        let outgoing = outgoing(&self.base_url, self.key.is_some(), &sent);
+        let build = || outgoing.builder(&self.client, self.key.as_ref());
         let response = match target.send(build, &self.options, &emit).await {
             Err(error) => return emit.send(Event::Error(error.redacted(self.key.as_ref()))),
             Ok(Err((rejected, retries))) => return emit.send(Event::Error(target.status_error(&rejected, retries))),

@@ -50,10 +50,7 @@ pub const MAX_REDIRECTS: usize = 5;
 /// its body and its credentials never leave the origin they were given for. The 3xx answer comes back
 /// as the response, and [`Target::status_error`] names where it pointed.
 pub(crate) fn client(provider: &str, base_url: &str, options: &HttpOptions) -> Result<reqwest::Client, ProviderError> {
-    let url = reqwest::Url::parse(base_url).map_err(|e| ProviderError::Config {
-        provider: provider.to_string(),
-        message: format!("the base URL {base_url:?} is not a URL: {e}"),
-    })?;
+    let url = parse_base(provider, base_url)?;
     let origin = url.origin();
     let redirects = reqwest::redirect::Policy::custom(move |attempt| {
         if attempt.url().origin() != origin || attempt.previous().len() > MAX_REDIRECTS {
@@ -68,6 +65,14 @@ pub(crate) fn client(provider: &str, base_url: &str, options: &HttpOptions) -> R
         builder = builder.no_proxy();
     }
     builder.build().map_err(|e| ProviderError::Config { provider: provider.to_string(), message: chain(&e) })
+}
+
+/// `base_url` read as a URL, or the error a provider built on it reports.
+pub(crate) fn parse_base(provider: &str, base_url: &str) -> Result<reqwest::Url, ProviderError> {
+    reqwest::Url::parse(base_url).map_err(|e| ProviderError::Config {
+        provider: provider.to_string(),
+        message: format!("the base URL {base_url:?} is not a URL: {e}"),
+    })
 }
 
 /// Whether `url` names this machine (`localhost`, 127.0.0.0/8, `[::1]`).

@@ -13,6 +13,7 @@
 //!   with schema-constrained decoding.
 //! - [`replay::Replay`]: a recorded transcript, at its pace, N× faster, or as fast as possible.
 //! - [`record::Recorder`]: any stream written down as a transcript (CLI.md's format).
+//! - [`outgoing`]: the HTTP request a provider sends, as data (and as a curl command).
 //! - [`wire_server`]: an in-process HTTP server replaying recorded wire traffic (tests, `tunebench bench`).
 
 pub mod anthropic;
@@ -31,6 +32,7 @@ pub mod local;
 mod modes;
 pub mod ollama;
 pub mod openai;
+pub mod outgoing;
 pub mod record;
 pub mod replay;
 mod request;
@@ -46,6 +48,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::truncate::transcript::Usage;
 pub use error::{ApiKey, ProviderError};
 pub use modes::first_attempt;
+pub use outgoing::{Header, HeaderValue, Outgoing};
 pub use request::{schema_instructions, Message, Request, Role, StructuredMode};
 
 /// What a provider's stream yields. `Finish` or `Error` is the last event of every stream.

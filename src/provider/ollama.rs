@@ -12,15 +12,17 @@ use super::error::snippet;
 use super::generate::{generate, Emit};
 use super::http::{self, guarded_body, media_type, HttpOptions, Target};
 use super::lines::ndjson_units;
-use super::modes::Ladder;
+use super::modes::{first_attempt, Ladder};
+use super::outgoing::Outgoing;
 use super::sse::Units;
 use super::turn::Answer;
-use super::{ApiKey, Event, EventStream, FinishReason, Provider, ProviderError, Request, StructuredMode};
+use super::{ApiKey, Event, EventStream, FinishReason, ModeReport, Provider, ProviderError, Request, StructuredMode};
 
 /// The host used when neither a base URL nor `OLLAMA_HOST` is given.
 pub const DEFAULT_HOST: &str = "http://127.0.0.1:11434";
 const NAME: &str = "ollama";
 const OFFERED: &[StructuredMode] = &[StructuredMode::JsonSchema, StructuredMode::JsonObject, StructuredMode::None];
+const KEY_VAR: &str = super::kind::OLLAMA.key_var;
 
 /// An Ollama server.
 #[derive(Clone, Debug)]
@@ -91,8 +93,32 @@ impl Ollama {
 
     /// The chat URL requests go to.
     pub fn url(&self) -> String {
-        format!("{}/api/chat", self.inner.host)
+        chat_url(&self.inner.host)
     }
+}
+
+/// What an [`Ollama::from_lookup`] provider sends for `request`, and how its structured mode was
+/// settled, without building the provider.
+pub fn first_request(
+    host: Option<&str>,
+    lookup: impl Fn(&str) -> Option<String>,
+    request: &Request,
+) -> Result<(Outgoing, ModeReport), ProviderError> {
+    let found = endpoint::resolve(&super::kind::OLLAMA, host, lookup)?;
+    let host = normalize_host(&found.url);
+    http::parse_base(NAME, &host)?;
+    let (sent, mode) = first_attempt(NAME, OFFERED, request);
+    Ok((outgoing(&host, found.key.is_some(), &sent), mode))
+}
+
+fn chat_url(host: &str) -> String {
+    format!("{host}/api/chat")
+}
+
+/// The request sent for `sent` (at its settled mode) to the server at `host`, with the key when there
+/// is one: what [`Provider::stream`] sends.
+fn outgoing(host: &str, has_key: bool, sent: &Request) -> Outgoing {
+    Outgoing::post(chat_url(host), body(sent)).key_header("authorization", "Bearer ", has_key.then_some(KEY_VAR))
 }
 
 impl Provider for Ollama {
@@ -103,8 +129,7 @@ impl Provider for Ollama {
     fn stream(&self, request: &Request) -> EventStream {
         let inner = Arc::clone(&self.inner);
         let request = request.clone();
-        let url = self.url();
-        generate(move |emit| async move { inner.run(&url, request, emit).await })
+        generate(move |emit| async move { inner.run(request, emit).await })
     }
 }
 
@@ -134,25 +159,20 @@ fn body(request: &Request) -> Value {
 }
 
 impl Inner {
-    async fn run(&self, url: &str, request: Request, emit: Emit) {
+    async fn run(&self, request: Request, emit: Emit) {
+        let url = &chat_url(&self.host);
         let target = Target {
             provider: NAME,
             url,
-            key_var: "OLLAMA_API_KEY",
+            key_var: KEY_VAR,
             key: self.key.as_ref(),
             model: &request.model,
             base_hint: self.base_hint,
         };
         let ladder = Ladder::new(&request, NAME, OFFERED);
         let sent = ladder.request_for(&request);
-        let payload = body(&sent).to_string();
-        let build = || {
-            let builder = self.client.post(url).header("content-type", "application/json").body(payload.clone());
-            match &self.key {
-                Some(key) => builder.bearer_auth(key.expose()),
-                None => builder,
-            }
-        };
+        let outgoing = outgoing(&self.host, self.key.is_some(), &sent);
+        let build = || outgoing.builder(&self.client, self.key.as_ref());
         let response = match target.send(build, &self.options, &emit).await {
             Err(error) => return emit.send(Event::Error(error.redacted(self.key.as_ref()))),
             Ok(Err((rejected, retries))) => {

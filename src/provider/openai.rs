@@ -11,10 +11,11 @@ use super::endpoint;
 use super::error::{body_message, snippet};
 use super::generate::{generate, Emit};
 use super::http::{self, guarded_body, media_type, read_text, HttpOptions, Rejected, Target};
-use super::modes::Ladder;
+use super::modes::{first_attempt, Ladder};
+use super::outgoing::Outgoing;
 use super::sse::{sse_units, Unit, Units};
 use super::turn::Answer;
-use super::{ApiKey, Event, EventStream, FinishReason, Provider, ProviderError, Request, StructuredMode};
+use super::{ApiKey, Event, EventStream, FinishReason, ModeReport, Provider, ProviderError, Request, StructuredMode};
 
 /// The base URL used when none is given.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -95,7 +96,7 @@ impl OpenAi {
         key: Option<ApiKey>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
-        let base_url = base_url.trim().trim_end_matches('/').to_string();
+        let base_url = base(base_url);
         let client = http::client(NAME, &base_url, &options)?;
         let (name, key_var) = (NAME, super::kind::OPENAI.key_var);
         Ok(Self { inner: Arc::new(Inner { name, key_var, base_url, base_hint, key, client, options }) })
@@ -103,8 +104,55 @@ impl OpenAi {
 
     /// The chat-completions URL requests go to.
     pub fn url(&self) -> String {
-        format!("{}/chat/completions", self.inner.base_url)
+        chat_url(&self.inner.base_url)
     }
+}
+
+/// What an [`OpenAi::from_lookup`] provider sends first for `request` (the request [`Provider::stream`]
+/// makes before any fallback), and how its structured mode was settled, without building the provider.
+pub fn first_request(
+    base_url: Option<&str>,
+    lookup: impl Fn(&str) -> Option<String>,
+    request: &Request,
+) -> Result<(Outgoing, ModeReport), ProviderError> {
+    first(&super::kind::OPENAI, base_url, lookup, request)
+}
+
+/// [`first_request`] of an [`OpenAi::vllm_from_lookup`] provider.
+pub fn vllm_first_request(
+    base_url: Option<&str>,
+    lookup: impl Fn(&str) -> Option<String>,
+    request: &Request,
+) -> Result<(Outgoing, ModeReport), ProviderError> {
+    first(&super::kind::VLLM, base_url, lookup, request)
+}
+
+fn first(
+    vars: &endpoint::Vars,
+    base_url: Option<&str>,
+    lookup: impl Fn(&str) -> Option<String>,
+    request: &Request,
+) -> Result<(Outgoing, ModeReport), ProviderError> {
+    let found = endpoint::resolve(vars, base_url, lookup)?;
+    let base_url = base(&found.url);
+    http::parse_base(NAME, &base_url)?;
+    let (sent, mode) = first_attempt(vars.provider, OFFERED, request);
+    Ok((outgoing(&base_url, found.key.map(|_| vars.key_var), &sent, true), mode))
+}
+
+/// A base URL as the provider keeps it.
+fn base(base_url: &str) -> String {
+    base_url.trim().trim_end_matches('/').to_string()
+}
+
+fn chat_url(base_url: &str) -> String {
+    format!("{base_url}/chat/completions")
+}
+
+/// The request sent for `sent` (at its settled mode) to the server at `base_url`, with the key read
+/// from `key_var` when there is one: what [`Provider::stream`] sends.
+fn outgoing(base_url: &str, key_var: Option<&'static str>, sent: &Request, include_usage: bool) -> Outgoing {
+    Outgoing::post(chat_url(base_url), body(sent, include_usage)).key_header("authorization", "Bearer ", key_var)
 }
 
 impl Provider for OpenAi {
@@ -115,8 +163,7 @@ impl Provider for OpenAi {
     fn stream(&self, request: &Request) -> EventStream {
         let inner = Arc::clone(&self.inner);
         let request = request.clone();
-        let url = self.url();
-        generate(move |emit| async move { inner.run(&url, request, emit).await })
+        generate(move |emit| async move { inner.run(request, emit).await })
     }
 }
 
@@ -170,8 +217,10 @@ fn rejects(rejected: &Rejected, fields: &[&str]) -> bool {
 }
 
 impl Inner {
-    async fn run(&self, url: &str, request: Request, emit: Emit) {
+    async fn run(&self, request: Request, emit: Emit) {
         let name = self.name;
+        let url = &chat_url(&self.base_url);
+        let key_var = self.key.as_ref().map(|_| self.key_var);
         let target = Target {
             provider: name,
             url,
@@ -184,14 +233,8 @@ impl Inner {
         let mut include_usage = true;
         let (response, sent) = loop {
             let sent = ladder.request_for(&request);
-            let payload = body(&sent, include_usage).to_string();
-            let build = || {
-                let builder = self.client.post(url).header("content-type", "application/json").body(payload.clone());
-                match &self.key {
-                    Some(key) => builder.bearer_auth(key.expose()),
-                    None => builder,
-                }
-            };
+            let outgoing = outgoing(&self.base_url, key_var, &sent, include_usage);
+            let build = || outgoing.builder(&self.client, self.key.as_ref());
             match target.send(build, &self.options, &emit).await {
                 Err(error) => return emit.send(Event::Error(error.redacted(self.key.as_ref()))),
                 Ok(Ok(response)) => break (response, sent),

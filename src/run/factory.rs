@@ -12,14 +12,22 @@ use std::sync::Arc;
 use super::plan::RunSettings;
 use super::record::RunRecord;
 use super::RunError;
-use crate::provider::anthropic::Anthropic;
+use crate::provider::anthropic::{self, Anthropic};
 use crate::provider::http::HttpOptions;
 pub use crate::provider::kind::Concurrency;
 use crate::provider::kind::ProviderKind;
-use crate::provider::ollama::Ollama;
-use crate::provider::openai::OpenAi;
+use crate::provider::ollama::{self, Ollama};
+use crate::provider::openai::{self, OpenAi};
 use crate::provider::replay::{Pace, Replay};
-use crate::provider::{EventStream, Provider, ProviderError, Request};
+use crate::provider::{EventStream, ModeReport, Outgoing, Provider, ProviderError, Request};
+
+/// Reads a provider's environment variable (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, ...).
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The process environment as a [`Lookup`].
+pub fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
 
 /// Which provider answers, and how to reach it.
 #[derive(Clone, Debug)]
@@ -50,19 +58,19 @@ impl ProviderChoice {
     /// The provider for one run; `case` is the case's name in a batch (`None` for a single run),
     /// which only replay uses (to pick the case's transcripts).
     pub fn build(&self, case: Option<&str>) -> Result<Arc<dyn Provider>, RunError> {
+        self.build_with(case, &env_var)
+    }
+
+    /// [`Self::build`] reading the providers' variables through `lookup`.
+    pub fn build_with(&self, case: Option<&str>, lookup: Lookup) -> Result<Arc<dyn Provider>, RunError> {
         let base = self.base_url.as_deref();
-        if self.kind.needs_model() && self.model.is_empty() {
-            return Err(RunError::Setting(format!(
-                "the {} provider needs a model name: give --model, or set model in the prompt's [provider]",
-                self.kind
-            )));
-        }
-        let env = |name: &str| std::env::var(name).ok();
+        let http = self.http.clone();
+        self.check_model()?;
         Ok(match self.kind {
-            ProviderKind::Openai => Arc::new(OpenAi::from_lookup(base, env, self.http.clone())?),
-            ProviderKind::Vllm => Arc::new(OpenAi::vllm_from_lookup(base, env, self.http.clone())?),
-            ProviderKind::Ollama => Arc::new(Ollama::from_lookup(base, env, self.http.clone())?),
-            ProviderKind::Anthropic => Arc::new(Anthropic::from_lookup(base, env, self.http.clone())?),
+            ProviderKind::Openai => Arc::new(OpenAi::from_lookup(base, lookup, http)?),
+            ProviderKind::Vllm => Arc::new(OpenAi::vllm_from_lookup(base, lookup, http)?),
+            ProviderKind::Ollama => Arc::new(Ollama::from_lookup(base, lookup, http)?),
+            ProviderKind::Anthropic => Arc::new(Anthropic::from_lookup(base, lookup, http)?),
             ProviderKind::Replay => {
                 let Some(first) = &self.transcript else {
                     return Err(RunError::Setting(
@@ -75,11 +83,38 @@ impl ProviderChoice {
             ProviderKind::Local => local_provider(&self.model)?,
         })
     }
+
+    /// The HTTP request the provider [`Self::build_with`] makes would send first for `request` (a
+    /// plan's), and how it settles the structured mode, without building it (no client, no model
+    /// loaded): what its `stream` sends. `None` for the providers that send no HTTP request (`local`,
+    /// `replay`).
+    pub fn first_request(&self, request: &Request, lookup: Lookup) -> Result<Option<(Outgoing, ModeReport)>, RunError> {
+        let base = self.base_url.as_deref();
+        self.check_model()?;
+        Ok(Some(match self.kind {
+            ProviderKind::Openai => openai::first_request(base, lookup, request)?,
+            ProviderKind::Vllm => openai::vllm_first_request(base, lookup, request)?,
+            ProviderKind::Ollama => ollama::first_request(base, lookup, request)?,
+            ProviderKind::Anthropic => anthropic::first_request(base, lookup, request)?,
+            ProviderKind::Replay | ProviderKind::Local => return Ok(None),
+        }))
+    }
+
+    /// Ollama and Anthropic need a model name.
+    fn check_model(&self) -> Result<(), RunError> {
+        if self.kind.needs_model() && self.model.is_empty() {
+            return Err(RunError::Setting(format!(
+                "the {} provider needs a model name: give --model, or set model in the prompt's [provider]",
+                self.kind
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The concurrency a provider allows when none is given (see [`ProviderKind::concurrency`]).
 pub fn concurrency_for(settings: &RunSettings) -> Concurrency {
-    settings.provider.concurrency(settings.base_url.as_deref(), |name| std::env::var(name).ok())
+    settings.provider.concurrency(settings.base_url.as_deref(), env_var)
 }
 
 /// Whether the default local model can run now, without loading it (cheap: a file check).

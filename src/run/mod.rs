@@ -38,7 +38,9 @@ pub mod setup;
 mod turn;
 
 pub use engine::{run, run_batch, run_batch_until, run_until, Job};
-pub use factory::{fetch_local_model, local_model, transcript_path, LocalModel, ProviderChoice, ReplaySequence};
+pub use factory::{
+    env_var, fetch_local_model, local_model, transcript_path, LocalModel, Lookup, ProviderChoice, ReplaySequence,
+};
 pub use limits::{Limits, Stop};
 pub use plan::{Expected, Reading, RunPlan, RunSettings};
 pub use record::{RunRecord, Turn};

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::factory::{concurrency_for, Concurrency};
+use super::factory::{concurrency_for, env_var, Concurrency, Lookup};
 use super::{Job, ProviderChoice, Reading, RunError, RunPlan, RunSettings};
 use crate::output::Profile;
 use crate::prompt::file::{PromptFile, ProviderSettings};
@@ -115,11 +115,16 @@ impl RunSetup {
 
     /// The provider that answers `case` (`None` outside a batch).
     pub fn provider(&self, case: Option<&str>) -> Result<Arc<dyn Provider>, RunError> {
+        self.provider_with(case, &env_var)
+    }
+
+    /// [`Self::provider`] reading the providers' variables through `lookup`.
+    pub fn provider_with(&self, case: Option<&str>, lookup: Lookup) -> Result<Arc<dyn Provider>, RunError> {
         match &self.replay {
             Some(ReplayFrom::Transcript(transcript)) if self.settings.provider == ProviderKind::Replay => {
                 Ok(Arc::new(Replay::new((**transcript).clone(), Pace::Instant)))
             }
-            _ => self.choice().build(case),
+            _ => self.choice().build_with(case, lookup),
         }
     }
 

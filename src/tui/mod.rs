@@ -4,6 +4,8 @@
 //! - [`state`]: everything on screen; [`edit`]: the editors' texts as a prompt, the schema lint.
 //! - [`update`]: `update(&mut State, Msg) -> Vec<Effect>`, pure; [`mouse`]: clicks, wheel, drags.
 //! - [`app`]: the loop (batches of messages, a render at most every 16 ms); [`runner`]: effects.
+//! - [`request`]: what ctrl-r sends (run request, settings, plan, provider), one path for the runner
+//!   and the request preview.
 //! - [`panes`]: one file per pane, rendering from `&State` and `&Theme`.
 //! - [`keymap`] (+ `keymap.toml`), [`theme`] (`themes/*.toml`), [`recovery`], [`sample`], [`log`], [`paths`].
 //! - [`terminal`]: raw mode, mouse, the panic hook and the input thread; [`setup`]: the start-up.
@@ -24,6 +26,7 @@ pub mod msg;
 pub mod panes;
 pub mod paths;
 pub mod recovery;
+pub mod request;
 pub mod runner;
 pub mod sample;
 pub mod setup;

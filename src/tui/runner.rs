@@ -7,12 +7,13 @@ use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 use super::log::Log;
-use super::msg::{CompareNews, Effect, FetchNews, Msg, ReplaySource, RunRequest, SweepRequest};
+use super::msg::{CompareNews, Effect, FetchNews, Msg, RunRequest, SweepRequest};
 use super::recovery;
-use crate::prompt::file::{write_atomic, ProviderSettings};
+use super::request::{prepare, Env};
+use crate::prompt::file::write_atomic;
 use crate::prompt::reading::setup_for_prompt;
 use crate::provider::replay::Pace;
-use crate::run::{engine, history, ReplayFrom, RunSetup, SetupOptions, Stop};
+use crate::run::{engine, history, Stop};
 use crate::truncate::points::{Offsets, Points};
 use crate::truncate::sweep::sweep_points;
 
@@ -35,6 +36,8 @@ pub struct Runner {
     pub record_history: bool,
     /// The prompt file the workbench edits (its recovery file is the one cleared).
     pub prompt_path: Option<PathBuf>,
+    /// Reads the providers' variables (the process environment).
+    pub env: Env,
 }
 
 impl Runner {
@@ -53,6 +56,7 @@ impl Runner {
             clipboard: false,
             record_history: true,
             prompt_path: None,
+            env: crate::run::env_var,
         })
     }
 
@@ -192,29 +196,13 @@ impl Runner {
             task.abort();
         }
         self.run_cancel = None;
-        let replay = match &request.replay {
-            Some(ReplaySource::File(path)) => Some(ReplayFrom::File(path.clone(), self.pace)),
-            Some(ReplaySource::Record(transcript)) => Some(ReplayFrom::Transcript(transcript.clone())),
-            None => None,
-        };
-        let overrides = ProviderSettings {
-            name: Some(request.provider.clone()),
-            model: request.model.clone(),
-            structured: request.structured.clone(),
-            max_tokens: request.max_tokens,
-            ..ProviderSettings::default()
-        };
-        let options = SetupOptions { overrides, max_turns: request.max_turns, replay, ..SetupOptions::default() };
-        let setup = RunSetup::new(request.prompt, &request.path, options)?;
-        let provider = setup.provider(None)?;
-        let plan = setup.plan(request.case.as_deref())?;
-        let settings = setup.settings;
+        let (plan, provider) = prepare(&request, self.pace, self.env)?;
         self.log.line(&format!(
             "run {} of {} with {} {}",
             request.run,
             request.path.display(),
             provider.name(),
-            settings.model
+            plan.request.model
         ));
         let tx = self.tx.clone();
         let run = request.run;

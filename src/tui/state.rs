@@ -299,6 +299,8 @@ pub struct State {
     pub help_scroll: usize,
     /// An open text input (the model picker, a variable's editor): it takes every key.
     pub input: Option<Box<super::input::InputBox>>,
+    /// Reads the providers' variables for the request preview (the process environment).
+    pub env: super::request::Env,
 }
 
 impl State {
@@ -360,6 +362,7 @@ impl State {
             help_scroll: 0,
             variables: prompt_variables,
             case_variables,
+            env: crate::run::env_var,
         };
         super::edit::relint(&mut state);
         state

@@ -5,6 +5,7 @@
 
 mod compare;
 mod e2e;
+mod preview;
 mod snapshots;
 mod support;
 mod update;

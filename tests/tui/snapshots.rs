@@ -138,3 +138,22 @@ fn help_at_80x24_fits_and_scrolls() {
     update(&mut state, key('x'));
     assert_eq!(state.overlay, tunebench::tui::state::Overlay::None);
 }
+
+/// The request preview (alt-v), zoomed: what ctrl-r sends to an OpenAI-compatible server in
+/// json-schema mode, the key shown as its variable.
+#[test]
+fn request_preview_shows_the_request_as_sent() {
+    without_local_model();
+    let mut state =
+        tunebench::tui::setup::state_for(std::path::Path::new("sample-prompts/extract-definitions-json.toml"))
+            .expect("the sample loads");
+    state.choice.provider = "openai".into();
+    state.choice.structured = Some("json-schema".into());
+    state.saved.provider.base_url = Some("http://127.0.0.1:8080/v1".into());
+    state.env = |name| (name == "OPENAI_API_KEY").then(|| "sk-not-shown".to_string());
+    update(&mut state, Msg::Action(Action::TogglePreview));
+    update(&mut state, Msg::Action(Action::ToggleZoom));
+    let text = screen(&state, 100, 60);
+    assert!(text.contains("authorization: Bearer $OPENAI_API_KEY") && !text.contains("sk-not-shown"), "{text}");
+    insta::assert_snapshot!("request_preview_100x60", text);
+}

@@ -1,8 +1,8 @@
 //! Runs: starting one from the prompt as edited (with the settings chosen), and its events filling
 //! the live view (output, verdicts, timings, mode, turns, the end).
 
-use super::super::edit;
-use super::super::msg::{Effect, ReplaySource, RunRequest};
+use super::super::msg::{Effect, ReplaySource};
+use super::super::request::run_request;
 use super::super::state::{RunPhase, State};
 use super::sweep::{live_sweep, sweep_effect};
 use crate::run::RunEvent;
@@ -13,25 +13,13 @@ pub(super) fn start_run(state: &mut State, max_turns: Option<u32>, replay: Optio
         state.note = Some("a run is going: esc cancels it".into());
         return Vec::new();
     }
-    let prompt = match edit::prompt_for_run(state) {
-        Ok(prompt) => prompt,
+    let mut request = match run_request(state, max_turns, replay) {
+        Ok(request) => request,
         Err(e) => {
             state.note = Some(format!("cannot run: {e}"));
             return Vec::new();
         }
     };
-    let replay = replay.or_else(|| {
-        (state.choice.provider == "replay").then(|| state.choice.transcript.clone().map(ReplaySource::File)).flatten()
-    });
-    let provider = if replay.is_some() { "replay".to_string() } else { state.choice.provider.clone() };
-    if provider == "replay" && replay.is_none() {
-        state.note = Some(
-            "cannot run: the replay provider needs a recorded transcript and this prompt has none in answers/; \
-             alt-p picks another provider"
-                .into(),
-        );
-        return Vec::new();
-    }
     state.phase = RunPhase::Starting;
     state.run.clear_answer();
     state.run.turn = 0;
@@ -39,25 +27,15 @@ pub(super) fn start_run(state: &mut State, max_turns: Option<u32>, replay: Optio
     state.output_scroll = None;
     state.truncation = Default::default();
     state.note = None;
-    state.run_prompt = Some(Box::new(prompt.clone()));
+    state.run_prompt = Some(Box::new(request.prompt.clone()));
     state.run_id += 1;
-    state.run.provider = provider.clone();
+    request.run = state.run_id;
+    state.run.provider = request.provider.clone();
     state.run.model = state.choice.model.clone().unwrap_or_default();
     state.run.mode = None;
     state.run.asked_mode = state.choice.structured.clone().unwrap_or_else(|| "none".into());
     state.run.mode_by_default = state.choice.structured_by_default;
-    vec![Effect::StartRun(Box::new(RunRequest {
-        run: state.run_id,
-        prompt,
-        path: state.path.clone(),
-        case: state.choice.case.clone(),
-        provider,
-        model: state.choice.model.clone(),
-        structured: state.choice.structured.clone(),
-        max_tokens: state.choice.max_tokens,
-        max_turns,
-        replay,
-    }))]
+    vec![Effect::StartRun(Box::new(request))]
 }
 
 /// One event of the current run into the live view.

@@ -1,0 +1,112 @@
+//! What ctrl-r sends, built by one path for the run and for its preview: the [`RunRequest`] of the
+//! prompt as edited under the workbench's choices, its settings, plan and provider as the runner makes
+//! them, and the provider's first HTTP request from that same plan (alt-v shows it, alt-y copies it
+//! as curl).
+
+use std::sync::Arc;
+
+use super::edit;
+use super::msg::{ReplaySource, RunRequest};
+use super::state::State;
+use crate::prompt::file::ProviderSettings;
+use crate::provider::replay::Pace;
+use crate::provider::{ModeReport, Outgoing, Provider, Request};
+use crate::run::{ReplayFrom, RunPlan, RunSetup, SetupOptions};
+
+/// Reads the providers' variables (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, ...): the process environment
+/// ([`crate::run::env_var`]) but in tests.
+pub type Env = fn(&str) -> Option<String>;
+
+/// The run of the prompt as edited under the workbench's choices (`max_turns` `Some(1)`: one turn;
+/// `replay`: a recorded answer), numbered `state.run_id`; `Err` says why it cannot start.
+pub fn run_request(state: &State, max_turns: Option<u32>, replay: Option<ReplaySource>) -> Result<RunRequest, String> {
+    let prompt = edit::prompt_for_run(state)?;
+    let replay = replay.or_else(|| {
+        (state.choice.provider == "replay").then(|| state.choice.transcript.clone().map(ReplaySource::File)).flatten()
+    });
+    let provider = if replay.is_some() { "replay".to_string() } else { state.choice.provider.clone() };
+    if provider == "replay" && replay.is_none() {
+        return Err("the replay provider needs a recorded transcript and this prompt has none in answers/; \
+                    alt-p picks another provider"
+            .into());
+    }
+    Ok(RunRequest {
+        run: state.run_id,
+        prompt,
+        path: state.path.clone(),
+        case: state.choice.case.clone(),
+        provider,
+        model: state.choice.model.clone(),
+        structured: state.choice.structured.clone(),
+        max_tokens: state.choice.max_tokens,
+        max_turns,
+        replay,
+    })
+}
+
+/// The run setup of `request`: the workbench's choices over the prompt's `[provider]`, as
+/// `tunebench run` lays its flags over it (`replay`: what a replay plays, at `pace`).
+pub fn setup(request: &RunRequest, pace: Pace) -> anyhow::Result<RunSetup> {
+    let overrides = ProviderSettings {
+        name: Some(request.provider.clone()),
+        model: request.model.clone(),
+        structured: request.structured.clone(),
+        max_tokens: request.max_tokens,
+        ..ProviderSettings::default()
+    };
+    let replay = match &request.replay {
+        Some(ReplaySource::File(path)) => Some(ReplayFrom::File(path.clone(), pace)),
+        Some(ReplaySource::Record(transcript)) => Some(ReplayFrom::Transcript(transcript.clone())),
+        None => None,
+    };
+    let options = SetupOptions { overrides, max_turns: request.max_turns, replay, ..SetupOptions::default() };
+    RunSetup::new(request.prompt.clone(), &request.path, options)
+}
+
+/// What a run of `request` runs: its plan and the provider that answers it (a replay's model, when
+/// none was chosen, is its transcript's). `pace` is a replayed file's; `env` reads the providers'
+/// variables.
+pub fn prepare(request: &RunRequest, pace: Pace, env: Env) -> anyhow::Result<(RunPlan, Arc<dyn Provider>)> {
+    let setup = setup(request, pace)?;
+    let provider = setup.provider_with(None, &env)?;
+    Ok((setup.plan(request.case.as_deref())?, provider))
+}
+
+/// The first request a run of the prompt as edited sends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Sent {
+    /// An HTTP provider's request, exactly as its stream sends it, and the structured mode (the
+    /// plan's steps and the provider's) it asks for.
+    Http { outgoing: Outgoing, mode: ModeReport },
+    /// A provider with no HTTP request (`local`, `replay`) is handed the plan's request.
+    InProcess { provider: String, request: Request, mode: ModeReport },
+}
+
+/// What ctrl-r would send now: the request of the plan the runner would make, as the provider it
+/// would build sends it first (before any fallback the server's answer causes).
+pub fn sent(state: &State) -> Result<Sent, String> {
+    // A replay sends no HTTP request: the recorded answer is not read for the preview.
+    let request = RunRequest { replay: None, ..run_request(state, None, None)? };
+    let setup = setup(&request, Pace::Instant).map_err(|e| format!("{e:#}"))?;
+    let plan = setup.plan(request.case.as_deref()).map_err(|e| format!("{e:#}"))?;
+    let env = state.env;
+    match setup.choice().first_request(&plan.request, &env).map_err(|e| e.to_string())? {
+        Some((outgoing, mode)) => Ok(Sent::Http { outgoing, mode: plan.mode_with(Some(&mode)) }),
+        None => Ok(Sent::InProcess {
+            provider: setup.settings.provider.to_string(),
+            mode: plan.mode.clone(),
+            request: plan.request,
+        }),
+    }
+}
+
+/// A curl command that sends what ctrl-r would send, the key read from its variable.
+pub fn curl(state: &State) -> Result<String, String> {
+    match sent(state)? {
+        Sent::Http { outgoing, .. } => Ok(outgoing.curl()),
+        Sent::InProcess { provider, .. } => Err(format!(
+            "the {provider} provider sends no HTTP request, so there is no curl command: \
+             alt-p picks openai, vllm, ollama or anthropic"
+        )),
+    }
+}
