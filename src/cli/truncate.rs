@@ -12,7 +12,7 @@ use crate::truncate::cut::{Cuts, Unit};
 use crate::truncate::strategy::Strategy;
 
 /// The strategies in CLI.md's order.
-const STRATEGIES: [Strategy; 3] = [Strategy::Json, Strategy::JsonRepair, Strategy::Jsonl];
+const STRATEGIES: [Strategy; 3] = Strategy::SHOWN;
 use crate::truncate::sweep::{sweep_points, Sweep};
 
 /// Options of `tunebench truncate`.

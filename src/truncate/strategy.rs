@@ -36,6 +36,8 @@ pub enum Strategy {
 impl Strategy {
     /// In the order the reference prefers them on a tie: json, jsonl, json-repair.
     pub const ALL: [Strategy; 3] = [Strategy::Json, Strategy::Jsonl, Strategy::JsonRepair];
+    /// In the order reports and the truncation pane show them: json, json-repair, jsonl.
+    pub const SHOWN: [Strategy; 3] = [Strategy::Json, Strategy::JsonRepair, Strategy::Jsonl];
 
     /// The name as CLI.md spells it.
     pub fn name(self) -> &'static str {

@@ -140,7 +140,7 @@ fn choose_provider(state: &mut State) {
     }
     let why = match local_model() {
         LocalModel::Ready => {
-            super::fetch_update::use_local_model(state);
+            super::update::fetch::use_local_model(state);
             return;
         }
         LocalModel::Missing(why) => {

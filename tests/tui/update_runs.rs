@@ -18,7 +18,7 @@ fn mode_event(state: &mut State, mode: ModeReport) {
 #[test]
 fn the_status_bar_says_constrained_was_chosen_by_default_on_local() {
     let mut state = sample_state();
-    tunebench::tui::fetch_update::use_local_model(&mut state);
+    tunebench::tui::update::fetch::use_local_model(&mut state);
     assert_eq!(mode_text(&state), "asked constrained (default on local)");
     let effects = update(&mut state, Msg::Action(Action::Run));
     assert!(matches!(effects.as_slice(), [Effect::StartRun(_)]), "{effects:?}");
@@ -28,7 +28,7 @@ fn the_status_bar_says_constrained_was_chosen_by_default_on_local() {
     assert_eq!(mode_text(&state), "constrained (default on local)");
     // Chosen by the user (alt-m cycles back round to constrained): no "default".
     let mut state = sample_state();
-    tunebench::tui::fetch_update::use_local_model(&mut state);
+    tunebench::tui::update::fetch::use_local_model(&mut state);
     for _ in 0..4 {
         update(&mut state, alt('m'));
     }

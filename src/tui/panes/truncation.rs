@@ -18,7 +18,7 @@ use crate::tui::state::{Pane, State};
 use crate::tui::theme::Theme;
 
 /// The strategies in the order the pane lists them.
-pub const ORDER: [Strategy; 3] = [Strategy::Json, Strategy::JsonRepair, Strategy::Jsonl];
+pub const ORDER: [Strategy; 3] = Strategy::SHOWN;
 /// Rows above the chart: the cut, three strategies, two lines of the answer.
 const HEADER: u16 = 6;
 /// Columns of the chart's y-axis labels.

@@ -1,11 +1,11 @@
 //! Actions: quit, save, run and cancel, focus, zoom and toggles, the run settings (provider,
 //! structured mode, model, case, max tokens), and the moves handed to the navigation.
 
-use super::super::compare_update;
 use super::super::edit;
 use super::super::msg::{Action, Effect};
 use super::super::panes;
 use super::super::state::{Overlay, Pane, RunPhase, State};
+use super::compare;
 use super::navigate::{cut_by, open, step};
 use super::run::start_run;
 use super::PROVIDERS;
@@ -126,7 +126,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             step(state, i64::MAX / 2)
         }
         Action::Open => open(state),
-        Action::Compare => compare_update::enter(state),
+        Action::Compare => compare::enter(state),
     }
 }
 

@@ -4,7 +4,10 @@
 //! routes each message; the files beside it handle one concern each.
 
 mod actions;
+mod compare;
+pub mod fetch;
 mod keys;
+mod mouse;
 mod navigate;
 mod run;
 mod sweep;
@@ -16,7 +19,6 @@ use run::run_event;
 pub use sweep::LIVE_SWEEP_EVERY_MS;
 use sweep::{sweep_effect, sweep_ready};
 
-use super::compare_update;
 use super::edit;
 use super::msg::{Effect, Msg, TermEvent};
 use super::state::{Overlay, RunPhase, State};
@@ -36,11 +38,11 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
         }
         Msg::Term(TermEvent::Mouse(_)) if state.input.is_some() => Vec::new(),
         Msg::Term(TermEvent::Key(input)) if state.compare.open && state.overlay == Overlay::None => {
-            compare_update::key(state, &input)
+            compare::key(state, &input)
         }
         Msg::Term(TermEvent::Key(input)) => key(state, input),
         Msg::Term(TermEvent::Mouse(_)) if state.compare.open => Vec::new(),
-        Msg::Term(TermEvent::Mouse(mouse)) => super::mouse::mouse(state, mouse),
+        Msg::Term(TermEvent::Mouse(mouse)) => mouse::mouse(state, mouse),
         Msg::Term(TermEvent::Resize(columns, rows)) => {
             state.size = (columns, rows);
             Vec::new()
@@ -54,9 +56,9 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
             Vec::new()
         }
-        Msg::Action(action) if state.compare.open => compare_update::act(state, action),
+        Msg::Action(action) if state.compare.open => compare::act(state, action),
         Msg::Action(action) => act(state, action),
-        Msg::Compare { id, news } => compare_update::news(state, id, news),
+        Msg::Compare { id, news } => compare::news(state, id, news),
         Msg::Run { run, event, at_ms } => {
             if run != state.run_id {
                 return Vec::new();
@@ -122,7 +124,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
             Vec::new()
         }
-        Msg::ModelFetch(news) => super::fetch_update::model_fetch(state, news),
+        Msg::ModelFetch(news) => fetch::model_fetch(state, news),
         Msg::Note(note) => {
             state.note = Some(note);
             Vec::new()

@@ -3,10 +3,10 @@
 
 use ratatui::layout::Rect;
 
-use super::msg::{Action, Effect, Mouse, MouseKind};
-use super::panes::{self, truncation};
-use super::state::{Overlay, Pane, State};
-use super::update::{act, set_cut};
+use super::{act, set_cut};
+use crate::tui::msg::{Action, Effect, Mouse, MouseKind};
+use crate::tui::panes::{self, truncation};
+use crate::tui::state::{Overlay, Pane, State};
 
 pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
     if state.overlay != Overlay::None {

@@ -2,9 +2,9 @@
 //! once the model is there, runs move from the recorded answer to it (a run starts at once when none
 //! is going).
 
-use super::msg::{Action, Effect, FetchNews, Msg};
-use super::state::State;
-use super::update::update;
+use super::update;
+use crate::tui::msg::{Action, Effect, FetchNews, Msg};
+use crate::tui::state::State;
 
 pub fn model_fetch(state: &mut State, news: FetchNews) -> Vec<Effect> {
     match news {

@@ -3,11 +3,11 @@
 
 use ratatui_textarea::Input;
 
-use super::compare_state::{ComparePhase, CompareView, SideView};
-use super::edit;
-use super::msg::{Action, CompareNews, CompareRequest, Effect};
-use super::state::State;
 use crate::run::RunEvent;
+use crate::tui::compare_state::{ComparePhase, CompareView, SideView};
+use crate::tui::edit;
+use crate::tui::msg::{Action, CompareNews, CompareRequest, Effect};
+use crate::tui::state::State;
 
 /// `compare` from the edit screen: open the compare screen and run both sides.
 pub fn enter(state: &mut State) -> Vec<Effect> {
@@ -72,7 +72,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             view.selected_row = (view.selected_row + 1).min(rows.saturating_sub(1));
         }
         Action::Quit | Action::Save | Action::ToggleHelp | Action::NextProvider | Action::NextCase => {
-            return super::update::act(state, action)
+            return super::act(state, action)
         }
         _ => state.note = Some("compare screen: ←/→ move the cut, ↑/↓ pick a row, esc or alt-x go back".into()),
     }
