@@ -193,14 +193,9 @@ fn spawn_typist(tx: Sender<Msg>, typed: Arc<AtomicBool>) -> std::thread::JoinHan
 
 /// The engine alone on the same transcript: live parsing and validation, events dropped.
 fn engine_only(prompt_path: &Path, transcript: &Transcript) -> anyhow::Result<Duration> {
-    let prompt = crate::prompt::file::PromptFile::load(prompt_path)?;
-    let base = prompt_path.parent().unwrap_or(Path::new("."));
-    let setup = crate::prompt::reading::setup_for_prompt(&prompt, prompt_path, base, None)?;
-    let reading =
-        crate::run::Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
     let overrides = crate::prompt::file::ProviderSettings { name: Some("replay".into()), ..Default::default() };
-    let settings = crate::run::RunSettings::resolve(&prompt, &overrides, None, None)?;
-    let plan = crate::run::RunPlan::new(&prompt, base, None, &Default::default(), &settings, reading)?;
+    let options = crate::run::SetupOptions { overrides, ..Default::default() };
+    let plan = crate::run::RunSetup::load(prompt_path, options)?.plan(None)?;
     let provider = Replay::new(transcript.clone(), Pace::Instant);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let start = Instant::now();
