@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use serde_json::json;
+use tunebench::prompt::file::ProviderSettings;
 use tunebench::provider::http::HttpOptions;
 use tunebench::provider::openai::OpenAi;
-use tunebench::provider::wire_server::{Reply, Step};
+use tunebench::provider::wire_server::{chunk_frame, Reply, Step};
 use tunebench::run::{history, RunEvent, RunRecord};
 
 use crate::support::*;
@@ -37,12 +38,19 @@ fn whole(answer: &str) -> Reply {
         .end()
 }
 
+/// Where the redirect fault points: another origin (port 9, discard), which must never be reached.
+const ELSEWHERE: &str = "http://127.0.0.1:9/v1/chat/completions";
+
 struct Fault {
     name: &'static str,
     replies: Vec<Reply>,
     options: HttpOptions,
-    /// What the record's last turn must hold as the answer.
+    /// The run's own settings over the prompt's (the client's limits).
+    limits: ProviderSettings,
+    /// What the record's last turn must hold as the answer (its start, for a stream with no end).
     kept: String,
+    /// `kept` is the whole answer, not its start.
+    whole: bool,
     /// Words the record's error (or, for a stream without a fault of its own, a warning) must contain.
     says: &'static [&'static str],
     /// Whether the run still passes (a fault the provider recovered from).
@@ -63,8 +71,23 @@ fn matrix() -> Vec<Fault> {
     };
     let valid = "{\"topic\": \"inflation\", \"definition\": \"Prices rising.\"}\n";
     let huge = format!("{{\"topic\": \"{}\", \"definition\": \"long\"}}\n", "x".repeat(10 * 1024 * 1024));
-    let fault =
-        |name, replies, kept: &str, says, ok| Fault { name, replies, options: options(), kept: kept.into(), says, ok };
+    let fault = |name, replies, kept: &str, says, ok| Fault {
+        name,
+        replies,
+        options: options(),
+        limits: ProviderSettings::default(),
+        kept: kept.into(),
+        whole: true,
+        says,
+        ok,
+    };
+    // A stream that sends `valid` and then `line` forever, a write every `every`; the client must end it.
+    let endless = |line: &str, every: Duration| {
+        Reply::chunked("text/event-stream")
+            .chunk(chunk(Some(valid), None))
+            .then(Step::Repeat { bytes: chunk_frame(chunk(Some(line), None).as_bytes()), every })
+    };
+    let limited = |fault: Fault, limits: ProviderSettings| Fault { limits, whole: false, ..fault };
     vec![
         fault(
             "400",
@@ -142,6 +165,47 @@ fn matrix() -> Vec<Fault> {
             )
         },
         fault("a 10 MB line", vec![whole(&huge)], &huge, &[], true),
+        limited(
+            fault(
+                "an endless stream past max_tokens",
+                vec![endless("{\"topic\": \"more\", \"definition\": \"again\"}\n", Duration::ZERO)],
+                valid,
+                &["cut off by the client", "max_tokens 50"],
+                true,
+            ),
+            ProviderSettings { max_tokens: Some(50), ..ProviderSettings::default() },
+        ),
+        limited(
+            fault(
+                "an endless stream past the answer cap",
+                vec![endless("{\"topic\": \"more\", \"definition\": \"again\"}\n", Duration::ZERO)],
+                valid,
+                &["cut off by the client", "passed 4096 bytes"],
+                true,
+            ),
+            ProviderSettings {
+                max_tokens: Some(u32::MAX / 2),
+                max_answer_bytes: Some(4096),
+                ..ProviderSettings::default()
+            },
+        ),
+        limited(
+            fault(
+                "a trickle past the run's deadline",
+                vec![endless("{\"topic\": \"drip\", \"definition\": \"drop\"}\n", Duration::from_millis(100))],
+                valid,
+                &["cancelled", "deadline of 1 s"],
+                false,
+            ),
+            ProviderSettings { timeout: Some(1.0), ..ProviderSettings::default() },
+        ),
+        fault(
+            "a redirect to another origin",
+            vec![Reply::with_headers(307, &[("location", ELSEWHERE), ("content-type", "text/plain")], "moved")],
+            "",
+            &["HTTP 307", "another origin", ELSEWHERE],
+            false,
+        ),
         fault(
             "wrong content-type",
             vec![Reply::status(200, "text/html; charset=utf-8", "<html><body>Please log in</body></html>")],
@@ -162,22 +226,19 @@ fn message_of(record: &RunRecord) -> String {
 #[tokio::test]
 async fn every_fault_keeps_the_partial_answer_and_names_what_happened() {
     let dir = tempfile::tempdir().unwrap();
-    let plan = plan(&sample("extract-topics"), None);
     let history_file = dir.path().join("history.jsonl");
     let faults = matrix();
     let mut summary = Vec::new();
+    let mut lengths = Vec::new();
     for fault in &faults {
         let server = serve(fault.replies.clone()).await;
         let provider = OpenAi::new(&format!("{}/v1", server.url()), None, fault.options.clone()).unwrap();
+        let settings = ProviderSettings { name: Some("openai".into()), ..fault.limits.clone() };
+        let plan = plan_with(&sample("extract-topics"), None, &settings, None);
         let (record, events) = run(&provider, &plan).await;
         let turn = record.turns.last().unwrap_or_else(|| panic!("{}: no turn", fault.name));
-        assert!(
-            turn.output == fault.kept,
-            "{}: kept {} bytes, expected {}",
-            fault.name,
-            turn.output.len(),
-            fault.kept.len()
-        );
+        let kept = if fault.whole { turn.output == fault.kept } else { turn.output.starts_with(&fault.kept) };
+        assert!(kept, "{}: kept {} bytes, expected {}", fault.name, turn.output.len(), fault.kept.len());
         assert_eq!(record.ok, fault.ok, "{}: {}", fault.name, message_of(&record));
         let message = message_of(&record);
         for words in fault.says {
@@ -197,11 +258,12 @@ async fn every_fault_keeps_the_partial_answer_and_names_what_happened() {
         }
         history::append_to(&history_file, &record).unwrap();
         summary.push((fault.name, record.ok, turn.output.len()));
+        lengths.push(turn.output.len());
     }
     let kept = history::read(&history_file).unwrap().records;
     assert_eq!(kept.len(), faults.len());
-    for (fault, line) in faults.iter().zip(&kept) {
-        assert_eq!(line.turns[0].output.len(), fault.kept.len(), "{}: the history keeps it", fault.name);
+    for ((fault, line), length) in faults.iter().zip(&kept).zip(&lengths) {
+        assert_eq!(line.turns[0].output.len(), *length, "{}: the history keeps it", fault.name);
     }
-    assert_eq!(summary.len(), 12, "{summary:?}");
+    assert_eq!(summary.len(), 16, "{summary:?}");
 }
