@@ -174,8 +174,10 @@ pub fn warnings_of(turn: &Turn) -> Vec<String> {
                 },
                 _ => "no usable result".to_string(),
             };
-            warnings
-                .push(format!("truncated: the answer hit the max-tokens limit{limit} (finish_reason length); {fate}"));
+            warnings.push(match &turn.cut_by_client {
+                Some(_) => format!("truncated by the client (finish_reason length); {fate}"),
+                None => format!("truncated: the answer hit the max-tokens limit{limit} (finish_reason length); {fate}"),
+            });
         }
         Some(FinishReason::Interrupted) => warnings
             .push("interrupted: the stream ended without a finish reason; the answer may be incomplete".to_string()),
