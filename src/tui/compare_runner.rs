@@ -12,7 +12,7 @@ use crate::compare::flow::{self, Answers, Flow};
 use crate::compare::pair;
 use crate::compare::{twin_of, twin_type, SideSpec};
 use crate::output::ResponseType;
-use crate::prompt::file::{PromptFile, ProviderSettings};
+use crate::prompt::file::PromptFile;
 use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::template::Variables;
 use crate::run::{ProviderChoice, Reading, RunSettings};
@@ -25,13 +25,8 @@ pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String>
     runner.compare_cancel = None;
     let base_dir = request.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
     let specs = sides(&request, &base_dir)?;
-    let overrides = ProviderSettings {
-        name: Some(request.provider.clone()),
-        model: request.model.clone(),
-        structured: request.structured.clone(),
-        max_tokens: request.max_tokens,
-        ..ProviderSettings::default()
-    };
+    let overrides =
+        super::request::overrides(&request.provider, &request.model, &request.structured, request.max_tokens);
     let mut settings = RunSettings::resolve(&request.prompt, &overrides, None, None).map_err(|e| e.to_string())?;
     let cases = [request.case.clone()];
     let replay = if request.provider == "replay" {

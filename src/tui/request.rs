@@ -44,16 +44,27 @@ pub fn run_request(state: &State, max_turns: Option<u32>, replay: Option<ReplayS
     })
 }
 
+/// The workbench's choices (provider, model, structured mode, max tokens) as settings over a prompt's
+/// `[provider]`, as `tunebench run` lays its flags over it: for runs and comparisons alike.
+pub fn overrides(
+    provider: &str,
+    model: &Option<String>,
+    structured: &Option<String>,
+    max_tokens: Option<u32>,
+) -> ProviderSettings {
+    ProviderSettings {
+        name: Some(provider.to_string()),
+        model: model.clone(),
+        structured: structured.clone(),
+        max_tokens,
+        ..ProviderSettings::default()
+    }
+}
+
 /// The run setup of `request`: the workbench's choices over the prompt's `[provider]`, as
 /// `tunebench run` lays its flags over it (`replay`: what a replay plays, at `pace`).
 pub fn setup(request: &RunRequest, pace: Pace) -> anyhow::Result<RunSetup> {
-    let overrides = ProviderSettings {
-        name: Some(request.provider.clone()),
-        model: request.model.clone(),
-        structured: request.structured.clone(),
-        max_tokens: request.max_tokens,
-        ..ProviderSettings::default()
-    };
+    let overrides = overrides(&request.provider, &request.model, &request.structured, request.max_tokens);
     let replay = match &request.replay {
         Some(ReplaySource::File(path)) => Some(ReplayFrom::File(path.clone(), pace)),
         Some(ReplaySource::Record(transcript)) => Some(ReplayFrom::Transcript(transcript.clone())),
