@@ -129,7 +129,7 @@ impl Manifest {
     /// Writes the manifest to `path` atomically.
     pub fn save(&self, path: &Path) -> anyhow::Result<()> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            history::create_dir(dir).map_err(anyhow::Error::msg)?;
         }
         let text = serde_json::to_string(self)?;
         crate::prompt::file::write_atomic(path, &text).with_context(|| format!("writing {}", path.display()))

@@ -42,7 +42,7 @@ pub fn recovery_path(data_dir: &Path, prompt: &Path) -> PathBuf {
 pub fn write(data_dir: &Path, recovery: &Recovery) -> Result<PathBuf, String> {
     let path = recovery_path(data_dir, &recovery.path);
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        crate::run::history::create_dir(dir)?;
     }
     let text = serde_json::to_string_pretty(recovery).map_err(|e| e.to_string())?;
     write_atomic(&path, &text).map_err(|e| e.to_string())?;

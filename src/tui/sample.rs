@@ -16,7 +16,7 @@ const ANSWER: &str = include_str!("../../sample-prompts/answers/agent-kg-extract
 pub fn ensure(data_dir: &Path) -> Result<PathBuf, String> {
     let dir = data_dir.join("samples");
     let answers = dir.join("answers");
-    std::fs::create_dir_all(&answers).map_err(|e| format!("cannot create {}: {e}", answers.display()))?;
+    crate::run::history::create_dir(&answers)?;
     let prompt = dir.join(PROMPT_NAME);
     for (path, text) in [(&prompt, PROMPT), (&answers.join("agent-kg-extract.jsonl"), ANSWER)] {
         if !path.exists() {
