@@ -10,12 +10,14 @@
 //! - [`compare`]: json vs jsonl side by side: twins, paired runs, figures, agreement, truncation curves.
 //! - [`batch`]: the case matrix as a provider's batch file (OpenAI, Anthropic, vLLM), results imported
 //!   back into run records.
-//! - [`bench_data`]: the synthetic answers and schema the speed figures are measured on.
+//! - `bench_data` (tests, feature `testing`): the synthetic answers and schema the speed figures are
+//!   measured on.
 //! - [`names`]: a name from a file, answer or server made a file name that stays inside its folder.
 //! - `cli` (feature `cli`, on by default): the headless subcommands; JSON on stdout, logs on stderr.
 //! - `tui` (feature `tui`, on by default): the workbench; nothing above imports it.
 
 pub mod batch;
+#[cfg(any(test, feature = "testing"))]
 pub mod bench_data;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -285,3 +285,12 @@ fn a_closed_pipe_ends_the_command_quietly() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// The binary the tests drive is built with the test equipment (feature `testing`, from the
+/// dev-dependency on this package), so `bench` is there; a plain `cargo build` leaves it out.
+#[test]
+fn the_tested_binary_has_the_bench_command() {
+    let out = tunebench().args(["bench", "--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--tui-only"));
+}

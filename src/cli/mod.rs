@@ -3,6 +3,7 @@
 //! Exit codes (CLI.md): 0 success, 1 the checked thing failed (`--strict`), 2 a usage or input error.
 
 pub mod batch;
+#[cfg(feature = "testing")]
 pub mod bench;
 pub mod compare;
 mod compare_human;
@@ -49,7 +50,8 @@ pub enum Command {
     Import(import::ImportArgs),
     /// Export prompts to another system's configuration.
     Export(export::ExportArgs),
-    /// Measure this machine's speed figures (parse, validate, sweep).
+    /// Measure this machine's speed figures (parse, validate, sweep); built with the `testing` feature.
+    #[cfg(feature = "testing")]
     Bench(bench::BenchArgs),
     /// Run a prompt against a model: stream the answer, validate it, retry with feedback, record the run.
     Run(Box<run::RunArgs>),
@@ -74,6 +76,7 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
         Command::Truncate(args) => truncate::run(args),
         Command::Import(args) => import::run(args),
         Command::Export(args) => export::run(args),
+        #[cfg(feature = "testing")]
         Command::Bench(args) => bench::run(args),
         Command::Run(args) => run::run(args),
         Command::Compare(args) => compare::run(args),

@@ -15,7 +15,6 @@ use super::run_options::RunOptions;
 use crate::output::Profile;
 use crate::prompt::file::PromptFile;
 use crate::prompt::template::Variables;
-use crate::provider::kind::ProviderKind;
 use crate::provider::replay::Pace;
 use crate::run::factory::write_transcripts;
 use crate::run::{engine, history, ReplayFrom, RunEvent, RunRecord, RunSetup, SetupOptions};
@@ -78,11 +77,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             seed: args.seed,
         },
     )?;
-    let settings = &setup.settings;
     let prompt = &setup.prompt;
     let cases = options.cases(prompt)?;
     #[cfg(feature = "local")]
-    if settings.provider == ProviderKind::Local && !args.no_fetch && settings.model.is_empty() {
+    if setup.settings.provider == crate::provider::kind::ProviderKind::Local
+        && !args.no_fetch
+        && setup.settings.model.is_empty()
+    {
         use crate::provider::local::fetch;
         if fetch::installed_model().is_err() {
             fetch::fetch(&mut super::model::show_progress)?;

@@ -14,12 +14,16 @@
 //! - [`replay::Replay`]: a recorded transcript, at its pace, N× faster, or as fast as possible.
 //! - [`record::Recorder`]: any stream written down as a transcript (CLI.md's format).
 //! - [`outgoing`]: the HTTP request a provider sends, as data (and as a curl command).
-//! - [`wire_server`]: an in-process HTTP server replaying recorded wire traffic (tests, `tunebench bench`).
+//! - `wire_server` (feature `testing`): an in-process HTTP server replaying recorded wire traffic (tests,
+//!   `tunebench bench`); `fuzzing` (feature `testing`, hidden): the fuzz targets' entry point; `bench`
+//!   (feature `testing`): tunebench's time to first token against a raw client.
 
 pub mod anthropic;
+#[cfg(feature = "testing")]
 pub mod bench;
 pub(crate) mod endpoint;
 pub(crate) mod error;
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod generate;
@@ -38,6 +42,7 @@ pub mod replay;
 mod request;
 mod sse;
 mod turn;
+#[cfg(feature = "testing")]
 pub mod wire_server;
 
 use std::pin::Pin;

@@ -20,12 +20,13 @@
 //! - [`setup`]: one run setup for every front end: a prompt and the front end's options to settings,
 //!   the reading, each case's plan and its provider ([`RunSetup`]).
 //! - [`factory`]: a provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`).
-//! - [`bench`]: replay throughput through the engine, for `tunebench bench`.
+//! - `bench` (feature `testing`): replay throughput through the engine, for `tunebench bench`.
 //!
 //! The engine is plain async code over a [`Provider`](crate::provider::Provider): it owns no runtime,
 //! reports progress through a callback of [`RunEvent`]s, and is cancelled by dropping its future
 //! (which drops the provider's stream and closes the connection).
 
+#[cfg(feature = "testing")]
 pub mod bench;
 pub mod engine;
 pub mod factory;

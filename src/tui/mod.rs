@@ -9,9 +9,10 @@
 //! - [`panes`]: one file per pane, rendering from `&State` and `&Theme`.
 //! - [`keymap`] (+ `keymap.toml`), [`theme`] (`themes/*.toml`), [`recovery`], [`sample`], [`log`], [`paths`].
 //! - [`terminal`]: raw mode, mouse, the panic hook and the input thread; [`setup`]: the start-up.
-//! - [`bench`]: the `tui` section of `tunebench bench` (the real loop on a test backend).
+//! - `bench` (feature `testing`): the `tui` section of `tunebench bench` (the real loop on a test backend).
 
 pub mod app;
+#[cfg(feature = "testing")]
 pub mod bench;
 pub mod compare_runner;
 pub mod compare_state;

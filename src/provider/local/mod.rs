@@ -8,8 +8,11 @@
 //!   [`reference`]: the same on candle's quantized matmuls (the baseline and the tests' reference).
 //! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses.
 //!
+//! - `bench` (feature `testing`): the model's speed figures for `tunebench bench`.
+//!
 //! Generation runs on its own thread; dropping the stream cancels it before the next token.
 
+#[cfg(feature = "testing")]
 pub mod bench;
 pub mod chat;
 pub mod constraint;
