@@ -35,6 +35,10 @@ pub struct TuiFigures {
     pub renders_per_s: f64,
     /// Sweeps of the answer so far shown while it streamed (the truncation chart growing).
     pub live_sweeps: usize,
+    /// Answer bytes the truncation sweeps read (live and final), per chunk of the answer.
+    pub swept_bytes_per_chunk: f64,
+    /// The answer's bytes per chunk (what one pass over the answer reads per chunk).
+    pub answer_bytes_per_chunk: f64,
     pub keys: usize,
     /// From a key's arrival on the channel to `update` handling it.
     pub key_handled_median_ms: f64,
@@ -152,6 +156,7 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
     }
     let renders = app.stats.render_times.iter().filter(|t| **t >= run_at && **t <= stream_end).count();
     let stream = stream_end - run_at;
+    let chunks = app.state.run.chunk_ends.len().max(1) as f64;
     Ok(TuiFigures {
         tokens,
         lines,
@@ -161,6 +166,8 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
         renders,
         renders_per_s: renders as f64 / stream.as_secs_f64().max(1e-9),
         live_sweeps,
+        swept_bytes_per_chunk: app.state.truncation.swept_bytes as f64 / chunks,
+        answer_bytes_per_chunk: app.state.run.output.len() as f64 / chunks,
         keys: to_handle.len(),
         key_handled_median_ms: median(&mut to_handle.clone()),
         key_handled_max_ms: to_handle.iter().copied().fold(0.0, f64::max),

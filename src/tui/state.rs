@@ -235,6 +235,8 @@ pub struct TruncationView {
     pub error: Option<String>,
     /// The chart's step lines (cut, items) of json, json-repair and jsonl, made once per sweep.
     pub series: [Vec<(f64, f64)>; 3],
+    /// Bytes of answer the sweeps shown so far read (a bench figure: the sweep's work).
+    pub swept_bytes: usize,
 }
 
 /// The whole workbench.

@@ -41,6 +41,7 @@ pub(super) fn sweep_ready(state: &mut State, run: u64, answer_len: usize, sweep:
             view.sweep = Some(*sweep);
             view.error = None;
             view.swept_len = answer_len;
+            view.swept_bytes += answer_len;
             view.live =
                 answer_len < state.run.output.len() || matches!(state.phase, RunPhase::Starting | RunPhase::Running);
         }
