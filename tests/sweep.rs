@@ -17,6 +17,9 @@ use tunebench::truncate::strategy::{at_cut, reference, CutFigures, Strategy};
 use tunebench::truncate::sweep::{sweep, sweep_points, Sweep};
 use tunebench::truncate::tokens::o200k_token_ends;
 
+#[path = "sweep/live.rs"]
+mod live;
+
 const PROFILES: [Profile; 4] = [Profile::Lenient, Profile::Strict, Profile::Trustgraph, Profile::Ptc];
 
 /// A per-item check: objects that have an `"a"` key.

@@ -315,7 +315,8 @@ fn tui_human(t: &crate::tui::bench::TuiFigures) -> String {
          \x20 stream (run → last line)  {:>8.1} ms  (engine alone, no screen: {:.1} ms → {:.2}×)\n\
          \x20 stream + sweep shown      {:>8.1} ms\n\
          \x20 renders during the stream {:>8}    ({:.1} per second; the frame limiter allows 62.5)\n\
-         \x20 truncation chart swept live {:>6}    times while the answer streamed (at most once a frame, one at a time)\n\
+         \x20 truncation chart updated live {:>4}    times while the answer streamed\n\
+         \x20 sweep work per chunk      {:>8.1} bytes read (the answer is {:.1} bytes a chunk)\n\
          \x20 {} keystrokes, one every 10 ms from the run's start: handled in median {:.1} ms, max {:.1} ms; on screen in median {:.1} ms, max {:.1} ms\n",
         t.tokens,
         t.lines,
@@ -327,6 +328,8 @@ fn tui_human(t: &crate::tui::bench::TuiFigures) -> String {
         t.renders,
         t.renders_per_s,
         t.live_sweeps,
+        t.swept_bytes_per_chunk,
+        t.answer_bytes_per_chunk,
         t.keys,
         t.key_handled_median_ms,
         t.key_handled_max_ms,

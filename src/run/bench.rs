@@ -66,6 +66,7 @@ fn plan() -> std::io::Result<RunPlan> {
         max_turns: 1,
         context_tokens: 8192,
         limits: super::Limits::default(),
+        live_sweep: None,
     })
 }
 

@@ -24,6 +24,7 @@ fn plan(response_type: ResponseType, schema: serde_json::Value) -> RunPlan {
         max_turns: 3,
         context_tokens: 1000,
         limits: crate::run::Limits::default(),
+        live_sweep: None,
     }
 }
 

@@ -43,12 +43,13 @@ pub use factory::{
     env_var, fetch_local_model, local_model, transcript_path, LocalModel, Lookup, ProviderChoice, ReplaySequence,
 };
 pub use limits::{Limits, Stop};
-pub use plan::{Expected, Reading, RunPlan, RunSettings};
+pub use plan::{Expected, LiveSweep, Reading, RunPlan, RunSettings};
 pub use record::{RunRecord, Turn};
 pub use setup::{ReplayFrom, RunSetup, SetupOptions};
 
 use crate::output::{LineVerdict, Report};
 use crate::provider::{FinishReason, ModeReport, ProviderError, Request, Usage};
+use crate::truncate::sweep::{CutItems, Sweep};
 
 /// What a run reports while it goes, in order: a UI follows the run from these alone.
 #[derive(Clone, Debug, PartialEq)]
@@ -63,6 +64,12 @@ pub enum RunEvent {
     Delta(String),
     /// A JSONL line's verdict, the moment the line completed.
     Line(LineVerdict),
+    /// With [`RunPlan::live_sweep`]: the items each strategy recovers at cut `cut` (the answer up to
+    /// the delta just sent), sent only when they differ from the cut before (cut 0: none).
+    Cut { cut: usize, items: CutItems },
+    /// With [`RunPlan::live_sweep`]: the turn's answer swept at every delta, corrupt resolved (the
+    /// same figures as `truncate::sweep::sweep_points` over the answer and its chunk ends).
+    Swept(Box<Sweep>),
     /// Tokens of the turn.
     Usage(Usage),
     /// Why the answer ended (`length`: cut off by max tokens; `interrupted`: no reason given).

@@ -172,6 +172,15 @@ pub enum Expected {
     Nothing,
 }
 
+/// Opt-in: each turn's answer is swept as it streams ([`RunEvent::Cut`](super::RunEvent::Cut) when
+/// the items at the new cut change, [`RunEvent::Swept`](super::RunEvent::Swept) when it ends). A
+/// front end that shows no truncation chart leaves it off and pays nothing.
+#[derive(Clone, Default)]
+pub struct LiveSweep {
+    /// What one item is checked against (the sweep's count), compiled once per run setup.
+    pub item_check: Option<Arc<dyn Check>>,
+}
+
 /// Everything one run of one case sends and checks.
 #[derive(Clone)]
 pub struct RunPlan {
@@ -190,6 +199,8 @@ pub struct RunPlan {
     pub context_tokens: u32,
     /// What the client holds on its own side, whatever the server does.
     pub limits: Limits,
+    /// Sweep each answer as it streams (off unless a front end asks).
+    pub live_sweep: Option<LiveSweep>,
 }
 
 impl RunPlan {
@@ -233,6 +244,7 @@ impl RunPlan {
             max_turns: settings.max_turns,
             context_tokens: settings.context_tokens,
             limits: settings.limits,
+            live_sweep: None,
         })
     }
 

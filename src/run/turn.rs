@@ -1,5 +1,6 @@
 //! One turn: send the request, feed every delta to the parser as it arrives, report JSONL verdicts the
-//! moment their line completes, write the transcript down, and time it.
+//! moment their line completes, write the transcript down, and time it; with the plan's live sweep,
+//! advance it with each delta and report the items at each cut that changes them, then the sweep.
 
 use std::time::Instant;
 
@@ -13,6 +14,7 @@ use super::RunEvent;
 use crate::output::{parser_for, Report};
 use crate::provider::record::Recorder;
 use crate::provider::{Event, FinishReason, ModeReport, Provider, ProviderError, Request, Usage};
+use crate::truncate::sweep::Live;
 
 /// Streams `request` through `provider` as turn `number` of `plan`. When `cancel` completes first,
 /// the stream is dropped at once and the turn keeps the partial answer (the [`Stop`] comes back with
@@ -26,6 +28,7 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
     sink: &mut F,
     cancel: &mut C,
 ) -> (Turn, Option<Stop>) {
+    let mut live = plan.live_sweep.as_ref().map(|sweep| Live::new(plan.reading.profile, sweep.item_check.clone()));
     let mut parser = parser_for(plan.reading.response_type, plan.reading.profile, plan.reading.check.clone());
     let mut recorder = Recorder::new(provider.name(), request);
     let started = Instant::now();
@@ -72,7 +75,15 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
                     cut_by_client = tokens.add(&text);
                     output.push_str(&text);
                     parser.feed(&text);
+                    let cut = live.as_mut().and_then(|live| {
+                        let before = live.items();
+                        let items = live.push(&text);
+                        (items != before).then(|| RunEvent::Cut { cut: live.cuts() - 1, items })
+                    });
                     sink(RunEvent::Delta(text));
+                    if let Some(cut) = cut {
+                        sink(cut);
+                    }
                 }
                 let lines = parser.lines();
                 if lines.len() > seen_lines {
@@ -119,6 +130,9 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
         for verdict in report.lines.get(seen_lines..).unwrap_or_default() {
             sink(RunEvent::Line(verdict.clone()));
         }
+    }
+    if let Some(live) = live {
+        sink(RunEvent::Swept(Box::new(live.finish())));
     }
     let ttft_ms = first.map(|at| at.duration_since(started).as_millis() as u64);
     let generating = first.map(|at| ended.duration_since(at).as_secs_f64()).filter(|s| *s > 0.0);

@@ -31,6 +31,19 @@ impl Offsets {
         }
     }
 
+    /// Appends an offset (widening the list when it no longer fits 4 bytes).
+    pub fn push(&mut self, offset: usize) {
+        match (&mut *self, u32::try_from(offset)) {
+            (Offsets::Narrow(offsets), Ok(narrow)) => offsets.push(narrow),
+            (Offsets::Narrow(offsets), Err(_)) => {
+                let mut wide: Vec<usize> = offsets.iter().map(|&o| o as usize).collect();
+                wide.push(offset);
+                *self = Offsets::Wide(wide);
+            }
+            (Offsets::Wide(offsets), _) => offsets.push(offset),
+        }
+    }
+
     /// The offsets in order.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.len()).filter_map(|at| self.get(at))

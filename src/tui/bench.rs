@@ -33,8 +33,13 @@ pub struct TuiFigures {
     pub stream_and_sweep_ms: f64,
     pub renders: usize,
     pub renders_per_s: f64,
-    /// Sweeps of the answer so far shown while it streamed (the truncation chart growing).
+    /// Live figure updates of the truncation chart while the answer streamed (the run's own sweep's
+    /// items at each cut where they change).
     pub live_sweeps: usize,
+    /// Answer bytes the truncation sweeps read (live and final), per chunk of the answer.
+    pub swept_bytes_per_chunk: f64,
+    /// The answer's bytes per chunk (what one pass over the answer reads per chunk).
+    pub answer_bytes_per_chunk: f64,
     pub keys: usize,
     /// From a key's arrival on the channel to `update` handling it.
     pub key_handled_median_ms: f64,
@@ -116,14 +121,9 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
     let typist = spawn_typist(tx.clone(), Arc::clone(&typed));
     let mut stream_end: Option<Instant> = None;
     let mut done: Option<Instant> = None;
-    let (mut live_sweeps, mut last_swept) = (0usize, 0usize);
     // The loop runs until the run is swept AND every key typed has been handled (keys go on arriving
     // after a fast stream ends; they must meet a running loop, not a queue).
     app.run(&mut terminal, |state| {
-        if state.truncation.live && state.truncation.swept_len != last_swept {
-            last_swept = state.truncation.swept_len;
-            live_sweeps += 1;
-        }
         if stream_end.is_none() && matches!(state.phase, RunPhase::Done { .. } | RunPhase::Failed(_)) {
             stream_end = Some(Instant::now());
         }
@@ -152,6 +152,7 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
     }
     let renders = app.stats.render_times.iter().filter(|t| **t >= run_at && **t <= stream_end).count();
     let stream = stream_end - run_at;
+    let chunks = app.state.run.chunk_ends.len().max(1) as f64;
     Ok(TuiFigures {
         tokens,
         lines,
@@ -160,7 +161,9 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
         stream_and_sweep_ms: ms(done - run_at),
         renders,
         renders_per_s: renders as f64 / stream.as_secs_f64().max(1e-9),
-        live_sweeps,
+        live_sweeps: app.state.truncation.live_cuts,
+        swept_bytes_per_chunk: app.state.truncation.swept_bytes as f64 / chunks,
+        answer_bytes_per_chunk: app.state.run.output.len() as f64 / chunks,
         keys: to_handle.len(),
         key_handled_median_ms: median(&mut to_handle.clone()),
         key_handled_max_ms: to_handle.iter().copied().fold(0.0, f64::max),

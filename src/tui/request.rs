@@ -80,7 +80,10 @@ pub fn setup(request: &RunRequest, pace: Pace) -> anyhow::Result<RunSetup> {
 pub fn prepare(request: &RunRequest, pace: Pace, env: Env) -> anyhow::Result<(RunPlan, Arc<dyn Provider>)> {
     let setup = setup(request, pace)?;
     let provider = setup.provider_with(None, &env)?;
-    Ok((setup.plan(request.case.as_deref())?, provider))
+    let mut plan = setup.plan(request.case.as_deref())?;
+    // The truncation chart is fed by the run's own sweep, its item check compiled once with the setup.
+    plan.live_sweep = Some(crate::run::LiveSweep { item_check: setup.item_check.clone() });
+    Ok((plan, provider))
 }
 
 /// The first request a run of the prompt as edited sends.

@@ -215,8 +215,9 @@ pub fn counts(verdicts: &[LineVerdict]) -> [usize; 4] {
     counts
 }
 
-/// The truncation view: the cut (in chunks) and the sweep of the answer, which grows while the
-/// answer streams (the answer so far is swept again at most once a frame, one sweep at a time).
+/// The truncation view: the cut (in chunks) and the sweep of the answer. While the answer streams the
+/// run's own sweep sends the items at each cut that changes them (`steps`, `series` grow by appending);
+/// the whole sweep (corrupt resolved) arrives when the turn ends.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TruncationView {
     /// Chunks kept (0 ..= chunk count).
@@ -228,13 +229,28 @@ pub struct TruncationView {
     pub requested_len: usize,
     /// The answer length the shown sweep covers.
     pub swept_len: usize,
-    /// The shown sweep is of the answer so far (the run goes on, or more arrived since).
+    /// The figures shown are the answer so far's live items (no sweep of the whole answer yet).
     pub live: bool,
-    /// When (ms into the run) the last sweep of the answer so far was asked for.
-    pub last_live_ms: Option<u64>,
+    /// While live: the items of json, json-repair and jsonl as `(cut, items)` at each cut where they
+    /// change (cut 0 holds none).
+    pub steps: [Vec<(usize, usize)>; 3],
+    /// Live figure events received (a bench figure).
+    pub live_cuts: usize,
     pub error: Option<String>,
-    /// The chart's step lines (cut, items) of json, json-repair and jsonl, made once per sweep.
+    /// The chart's step lines (cut, items) of json, json-repair and jsonl: made once per sweep, and
+    /// while live appended to (the last point is the answer's end).
     pub series: [Vec<(f64, f64)>; 3],
+    /// Bytes of answer the sweeps shown so far read (a bench figure: the sweep's work).
+    pub swept_bytes: usize,
+}
+
+impl TruncationView {
+    /// While live: the items of the `at`-th strategy of the pane's order at `cut`.
+    pub fn live_items(&self, at: usize, cut: usize) -> usize {
+        let steps = self.steps.get(at).map(Vec::as_slice).unwrap_or_default();
+        let before = steps.partition_point(|&(first, _)| first <= cut);
+        before.checked_sub(1).and_then(|at| steps.get(at)).map_or(0, |&(_, items)| items)
+    }
 }
 
 /// The whole workbench.

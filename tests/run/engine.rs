@@ -285,3 +285,38 @@ async fn the_last_line_without_a_newline_gets_its_verdict() {
     assert_eq!(parse.lines.len(), 3);
     assert_eq!(verdicts, parse.lines);
 }
+
+/// The live sweep is opt-in: without it no figures are sent; with it the items at each cut that
+/// changes them, then the answer's sweep, which is `sweep_points` over the answer and its deltas.
+#[tokio::test]
+async fn the_live_sweep_is_opt_in_and_is_the_answers_sweep() {
+    let server = serve(vec![recorded("run/definitions_stream.txt"), recorded("run/definitions_stream.txt")]).await;
+    let mut plan = plan(&sample("extract-definitions"), None);
+    let (_, events) = run(openai(&server).as_ref(), &plan).await;
+    assert!(!events.iter().any(|e| matches!(e, RunEvent::Cut { .. } | RunEvent::Swept(_))));
+
+    plan.live_sweep = Some(tunebench::run::LiveSweep { item_check: None });
+    let (record, events) = run(openai(&server).as_ref(), &plan).await;
+    let mut ends = Vec::new();
+    let mut cuts = Vec::new();
+    for event in &events {
+        match event {
+            RunEvent::Delta(text) => ends.push(ends.last().copied().unwrap_or(0) + text.len()),
+            RunEvent::Cut { cut, items } => cuts.push((*cut, *items)),
+            _ => {}
+        }
+    }
+    let Some(RunEvent::Swept(sweep)) = events.iter().find(|e| matches!(e, RunEvent::Swept(_))) else { panic!() };
+    let offsets = tunebench::truncate::points::Offsets::from(ends);
+    let expected = tunebench::truncate::sweep::sweep_points(
+        &record.turns[0].output,
+        tunebench::truncate::points::Points::Ends(&offsets),
+        plan.reading.profile,
+        None,
+    );
+    assert_eq!(**sweep, expected);
+    assert_eq!(cuts.last().map(|(_, items)| items.jsonl), Some(3), "{cuts:?}");
+    for (cut, items) in cuts {
+        assert_eq!(sweep.figures(tunebench::truncate::strategy::Strategy::Jsonl)[cut].items, items.jsonl);
+    }
+}

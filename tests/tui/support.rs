@@ -8,6 +8,7 @@ use tunebench::output::jsonl::JsonlParser;
 use tunebench::output::LineVerdict;
 use tunebench::run::RunEvent;
 use tunebench::schema::Check;
+use tunebench::truncate::sweep::Live;
 use tunebench::truncate::transcript::Transcript;
 use tunebench::tui::msg::{Msg, TermEvent};
 use tunebench::tui::setup::state_for;
@@ -53,7 +54,8 @@ pub fn type_text(state: &mut State, text: &str) {
 }
 
 /// The events a run of the sample emits for its first `chunks` chunks (all with `None`), judged by
-/// the real JSONL parser against the sample's schema, as the engine does.
+/// the real JSONL parser against the sample's schema, and swept live as the engine does for the
+/// workbench (a `Cut` where the items change; the `Swept` answer at its end).
 pub fn sample_events(chunks: Option<usize>) -> Vec<(RunEvent, u64)> {
     let text = std::fs::read_to_string(SAMPLE_ANSWER).unwrap();
     let transcript = Transcript::parse(&text).unwrap();
@@ -61,6 +63,14 @@ pub fn sample_events(chunks: Option<usize>) -> Vec<(RunEvent, u64)> {
     let schema = state.saved.resolve_schema(Path::new("sample-prompts")).unwrap().unwrap();
     let check: Arc<dyn Check> = Arc::new(tunebench::schema::CompiledSchema::compile(&schema).unwrap());
     let mut parser = JsonlParser::new(Default::default(), Some(check));
+    let setup = tunebench::prompt::reading::setup_for_prompt(
+        &state.saved,
+        Path::new(SAMPLE),
+        Path::new("sample-prompts"),
+        None,
+    )
+    .unwrap();
+    let mut live = Live::new(setup.profile, setup.item_check);
     let mut events = vec![(
         RunEvent::TurnStarted {
             turn: 1,
@@ -72,6 +82,11 @@ pub fn sample_events(chunks: Option<usize>) -> Vec<(RunEvent, u64)> {
     let count = chunks.unwrap_or(transcript.chunks.len());
     for chunk in transcript.chunks.iter().take(count) {
         events.push((RunEvent::Delta(chunk.delta.clone()), chunk.t_ms));
+        let before = live.items();
+        let items = live.push(&chunk.delta);
+        if items != before {
+            events.push((RunEvent::Cut { cut: live.cuts() - 1, items }, chunk.t_ms));
+        }
         tunebench::output::OutputParser::feed(&mut parser, &chunk.delta);
         let lines: Vec<LineVerdict> = parser.take_new_lines();
         events.extend(lines.into_iter().map(|v| (RunEvent::Line(v), chunk.t_ms)));
@@ -80,12 +95,18 @@ pub fn sample_events(chunks: Option<usize>) -> Vec<(RunEvent, u64)> {
         let end = transcript.end.clone().unwrap();
         events.push((RunEvent::Usage(end.usage.unwrap()), end.t_ms));
         events.push((RunEvent::Finish(tunebench::provider::FinishReason::Length), end.t_ms));
+        events.push((RunEvent::Swept(Box::new(live.finish())), end.t_ms));
         events.push((RunEvent::RunEnded { ok: false, turns: 1 }, end.t_ms));
     }
     events
 }
 
 /// Feeds run events of run `run` to `state`; returns the effects.
+/// The same events without the run's sweep (a stream the workbench must sweep itself at its end).
+pub fn without_sweep(events: Vec<(RunEvent, u64)>) -> Vec<(RunEvent, u64)> {
+    events.into_iter().filter(|(e, _)| !matches!(e, RunEvent::Cut { .. } | RunEvent::Swept(_))).collect()
+}
+
 pub fn feed(state: &mut State, events: Vec<(RunEvent, u64)>) -> Vec<tunebench::tui::msg::Effect> {
     let run = state.run_id;
     events

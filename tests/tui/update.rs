@@ -53,7 +53,7 @@ fn schema_is_linted_as_typed_with_line_and_column() {
 }
 
 #[test]
-fn run_streams_into_output_and_lines_then_asks_for_the_sweep() {
+fn run_streams_into_output_and_lines_and_its_sweep_into_the_chart() {
     let mut state = sample_state();
     assert_eq!(state.choice.provider, "replay");
     let effects = update(&mut state, ctrl('r'));
@@ -82,10 +82,15 @@ fn run_streams_into_output_and_lines_then_asks_for_the_sweep() {
     assert_eq!(statuses, ["skipped", "valid", "valid", "schema", "valid", "valid", "invalid"]);
     assert_eq!(state.run.ttft_ms, Some(220));
     assert!(state.run.tokens_per_s.is_some());
-    // The answer so far was swept once as it began (that sweep never came back here, so no other
-    // was asked for while it streamed), then the whole answer at its end.
-    let [Effect::ComputeSweep(live), Effect::ComputeSweep(sweep)] = effects.as_slice() else { panic!("{effects:?}") };
-    assert_eq!(live.chunk_ends.len(), 1);
+    // The run's own sweep fed the chart and ended it: nothing is swept here.
+    assert!(effects.is_empty(), "{effects:?}");
+    assert!(!state.truncation.live);
+    assert_eq!(state.truncation.sweep.as_ref().unwrap().cuts(), 210);
+    // A stream that brings no sweep (a front end's events without it) is swept here at its end.
+    let mut state = sample_state();
+    update(&mut state, ctrl('r'));
+    let effects = feed(&mut state, without_sweep(sample_events(None)));
+    let [Effect::ComputeSweep(sweep)] = effects.as_slice() else { panic!("{effects:?}") };
     assert_eq!(sweep.answer, state.run.output);
     assert_eq!(sweep.chunk_ends.len(), 209);
 }
@@ -104,7 +109,8 @@ fn cancel_keeps_the_partial_answer_and_ignores_the_old_runs_events() {
     let effects = update(&mut state, Msg::RunCancelled);
     assert_eq!(state.phase, RunPhase::Cancelled);
     assert_eq!(state.run.output, partial);
-    assert!(matches!(effects.as_slice(), [Effect::ComputeSweep(_)]));
+    // The run's own sweep of the partial answer comes as its turn ends.
+    assert!(effects.is_empty(), "{effects:?}");
     // A new run; a late event of the cancelled one changes nothing.
     let old = state.run_id;
     update(&mut state, ctrl('r'));

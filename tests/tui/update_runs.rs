@@ -99,62 +99,50 @@ fn deliver_sweeps(state: &mut State, effects: Vec<Effect>) -> usize {
 }
 
 #[test]
-fn the_truncation_chart_grows_while_the_answer_streams() {
+fn the_truncation_chart_grows_from_the_runs_own_sweep() {
     let mut state = sample_state();
     update(&mut state, Msg::Action(Action::Run));
     let run = state.run_id;
     let events = sample_events(None);
     let deltas = events.iter().filter(|(e, _)| matches!(e, RunEvent::Delta(_))).count();
-    let mut sweeps = 0;
-    let mut widths = Vec::new();
+    let cuts = events.iter().filter(|(e, _)| matches!(e, RunEvent::Cut { .. })).count();
+    let mut ends = Vec::new();
     for (event, at_ms) in events {
-        let ended = matches!(event, RunEvent::RunEnded { .. });
+        let swept = matches!(event, RunEvent::Swept(_));
         let effects = update(&mut state, Msg::Run { run, event: Box::new(event), at_ms });
-        sweeps += deliver_sweeps(&mut state, effects);
-        if let Some(sweep) = &state.truncation.sweep {
-            if !ended {
-                assert!(state.truncation.live, "a sweep of the answer so far is marked live");
-            }
-            widths.push(sweep.cuts());
+        assert!(effects.is_empty(), "nothing is swept here: {effects:?}");
+        if state.run.chunk_ends.is_empty() || swept || state.truncation.sweep.is_some() {
+            continue;
         }
+        assert!(state.truncation.live, "the answer so far is marked live");
+        assert_eq!(state.truncation.cut, state.run.chunk_ends.len(), "the cut follows the end");
+        ends.push(state.truncation.series[2].last().unwrap().0 as usize);
     }
-    assert!(sweeps > 10, "the chart was swept again as the answer grew: {sweeps}");
-    assert!(widths.windows(2).all(|w| w[0] <= w[1]) && widths[0] < 100, "{widths:?}");
-    // The last one is the whole answer, no longer live, the cut at its end.
+    assert!(cuts >= 5, "the items changed as lines completed: {cuts}");
+    assert!(ends.windows(2).all(|w| w[0] <= w[1]) && ends.last() == Some(&deltas), "{ends:?}");
+    assert_eq!(state.truncation.live_cuts, cuts);
+    // The run's sweep of the whole answer ends it: no longer live, the cut at its end.
     assert!(!state.truncation.live);
-    assert_eq!(state.truncation.sweep.as_ref().unwrap().cuts(), deltas + 1);
+    let sweep = state.truncation.sweep.as_ref().unwrap();
+    assert_eq!(sweep.cuts(), deltas + 1);
     assert_eq!(state.truncation.cut, deltas);
     assert!(!state.truncation.pending);
 }
 
 #[test]
-fn live_sweeps_are_throttled_to_the_frame_never_per_token() {
+fn live_items_are_the_final_sweeps_at_every_cut() {
     let mut state = sample_state();
     update(&mut state, Msg::Action(Action::Run));
-    let run = state.run_id;
-    let mut asked = Vec::new();
-    // Tokens as fast as a replay gives them: 4 per millisecond.
-    let deltas: Vec<(RunEvent, u64)> = sample_events(Some(200))
-        .into_iter()
-        .filter(|(e, _)| matches!(e, RunEvent::Delta(_)))
-        .enumerate()
-        .map(|(i, (e, _))| (e, i as u64 / 4))
-        .collect();
-    for (event, at_ms) in deltas {
-        let effects = update(&mut state, Msg::Run { run, event: Box::new(event), at_ms });
-        if !effects.is_empty() {
-            asked.push(at_ms);
+    let events = sample_events(None);
+    let (stream, end): (Vec<_>, Vec<_>) = events.into_iter().partition(|(e, _)| !matches!(e, RunEvent::Swept(_)));
+    feed(&mut state, stream.into_iter().filter(|(e, _)| !matches!(e, RunEvent::RunEnded { .. })).collect());
+    assert!(state.truncation.live);
+    let Some((RunEvent::Swept(sweep), _)) = end.first() else { panic!("no sweep") };
+    for (at, strategy) in tunebench::tui::panes::truncation::ORDER.iter().enumerate() {
+        for (cut, figures) in sweep.figures(*strategy).iter().enumerate() {
+            assert_eq!(state.truncation.live_items(at, cut), figures.items, "{strategy} at {cut}");
         }
-        // Each sweep comes back at once: only the frame limits them.
-        deliver_sweeps(&mut state, effects);
     }
-    assert!(asked.len() >= 3, "{asked:?}");
-    assert!(asked.windows(2).all(|w| w[1] - w[0] >= 16), "at most one per frame: {asked:?}");
-    // While one is being computed, none more is asked for.
-    let mut state = sample_state();
-    update(&mut state, Msg::Action(Action::Run));
-    let effects = feed(&mut state, sample_events(Some(150)));
-    assert_eq!(effects.len(), 1, "one in flight at a time: {effects:?}");
 }
 
 #[test]
@@ -162,20 +150,20 @@ fn a_cut_moved_back_stays_while_the_chart_grows() {
     let mut state = sample_state();
     update(&mut state, Msg::Action(Action::Run));
     let run = state.run_id;
-    let events = sample_events(Some(120));
+    let events = sample_events(None);
     let (first, rest) = events.split_at(60);
-    for (event, at_ms) in first.iter().cloned() {
-        let effects = update(&mut state, Msg::Run { run, event: Box::new(event), at_ms });
-        deliver_sweeps(&mut state, effects);
-    }
+    feed(&mut state, first.to_vec());
     let following = state.truncation.cut;
     assert!(following > 10);
     update(&mut state, Msg::Action(Action::FocusTruncation));
     update(&mut state, Msg::Action(Action::Home));
     assert_eq!(state.truncation.cut, 0);
     for (event, at_ms) in rest.iter().cloned() {
-        let effects = update(&mut state, Msg::Run { run, event: Box::new(event), at_ms: at_ms + 100 });
-        deliver_sweeps(&mut state, effects);
+        let ended = matches!(event, RunEvent::Swept(_));
+        update(&mut state, Msg::Run { run, event: Box::new(event), at_ms: at_ms + 100 });
+        if !ended && state.truncation.live {
+            assert_eq!(state.truncation.cut, 0, "the cut the user moved stays");
+        }
     }
     assert!(state.truncation.sweep.as_ref().unwrap().cuts() > following + 1, "it grew");
     assert_eq!(state.truncation.cut, 0, "the cut the user moved stays");
@@ -185,6 +173,12 @@ fn a_cut_moved_back_stays_while_the_chart_grows() {
     update(&mut state, Msg::SweepReady { run: run + 7, answer_len: 1, sweep: Ok(Box::new(stale.clone())) });
     update(&mut state, Msg::SweepReady { run, answer_len: shown - 1, sweep: Ok(Box::new(stale)) });
     assert_eq!(state.truncation.swept_len, shown);
+    // A stream without the run's sweep is swept here once, at its end.
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::Run));
+    let effects = feed(&mut state, without_sweep(sample_events(None)));
+    assert_eq!(deliver_sweeps(&mut state, effects), 1);
+    assert_eq!(state.truncation.swept_len, state.run.output.len());
 }
 
 /// A history line as `history.jsonl` holds it: one turn, replayable from its transcript.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::epochs::{same, Epochs};
+use super::live::Passing;
 use super::runs::Runs;
 use crate::output::json::lenient::{Lenient, Phase};
 use crate::output::json::{items_of, JsonParser, Settled};
@@ -87,6 +88,15 @@ impl JsonTrack {
             self.runs.push((self.cuts, outcome));
         }
         self.cuts += 1;
+    }
+
+    /// The items at the last recorded cut (live: no reference needed).
+    pub fn last_items(&self, lenient: &Lenient, check: Option<&dyn Check>, passing: &mut Passing) -> usize {
+        match self.runs.last().and_then(|&(_, outcome)| outcome).and_then(|at| self.outcomes.get(at)) {
+            Some(Outcome::Epoch(epoch)) => passing.count(lenient, check, *epoch, lenient.epoch_items(*epoch).len()),
+            Some(Outcome::Items(items)) => items.len(),
+            None => 0,
+        }
     }
 
     /// Reads the whole answer's outcome (call once everything is fed).

@@ -68,6 +68,13 @@ impl JsonlTrack {
         self.cuts += 1;
     }
 
+    /// The items at the last recorded cut: the records judged and the tail's.
+    pub fn last_items(&self) -> usize {
+        self.runs
+            .last()
+            .map_or(0, |&(_, judged, tail)| judged + tail.and_then(|at| self.tails.get(at)).map_or(0, Vec::len))
+    }
+
     /// Judges the tail of the whole answer (call once everything is fed). When its version is the
     /// last one judged, that tail is it (equal versions give equal items): it is moved, not copied.
     pub fn finish(&mut self) {

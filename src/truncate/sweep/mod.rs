@@ -17,6 +17,7 @@ mod epochs;
 mod fallback;
 mod json;
 mod jsonl;
+mod live;
 mod repair;
 mod runs;
 
@@ -27,6 +28,7 @@ use serde::Serialize;
 use self::epochs::Epochs;
 use self::json::JsonTrack;
 use self::jsonl::JsonlTrack;
+pub use self::live::{CutItems, Live};
 use self::repair::RepairTrack;
 pub use self::runs::{Iter, Runs};
 use super::points::{Cursor, Points};
@@ -134,7 +136,20 @@ pub fn sweep_points(answer: &str, points: Points, profile: Profile, check: Optio
     } else {
         (json(), jsonl())
     };
+    assemble(answer, points, profile, check, &json, &repair, &jsonl)
+}
 
+/// The figures of the tracks once the whole answer is fed (and each track finished): the reference
+/// is the strategy that recovers the most items, and "corrupt" is read against it.
+fn assemble(
+    answer: &str,
+    points: Points,
+    profile: Profile,
+    check: Option<Arc<dyn Check>>,
+    json: &JsonTrack,
+    repair: &RepairTrack,
+    jsonl: &JsonlTrack,
+) -> Sweep {
     let mut epochs = Epochs::new(repair.lenient(), check);
     let mut reference = (Strategy::Json, json.full_items(&mut epochs));
     for (strategy, items) in

@@ -23,13 +23,15 @@ use serde_json::Value;
 
 use super::epochs::Epochs;
 use super::fallback::number_settled;
+use super::live::Passing;
 use crate::output::json::build::{token_kept, OpenItem};
 use crate::output::json::items_of;
 use crate::output::json::lenient::{Lenient, Phase};
 use crate::output::json::scan::OpenToken;
+use crate::output::Profile;
 use crate::schema::Check;
 use crate::truncate::points::{Cursor, Points};
-use crate::truncate::strategy::passing;
+use crate::truncate::strategy::{passing, recover, Strategy};
 
 /// A repair at the cut keeps the item in progress.
 const KEPT: u8 = 1;
@@ -105,6 +107,8 @@ pub struct RepairTrack {
     cuts: usize,
     /// With a check: the state the last verdict was for, and the verdict.
     checked: Option<((usize, u64, Token, usize), bool)>,
+    /// The [`KEPT`] and [`PASSES`] flags of the last cut (0 outside an item in progress).
+    last_flags: u8,
     /// The repaired item in progress at the end of the answer.
     end_item: Option<Value>,
     /// The whole answer's items when they cannot be read from the epochs.
@@ -121,6 +125,7 @@ impl RepairTrack {
             probes: Vec::new(),
             cuts: 0,
             checked: None,
+            last_flags: 0,
             end_item: None,
             end_items: None,
         }
@@ -178,6 +183,7 @@ impl RepairTrack {
             self.settle(answer, points);
             self.segments.push(Segment { first: cut, offset, state });
         }
+        self.last_flags = 0;
         let State::Items { open: Some(open), .. } = state else {
             return;
         };
@@ -208,6 +214,7 @@ impl RepairTrack {
                 flags |= if passes { PASSES } else { 0 };
             }
         }
+        self.last_flags = flags;
         // The clock only grows within a segment, and the item's end mark is at least this clock: the
         // cuts read at an earlier clock can never be whole.
         if self.probes.last().is_some_and(|last| last.clock < clock) {
@@ -218,6 +225,21 @@ impl RepairTrack {
         match self.probes.last_mut() {
             Some(last) if (last.clock, last.token, last.flags) == (clock, token, flags) => last.cuts += 1,
             _ => self.probes.push(Probe { first: cut, offset, cuts: 1, clock, token, flags }),
+        }
+    }
+
+    /// The items at the last recorded cut, `text` being the answer so far (live: no reference
+    /// needed; a cut after a repeated `"items"` is read from scratch, as the final figures read it).
+    pub fn last_items(&self, text: &str, profile: Profile, passing: &mut Passing) -> usize {
+        match self.segments.last().map(|segment| segment.state) {
+            None | Some(State::Nothing) => 0,
+            Some(State::Slow) => recover(text, Strategy::JsonRepair, profile, self.check.as_ref()).len(),
+            Some(State::Items { epoch, done, open }) => {
+                let passed = passing.count(&self.lenient, self.check.as_deref(), epoch, done);
+                let flags = self.last_flags;
+                let counted = open.is_some() && flags & KEPT != 0 && (self.check.is_none() || flags & PASSES != 0);
+                passed + usize::from(counted)
+            }
         }
     }
 

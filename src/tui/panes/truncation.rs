@@ -1,7 +1,8 @@
 //! What survives a cut: the cut position (keys or a mouse drag), the answer up to it, the items each
 //! strategy (json, json-repair, jsonl) recovers there with its resilience, and a chart of items
 //! recovered against the cut for the three strategies with the cut marked. While the answer streams
-//! the chart grows with it (marked `live`).
+//! the chart grows with it (marked `live`) from the run's own sweep: items only, corrupt and
+//! resilience once the answer has ended.
 
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -62,8 +63,8 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let view = &state.truncation;
     let total = state.run.chunk_ends.len();
     let extra = match &view.sweep {
-        Some(sweep) if view.live => vec![
-            Span::styled(format!("cut {}/{} chunks ", view.cut, sweep.cuts().saturating_sub(1)), theme.cut),
+        _ if view.live => vec![
+            Span::styled(format!("cut {}/{} chunks ", view.cut, total), theme.cut),
             Span::styled("· live ", theme.warning),
         ],
         Some(_) => vec![Span::styled(format!("cut {}/{} chunks ", view.cut, total), theme.cut)],
@@ -72,7 +73,8 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let frame_block = block(Pane::Truncation, state, theme, extra);
     let inner = frame_block.inner(area);
     frame.render_widget(frame_block, area);
-    let Some(sweep) = &view.sweep else {
+    let sweep = view.sweep.as_ref().filter(|_| !view.live);
+    if sweep.is_none() && !view.live {
         let text = if view.pending {
             "sweeping every cut…".to_string()
         } else if let Some(e) = &view.error {
@@ -82,25 +84,38 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         };
         frame.render_widget(Paragraph::new(text).style(theme.dim).wrap(ratatui::widgets::Wrap { trim: true }), inner);
         return;
-    };
+    }
     let width = inner.width as usize;
-    let cut = view.cut.min(sweep.cuts().saturating_sub(1));
-    let so_far = if view.live { " so far" } else { "" };
+    let cuts = sweep.map_or(total + 1, Sweep::cuts);
+    let cut = view.cut.min(cuts.saturating_sub(1));
     let mut rows = vec![Line::from(vec![
-        Span::styled(format!("cut {cut}/{}", sweep.cuts().saturating_sub(1)), theme.cut),
-        Span::styled(format!("  of {} items{so_far} (reference: {})", sweep.full_items, sweep.reference), theme.dim),
+        Span::styled(format!("cut {cut}/{}", cuts.saturating_sub(1)), theme.cut),
+        match sweep {
+            Some(sweep) => {
+                Span::styled(format!("  of {} items (reference: {})", sweep.full_items, sweep.reference), theme.dim)
+            }
+            None => Span::styled("  items so far (corrupt when the answer ends)", theme.dim),
+        },
     ])];
-    for (strategy, style) in ORDER.iter().zip([theme.series_json, theme.series_repair, theme.series_jsonl]) {
-        let figures = sweep.figures(*strategy).get(cut).copied().unwrap_or_default();
-        rows.push(Line::from(vec![
-            Span::styled(format!("{:<11}", strategy.name()), style),
-            Span::styled(format!("{:>3} items", figures.items), theme.text),
-            Span::styled(
-                format!(" {:>2} corrupt", figures.corrupt),
-                if figures.corrupt > 0 { theme.warning } else { theme.dim },
-            ),
-            Span::styled(format!("  res {:.2}", sweep.resilience(*strategy)), theme.dim),
-        ]));
+    let styles = [theme.series_json, theme.series_repair, theme.series_jsonl];
+    for (at, (strategy, style)) in ORDER.iter().zip(styles).enumerate() {
+        let mut spans = vec![Span::styled(format!("{:<11}", strategy.name()), style)];
+        match sweep {
+            Some(sweep) => {
+                let figures = sweep.figures(*strategy).get(cut).copied().unwrap_or_default();
+                spans.push(Span::styled(format!("{:>3} items", figures.items), theme.text));
+                spans.push(Span::styled(
+                    format!(" {:>2} corrupt", figures.corrupt),
+                    if figures.corrupt > 0 { theme.warning } else { theme.dim },
+                ));
+                spans.push(Span::styled(format!("  res {:.2}", sweep.resilience(*strategy)), theme.dim));
+            }
+            None => {
+                spans.push(Span::styled(format!("{:>3} items", view.live_items(at, cut)), theme.text));
+                spans.push(Span::styled("  … corrupt", theme.dim));
+            }
+        }
+        rows.push(Line::from(spans));
     }
     let offset = if cut == 0 { 0 } else { state.run.chunk_ends.get(cut - 1).copied().unwrap_or(0) };
     let prefix = crate::truncate::strategy::prefix(&state.run.output, offset);
@@ -116,7 +131,8 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let header = Rect { height: HEADER.min(inner.height), ..inner };
     frame.render_widget(Paragraph::new(rows), header);
     if let Some((_, _, chart_area)) = plot_columns(area) {
-        render_chart(frame, chart_area, state, sweep, cut, theme);
+        let x_max = sweep.map_or(total, |sweep| sweep.last_cut().unwrap_or(1));
+        render_chart(frame, chart_area, state, x_max, cut, theme);
     }
 }
 
@@ -126,8 +142,8 @@ fn tail(line: &str, width: usize) -> String {
     line.chars().skip(count.saturating_sub(width.saturating_sub(2))).collect()
 }
 
-fn render_chart(frame: &mut Frame, area: Rect, state: &State, sweep: &Sweep, cut: usize, theme: &Theme) {
-    let x_max = sweep.last_cut().unwrap_or(1).max(1) as f64;
+fn render_chart(frame: &mut Frame, area: Rect, state: &State, x_max: usize, cut: usize, theme: &Theme) {
+    let x_max = x_max.max(1) as f64;
     let y_max = state.truncation.series.iter().flatten().map(|(_, y)| *y).fold(1.0_f64, f64::max);
     let marker = [(cut as f64, 0.0), (cut as f64, y_max)];
     let styles = [theme.series_json, theme.series_repair, theme.series_jsonl];

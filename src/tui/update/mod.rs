@@ -16,8 +16,7 @@ pub use actions::act;
 use keys::{after_edit, editable, editor_mut, key};
 pub use navigate::set_cut;
 use run::run_event;
-pub use sweep::LIVE_SWEEP_EVERY_MS;
-use sweep::{sweep_effect, sweep_ready};
+use sweep::sweep_ready;
 
 use super::edit;
 use super::msg::{Effect, Msg, TermEvent};
@@ -89,7 +88,8 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
                 state.note =
                     Some(format!("cancelled: the partial answer ({} chunks) stays", state.run.chunk_ends.len()));
             }
-            sweep_effect(state)
+            // The run's own sweep of the partial answer follows (its turn ends), else the run's end asks.
+            Vec::new()
         }
         Msg::SweepReady { run, answer_len, sweep } => {
             sweep_ready(state, run, answer_len, sweep);

@@ -4,7 +4,7 @@
 use super::super::msg::{Effect, ReplaySource};
 use super::super::request::run_request;
 use super::super::state::{RunPhase, State};
-use super::sweep::{live_sweep, sweep_effect};
+use super::sweep::{live_cut, live_delta, sweep_if_missing, swept};
 use crate::run::RunEvent;
 
 /// Starts a run of the prompt as edited (`max_turns` `Some(1)`: one turn; `replay`: a recorded answer).
@@ -69,7 +69,6 @@ pub(super) fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<E
             state.note = Some(format!("server busy ({reason}): attempt {attempt} in {after_ms} ms"));
         }
         RunEvent::Delta(text) => {
-            let at = at_ms;
             let ttft = *run.ttft_ms.get_or_insert(at_ms);
             run.push_chunk(&text);
             let bucket = (at_ms.saturating_sub(ttft) / 100) as usize;
@@ -83,9 +82,11 @@ pub(super) fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<E
             if secs > 0.05 {
                 run.tokens_per_s = Some(run.chunk_ends.len() as f64 / secs);
             }
-            return live_sweep(state, at);
+            live_delta(state);
         }
         RunEvent::Line(verdict) => run.verdicts.push(verdict),
+        RunEvent::Cut { cut, items } => live_cut(state, cut, items),
+        RunEvent::Swept(sweep) => swept(state, *sweep),
         RunEvent::Usage(usage) => run.usage = Some(usage),
         RunEvent::Finish(reason) => run.finish = Some(reason),
         RunEvent::StreamError(error) => run.error = Some(error.to_string()),
@@ -103,7 +104,7 @@ pub(super) fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<E
             if !matches!(state.phase, RunPhase::Cancelling | RunPhase::Cancelled) {
                 state.phase = RunPhase::Done { ok };
             }
-            return sweep_effect(state);
+            return sweep_if_missing(state);
         }
     }
     Vec::new()
