@@ -12,7 +12,7 @@ use super::format::{read_result, sent_request, Outcome};
 use super::manifest::Manifest;
 use crate::provider::{Event, EventStream, Provider, Request};
 use crate::run::record::now_ms;
-use crate::run::{engine, Reading, RunRecord};
+use crate::run::{engine, RunRecord, RunSetup};
 
 /// What an import read: the records, the lines it could not use, and the requests with no result.
 #[derive(Debug, Serialize)]
@@ -74,7 +74,7 @@ pub async fn import(manifest: &Manifest, results: &str) -> Imported {
     let entries: HashMap<&str, usize> =
         manifest.entries.iter().enumerate().map(|(i, e)| (e.custom_id.as_str(), i)).collect();
     // The schema of a prompt is compiled once for all its entries.
-    let mut readings: HashMap<(usize, Option<crate::output::Profile>), Reading> = HashMap::new();
+    let mut setups: HashMap<(usize, Option<crate::output::Profile>), RunSetup> = HashMap::new();
     // Each prompt is read back once for all its entries.
     let prompts: Vec<anyhow::Result<crate::prompt::file::PromptFile>> =
         manifest.prompts.iter().map(|p| p.prompt_file()).collect();
@@ -119,11 +119,13 @@ pub async fn import(manifest: &Manifest, results: &str) -> Imported {
         let planned = match (manifest.prompt_of(entry), prompts.get(entry.prompt)) {
             (Some(exported), Some(Ok(prompt))) => {
                 let key = (entry.prompt, entry.profile);
-                let reading = match readings.get(&key) {
-                    Some(reading) => Ok(reading.clone()),
-                    None => exported.reading(prompt, entry.profile).map(|r| readings.entry(key).or_insert(r).clone()),
+                let setup = match setups.get(&key) {
+                    Some(setup) => Ok(setup),
+                    None => exported
+                        .setup(prompt.clone(), entry.settings.clone(), entry.profile)
+                        .map(|setup| &*setups.entry(key).or_insert(setup)),
                 };
-                reading.and_then(|reading| entry.plan_for(exported, prompt, reading))
+                setup.and_then(|setup| entry.plan_for(setup))
             }
             (_, Some(Err(e))) => Err(anyhow::anyhow!("{e:#}")),
             _ => Err(anyhow::anyhow!("the manifest names prompt {} for it, and has no such prompt", entry.prompt)),

@@ -12,10 +12,9 @@ use serde::{Deserialize, Serialize};
 use super::Engine;
 use crate::output::Profile;
 use crate::prompt::file::PromptFile;
-use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::template::Variables;
 use crate::provider::Request;
-use crate::run::{history, Reading, RunPlan, RunSettings};
+use crate::run::{history, RunPlan, RunSettings, RunSetup};
 
 /// Everything import needs to know about an exported batch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -80,23 +79,28 @@ impl Exported {
             .with_context(|| format!("the manifest's copy of prompt {}", self.path.display()))
     }
 
-    /// How the prompt reads and checks an answer under `profile`: the costly part of a plan (the
-    /// schema compiled), shared by the entries of one prompt.
-    pub fn reading(&self, prompt: &PromptFile, profile: Option<Profile>) -> anyhow::Result<Reading> {
-        let setup = setup_for_prompt(prompt, &self.path, &base_dir(&self.path), profile)?;
-        Ok(Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check })
+    /// The run setup of the prompt (read back) under `profile`: the costly part of a plan (the schema
+    /// compiled), shared by the entries of one prompt; each entry plans with its own settings.
+    pub fn setup(
+        &self,
+        prompt: PromptFile,
+        settings: RunSettings,
+        profile: Option<Profile>,
+    ) -> anyhow::Result<RunSetup> {
+        RunSetup::with_settings(prompt, &self.path, settings, profile)
     }
 }
 
 impl Entry {
-    /// The plan of this entry for its prompt (read back) and reading, planned as `run` plans it, with
+    /// The plan of this entry in its prompt's setup, planned as `run` plans it, with
     /// one turn (a batch answer gets no retry). Until `request` is set (at export) the plan's own
     /// request is the one to send; after, the plan carries the request that was sent.
-    pub fn plan_for(&self, exported: &Exported, prompt: &PromptFile, reading: Reading) -> anyhow::Result<RunPlan> {
+    pub fn plan_for(&self, setup: &RunSetup) -> anyhow::Result<RunPlan> {
         let settings = RunSettings { max_turns: 1, ..self.settings.clone() };
         let case = if self.prompt_case { self.case.as_deref() } else { None };
-        let mut plan = RunPlan::new(prompt, &base_dir(&exported.path), case, &self.variables, &settings, reading)
-            .with_context(|| format!("prompt {}", exported.path.display()))?;
+        let mut plan = setup
+            .plan_as(case, &self.variables, &settings)
+            .with_context(|| format!("prompt {}", setup.path.display()))?;
         plan.case = self.case.clone();
         if !self.request.messages.is_empty() {
             plan.request = self.request.clone();

@@ -24,7 +24,7 @@ use crate::prompt::template::Variables;
 use crate::provider::Request;
 use crate::run::factory::write_transcripts;
 use crate::run::record::now_ms;
-use crate::run::{history, RunSettings};
+use crate::run::{history, RunSetup, SetupOptions};
 
 /// Options of `tunebench batch`.
 #[derive(Debug, clap::Args)]
@@ -215,7 +215,15 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             sides.push(twin.prompt);
         }
         for side in &sides {
-            let settings = RunSettings::resolve(side, &overrides, Some(1), None)?;
+            let exported = Exported::new(path, side)?;
+            let options = SetupOptions {
+                overrides: overrides.clone(),
+                max_turns: Some(1),
+                profile: args.profile,
+                ..SetupOptions::default()
+            };
+            let setup = RunSetup::new(exported.prompt_file()?, path, options)?;
+            let settings = &setup.settings;
             if settings.model.is_empty() {
                 bail!(
                     "{}: no model: every line of a batch names its model; give --model, or set model in the prompt's [provider]",
@@ -225,9 +233,6 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             if !models.contains(&settings.model) {
                 models.push(settings.model.clone());
             }
-            let exported = Exported::new(path, side)?;
-            let read_back = exported.prompt_file()?;
-            let reading = exported.reading(&read_back, args.profile)?;
             let cases = match &file_cases {
                 Some(cases) => cases.clone(),
                 None => prompt_cases(args, side, &variables)?,
@@ -244,7 +249,7 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
                     settings: settings.clone(),
                     request: Request::default(),
                 };
-                let plan = entry.plan_for(&exported, &read_back, reading.clone())?;
+                let plan = entry.plan_for(&setup)?;
                 entry.request = plan.request;
                 let (line, _) = input_line(args.provider, &id, &entry.request);
                 lines.push_str(&serde_json::to_string(&line)?);

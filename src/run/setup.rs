@@ -96,12 +96,45 @@ impl RunSetup {
         })
     }
 
+    /// `prompt` whose settings were resolved before (a batch manifest keeps each request's): the
+    /// reading compiled once, for plans made with [`Self::plan_as`].
+    pub fn with_settings(
+        prompt: PromptFile,
+        path: &Path,
+        settings: RunSettings,
+        profile: Option<Profile>,
+    ) -> anyhow::Result<Self> {
+        let base_dir = base_dir(path);
+        let setup = setup_for_prompt(&prompt, path, &base_dir, profile)?;
+        let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
+        Ok(Self {
+            prompt,
+            path: path.to_path_buf(),
+            base_dir,
+            reading,
+            item_check: setup.item_check,
+            settings,
+            variables: Variables::new(),
+            replay: None,
+            seed: None,
+        })
+    }
+
     /// The plan of one case (`None`: the prompt's own variables).
     pub fn plan(&self, case: Option<&str>) -> Result<RunPlan, RunError> {
-        let mut plan =
-            RunPlan::new(&self.prompt, &self.base_dir, case, &self.variables, &self.settings, self.reading.clone())?;
+        let mut plan = self.plan_as(case, &self.variables, &self.settings)?;
         plan.request.seed = self.seed;
         Ok(plan)
+    }
+
+    /// The plan of one case with its own variables and settings (a batch request keeps both).
+    pub fn plan_as(
+        &self,
+        case: Option<&str>,
+        variables: &Variables,
+        settings: &RunSettings,
+    ) -> Result<RunPlan, RunError> {
+        RunPlan::new(&self.prompt, &self.base_dir, case, variables, settings, self.reading.clone())
     }
 
     /// The provider the settings name (replay: the transcript, or in a batch the case's file beside it).
