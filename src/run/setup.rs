@@ -69,9 +69,6 @@ impl RunSetup {
 
     /// `prompt` as held in memory (the workbench's edited prompt; a derived twin), named by `path`.
     pub fn new(prompt: PromptFile, path: &Path, options: SetupOptions) -> anyhow::Result<Self> {
-        let base_dir = base_dir(path);
-        let setup = setup_for_prompt(&prompt, path, &base_dir, options.profile)?;
-        let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
         let mut settings =
             RunSettings::resolve(&prompt, &options.overrides, options.max_turns, options.context_tokens)?;
         if settings.provider == ProviderKind::Replay && settings.model.is_empty() {
@@ -83,17 +80,8 @@ impl RunSetup {
                 None => String::new(),
             };
         }
-        Ok(Self {
-            prompt,
-            path: path.to_path_buf(),
-            base_dir,
-            reading,
-            item_check: setup.item_check,
-            settings,
-            variables: options.variables,
-            replay: options.replay,
-            seed: options.seed,
-        })
+        let setup = Self::with_settings(prompt, path, settings, options.profile)?;
+        Ok(Self { variables: options.variables, replay: options.replay, seed: options.seed, ..setup })
     }
 
     /// `prompt` whose settings were resolved before (a batch manifest keeps each request's): the
