@@ -69,19 +69,27 @@ impl RunSetup {
 
     /// `prompt` as held in memory (the workbench's edited prompt; a derived twin), named by `path`.
     pub fn new(prompt: PromptFile, path: &Path, options: SetupOptions) -> anyhow::Result<Self> {
-        let mut settings =
-            RunSettings::resolve(&prompt, &options.overrides, options.max_turns, options.context_tokens)?;
-        if settings.provider == ProviderKind::Replay && settings.model.is_empty() {
-            settings.model = match &options.replay {
-                Some(ReplayFrom::File(path, _)) => {
-                    Replay::from_file(path, Pace::Instant)?.transcript().header.model.clone()
-                }
-                Some(ReplayFrom::Transcript(transcript)) => transcript.header.model.clone(),
-                None => String::new(),
-            };
-        }
+        let settings = settings_for(&prompt, &options)?;
         let setup = Self::with_settings(prompt, path, settings, options.profile)?;
         Ok(Self { variables: options.variables, replay: options.replay, seed: options.seed, ..setup })
+    }
+
+    /// [`Self::new`] without the checks: its plans' requests are exactly [`Self::new`]'s, but no schema
+    /// is compiled and no answer could be judged. For a view redrawn every frame (the request preview).
+    pub fn unchecked(prompt: PromptFile, path: &Path, options: SetupOptions) -> anyhow::Result<Self> {
+        let settings = settings_for(&prompt, &options)?;
+        let profile = options.profile.or(prompt.profile).unwrap_or_default();
+        Ok(Self {
+            reading: Reading { response_type: prompt.response_type, profile, check: None },
+            item_check: None,
+            path: path.to_path_buf(),
+            base_dir: base_dir(path),
+            prompt,
+            settings,
+            variables: options.variables,
+            replay: options.replay,
+            seed: options.seed,
+        })
     }
 
     /// `prompt` whose settings were resolved before (a batch manifest keeps each request's): the
@@ -173,6 +181,22 @@ impl RunSetup {
     pub fn concurrency(&self) -> Concurrency {
         concurrency_for(&self.settings)
     }
+}
+
+/// The front end's options over the prompt's `[provider]` (a replay with no model named plays under
+/// its transcript's).
+fn settings_for(prompt: &PromptFile, options: &SetupOptions) -> anyhow::Result<RunSettings> {
+    let mut settings = RunSettings::resolve(prompt, &options.overrides, options.max_turns, options.context_tokens)?;
+    if settings.provider == ProviderKind::Replay && settings.model.is_empty() {
+        settings.model = match &options.replay {
+            Some(ReplayFrom::File(path, _)) => {
+                Replay::from_file(path, Pace::Instant)?.transcript().header.model.clone()
+            }
+            Some(ReplayFrom::Transcript(transcript)) => transcript.header.model.clone(),
+            None => String::new(),
+        };
+    }
+    Ok(settings)
 }
 
 /// The directory of a prompt file (`.` for a bare file name).

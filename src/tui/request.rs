@@ -64,14 +64,17 @@ pub fn overrides(
 /// The run setup of `request`: the workbench's choices over the prompt's `[provider]`, as
 /// `tunebench run` lays its flags over it (`replay`: what a replay plays, at `pace`).
 pub fn setup(request: &RunRequest, pace: Pace) -> anyhow::Result<RunSetup> {
+    RunSetup::new(request.prompt.clone(), &request.path, options(request, pace))
+}
+
+fn options(request: &RunRequest, pace: Pace) -> SetupOptions {
     let overrides = overrides(&request.provider, &request.model, &request.structured, request.max_tokens);
     let replay = match &request.replay {
         Some(ReplaySource::File(path)) => Some(ReplayFrom::File(path.clone(), pace)),
         Some(ReplaySource::Record(transcript)) => Some(ReplayFrom::Transcript(transcript.clone())),
         None => None,
     };
-    let options = SetupOptions { overrides, max_turns: request.max_turns, replay, ..SetupOptions::default() };
-    RunSetup::new(request.prompt.clone(), &request.path, options)
+    SetupOptions { overrides, max_turns: request.max_turns, replay, ..SetupOptions::default() }
 }
 
 /// What a run of `request` runs: its plan and the provider that answers it (a replay's model, when
@@ -99,9 +102,11 @@ pub enum Sent {
 /// What ctrl-r would send now: the request of the plan the runner would make, as the provider it
 /// would build sends it first (before any fallback the server's answer causes).
 pub fn sent(state: &State) -> Result<Sent, String> {
-    // A replay sends no HTTP request: the recorded answer is not read for the preview.
+    // A replay sends no HTTP request: the recorded answer is not read for the preview. The pane is
+    // redrawn every frame, so the answers' checks (a schema compile) are left out: the request is the same.
     let request = RunRequest { replay: None, ..run_request(state, None, None)? };
-    let setup = setup(&request, Pace::Instant).map_err(|e| format!("{e:#}"))?;
+    let setup = RunSetup::unchecked(request.prompt.clone(), &request.path, options(&request, Pace::Instant))
+        .map_err(|e| format!("{e:#}"))?;
     let plan = setup.plan(request.case.as_deref()).map_err(|e| format!("{e:#}"))?;
     let env = state.env;
     match setup.choice().first_request(&plan.request, &env).map_err(|e| e.to_string())? {
