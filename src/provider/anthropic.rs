@@ -51,11 +51,7 @@ impl Anthropic {
 
     /// `base_url` if given, else `ANTHROPIC_BASE_URL`, else Anthropic's; the key from `ANTHROPIC_API_KEY`
     /// (required for Anthropic's own URL).
-    pub fn from_env(base_url: Option<&str>, options: HttpOptions) -> Result<Self, ProviderError> {
-        Self::from_lookup(base_url, |name| std::env::var(name).ok(), options)
-    }
-
-    /// [`Self::from_env`] reading variables through `lookup`.
+    /// The variables are read through `lookup` (the process environment: `run::factory::env_var`).
     pub fn from_lookup(
         base_url: Option<&str>,
         lookup: impl Fn(&str) -> Option<String>,

@@ -66,11 +66,7 @@ impl Ollama {
     }
 
     /// `host` if given, else `OLLAMA_HOST`, else the local default; the key from `OLLAMA_API_KEY`.
-    pub fn from_env(host: Option<&str>, options: HttpOptions) -> Result<Self, ProviderError> {
-        Self::from_lookup(host, |name| std::env::var(name).ok(), options)
-    }
-
-    /// [`Self::from_env`] reading variables through `lookup`.
+    /// The variables are read through `lookup` (the process environment: `run::factory::env_var`).
     pub fn from_lookup(
         host: Option<&str>,
         lookup: impl Fn(&str) -> Option<String>,

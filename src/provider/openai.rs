@@ -53,11 +53,7 @@ impl OpenAi {
 
     /// A provider configured as OpenAI's tools are: `base_url` if given, else `OPENAI_BASE_URL`, else
     /// OpenAI's own; the key from `OPENAI_API_KEY`. OpenAI's own URL without a key is an error.
-    pub fn from_env(base_url: Option<&str>, options: HttpOptions) -> Result<Self, ProviderError> {
-        Self::from_lookup(base_url, |name| std::env::var(name).ok(), options)
-    }
-
-    /// [`Self::from_env`] reading variables through `lookup`.
+    /// The variables are read through `lookup` (the process environment: `run::factory::env_var`).
     pub fn from_lookup(
         base_url: Option<&str>,
         lookup: impl Fn(&str) -> Option<String>,
