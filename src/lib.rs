@@ -8,6 +8,7 @@
 //! - [`provider`]: streaming providers (OpenAI-compatible, Ollama, Anthropic, replay), one event stream.
 //! - [`run`]: the run engine (live parsing, retry with feedback), run records and the history.
 //! - [`compare`]: json vs jsonl side by side: twins, paired runs, figures, agreement, truncation curves.
+//! - [`eval`]: expected answers, checks and scores per case; eval records, baselines, the response cache.
 //! - [`batch`]: the case matrix as a provider's batch file (OpenAI, Anthropic, vLLM), results imported
 //!   back into run records.
 //! - `bench_data` (tests, feature `testing`): the synthetic answers and schema the speed figures are
@@ -22,6 +23,7 @@ pub mod bench_data;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod compare;
+pub mod eval;
 pub mod names;
 pub mod output;
 pub mod prompt;
