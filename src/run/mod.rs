@@ -38,7 +38,7 @@ pub mod record;
 pub mod setup;
 mod turn;
 
-pub use engine::{run, run_batch, run_batch_until, run_until, Job};
+pub use engine::{run, run_batch, run_batch_each, run_batch_until, run_until, Job};
 pub use factory::{
     env_var, fetch_local_model, local_model, transcript_path, LocalModel, Lookup, ProviderChoice, ReplaySequence,
 };
