@@ -69,8 +69,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         &args.prompt,
         SetupOptions {
             overrides: options.provider_settings(),
-            max_turns: options.max_turns,
-            context_tokens: Some(options.context_tokens),
+            max_turns: options.flags.max_turns,
+            context_tokens: Some(options.flags.context_tokens),
             profile: args.profile,
             variables: options.variables()?,
             replay: args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
