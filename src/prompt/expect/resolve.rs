@@ -1,0 +1,1 @@
+//! Expectations checked against the prompt (placeholder until the schema checks land).
