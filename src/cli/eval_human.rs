@@ -263,7 +263,9 @@ pub fn eval_diff(a: &EvalRecord, b: &EvalRecord, diff: &EvalDiff) -> String {
         regressed: diff.regressed,
     };
     out.push('\n');
-    out.push_str(&delta_summary(&summary).replacen(" 0 same\n", "\n", 1));
+    let summary = delta_summary(&summary);
+    let columns = summary.split_once('\n').map_or("", |(_, rest)| rest);
+    let _ = write!(out, "B against A: {} improved, {} regressed\n{columns}", diff.improved, diff.regressed);
     if diff.cases.is_empty() {
         out.push_str("no case changed\n");
     }

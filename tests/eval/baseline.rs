@@ -38,7 +38,7 @@ fn a_baseline_marks_improvements_and_regressions_and_diff_shows_them() {
     let text = String::from_utf8(third.stdout).unwrap();
     assert!(text.contains(&format!("against eval {}: 0 improved, 1 regressed, 1 same", second.id)), "{text}");
     assert!(text.contains(&format!("regressed: {BETA} × definitions")), "{text}");
-    assert!(text.lines().any(|l| l.starts_with("beta") && l.contains("fail ▼")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("beta") && l.contains("fail 0.67 ▼")), "{text}");
 
     // A baseline from a record file works as well as an id.
     let file = dir.path().join("evals").join(format!("{}.json", first.id));
@@ -69,7 +69,11 @@ fn a_baseline_marks_improvements_and_regressions_and_diff_shows_them() {
     );
     let human = tunebench(dir.path()).args(["eval", "diff", &first.id, &second.id]).output().unwrap();
     let human = String::from_utf8(human.stdout).unwrap();
-    assert!(human.contains(&format!("{BETA} × definitions: improved: fail → pass")), "{human}");
+    assert!(human.contains(&format!("{BETA} × definitions: improved: fail 0.67 → pass 1.00")), "{human}");
+    assert!(
+        human.contains("B against A: 1 improved, 0 regressed\n") && human.contains("  fixed: missing Gamma"),
+        "{human}"
+    );
     let regressed =
         tunebench(dir.path()).args(["eval", "diff", &second.id, "last", "--fail-on-regression"]).output().unwrap();
     assert_eq!(
@@ -91,7 +95,9 @@ fn a_regression_above_the_threshold_fails_only_with_fail_on_regression() {
     let dir = tempfile::tempdir().unwrap();
     let prompt = prompt_in(dir.path(), &lenient);
     let (_runtime, right) = server(ALPHA_RIGHT, BETA_RIGHT);
-    assert_eq!(eval(dir.path(), &prompt, &right, &[]).status.code(), Some(0));
+    let first = eval(dir.path(), &prompt, &right, &["--json"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let first = record(&first).id;
     let half = "{\"entity\": \"Beta\", \"definition\": \"The second letter.\"}\n";
     let (_runtime, worse) = server(ALPHA_RIGHT, half);
     let output = eval(dir.path(), &prompt, &worse, &["--json", "--baseline", "last"]);
@@ -100,6 +106,6 @@ fn a_regression_above_the_threshold_fails_only_with_fail_on_regression() {
     let beta = record.cells.iter().find(|c| c.case.as_deref() == Some(BETA)).unwrap();
     assert!((beta.score.f1().unwrap() - 2.0 / 3.0).abs() < 1e-9, "{:?}", beta.score);
     assert_eq!(change_of(&record, BETA), Change::Regressed);
-    let output = eval(dir.path(), &prompt, &worse, &["--baseline", "last", "--fail-on-regression"]);
+    let output = eval(dir.path(), &prompt, &worse, &["--baseline", &first, "--fail-on-regression"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
 }

@@ -70,7 +70,7 @@ fn an_edit_runs_the_eval_again_and_prints_the_changes() {
     let _ = child.kill();
     let _ = child.wait();
     let second = &seen[first.len()..];
-    assert!(second.lines().any(|l| l.starts_with("beta") && l.contains("pass ▲")), "{second}");
+    assert!(second.lines().any(|l| l.starts_with("beta") && l.contains("pass 1.00 ▲")), "{second}");
     assert!(second.contains("1 improved, 0 regressed"), "{second}");
     assert_eq!(server.received().len(), 4, "two runs of two cases");
 }
