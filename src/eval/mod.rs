@@ -12,6 +12,8 @@
 
 pub mod checks;
 pub mod pairing;
+#[cfg(test)]
+mod replayed;
 pub mod score;
 pub mod values;
 mod verdict;
