@@ -110,11 +110,14 @@ impl<'a> Resolver<'a> {
             None => what.to_string(),
         };
         let mut checks = prompt.checks.clone();
-        if let Some(found) = found {
-            checks.extend(found.checks.iter().cloned());
+        for check in &prompt.checks {
+            self.check_pointer(check, &|what: &str| what.to_string())?;
         }
-        for check in &checks {
-            self.check_pointer(check, &whose)?;
+        if let Some(found) = found {
+            for check in &found.checks {
+                self.check_pointer(check, &whose)?;
+            }
+            checks.extend(found.checks.iter().cloned());
         }
         let expected_table = found.and_then(|c| c.expected.as_ref());
         let settings = &prompt.eval;
@@ -128,7 +131,9 @@ impl<'a> Resolver<'a> {
                 if name == "`match`" { expected_table.and_then(|e| e.at.0.as_ref()) } else { settings.at.0.as_ref() };
             for field in fields.iter().flatten() {
                 if let Some(message) = self.undeclared(&pointer(field)) {
-                    return Err(self.error(place, whose(&format!("{name} names {field:?}: {message}"))));
+                    let message = format!("{name} names {field:?}: {message}");
+                    let message = if name == "`match`" { whose(&message) } else { message };
+                    return Err(self.error(place, message));
                 }
             }
         }
