@@ -52,35 +52,47 @@ pub fn matmul(w: &Matrix, x: &[ActBlock], tokens: usize, rows: Range<usize>, out
 }
 
 fn matmul_on(w: &Matrix, x: &[ActBlock], tokens: usize, rows: Range<usize>, out: &mut [f32], kernels: Kernels) {
-    let per_row = w.row_blocks();
-    match &w.blocks {
-        Blocks::Q4x8(groups) => grouped(groups, per_row, x, tokens, rows, out, |w, a| dot_q4x8(w, a, kernels)),
-        Blocks::Q8x8(groups) => grouped(groups, per_row, x, tokens, rows, out, |w, a| dot_q8x8(w, a, kernels)),
-    }
+    let n = rows.len();
+    let groups = rows.start / GROUP..rows.end.div_ceil(GROUP);
+    matmul_groups(w, x, tokens, groups, kernels, &mut |t, g, sums| {
+        for (r, sum) in sums.iter().enumerate() {
+            let row = GROUP * g + r;
+            if rows.contains(&row) {
+                out[t * n + row - rows.start] = *sum;
+            }
+        }
+    });
 }
 
-/// Group by group, each group's eight sums at once, token after token (the group's weights stay in L1
-/// while the tokens use them). A token's sums do not depend on the batch it runs in.
-#[inline(always)]
-fn grouped<G>(
-    groups: &[G],
-    per_row: usize,
+/// Rows per interleaved group.
+pub const GROUP: usize = 8;
+
+/// Row groups of `w` (the last one padded with zero rows).
+pub fn groups(w: &Matrix) -> usize {
+    w.rows.div_ceil(GROUP)
+}
+
+/// For each row group `g` of `groups` and each of the `tokens` activation rows of `x` (each
+/// `w.row_blocks()` blocks): `write(t, g, sums)`, `sums[r]` being row `GROUP·g + r` times token `t`.
+/// Group by group, token after token (the group's weights stay in L1 while the tokens use them). A
+/// token's sums do not depend on the batch it runs in, nor on the groups asked for.
+pub fn matmul_groups(
+    w: &Matrix,
     x: &[ActBlock],
     tokens: usize,
-    rows: Range<usize>,
-    out: &mut [f32],
-    dot8: impl Fn(&[G], &[ActBlock]) -> [f32; 8],
+    groups: Range<usize>,
+    kernels: Kernels,
+    write: &mut impl FnMut(usize, usize, &[f32; GROUP]),
 ) {
-    let n = rows.len();
-    for g in rows.start / 8..rows.end.div_ceil(8) {
-        let group = &groups[g * per_row..(g + 1) * per_row];
+    let per_row = w.row_blocks();
+    for g in groups {
         for t in 0..tokens {
-            let sums = dot8(group, &x[t * per_row..(t + 1) * per_row]);
-            for (r, sum) in sums.into_iter().enumerate() {
-                if rows.contains(&(8 * g + r)) {
-                    out[t * n + 8 * g + r - rows.start] = sum;
-                }
-            }
+            let a = &x[t * per_row..(t + 1) * per_row];
+            let sums = match &w.blocks {
+                Blocks::Q4x8(all) => dot_q4x8(&all[g * per_row..(g + 1) * per_row], a, kernels),
+                Blocks::Q8x8(all) => dot_q8x8(&all[g * per_row..(g + 1) * per_row], a, kernels),
+            };
+            write(t, g, &sums);
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod model;
 pub mod quant;
 pub mod reference;
 pub mod sampler;
+pub mod threads;
 pub mod tokenizer;
 
 use std::path::Path;
