@@ -12,8 +12,8 @@ use std::io::{Read, Seek};
 
 use candle_core::quantized::gguf_file::Content;
 
-use super::kernels::{dot, groups, matmul_groups, Attend, Kernels, GROUP};
-use super::quant::{quantize_activations, vector, ActBlock, Matrix, BLOCK};
+use super::kernels::{dot, groups, matmul_groups, Attend, Kernels};
+use super::quant::{quantize_activations, vector, ActBlock, Matrix, BLOCK, ROWS};
 use super::threads::{Disjoint, Pool, PoolError};
 use super::LocalError;
 
@@ -378,8 +378,8 @@ impl Llama {
 }
 
 /// The rows of group `g` that a `rows`-row matrix has (not the padding), with their sums.
-fn rows_of(g: usize, rows: usize, sums: &[f32; GROUP]) -> impl Iterator<Item = (usize, f32)> + '_ {
-    sums.iter().enumerate().map(move |(r, sum)| (GROUP * g + r, *sum)).filter(move |(row, _)| *row < rows)
+fn rows_of(g: usize, rows: usize, sums: &[f32; ROWS]) -> impl Iterator<Item = (usize, f32)> + '_ {
+    sums.iter().enumerate().map(move |(r, sum)| (ROWS * g + r, *sum)).filter(move |(row, _)| *row < rows)
 }
 
 /// `x·silu`: `x / (1 + e^−x)`.

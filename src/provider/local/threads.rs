@@ -1,13 +1,15 @@
-//! The forward pass's worker threads: a small persistent pool that runs one piece of work split across
-//! every thread at once (the caller's thread takes the first share), spinning briefly between pieces
-//! and sleeping when idle. How many: `TUNEBENCH_THREADS`, else the machine's available parallelism.
+//! The forward pass's worker threads: a small persistent pool that runs one piece of work on every
+//! thread at once (the caller's thread among them), spinning briefly between pieces and sleeping when
+//! idle. How many: `TUNEBENCH_THREADS`, else the machine's available parallelism.
 //!
-//! Work is split into units (row groups of a matrix, tokens, attention heads) and each unit is computed
-//! whole by one thread in the same order whatever the thread count, so the numbers never depend on it.
+//! Work is split into units (row groups of a matrix, tokens, attention heads) that the threads claim a
+//! chunk at a time, so a thread the system has descheduled holds up no one: the others take its
+//! share. Each unit is computed whole by one thread in the same order whoever runs it, so the numbers
+//! never depend on the thread count.
 
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -21,44 +23,84 @@ pub const MAX_THREADS: usize = 64;
 /// How long an idle worker spins before it sleeps (covers the gap between two tokens).
 const SPIN: Duration = Duration::from_micros(300);
 
+/// Chunks per thread a piece of work is cut into (small enough to even out, big enough to claim rarely).
+const CHUNKS_PER_THREAD: usize = 4;
+
 /// The thread count: `TUNEBENCH_THREADS` when it is a positive number, else the machine's.
 pub fn configured() -> usize {
     let set = std::env::var(THREADS_VAR).ok().and_then(|t| t.trim().parse::<usize>().ok()).filter(|t| *t > 0);
     set.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).clamp(1, MAX_THREADS)
 }
 
-/// One piece of work: `work(thread, range)` for each thread's share of `0..units`.
-struct Job<'a> {
-    work: &'a (dyn Fn(usize, Range<usize>) + Sync),
-    units: usize,
-    threads: usize,
-}
-
-impl Job<'_> {
-    /// Thread `index`'s share: contiguous, in thread order.
-    fn share(&self, index: usize) -> Range<usize> {
-        self.units * index / self.threads..self.units * (index + 1) / self.threads
-    }
-}
+type Work<'a> = &'a (dyn Fn(usize, Range<usize>) + Sync);
 
 struct Shared {
-    /// Bumped once per job; a worker runs a job when the epoch moves past the one it saw.
-    epoch: AtomicUsize,
-    job: AtomicPtr<Job<'static>>,
-    /// Workers still running the current job.
-    pending: AtomicUsize,
+    /// The current job's epoch (high 32 bits) and its next unclaimed unit (low 32 bits).
+    claim: AtomicU64,
+    /// The current job's units and chunk size (set before its epoch is published).
+    units: AtomicUsize,
+    chunk: AtomicUsize,
+    /// The current job's work; read only by a thread holding a claimed chunk of it.
+    work: AtomicPtr<Work<'static>>,
+    /// Units of the current job finished.
+    done: AtomicUsize,
     /// Workers asleep (or about to be) on `wake`.
     sleeping: AtomicUsize,
     stop: AtomicBool,
-    /// A worker's share panicked (a bug): the caller reports it.
+    /// A unit panicked (a bug): the caller reports it.
     failed: AtomicBool,
     lock: Mutex<()>,
     wake: Condvar,
 }
 
+fn epoch_of(claim: u64) -> u32 {
+    (claim >> 32) as u32
+}
+
+impl Shared {
+    /// Claims the next chunk of job `epoch`, if it has one left.
+    fn claim(&self, epoch: u32) -> Option<Range<usize>> {
+        let mut current = self.claim.load(Ordering::Acquire);
+        loop {
+            if epoch_of(current) != epoch {
+                return None;
+            }
+            // If the claim word still holds `current` when the exchange below succeeds, job `epoch`
+            // still had units left, so these are its size and chunk.
+            let (units, chunk) = (self.units.load(Ordering::Acquire), self.chunk.load(Ordering::Acquire));
+            let next = (current & u64::from(u32::MAX)) as usize;
+            if next >= units {
+                return None;
+            }
+            let end = (next + chunk.max(1)).min(units);
+            let claimed = (u64::from(epoch) << 32) | end as u64;
+            match self.claim.compare_exchange_weak(current, claimed, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(next..end),
+                Err(now) => current = now,
+            }
+        }
+    }
+
+    /// Runs chunks of job `epoch` as thread `thread` until none is left.
+    fn run(&self, epoch: u32, thread: usize) {
+        while let Some(range) = self.claim(epoch) {
+            let len = range.len();
+            // SAFETY: this thread holds an unfinished chunk of job `epoch`, so its caller is still
+            // waiting in `Pool::split` (until `done` counts this chunk) and the work is alive; the
+            // pointer was stored before the epoch was published (release/acquire on `claim`).
+            let work = unsafe { &**self.work.load(Ordering::Acquire) };
+            if catch_unwind(AssertUnwindSafe(|| work(thread, range))).is_err() {
+                self.failed.store(true, Ordering::Relaxed);
+            }
+            self.done.fetch_add(len, Ordering::AcqRel);
+        }
+    }
+}
+
 /// A pool of `threads − 1` workers plus the caller's thread.
 pub struct Pool {
     threads: usize,
+    epoch: u32,
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
 }
@@ -69,7 +111,7 @@ impl std::fmt::Debug for Pool {
     }
 }
 
-/// A worker thread could not start, or one's share of the work failed.
+/// A worker thread could not start, or a unit of work failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolError(pub String);
 
@@ -78,16 +120,18 @@ impl Pool {
     pub fn new(threads: usize) -> Result<Self, PoolError> {
         let threads = threads.clamp(1, MAX_THREADS);
         let shared = Arc::new(Shared {
-            epoch: AtomicUsize::new(0),
-            job: AtomicPtr::new(std::ptr::null_mut()),
-            pending: AtomicUsize::new(0),
+            claim: AtomicU64::new(0),
+            units: AtomicUsize::new(0),
+            chunk: AtomicUsize::new(1),
+            work: AtomicPtr::new(std::ptr::null_mut()),
+            done: AtomicUsize::new(0),
             sleeping: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             failed: AtomicBool::new(false),
             lock: Mutex::new(()),
             wake: Condvar::new(),
         });
-        let mut pool = Self { threads, shared, workers: Vec::with_capacity(threads - 1) };
+        let mut pool = Self { threads, epoch: 0, shared, workers: Vec::with_capacity(threads - 1) };
         for index in 1..threads {
             let shared = Arc::clone(&pool.shared);
             let spawned = std::thread::Builder::new()
@@ -109,9 +153,9 @@ impl Pool {
         self.threads
     }
 
-    /// Runs `work(thread, share)` over `0..units`, split into one contiguous share per thread (thread 0
-    /// is the caller's), and returns when every share is done. With one thread, or fewer than
-    /// `min_units` units, the caller runs it all as thread 0.
+    /// Runs `work(thread, units)` over chunks of `0..units` on every thread (thread 0 is the caller's)
+    /// and returns when all are done. With one thread, or fewer than `min_units` units, the caller
+    /// runs it all as thread 0.
     pub fn split(
         &mut self,
         units: usize,
@@ -122,21 +166,35 @@ impl Pool {
             work(0, 0..units);
             return Ok(());
         }
-        let job = Job { work, units, threads: self.threads };
+        if units > u32::MAX as usize {
+            return Err(PoolError(format!("{units} units of work are more than a pool splits")));
+        }
         let shared = &*self.shared;
-        shared.pending.store(self.threads - 1, Ordering::Relaxed);
-        // The workers read `job` only between this store and their `pending` decrement, and `Wait`
-        // below returns (even when the caller's share panics) only once every worker has decremented:
-        // `job` outlives every use.
-        shared.job.store((&job as *const Job<'_>).cast::<Job<'static>>().cast_mut(), Ordering::Relaxed);
-        shared.epoch.fetch_add(1, Ordering::SeqCst);
+        self.epoch = self.epoch.wrapping_add(1);
+        let work: Work<'_> = work;
+        // The workers dereference this only while they hold an unfinished chunk, and this call returns
+        // only when every chunk is finished: `work` outlives every use.
+        let erased = (&work as *const Work<'_>).cast::<Work<'static>>().cast_mut();
+        shared.work.store(erased, Ordering::Release);
+        shared.units.store(units, Ordering::Release);
+        shared.chunk.store(units.div_ceil(self.threads * CHUNKS_PER_THREAD), Ordering::Release);
+        shared.done.store(0, Ordering::Release);
+        shared.claim.store(u64::from(self.epoch) << 32, Ordering::SeqCst);
         if shared.sleeping.load(Ordering::SeqCst) > 0 {
             let _guard = shared.lock.lock().unwrap_or_else(|p| p.into_inner());
             shared.wake.notify_all();
         }
-        let wait = Wait(shared);
-        work(0, job.share(0));
-        drop(wait);
+        shared.run(self.epoch, 0);
+        let mut spins = 0u32;
+        while shared.done.load(Ordering::Acquire) < units {
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(4096) {
+                // A worker holding the last chunk is descheduled (busy cores): let it run.
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
         if shared.failed.swap(false, Ordering::Relaxed) {
             return Err(PoolError("a model thread failed mid-computation".into()));
         }
@@ -144,46 +202,20 @@ impl Pool {
     }
 }
 
-/// Waits for the workers' shares when dropped (so also while a panic unwinds the caller).
-struct Wait<'a>(&'a Shared);
-
-impl Drop for Wait<'_> {
-    fn drop(&mut self) {
-        let mut spins = 0u32;
-        while self.0.pending.load(Ordering::Acquire) != 0 {
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(4096) {
-                // A worker is descheduled (busy cores): let it run.
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        }
-    }
-}
-
 fn worker(shared: &Shared, index: usize) {
     let mut seen = 0;
-    loop {
-        let Some(epoch) = next_epoch(shared, seen) else { return };
+    while let Some(epoch) = next_epoch(shared, seen) {
         seen = epoch;
-        // SAFETY: the epoch moved after the job was stored (SeqCst), and the caller keeps the job alive
-        // until this worker decrements `pending` below (see `Pool::split`).
-        let job = unsafe { &*shared.job.load(Ordering::Relaxed) };
-        let share = job.share(index);
-        if catch_unwind(AssertUnwindSafe(|| (job.work)(index, share))).is_err() {
-            shared.failed.store(true, Ordering::Relaxed);
-        }
-        shared.pending.fetch_sub(1, Ordering::Release);
+        shared.run(epoch, index);
     }
 }
 
-/// Waits for an epoch other than `seen`: spins a while, then sleeps; `None` when the pool stops.
-fn next_epoch(shared: &Shared, seen: usize) -> Option<usize> {
+/// Waits for a job epoch other than `seen`: spins a while, then sleeps; `None` when the pool stops.
+fn next_epoch(shared: &Shared, seen: u32) -> Option<u32> {
     let started = Instant::now();
     let mut spins = 0u32;
     loop {
-        let epoch = shared.epoch.load(Ordering::SeqCst);
+        let epoch = epoch_of(shared.claim.load(Ordering::SeqCst));
         if epoch != seen {
             return Some(epoch);
         }
@@ -197,7 +229,7 @@ fn next_epoch(shared: &Shared, seen: usize) -> Option<usize> {
         }
         shared.sleeping.fetch_add(1, Ordering::SeqCst);
         let mut guard = shared.lock.lock().unwrap_or_else(|p| p.into_inner());
-        while shared.epoch.load(Ordering::SeqCst) == seen && !shared.stop.load(Ordering::SeqCst) {
+        while epoch_of(shared.claim.load(Ordering::SeqCst)) == seen && !shared.stop.load(Ordering::SeqCst) {
             guard = shared.wake.wait(guard).unwrap_or_else(|p| p.into_inner());
         }
         drop(guard);
