@@ -1,18 +1,21 @@
 //! Greedy decoding is deterministic: a run with `max_tokens = N` is exactly the first N tokens of the
-//! full run, and `tunebench truncate --unit chunk --at N` on the full run's transcript is that run's answer.
+//! full run, and `tunebench truncate --unit chunk --at N` on the full run's transcript is that run's
+//! answer, whatever the thread count (the cuts alternate between one and two threads).
 
 use assert_cmd::Command;
 use serde_json::Value;
 use tunebench::provider::record::Recorder;
 use tunebench::provider::FinishReason;
 
-use super::support::{generate, jsonl_request};
+use super::support::{generate_on, jsonl_request};
 
 #[test]
 fn a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n() {
     let full_request = jsonl_request(160);
-    let (full, events) = generate(&full_request);
+    let (full, events) = generate_on(1, &full_request);
     let len = full.tokens.len();
+    let (two, _) = generate_on(2, &full_request);
+    assert_eq!(two.tokens, full.tokens, "the same tokens on two threads");
     assert!(len >= 20, "the full run is long enough to cut: {len} tokens");
     let mut recorder = Recorder::new("local", &full_request);
     events.iter().for_each(|event| recorder.observe(event));
@@ -26,9 +29,10 @@ fn a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n() {
     let mut cuts: Vec<usize> = (0..10).map(|i| 1 + i * (len - 2) / 9).collect();
     cuts.dedup();
     assert_eq!(cuts.len(), 10, "{cuts:?}");
-    for n in cuts {
-        let (cut, _) = generate(&jsonl_request(n as u32));
-        assert_eq!(cut.tokens, full.tokens[..n], "max_tokens = {n}");
+    for (i, n) in cuts.into_iter().enumerate() {
+        let threads = 1 + i % 2;
+        let (cut, _) = generate_on(threads, &jsonl_request(n as u32));
+        assert_eq!(cut.tokens, full.tokens[..n], "max_tokens = {n} on {threads} threads");
         assert_eq!(cut.finish, Some(FinishReason::Length), "max_tokens = {n}");
         let output = Command::cargo_bin("tunebench")
             .unwrap()

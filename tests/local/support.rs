@@ -18,7 +18,22 @@ pub fn local() -> &'static Local {
 
 /// Runs `request` to the end; returns what was generated and every event.
 pub fn generate(request: &Request) -> (Generated, Vec<Event>) {
+    local().with_engine(|engine: &mut Engine| run(engine, request))
+}
+
+/// The same on `threads` threads (set back to the default after).
+pub fn generate_on(threads: usize, request: &Request) -> (Generated, Vec<Event>) {
     local().with_engine(|engine: &mut Engine| {
+        let default = engine.threads();
+        engine.set_threads(threads).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        let out = run(engine, request);
+        engine.set_threads(default).unwrap_or_else(|e| panic!("{default} threads: {e}"));
+        out
+    })
+}
+
+fn run(engine: &mut Engine, request: &Request) -> (Generated, Vec<Event>) {
+    {
         let mut events = Vec::new();
         let generated = engine
             .generate(request, &mut |event| {
@@ -27,7 +42,7 @@ pub fn generate(request: &Request) -> (Generated, Vec<Event>) {
             })
             .unwrap_or_else(|e| panic!("generation failed: {e}"));
         (generated, events)
-    })
+    }
 }
 
 /// The JSON Schema of the sample jsonl prompt `agent-kg-extract`: a `oneOf` union told apart by `type`.

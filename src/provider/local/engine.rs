@@ -28,11 +28,13 @@ pub struct LoadOptions {
     pub backend: Backend,
     /// Positions of the key/value cache (prompt + answer).
     pub context: usize,
+    /// Threads of our forward pass (`TUNEBENCH_THREADS`, else the machine's available parallelism).
+    pub threads: usize,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { backend: Backend::Native, context: 4096 }
+        Self { backend: Backend::Native, context: 4096, threads: super::threads::configured() }
     }
 }
 
@@ -106,13 +108,12 @@ impl Utf8Buffer {
     }
 }
 
-/// The variable that sets the model's matmul threads (default 1).
-pub const THREADS_VAR: &str = "TUNEBENCH_THREADS";
+use super::threads::THREADS_VAR;
 
-/// Sets candle's matmul thread count once, before its pool starts: `TUNEBENCH_THREADS`, else 1. One
-/// thread is the reference setting (llama.cpp's one generation thread), and candle's spinning barrier
-/// pool loses badly when its threads share busy cores; `CANDLE_NUM_THREADS` set by the user wins.
-fn set_threads() {
+/// Sets candle's matmul thread count once, before its pool starts: `TUNEBENCH_THREADS`, else 1 (the
+/// baseline and reference backends): candle's spinning barrier pool loses badly when its threads share
+/// busy cores; `CANDLE_NUM_THREADS` set by the user wins.
+fn set_candle_threads() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         if std::env::var_os("CANDLE_NUM_THREADS").is_some() {
@@ -123,15 +124,15 @@ fn set_threads() {
     });
 }
 
-/// The matmul threads in use.
-pub fn threads() -> usize {
+/// The threads of candle's matmuls (the baseline backend).
+pub fn candle_threads() -> usize {
     std::env::var("CANDLE_NUM_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1)
 }
 
 impl Engine {
     /// Loads a GGUF file: weights, tokenizer, chat template.
     pub fn load(path: &Path, options: &LoadOptions) -> Result<Self, LocalError> {
-        set_threads();
+        set_candle_threads();
         let started = Instant::now();
         let file = std::fs::File::open(path)
             .map_err(|e| LocalError::Model(format!("cannot open the model {}: {e}", path.display())))?;
@@ -144,7 +145,7 @@ impl Engine {
         };
         let source = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok());
         let template = ChatTemplate::new(source.map(String::as_str), &text(tokenizer.bos), &text(Some(tokenizer.eos)))?;
-        let model = super::model::load(&content, &mut reader, options.backend, options.context)?;
+        let model = super::model::load(&content, &mut reader, options.backend, options.context, options.threads)?;
         Ok(Self {
             model,
             tokenizer,
@@ -159,6 +160,16 @@ impl Engine {
     /// Positions in the key/value cache (the last prompt and the answer so far).
     pub fn cached_tokens(&self) -> usize {
         self.cached.len()
+    }
+
+    /// The threads our forward pass runs on.
+    pub fn threads(&self) -> usize {
+        self.model.threads()
+    }
+
+    /// Runs later generations on `threads` threads: the same tokens and logits, bit for bit.
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), LocalError> {
+        self.model.set_threads(threads)
     }
 
     /// The model's shape.

@@ -12,6 +12,10 @@
 //!
 //! Generation runs on its own thread; dropping the stream cancels it before the next token.
 
+#[cfg(target_arch = "x86_64")]
+pub mod avx2;
+#[cfg(target_arch = "x86_64")]
+pub mod avx512;
 #[cfg(feature = "testing")]
 pub mod bench;
 pub mod chat;
@@ -23,6 +27,7 @@ pub mod model;
 pub mod quant;
 pub mod reference;
 pub mod sampler;
+pub mod threads;
 pub mod tokenizer;
 
 use std::path::Path;

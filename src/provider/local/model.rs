@@ -12,8 +12,9 @@ use std::io::{Read, Seek};
 
 use candle_core::quantized::gguf_file::Content;
 
-use super::kernels::{dot, matmul, Attend};
-use super::quant::{quantize_activations, vector, ActBlock, Matrix, BLOCK};
+use super::kernels::{dot, groups, matmul_groups, Attend, Kernels};
+use super::quant::{quantize_activations, vector, ActBlock, Matrix, BLOCK, ROWS};
+use super::threads::{Disjoint, Pool, PoolError};
 use super::LocalError;
 
 /// Which forward pass runs the model.
@@ -37,17 +38,28 @@ pub trait Transformer: Send {
     fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError>;
     /// Forgets every cached position from `len` on.
     fn truncate_cache(&mut self, len: usize);
+    /// The threads a forward pass runs on.
+    fn threads(&self) -> usize {
+        1
+    }
+    /// Runs later forward passes on `threads` threads (the numbers stay the same bits).
+    fn set_threads(&mut self, threads: usize) -> Result<(), LocalError> {
+        let _ = threads;
+        Ok(())
+    }
 }
 
-/// Loads the weights of `content` (read from `reader`) for `backend`, with a cache of `context` positions.
+/// Loads the weights of `content` (read from `reader`) for `backend`, with a cache of `context` positions,
+/// running on `threads` threads (ours; candle's matmuls keep their own setting).
 pub fn load<R: Read + Seek>(
     content: &Content,
     reader: &mut R,
     backend: Backend,
     context: usize,
+    threads: usize,
 ) -> Result<Box<dyn Transformer>, LocalError> {
     Ok(match backend {
-        Backend::Native => Box::new(Llama::load(content, reader, context)?),
+        Backend::Native => Box::new(Llama::load(content, reader, context, threads)?),
         Backend::Candle => Box::new(super::reference::Llama::load(content, reader, context, true)?),
         Backend::CandleAsStored => Box::new(super::reference::Llama::load(content, reader, context, false)?),
     })
@@ -165,10 +177,21 @@ pub struct Llama {
     sin: Vec<f32>,
     cached: usize,
     buffers: Buffers,
+    pool: Pool,
+    kernels: Kernels,
+}
+
+fn pool_err(error: PoolError) -> LocalError {
+    LocalError::Model(error.0)
 }
 
 impl Llama {
-    pub fn load<R: Read + Seek>(content: &Content, reader: &mut R, context: usize) -> Result<Self, LocalError> {
+    pub fn load<R: Read + Seek>(
+        content: &Content,
+        reader: &mut R,
+        context: usize,
+        threads: usize,
+    ) -> Result<Self, LocalError> {
         let mut config = Config::from_gguf(content)?;
         config.context = context.min(config.context).max(1);
         let (dim, kv_dim) = (config.dim, config.kv_dim());
@@ -211,7 +234,22 @@ impl Llama {
         };
         let norm = norm_vector(content, reader, "output_norm.weight", dim)?;
         let (cos, sin) = rope_tables(&config);
-        Ok(Self { config, embeddings, layers, norm, output, ffn, cos, sin, cached: 0, buffers: Buffers::default() })
+        let pool = Pool::new(threads).map_err(pool_err)?;
+        let kernels = Kernels::detect();
+        Ok(Self {
+            config,
+            embeddings,
+            layers,
+            norm,
+            output,
+            ffn,
+            cos,
+            sin,
+            cached: 0,
+            buffers: Buffers::default(),
+            pool,
+            kernels,
+        })
     }
 
     fn matrix_bytes(&self) -> usize {
@@ -224,11 +262,11 @@ impl Llama {
     }
 
     fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
-        let c = &self.config;
-        let (seq, start) = (tokens.len(), self.cached);
-        let (dim, kv_dim, hd, ffn) = (c.dim, c.kv_dim(), c.head_dim, self.ffn);
+        let Self { config: c, embeddings, layers, norm, output, ffn, cos, sin, cached, buffers: b, pool, kernels } =
+            self;
+        let (seq, start, kernels, threads) = (tokens.len(), *cached, *kernels, pool.threads());
+        let (dim, kv_dim, hd, ffn) = (c.dim, c.kv_dim(), c.head_dim, *ffn);
         let (eps, group, scale) = (c.eps as f32, c.heads / c.kv_heads, 1.0 / (hd as f32).sqrt());
-        let b = &mut self.buffers;
         let x = grow(&mut b.x, seq * dim);
         let h = grow(&mut b.h, seq * dim);
         let q = grow(&mut b.q, seq * dim);
@@ -237,20 +275,20 @@ impl Llama {
         let y = grow(&mut b.y, seq * dim);
         let gate = grow(&mut b.gate, seq * ffn);
         let up = grow(&mut b.up, seq * ffn);
-        let scores = grow(&mut b.scores, start + seq);
+        let scores = grow(&mut b.scores, threads * (start + seq));
         let acts = grow(&mut b.acts, seq * dim.max(ffn) / BLOCK);
         for (t, &token) in tokens.iter().enumerate() {
-            if token as usize >= self.embeddings.rows {
+            if token as usize >= embeddings.rows {
                 return Err(LocalError::Model(format!(
                     "token {token} is outside the model's vocabulary of {}",
-                    self.embeddings.rows
+                    embeddings.rows
                 )));
             }
-            self.embeddings.dequantize_row(token as usize, &mut x[t * dim..(t + 1) * dim]);
+            embeddings.dequantize_row(token as usize, &mut x[t * dim..(t + 1) * dim]);
         }
         let half = hd / 2;
         let rope = |values: &mut [f32], heads: usize, position: usize| {
-            let (cos, sin) = (&self.cos[position * half..][..half], &self.sin[position * half..][..half]);
+            let (cos, sin) = (&cos[position * half..][..half], &sin[position * half..][..half]);
             for head in values.chunks_exact_mut(hd).take(heads) {
                 for (i, pair) in head.chunks_exact_mut(2).enumerate() {
                     let (a, b) = (pair[0], pair[1]);
@@ -259,12 +297,11 @@ impl Llama {
                 }
             }
         };
-        for layer in &mut self.layers {
+        for layer in layers.iter_mut() {
             rms_norm_rows(x, &layer.attn_norm, eps, h);
             quantize_rows(h, dim, acts);
-            matmul(&layer.wq, acts, seq, 0..dim, q);
-            matmul(&layer.wk, acts, seq, 0..kv_dim, k);
-            matmul(&layer.wv, acts, seq, 0..kv_dim, v);
+            let (qo, ko, vo) = (Disjoint::new(&mut *q), Disjoint::new(&mut *k), Disjoint::new(&mut *v));
+            project(pool, &[(&layer.wq, &qo), (&layer.wk, &ko), (&layer.wv, &vo)], acts, seq, kernels)?;
             let total = (start + seq) * kv_dim;
             grow(&mut layer.keys, total);
             grow(&mut layer.values, total);
@@ -274,43 +311,109 @@ impl Llama {
             }
             layer.keys[start * kv_dim..total].copy_from_slice(k);
             layer.values[start * kv_dim..total].copy_from_slice(v);
-            for t in 0..seq {
-                let positions = start + t + 1;
-                for head in 0..c.heads {
-                    let kv_at = (head / group) * hd;
-                    let attend = Attend {
-                        query: &q[t * dim + head * hd..][..hd],
-                        keys: &layer.keys[kv_at..],
-                        values: &layer.values[kv_at..],
-                        stride: kv_dim,
-                        positions,
-                        scale,
-                    };
-                    attend.run(scores, &mut y[t * dim + head * hd..][..hd]);
-                }
+            {
+                let (keys, values, q) = (&layer.keys, &layer.values, &*q);
+                let (yo, so) = (Disjoint::new(&mut *y), Disjoint::new(&mut *scores));
+                let width = start + seq;
+                // One unit: one token's query heads that share a key/value head.
+                pool.split(seq * c.kv_heads, 2, &|thread, units| {
+                    // SAFETY: each thread has its own scores, and each unit its own heads of `y`.
+                    let scores = unsafe { so.slice(thread * width..(thread + 1) * width) };
+                    for unit in units {
+                        let (t, kv) = (unit / c.kv_heads, unit % c.kv_heads);
+                        let heads = kv * group..(kv + 1) * group;
+                        // SAFETY: unit (t, kv) writes only its own heads of token t.
+                        let out = unsafe { yo.slice(t * dim + heads.start * hd..t * dim + heads.end * hd) };
+                        for (head, out) in heads.zip(out.chunks_exact_mut(hd)) {
+                            let attend = Attend {
+                                query: &q[t * dim + head * hd..][..hd],
+                                keys: &keys[kv * hd..],
+                                values: &values[kv * hd..],
+                                stride: kv_dim,
+                                positions: start + t + 1,
+                                scale,
+                            };
+                            attend.run(scores, out);
+                        }
+                    }
+                })
+                .map_err(pool_err)?;
             }
             quantize_rows(y, dim, acts);
-            matmul(&layer.wo, acts, seq, 0..dim, h);
+            project(pool, &[(&layer.wo, &Disjoint::new(&mut *h))], acts, seq, kernels)?;
             add(x, h);
             rms_norm_rows(x, &layer.ffn_norm, eps, h);
             quantize_rows(h, dim, acts);
-            matmul(&layer.gate, acts, seq, 0..ffn, gate);
-            matmul(&layer.up, acts, seq, 0..ffn, up);
-            for (g, u) in gate.iter_mut().zip(up.iter()) {
-                *g = *g / (1.0 + (-*g).exp()) * u;
+            {
+                let (go, uo) = (Disjoint::new(&mut *gate), Disjoint::new(&mut *up));
+                let (wg, wu, acts) = (&layer.gate, &layer.up, &*acts);
+                pool.split(groups(wg), 2, &|_, range| {
+                    matmul_groups(wu, acts, seq, range.clone(), kernels, &mut |t, g, sums| {
+                        for (r, sum) in rows_of(g, ffn, sums) {
+                            // SAFETY: each thread writes the rows of its own groups.
+                            unsafe { uo.set(t * ffn + r, sum) };
+                        }
+                    });
+                    matmul_groups(wg, acts, seq, range, kernels, &mut |t, g, sums| {
+                        for (r, sum) in rows_of(g, ffn, sums) {
+                            // SAFETY: as above; `up` of these rows was written by this thread just before.
+                            unsafe { go.set(t * ffn + r, silu(sum) * uo.get(t * ffn + r)) };
+                        }
+                    });
+                })
+                .map_err(pool_err)?;
             }
             quantize_rows(gate, ffn, acts);
-            matmul(&layer.down, acts, seq, 0..dim, h);
+            project(pool, &[(&layer.down, &Disjoint::new(&mut *h))], acts, seq, kernels)?;
             add(x, h);
         }
         let last = &x[(seq - 1) * dim..];
-        rms_norm_rows(last, &self.norm, eps, &mut h[..dim]);
+        rms_norm_rows(last, norm, eps, &mut h[..dim]);
         quantize_rows(&h[..dim], dim, acts);
-        let output = self.output.as_ref().unwrap_or(&self.embeddings);
+        let output = output.as_ref().unwrap_or(embeddings);
         let mut logits = vec![0f32; output.rows];
-        matmul(output, acts, 1, 0..output.rows, &mut logits);
+        project(pool, &[(output, &Disjoint::new(&mut logits))], acts, 1, kernels)?;
         Ok(logits)
     }
+}
+
+/// The rows of group `g` that a `rows`-row matrix has (not the padding), with their sums.
+fn rows_of(g: usize, rows: usize, sums: &[f32; ROWS]) -> impl Iterator<Item = (usize, f32)> + '_ {
+    sums.iter().enumerate().map(move |(r, sum)| (ROWS * g + r, *sum)).filter(move |(row, _)| *row < rows)
+}
+
+/// `x·silu`: `x / (1 + e^−x)`.
+fn silu(x: f32) -> f32 {
+    x / (1.0 + (-x).exp())
+}
+
+/// Each matrix times the `tokens` activation rows of `acts`, into its output (`tokens × rows`, token
+/// after token), the row groups of all of them split across the pool's threads.
+fn project(
+    pool: &mut Pool,
+    matrices: &[(&Matrix, &Disjoint<'_, f32>)],
+    acts: &[ActBlock],
+    tokens: usize,
+    kernels: Kernels,
+) -> Result<(), LocalError> {
+    let units: usize = matrices.iter().map(|(m, _)| groups(m)).sum();
+    pool.split(units, 2, &|_, range| {
+        let mut first = 0;
+        for (m, out) in matrices {
+            let mine = range.start.max(first)..range.end.min(first + groups(m));
+            if !mine.is_empty() {
+                let (rows, mine) = (m.rows, mine.start - first..mine.end - first);
+                matmul_groups(m, acts, tokens, mine, kernels, &mut |t, g, sums| {
+                    for (r, sum) in rows_of(g, rows, sums) {
+                        // SAFETY: each thread writes the rows of its own groups.
+                        unsafe { out.set(t * rows + r, sum) };
+                    }
+                });
+            }
+            first += groups(m);
+        }
+    })
+    .map_err(pool_err)
 }
 
 impl Transformer for Llama {
@@ -336,6 +439,17 @@ impl Transformer for Llama {
 
     fn truncate_cache(&mut self, len: usize) {
         self.cached = self.cached.min(len);
+    }
+
+    fn threads(&self) -> usize {
+        self.pool.threads()
+    }
+
+    fn set_threads(&mut self, threads: usize) -> Result<(), LocalError> {
+        if threads != self.pool.threads() {
+            self.pool = Pool::new(threads).map_err(pool_err)?;
+        }
+        Ok(())
     }
 }
 
