@@ -299,6 +299,8 @@ pub struct State {
     pub replay_reason: Option<String>,
     /// The local model is missing and may be fetched in the background (the start-up asks for it).
     pub fetch_model: bool,
+    /// The local model arrived while the example replay was playing: its run starts when the replay ends.
+    pub model_run_due: bool,
     /// The prompt and texts a save in flight writes (they become the saved ones when it succeeds).
     pub pending_save: Option<Box<(PromptFile, [String; 3])>>,
     /// The prompt the current run was started with (the sweep reads its answer the same way).
@@ -370,6 +372,7 @@ impl State {
             quit: false,
             replay_reason: None,
             fetch_model: false,
+            model_run_due: false,
             pending_save: None,
             run_prompt: None,
             run_id: 0,

@@ -65,11 +65,12 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             run_event(state, *event, at_ms)
         }
         Msg::RunFailed { run, message } => {
-            if run == state.run_id {
-                state.phase = RunPhase::Failed(message.clone());
-                state.note = Some(message);
+            if run != state.run_id {
+                return Vec::new();
             }
-            Vec::new()
+            state.phase = RunPhase::Failed(message.clone());
+            state.note = Some(message);
+            fetch::replay_ended(state, false)
         }
         Msg::RunRecorded(result) => {
             state.note = Some(match result {
