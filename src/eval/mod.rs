@@ -11,6 +11,11 @@
 //!
 //! - [`score`]: one run record scored against its case's expectations: verdict, precision / recall /
 //!   F1 on paired items, field accuracy, the field-level differences, every check's result.
+//! - [`pairing`]: answer items paired with expected items on the key; P / R / F1, field accuracy, differences.
+//! - [`checks`]: each check kind run on an answer and its run record.
+//! - [`values`]: how values compare (trim + case fold unless exact, number tolerance, missing = null).
+//! - `verdict`: the answer read from the record, and the verdict with its one-line reason.
+//! - [`score::approve`]: a run's answer written into its case as the expected answer (the workbench's "approve").
 //! - [`plan`]: the columns (prompt version × model), rows (cases) and cells of an eval.
 //! - [`pipeline`]: every cell run and scored, as events; the record.
 //! - [`record`]: the eval record and each cell's run in brief.
@@ -21,7 +26,9 @@
 //! - [`batch`]: an imported provider batch's runs scored into an eval record.
 
 pub mod batch;
+pub mod checks;
 pub mod diff;
+pub mod pairing;
 pub mod pipeline;
 pub mod plan;
 pub mod record;
@@ -29,10 +36,13 @@ pub mod report;
 pub mod score;
 pub mod store;
 pub mod totals;
+pub mod values;
+mod verdict;
 
 pub use pipeline::{EvalEvent, Pipeline};
 pub use plan::{Column, EvalOptions, EvalPlan, ModelSpec};
 pub use record::{CellRecord, EvalRecord};
+pub use score::{approve, score_record, Expectations};
 
 /// An eval that cannot run or be read; each message names the bad value, file or id.
 #[derive(Debug, thiserror::Error)]

@@ -7,10 +7,13 @@
 //! Scoring against these is `eval::score`; checking them against the prompt's schema (expected items
 //! valid, pointers that can exist, the default pairing key) is [`resolve`].
 
+mod approve;
 mod check;
 mod fields;
+mod gold;
 mod parse;
 pub mod resolve;
+mod shape;
 
 use std::fmt;
 use std::path::PathBuf;
