@@ -233,7 +233,7 @@ pub fn failures(record: &EvalRecord) -> String {
     out
 }
 
-/// `eval list`: `20261124-160000-ab12  2026-11-24 16:00:00  5/6 passed  extract-definitions  [2 columns]`.
+/// `eval list`: `20261124-160000-123a7  2026-11-24 16:00:00  5/6 passed  extract-definitions  [2 columns]`.
 pub fn listed_line(eval: &Listed) -> String {
     let (date, time) = utc(eval.started_at_ms);
     let batch = eval.batch.as_ref().map(|tag| format!("  batch {tag}")).unwrap_or_default();

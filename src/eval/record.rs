@@ -19,7 +19,7 @@ pub const FORMAT: u32 = 1;
 pub struct EvalRecord {
     /// The record format (see [`FORMAT`]).
     pub eval: u32,
-    /// `YYYYMMDD-HHMMSS-xxxx` (UTC; the suffix tells apart evals of the same second).
+    /// `YYYYMMDD-HHMMSS-mmmxx` (UTC and milliseconds; `xx` tells apart evals of the same millisecond).
     pub id: String,
     /// When the eval started and how long it took, in milliseconds.
     pub started_at_ms: u64,

@@ -17,16 +17,15 @@ pub fn evals_dir() -> Result<PathBuf, EvalError> {
     Ok(history::data_dir().map_err(|e| EvalError::Store(e.to_string()))?.join(EVALS_DIR))
 }
 
-/// A new eval id: `YYYYMMDD-HHMMSS-xxxx` (UTC), the suffix from the time's milliseconds, the process
-/// and a counter, so two evals of one second differ.
+/// A new eval id: `YYYYMMDD-HHMMSS-mmmxx` (UTC, `mmm` the milliseconds, so ids sort by time), `xx`
+/// from the process and a counter, so two evals of one millisecond differ.
 pub fn new_id(started_at_ms: u64) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let salt = started_at_ms
+    let salt = u64::from(std::process::id())
         .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        .wrapping_add(u64::from(std::process::id()).wrapping_mul(0x0100_0000_01b3))
         .wrapping_add(COUNTER.fetch_add(1, Ordering::SeqCst).wrapping_mul(0xbf58_476d_1ce4_e5b9));
-    format!("{}-{:04x}", compact_utc(started_at_ms), (salt >> 48) & 0xffff)
+    format!("{}-{:03}{:02x}", compact_utc(started_at_ms), started_at_ms % 1000, (salt >> 56) & 0xff)
 }
 
 /// Milliseconds since the epoch as `YYYYMMDD-HHMMSS` (UTC).
