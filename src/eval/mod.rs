@@ -33,6 +33,8 @@ pub mod pipeline;
 pub mod plan;
 pub mod record;
 pub mod report;
+#[cfg(test)]
+mod replayed;
 pub mod score;
 pub mod store;
 pub mod totals;

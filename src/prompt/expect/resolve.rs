@@ -139,7 +139,8 @@ impl<'a> Resolver<'a> {
         let key = match expected_table.and_then(|e| e.match_on.as_ref()).or(settings.match_on.as_ref()) {
             Some(fields) => PairKey::Fields(fields.pointers()),
             None => match (&expected, &self.shape.key) {
-                (Some(ExpectedAnswer::Value(_)), _) | (_, None) => PairKey::Whole,
+                (Some(ExpectedAnswer::Value(_)), _) => PairKey::Answer,
+                (_, None) => PairKey::Whole,
                 (_, Some(key)) => key.clone(),
             },
         };
@@ -159,8 +160,8 @@ impl<'a> Resolver<'a> {
     fn expected(&self, table: &Expected, whose: &dyn Fn(&str) -> String) -> Result<ExpectedAnswer, PromptError> {
         let response_type = self.prompt.response_type;
         let (answer, places) = match (&table.items, &table.value, &table.expected_file) {
-            (Some(items), _, _) => (ExpectedAnswer::Items(items.clone()), table.item_at.clone()),
-            (None, Some(value), _) => (ExpectedAnswer::Value(value.clone()), table.item_at.clone()),
+            (Some(items), _, _) => (ExpectedAnswer::Items(items.clone()), table.item_at.0.clone()),
+            (None, Some(value), _) => (ExpectedAnswer::Value(value.clone()), table.item_at.0.clone()),
             (None, None, Some(file)) => match gold::read(&self.base_dir.join(file))? {
                 Gold::Items(items, places) => (ExpectedAnswer::Items(items), places),
                 Gold::Value(value, place) => (ExpectedAnswer::Value(value), vec![place]),
