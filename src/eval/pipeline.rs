@@ -25,8 +25,9 @@ pub enum EvalEvent {
     Delta { cell: usize, text: String },
     /// Cell `cell`'s answer was refused and is asked for again with feedback (turn `turn`).
     Retry { cell: usize, turn: u32 },
-    /// Cell `cell` ended and was scored.
-    CellScored { cell: usize, scored: Box<CellRecord> },
+    /// Cell `cell` ended and was scored; `run` is its run record (the answer a front end shows or
+    /// approves as expected).
+    CellScored { cell: usize, scored: Box<CellRecord>, run: Box<RunRecord> },
     /// Every cell ended (`cancelled`: a signal stopped the eval).
     Done { cancelled: bool },
 }
@@ -96,7 +97,11 @@ where
         }
         let mut cell_record = score_cell(plan, *cell, record, never_started);
         cell_record.run.cached = pipeline.cached.is_some_and(|cached| cached(record));
-        emit(EvalEvent::CellScored { cell: index, scored: Box::new(cell_record.clone()) });
+        emit(EvalEvent::CellScored {
+            cell: index,
+            scored: Box::new(cell_record.clone()),
+            run: Box::new(record.clone()),
+        });
         if let Some(slot) = scored.lock().unwrap_or_else(|p| p.into_inner()).get_mut(index) {
             *slot = Some(cell_record);
         }

@@ -207,6 +207,8 @@ pub fn describe(action: Action) -> &'static str {
         Action::End => "last row, follow the tail / all",
         Action::Open => "replay a past run / pick a case",
         Action::Compare => "json vs jsonl side by side",
+        Action::Eval => "eval screen: every case scored",
+        Action::Approve => "eval: approve the answer as expected",
     }
 }
 

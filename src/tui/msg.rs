@@ -121,6 +121,10 @@ pub enum Action {
     Open,
     /// Compare the prompt with its json/jsonl twin side by side (again, or esc: back to editing).
     Compare,
+    /// Open the eval screen: every case of the prompt on the current model, scored (again, or esc: back).
+    Eval,
+    /// On the eval screen: write the selected case's answer as its expected answer (after a confirmation).
+    Approve,
 }
 
 /// Everything `update` accepts.
@@ -154,6 +158,36 @@ pub enum Msg {
     ModelFetch(FetchNews),
     /// News of the comparison number `id` (older comparisons' news is ignored).
     Compare { id: u64, news: CompareNews },
+    /// News of the eval number `id` (older evals' news is ignored).
+    Eval { id: u64, news: EvalNews },
+}
+
+/// What a running eval reports.
+#[derive(Clone, Debug)]
+pub enum EvalNews {
+    /// The rows (cases) and the column (model) about to run.
+    Planned { rows: Vec<Option<String>>, column: String },
+    /// An event of the eval pipeline.
+    Event(Box<crate::eval::EvalEvent>),
+    /// Every cell ended: the record (saved in the eval store, or the warning says why not) and its
+    /// deltas, or why the eval could not run.
+    Done(Result<Box<EvalDone>, String>),
+    /// Row `row` scored again after its expected answer was approved.
+    Rescored { row: usize, scored: Box<crate::eval::CellRecord> },
+}
+
+/// A finished eval.
+#[derive(Clone, Debug)]
+pub struct EvalDone {
+    pub record: crate::eval::EvalRecord,
+    /// Against the last eval of the saved prompt before this screen ran (when there is one).
+    pub baseline: Option<crate::eval::diff::Delta>,
+    /// Against the previous run on this screen.
+    pub previous: Option<crate::eval::diff::Delta>,
+    /// The baseline record read for the first run (the screen keeps it for re-runs).
+    pub baseline_record: Option<Box<crate::eval::EvalRecord>>,
+    /// Where the record was saved, or why not.
+    pub saved: Result<PathBuf, String>,
 }
 
 /// What the background fetch of the local model reports.
@@ -199,6 +233,40 @@ pub enum Effect {
     StartCompare(Box<CompareRequest>),
     /// Stop the running comparison (drop both streams).
     CancelCompare,
+    /// Run every case of the saved prompt through the eval pipeline.
+    StartEval(Box<EvalRequest>),
+    /// Stop the running eval.
+    CancelEval,
+    /// Score one row's run again against the prompt (after approve).
+    Rescore(Box<RescoreRequest>),
+}
+
+/// An eval to start: the saved prompt file under the workbench's run choices.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalRequest {
+    pub id: u64,
+    pub path: PathBuf,
+    pub provider: String,
+    pub model: Option<String>,
+    pub structured: Option<String>,
+    pub max_tokens: Option<u32>,
+    /// The recorded answer the replay provider plays (each case: its own file beside it).
+    pub transcript: Option<PathBuf>,
+    /// The screen's previous record (a re-run's delta is against it).
+    pub previous: Option<Box<crate::eval::EvalRecord>>,
+    /// The baseline read before the first run (`None`: read the last eval of the prompt now).
+    pub baseline: Option<Box<crate::eval::EvalRecord>>,
+}
+
+/// A row scored again: the prompt as approved, the row's cell and run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RescoreRequest {
+    pub id: u64,
+    pub row: usize,
+    pub prompt: PromptFile,
+    pub path: PathBuf,
+    pub cell: Box<crate::eval::CellRecord>,
+    pub run: Box<RunRecord>,
 }
 
 /// A comparison to start: the prompt as edited (its twin is derived from it) and the run settings.

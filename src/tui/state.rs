@@ -309,6 +309,8 @@ pub struct State {
     pub run_id: u64,
     /// The compare screen (json vs jsonl side by side), shown when `compare.open`.
     pub compare: super::compare_state::CompareView,
+    /// The eval screen.
+    pub eval: super::eval_state::EvalView,
     /// The prompt's `[variables]` as edited.
     pub variables: crate::prompt::template::Variables,
     /// Each case's variables as edited (in the prompt's case order).
@@ -377,6 +379,7 @@ impl State {
             run_prompt: None,
             run_id: 0,
             compare: Default::default(),
+            eval: Default::default(),
             input: None,
             help_scroll: 0,
             variables: prompt_variables,

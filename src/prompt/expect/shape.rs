@@ -9,22 +9,17 @@ use super::fields::pointer;
 use crate::output::ResponseType;
 
 /// How answer items are paired with expected items.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub enum PairKey {
     /// These JSON Pointers into each item (a missing field counts as null).
     Fields(Vec<String>),
     /// A union told apart by `type`: `type` plus the field each branch names (`(const, pointer)`).
     Union(Vec<(Value, String)>),
     /// The whole item (no schema says which field names an item).
+    #[default]
     Whole,
     /// No key: the answer is one value, paired with the one expected value (`value = ...`).
     Answer,
-}
-
-impl Default for PairKey {
-    fn default() -> PairKey {
-        PairKey::Whole
-    }
 }
 
 impl PairKey {

@@ -127,6 +127,11 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Open => open(state),
         Action::Compare => compare::enter(state),
+        Action::Eval => super::eval::enter(state),
+        Action::Approve => {
+            state.note = Some("approve works on the eval screen (alt-e)".into());
+            Vec::new()
+        }
     }
 }
 

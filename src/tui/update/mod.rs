@@ -5,6 +5,7 @@
 
 mod actions;
 mod compare;
+mod eval;
 pub mod fetch;
 mod keys;
 mod mouse;
@@ -36,10 +37,17 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::Term(TermEvent::Mouse(_)) if state.input.is_some() => Vec::new(),
+        Msg::Term(TermEvent::Key(input)) if state.eval.open && state.overlay == Overlay::None => {
+            eval::key(state, &input)
+        }
         Msg::Term(TermEvent::Key(input)) if state.compare.open && state.overlay == Overlay::None => {
             compare::key(state, &input)
         }
         Msg::Term(TermEvent::Key(input)) => key(state, input),
+        Msg::Term(TermEvent::Mouse(mouse)) if state.eval.open => match mouse.kind {
+            super::msg::MouseKind::Click => eval::click(state, mouse.row),
+            _ => Vec::new(),
+        },
         Msg::Term(TermEvent::Mouse(_)) if state.compare.open => Vec::new(),
         Msg::Term(TermEvent::Mouse(mouse)) => mouse::mouse(state, mouse),
         Msg::Term(TermEvent::Resize(columns, rows)) => {
@@ -55,9 +63,11 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
             Vec::new()
         }
+        Msg::Action(action) if state.eval.open => eval::act(state, action),
         Msg::Action(action) if state.compare.open => compare::act(state, action),
         Msg::Action(action) => act(state, action),
         Msg::Compare { id, news } => compare::news(state, id, news),
+        Msg::Eval { id, news } => eval::news(state, id, news),
         Msg::Run { run, event, at_ms } => {
             if run != state.run_id {
                 return Vec::new();
