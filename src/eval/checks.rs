@@ -261,3 +261,6 @@ fn max_ttft_ms(record: &RunRecord, spec: &CheckSpec) -> Result<(), String> {
         Some(_) => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -32,6 +32,8 @@ pub mod pairing;
 pub mod pipeline;
 pub mod plan;
 pub mod record;
+#[cfg(test)]
+mod replayed;
 pub mod report;
 pub mod score;
 pub mod store;

@@ -9,7 +9,8 @@
 //! item (in order) with the unpaired answer item that agrees on the most fields.
 //!
 //! Fields compared: `compare_fields` when set (those present in the expected item), else every
-//! top-level field of the expected item but the key's and `ignore_fields`. An answer that lacks a
+//! top-level field of the expected item but the key's and `ignore_fields` (an expected value that is
+//! not an object, such as a text answer's text, is compared whole). An answer that lacks a
 //! field the expected item has disagrees on it; a field only the answer has is not compared.
 
 use std::collections::HashMap;
@@ -116,7 +117,10 @@ fn compared_fields(expected: &Value, key: &PairKey, settings: &EvalSettings) -> 
             .filter(|p| !ignored.contains(p) && expected.pointer(p).is_some_and(|v| !v.is_null()))
             .collect();
     }
-    let Value::Object(members) = expected else { return Vec::new() };
+    let Value::Object(members) = expected else {
+        // One expected value that is not an object (a text, a number): the value is the one field.
+        return if *key == PairKey::Answer { vec![String::new()] } else { Vec::new() };
+    };
     let key_parts = key.parts(expected);
     members
         .keys()
@@ -125,8 +129,12 @@ fn compared_fields(expected: &Value, key: &PairKey, settings: &EvalSettings) -> 
         .collect()
 }
 
-/// An item's key as a report shows it: the key's values joined by ` / ` (strings unquoted).
+/// An item's key as a report shows it: the key's values joined by ` / ` (strings unquoted); `the
+/// answer` when the answer is one value.
 fn display_key(item: &Value, key: &PairKey) -> String {
+    if *key == PairKey::Answer {
+        return "the answer".to_string();
+    }
     let parts: Vec<String> = key
         .parts(item)
         .iter()

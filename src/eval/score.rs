@@ -211,3 +211,6 @@ pub fn approve(prompt: &mut PromptFile, record: &crate::run::RunRecord) -> Resul
     };
     prompt.approve(case, &record.result)
 }
+
+#[cfg(test)]
+mod tests;

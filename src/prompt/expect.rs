@@ -51,6 +51,16 @@ impl PartialEq for At {
     }
 }
 
+/// The places of a list's entries (ignored by `==`, as [`At`] is).
+#[derive(Clone, Debug, Default)]
+pub struct Places(pub Vec<At>);
+
+impl PartialEq for Places {
+    fn eq(&self, _: &Places) -> bool {
+        true
+    }
+}
+
 impl At {
     /// `file:line`, or `fallback` when the place is not known.
     pub fn or(&self, fallback: impl FnOnce() -> String) -> String {
@@ -79,7 +89,7 @@ pub struct Expected {
     pub at: At,
     /// Each of `items` (or `value`: one entry).
     #[serde(skip)]
-    pub item_at: Vec<At>,
+    pub item_at: Places,
 }
 
 impl Expected {
@@ -95,7 +105,7 @@ impl Expected {
 
     /// The place of item `index` (or of the table when unknown).
     pub fn item_place(&self, index: usize) -> Option<&Place> {
-        self.item_at.get(index).and_then(|at| at.0.as_ref()).or(self.at.0.as_ref())
+        self.item_at.0.get(index).and_then(|at| at.0.as_ref()).or(self.at.0.as_ref())
     }
 }
 

@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::check::{CheckKind, CheckSpec, Need};
 use super::fields::{pointer_error, Fields};
-use super::{At, EvalSettings, Expected};
+use super::{At, EvalSettings, Expected, Places};
 
 /// A mistake and the span of the field it is in (`0..0`: the table's).
 pub(crate) type ParseError = (Range<usize>, String);
@@ -181,7 +181,7 @@ pub(crate) fn parse_expected(
         value,
         items,
         at: locate(table),
-        item_at,
+        item_at: Places(item_at),
     })
 }
 

@@ -110,11 +110,14 @@ impl<'a> Resolver<'a> {
             None => what.to_string(),
         };
         let mut checks = prompt.checks.clone();
-        if let Some(found) = found {
-            checks.extend(found.checks.iter().cloned());
+        for check in &prompt.checks {
+            self.check_pointer(check, &|what: &str| what.to_string())?;
         }
-        for check in &checks {
-            self.check_pointer(check, &whose)?;
+        if let Some(found) = found {
+            for check in &found.checks {
+                self.check_pointer(check, &whose)?;
+            }
+            checks.extend(found.checks.iter().cloned());
         }
         let expected_table = found.and_then(|c| c.expected.as_ref());
         let settings = &prompt.eval;
@@ -128,7 +131,9 @@ impl<'a> Resolver<'a> {
                 if name == "`match`" { expected_table.and_then(|e| e.at.0.as_ref()) } else { settings.at.0.as_ref() };
             for field in fields.iter().flatten() {
                 if let Some(message) = self.undeclared(&pointer(field)) {
-                    return Err(self.error(place, whose(&format!("{name} names {field:?}: {message}"))));
+                    let message = format!("{name} names {field:?}: {message}");
+                    let message = if name == "`match`" { whose(&message) } else { message };
+                    return Err(self.error(place, message));
                 }
             }
         }
@@ -139,7 +144,8 @@ impl<'a> Resolver<'a> {
         let key = match expected_table.and_then(|e| e.match_on.as_ref()).or(settings.match_on.as_ref()) {
             Some(fields) => PairKey::Fields(fields.pointers()),
             None => match (&expected, &self.shape.key) {
-                (Some(ExpectedAnswer::Value(_)), _) | (_, None) => PairKey::Whole,
+                (Some(ExpectedAnswer::Value(_)), _) => PairKey::Answer,
+                (_, None) => PairKey::Whole,
                 (_, Some(key)) => key.clone(),
             },
         };
@@ -159,8 +165,8 @@ impl<'a> Resolver<'a> {
     fn expected(&self, table: &Expected, whose: &dyn Fn(&str) -> String) -> Result<ExpectedAnswer, PromptError> {
         let response_type = self.prompt.response_type;
         let (answer, places) = match (&table.items, &table.value, &table.expected_file) {
-            (Some(items), _, _) => (ExpectedAnswer::Items(items.clone()), table.item_at.clone()),
-            (None, Some(value), _) => (ExpectedAnswer::Value(value.clone()), table.item_at.clone()),
+            (Some(items), _, _) => (ExpectedAnswer::Items(items.clone()), table.item_at.0.clone()),
+            (None, Some(value), _) => (ExpectedAnswer::Value(value.clone()), table.item_at.0.clone()),
             (None, None, Some(file)) => match gold::read(&self.base_dir.join(file))? {
                 Gold::Items(items, places) => (ExpectedAnswer::Items(items), places),
                 Gold::Value(value, place) => (ExpectedAnswer::Value(value), vec![place]),

@@ -17,6 +17,8 @@ pub enum PairKey {
     Union(Vec<(Value, String)>),
     /// The whole item (no schema says which field names an item).
     Whole,
+    /// No key: the answer is one value, paired with the one expected value (`value = ...`).
+    Answer,
 }
 
 impl Default for PairKey {
@@ -38,11 +40,13 @@ impl PairKey {
                 parts
             }
             PairKey::Whole => vec![String::new()],
+            PairKey::Answer => Vec::new(),
         }
     }
 
     /// As a report says it: `/drug`, `/subject + /object`,
-    /// `/type + /entity (definition) | /type + /subject (relationship)`, `the whole item`.
+    /// `/type + /entity (definition) | /type + /subject (relationship)`, `the whole item`,
+    /// `the answer (one value)`.
     pub fn describe(&self) -> String {
         match self {
             PairKey::Fields(fields) => fields.join(" + "),
@@ -55,6 +59,7 @@ impl PairKey {
                 .collect::<Vec<_>>()
                 .join(" | "),
             PairKey::Whole => "the whole item".to_string(),
+            PairKey::Answer => "the answer (one value)".to_string(),
         }
     }
 }
