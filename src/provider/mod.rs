@@ -14,6 +14,7 @@
 //! - [`replay::Replay`]: a recorded transcript, at its pace, N× faster, or as fast as possible.
 //! - [`record::Recorder`]: any stream written down as a transcript (CLI.md's format).
 //! - [`outgoing`]: the HTTP request a provider sends, as data (and as a curl command).
+//! - [`cache_dir`]: the cache directory the local model and the response cache share.
 //! - `wire_server` (feature `testing`): an in-process HTTP server replaying recorded wire traffic (tests,
 //!   `tunebench bench`); `fuzzing` (feature `testing`, hidden): the fuzz targets' entry point; `bench`
 //!   (feature `testing`): tunebench's time to first token against a raw client.
@@ -21,6 +22,7 @@
 pub mod anthropic;
 #[cfg(feature = "testing")]
 pub mod bench;
+pub mod cache_dir;
 pub(crate) mod endpoint;
 pub(crate) mod error;
 #[cfg(feature = "testing")]
@@ -59,6 +61,9 @@ pub use request::{schema_instructions, Message, Request, Role, StructuredMode};
 /// What a provider's stream yields. `Finish` or `Error` is the last event of every stream.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
+    /// The answer that follows is a recorded one from the response cache (`run::cache`), played
+    /// instantly: no request was sent. Sent first, at most once.
+    Cached,
     /// How the structured-output mode was settled; sent once the server accepted the request.
     Mode(ModeReport),
     /// The server answered 429/503 before streaming; the request is sent again after the wait.

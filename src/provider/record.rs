@@ -53,7 +53,7 @@ impl Recorder {
                     request.insert("mode".to_string(), mode);
                 }
             }
-            Event::Retrying { .. } => {}
+            Event::Retrying { .. } | Event::Cached => {}
             Event::Delta(text) => self.transcript.chunks.push(Chunk { t_ms, delta: text.clone(), token: None }),
             Event::Token { id, text } => {
                 self.transcript.chunks.push(Chunk { t_ms, delta: text.clone(), token: Some(*id) })

@@ -19,6 +19,8 @@
 //! - [`limits`]: what the client holds on its own side (deadline, answer cap, max_tokens counted by us).
 //! - [`setup`]: one run setup for every front end: a prompt and the front end's options to settings,
 //!   the reading, each case's plan and its provider ([`RunSetup`]).
+//! - [`cache`]: the response cache, a provider wrapper: a request answered before is played from its
+//!   recorded transcript ([`CacheMode`]: off, use, refresh).
 //! - [`factory`]: a provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`).
 //! - `bench` (feature `testing`): replay throughput through the engine, for `tunebench bench`.
 //!
@@ -28,6 +30,7 @@
 
 #[cfg(feature = "testing")]
 pub mod bench;
+pub mod cache;
 pub mod engine;
 pub mod factory;
 pub mod feedback;
@@ -38,6 +41,7 @@ pub mod record;
 pub mod setup;
 mod turn;
 
+pub use cache::CacheMode;
 pub use engine::{run, run_batch, run_batch_each, run_batch_until, run_until, Job};
 pub use factory::{
     env_var, fetch_local_model, local_model, transcript_path, LocalModel, Lookup, ProviderChoice, ReplaySequence,

