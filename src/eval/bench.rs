@@ -58,7 +58,7 @@ impl Provider for Answered {
 fn answer(i: usize) -> String {
     (0..5)
         .map(|k| {
-            let definition = if k == 4 && i % 2 == 0 { "Something else." } else { "A thing." };
+            let definition = if k == 4 && i.is_multiple_of(2) { "Something else." } else { "A thing." };
             format!("{{\"entity\": \"entity {i} {k}\", \"definition\": \"{definition}\"}}\n")
         })
         .collect()

@@ -100,7 +100,7 @@ impl RunBrief {
             .turns
             .iter()
             .filter_map(|t| t.usage)
-            .fold((0, 0), |(i, o), u| (i + u64::from(u.input_tokens), o + u64::from(u.output_tokens)));
+            .fold((0, 0), |(i, o), u| (i + u.input_tokens, o + u.output_tokens));
         let last = record.turns.last();
         Self {
             started_at_ms: record.started_at_ms,
