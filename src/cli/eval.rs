@@ -183,7 +183,7 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
             let base = store::find(which, None).with_context(|| format!("--baseline {which}"))?;
             record.delta = Some(diff::delta(&base, &record));
         }
-        return finish(args, &record, false);
+        return finish(args, &record);
     }
     let plan = EvalPlan::new(&options(args)?)?;
     let base = baseline(args, &plan)?;
@@ -194,7 +194,7 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         record.delta = Some(diff::delta(base, &record));
     }
     save(&record);
-    finish(args, &record, true).map(super::interrupt::exit_code)
+    finish(args, &record).map(super::interrupt::exit_code)
 }
 
 /// Fetches the default local model when a column needs it and it is missing (as `run` does).
@@ -264,7 +264,7 @@ pub fn save(record: &EvalRecord) {
 }
 
 /// Prints the record and writes the report files; the exit code.
-fn finish(args: &EvalRunArgs, record: &EvalRecord, _ran: bool) -> anyhow::Result<ExitCode> {
+fn finish(args: &EvalRunArgs, record: &EvalRecord) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.junit {
         write_file(path, &report::junit(record))?;
     }

@@ -24,8 +24,11 @@
 //! - [`diff`]: the baseline delta and `eval diff A B`.
 //! - [`report`]: JUnit XML and CSV.
 //! - [`batch`]: an imported provider batch's runs scored into an eval record.
+//! - `bench` (feature `testing`): `tunebench bench`'s eval figures.
 
 pub mod batch;
+#[cfg(feature = "testing")]
+pub mod bench;
 pub mod checks;
 pub mod diff;
 pub mod pairing;
