@@ -32,9 +32,9 @@ pub mod pairing;
 pub mod pipeline;
 pub mod plan;
 pub mod record;
-pub mod report;
 #[cfg(test)]
 mod replayed;
+pub mod report;
 pub mod score;
 pub mod store;
 pub mod totals;
