@@ -56,6 +56,26 @@ pub struct SetupFlags {
     /// server does [default: the prompt's, else 16777216].
     #[arg(long, value_name = "BYTES")]
     pub max_answer_bytes: Option<u64>,
+    /// A jsonl answer stops once it holds N items (finish stop, the record says why) [default: the
+    /// prompt's, else no limit].
+    #[arg(long, value_name = "N")]
+    pub max_items: Option<u32>,
+    /// A jsonl answer stops at N repeated lines in a row (a repeated line is reported and not counted
+    /// as an item; 0: repeats never stop it) [default: the prompt's, else 2].
+    #[arg(long, value_name = "N")]
+    pub max_repeats: Option<u32>,
+    /// The local model's repetition penalty, llama.cpp's (1 is off) [default: the prompt's, else the
+    /// local default; see README].
+    #[arg(long, value_name = "PENALTY")]
+    pub repeat_penalty: Option<f64>,
+    /// How many of the answer's last tokens the repetition penalty looks at [default: the prompt's,
+    /// else 64].
+    #[arg(long, value_name = "N")]
+    pub repeat_last_n: Option<u32>,
+    /// Ask an OpenAI-compatible server for each token's probability and the runner-up (logprobs);
+    /// kept in the transcript (the local model always reports them).
+    #[arg(long)]
+    pub logprobs: bool,
 }
 
 impl SetupFlags {
@@ -64,6 +84,11 @@ impl SetupFlags {
         ProviderSettings {
             timeout: self.timeout,
             max_answer_bytes: self.max_answer_bytes,
+            max_items: self.max_items,
+            max_repeats: self.max_repeats,
+            repeat_penalty: self.repeat_penalty,
+            repeat_last_n: self.repeat_last_n,
+            logprobs: self.logprobs.then_some(true),
             ..self.sampling.provider_settings(
                 self.provider.clone(),
                 model,

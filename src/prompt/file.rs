@@ -135,6 +135,21 @@ pub struct ProviderSettings {
     /// The largest answer, in bytes of text per turn, the client keeps reading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_answer_bytes: Option<u64>,
+    /// A jsonl answer stops once it holds this many items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u32>,
+    /// A jsonl answer stops at this many repeated lines in a row (0: repeats never stop it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_repeats: Option<u32>,
+    /// The local model's repetition penalty (1 is off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_penalty: Option<f64>,
+    /// How many of the answer's last tokens the repetition penalty looks at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_last_n: Option<u32>,
+    /// Ask an OpenAI-compatible server for each token's probability (`logprobs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<bool>,
 }
 
 impl ProviderSettings {

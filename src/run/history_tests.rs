@@ -50,8 +50,8 @@ fn turn(number: u32, response_type: ResponseType, answer: &str, finish: Option<F
                 request: serde_json::to_value(&request).unwrap(),
             },
             chunks: vec![
-                Chunk { t_ms: 120, delta: first.into(), token: None },
-                Chunk { t_ms: 300, delta: rest.into(), token: Some(7) },
+                Chunk { t_ms: 120, delta: first.into(), token: None, probs: Vec::new() },
+                Chunk { t_ms: 300, delta: rest.into(), token: Some(7), probs: Vec::new() },
             ],
             end: Some(End {
                 t_ms: 480,

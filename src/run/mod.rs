@@ -17,6 +17,7 @@
 //! - [`record`]: the run record and its turns.
 //! - [`history`]: the data directory and the history file.
 //! - [`limits`]: what the client holds on its own side (deadline, answer cap, max_tokens counted by us).
+//! - [`repeats`]: a jsonl answer's guard: repeated lines reported and not counted, `max_items`.
 //! - [`setup`]: one run setup for every front end: a prompt and the front end's options to settings,
 //!   the reading, each case's plan and its provider ([`RunSetup`]).
 //! - [`cache`]: the response cache, a provider wrapper: a request answered before is played from its
@@ -38,6 +39,7 @@ pub mod history;
 pub mod limits;
 pub mod plan;
 pub mod record;
+pub mod repeats;
 pub mod setup;
 mod turn;
 
@@ -66,6 +68,9 @@ pub enum RunEvent {
     Waiting { attempt: u32, after_ms: u64, reason: String },
     /// A piece of the answer, as it arrived.
     Delta(String),
+    /// How likely each token of the last `Delta` was (tokens of held-back pieces included), when the
+    /// provider says (the local model; a server asked for `logprobs`).
+    Probs(Vec<crate::provider::TokenProb>),
     /// A JSONL line's verdict, the moment the line completed.
     Line(LineVerdict),
     /// With [`RunPlan::live_sweep`]: the items each strategy recovers at cut `cut` (the answer up to

@@ -199,6 +199,21 @@ pub fn warnings_of(turn: &Turn) -> Vec<String> {
             turn.output.chars().count()
         ));
     }
+    let repeats = super::repeats::repeated_lines(&turn.parse);
+    if !repeats.is_empty() {
+        const LISTED: usize = 10;
+        let mut listed: Vec<String> =
+            repeats.iter().take(LISTED).map(|(line, first)| format!("line {line} repeats line {first}")).collect();
+        if repeats.len() > LISTED {
+            listed.push(format!("and {} more", repeats.len() - LISTED));
+        }
+        warnings.push(format!(
+            "{} repeated {} not counted as items: {}",
+            repeats.len(),
+            if repeats.len() == 1 { "line" } else { "lines" },
+            listed.join(", ")
+        ));
+    }
     if !repairs.is_empty() {
         const LISTED: usize = 10;
         let mut listed = repairs.iter().take(LISTED).cloned().collect::<Vec<_>>().join("; ");

@@ -189,6 +189,7 @@ pub fn describe(action: Action) -> &'static str {
         Action::ToggleZoom => "zoom the focused pane",
         Action::ToggleHelp => "this help",
         Action::ToggleTokens => "token boundaries in the output",
+        Action::ToggleProbs => "colour the output by token probability",
         Action::TogglePreview => "show the rendered request",
         Action::CopyCurl => "copy the request as curl",
         Action::NextProvider => "next provider",

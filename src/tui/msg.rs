@@ -84,6 +84,8 @@ pub enum Action {
     ToggleHelp,
     /// Show the token boundaries in the output (alternating colours).
     ToggleTokens,
+    /// Colour the output's tokens by how likely the model thought them (forced tokens apart).
+    ToggleProbs,
     /// Show the rendered request instead of the system editor.
     TogglePreview,
     /// Copy the rendered request as a curl command (terminal clipboard, and a file in the data dir).

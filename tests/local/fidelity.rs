@@ -45,3 +45,35 @@ fn a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n() {
         assert_eq!(report["text"].as_str(), Some(cut.text.as_str()), "truncate --at {n}");
     }
 }
+
+/// The guards keep the guarantee: with the repetition penalty on (its window is the tokens chosen
+/// so far, the same in both runs), a run with `max_tokens = N` is still the full run's first N tokens,
+/// probabilities included.
+#[test]
+fn a_cut_at_n_tokens_is_a_real_run_with_the_repetition_penalty_on() {
+    let penalised = |max_tokens: u32| {
+        let mut request = jsonl_request(max_tokens);
+        request.repeat_penalty = Some(1.1);
+        request
+    };
+    let (full, full_events) = generate(&penalised(160));
+    let (plain, _) = generate(&jsonl_request(160));
+    let len = full.tokens.len();
+    assert!(len >= 20, "the full run is long enough to cut: {len} tokens");
+    let probs = |events: &[tunebench::provider::Event]| -> Vec<tunebench::provider::TokenProb> {
+        events
+            .iter()
+            .filter_map(|e| if let tunebench::provider::Event::Probs(p) = e { Some(p.clone()) } else { None })
+            .flatten()
+            .collect()
+    };
+    let full_probs = probs(&full_events);
+    assert_eq!(full_probs.len(), len, "one probability per token");
+    for n in [1, len / 3, len / 2, len - 1] {
+        let (cut, events) = generate(&penalised(n as u32));
+        assert_eq!(cut.tokens, full.tokens[..n], "max_tokens = {n}");
+        assert_eq!(probs(&events), full_probs[..n], "max_tokens = {n}");
+    }
+    // The penalty changed the answer (else this test shows nothing about it).
+    assert_ne!(full.tokens, plain.tokens, "the penalty of 1.1 changes this answer");
+}

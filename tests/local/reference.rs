@@ -6,7 +6,6 @@ use std::fs::File;
 use std::io::BufReader;
 
 use candle_core::quantized::gguf_file::Content;
-use tunebench::provider::local::fetch;
 use tunebench::provider::local::model::{self, argmax, Backend, Transformer};
 use tunebench::provider::local::tokenizer::TextTokenizer;
 
@@ -15,7 +14,7 @@ fn load(backend: Backend) -> (Box<dyn Transformer>, TextTokenizer) {
 }
 
 fn load_on(backend: Backend, threads: usize) -> (Box<dyn Transformer>, TextTokenizer) {
-    let path = fetch::installed_model().unwrap_or_else(|e| panic!("{e} (.ci/run fetches the model)"));
+    let path = super::support::model_file();
     let mut reader = BufReader::new(File::open(&path).expect("the model opens"));
     let content = Content::read(&mut reader).expect("the model is a GGUF file");
     let tokenizer = TextTokenizer::from_gguf(&content).expect("the tokenizer loads");

@@ -13,5 +13,6 @@ mod engine;
 mod escapes;
 mod fault_matrix;
 mod faults;
+mod guards;
 mod limits;
 mod support;

@@ -11,10 +11,10 @@ use candle_core::quantized::gguf_file::Content;
 use super::chat::ChatTemplate;
 use super::constraint::{Constraint, Constraints, Grammar};
 use super::model::{Backend, Config, Transformer};
-use super::sampler::{Sampler, Sampling};
+use super::sampler::{odds, Odds, RepeatPenalty, Sampler, Sampling};
 use super::tokenizer::{TextTokenizer, TokenId};
 use super::LocalError;
-use crate::provider::{Event, FinishReason, ModeReport, Request, StructuredMode, Usage};
+use crate::provider::{Alternative, Event, FinishReason, ModeReport, Request, StructuredMode, TokenProb, Usage};
 
 /// Prompt positions are run in blocks that start at multiples of this, whether or not a prefix was
 /// cached, so a cached prefix gives bit-for-bit the same numbers as a fresh run (greedy fidelity).
@@ -273,6 +273,9 @@ impl Engine {
             ..Sampling::default()
         };
         let mut sampler = Sampler::new(sampling);
+        let penalty = request.repeat_penalty.and_then(|p| RepeatPenalty::new(p, request.repeat_last_n));
+        // The tokens the model chose (the penalty's window: the grammar's forced text is not a repeat).
+        let mut sampled: Vec<TokenId> = Vec::new();
         let mut out = Generated { prompt_tokens: prompt.len(), reused_tokens: reused, ..Generated::default() };
         let mut utf8 = Utf8Buffer::default();
         let end_of_text = self.tokenizer.special_id("<|endoftext|>");
@@ -287,7 +290,7 @@ impl Engine {
                 if !forced.is_empty() {
                     c.consume(&forced)?;
                     for token in &forced {
-                        if !self.send(*token, &mut utf8, &mut out, emit) {
+                        if !self.send(*token, None, &mut utf8, &mut out, emit) {
                             return Ok(out);
                         }
                     }
@@ -302,19 +305,25 @@ impl Engine {
                     continue;
                 }
             }
+            // The penalty applies to the model's logits, before the grammar's mask.
+            if let Some(penalty) = &penalty {
+                penalty.apply(&mut logits, &sampled);
+            }
             if let Some(c) = constraint.as_mut() {
                 c.mask(&mut logits)?;
             }
             let Some(token) = sampler.pick(&logits) else {
                 return Err(LocalError::Constraint("the grammar allows no token here".into()));
             };
+            sampled.push(token);
+            let odds = odds(&logits, token);
             if token == self.tokenizer.eos || Some(token) == end_of_text {
                 break FinishReason::Stop;
             }
             if let Some(c) = constraint.as_mut() {
                 c.consume(&[token])?;
             }
-            if !self.send(token, &mut utf8, &mut out, emit) {
+            if !self.send(token, odds, &mut utf8, &mut out, emit) {
                 return Ok(out);
             }
             if constraint.as_ref().is_some_and(Constraint::is_stopped) {
@@ -339,10 +348,12 @@ impl Engine {
         Ok(out)
     }
 
-    /// Sends one generated token with the text it completes; `false` when the receiver is gone.
+    /// Sends one generated token with the text it completes, then how likely it was (`odds`: `None`
+    /// for a token the grammar forced); `false` when the receiver is gone.
     fn send(
         &self,
         token: TokenId,
+        odds: Option<Odds>,
         utf8: &mut Utf8Buffer,
         out: &mut Generated,
         emit: &mut dyn FnMut(Event) -> bool,
@@ -350,7 +361,17 @@ impl Engine {
         let text = utf8.push(self.tokenizer.token_bytes(token));
         out.tokens.push(token);
         out.text.push_str(&text);
-        emit(Event::Token { id: token, text })
+        let piece = |id: TokenId| String::from_utf8_lossy(self.tokenizer.token_bytes(id)).into_owned();
+        let prob = match odds {
+            None => TokenProb::forced(piece(token)),
+            Some(odds) => TokenProb {
+                token: piece(token),
+                p: Some(odds.p),
+                alt: odds.runner_up.map(|(id, p)| Alternative { token: piece(id), p }),
+                forced: false,
+            },
+        };
+        emit(Event::Token { id: token, text }) && emit(Event::Probs(vec![prob]))
     }
 }
 

@@ -84,6 +84,7 @@ pub(super) fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<E
             }
             live_delta(state);
         }
+        RunEvent::Probs(probs) => run.push_probs(&probs),
         RunEvent::Line(verdict) => run.verdicts.push(verdict),
         RunEvent::Cut { cut, items } => live_cut(state, cut, items),
         RunEvent::Swept(sweep) => swept(state, *sweep),
