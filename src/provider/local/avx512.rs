@@ -110,3 +110,31 @@ pub unsafe fn q8<const T: usize>(w: &[Q8x16], a: &[ActBlock], per_row: usize, ou
         unsafe { _mm512_storeu_ps(out[t].as_mut_ptr(), sums[t]) };
     }
 }
+
+/// [`super::quant::quantize_activations`]: each 32 values to 8 bits with their scale `max|x|/127`,
+/// rounded to nearest even as the portable path does.
+///
+/// # Safety
+/// The CPU has AVX-512 F, BW, VNNI and F16C ([`available`]).
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+pub unsafe fn quantize(x: &[f32], out: &mut [ActBlock]) {
+    let (low, high) = (_mm512_set1_epi32(-127), _mm512_set1_epi32(127));
+    for (chunk, block) in x.chunks_exact(32).zip(out.iter_mut()) {
+        // SAFETY: 32 floats: the chunk.
+        let (a, b) = unsafe { (_mm512_loadu_ps(chunk.as_ptr()), _mm512_loadu_ps(chunk.as_ptr().add(16))) };
+        let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+        let d = amax / 127.0;
+        let inverse = _mm512_set1_ps(if d > 0.0 { 1.0 / d } else { 0.0 });
+        let qa = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(a, inverse)), high), low);
+        let qb = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(b, inverse)), high), low);
+        let sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
+        // SAFETY: 16 bytes each into the two halves of the 32-byte `qs`.
+        unsafe {
+            _mm_storeu_si128(block.qs.as_mut_ptr().cast(), _mm512_cvtepi32_epi8(qa));
+            _mm_storeu_si128(block.qs.as_mut_ptr().add(16).cast(), _mm512_cvtepi32_epi8(qb));
+        }
+        block.d = d;
+        block.sum = sum;
+        block.s = d * sum as f32;
+    }
+}

@@ -194,49 +194,6 @@ fn portable_q8(w: &[Q8x16], a: &[ActBlock]) -> [f32; ROWS] {
     })
 }
 
-/// One head's attention for one query: `scores[p] = q·k_p·scale` over `positions` cached keys, softmax,
-/// then `out = Σ scores[p]·v_p`. Key and value `p` start at `p·stride` in `keys` and `values`.
-pub struct Attend<'a> {
-    pub query: &'a [f32],
-    pub keys: &'a [f32],
-    pub values: &'a [f32],
-    pub stride: usize,
-    pub positions: usize,
-    pub scale: f32,
-}
-
-impl Attend<'_> {
-    /// Writes the head's output into `out` (`query.len()` values), using `scores` (`positions` values).
-    pub fn run(&self, scores: &mut [f32], out: &mut [f32]) {
-        #[cfg(target_arch = "x86_64")]
-        if simd() {
-            // SAFETY: the CPU has AVX2 and FMA.
-            return unsafe { f32_avx2::attend(self, scores, out) };
-        }
-        self.body(scores, out)
-    }
-
-    #[inline(always)]
-    fn body(&self, scores: &mut [f32], out: &mut [f32]) {
-        let hd = self.query.len();
-        let scores = &mut scores[..self.positions];
-        for (p, s) in scores.iter_mut().enumerate() {
-            *s = dot_lanes(self.query, &self.keys[p * self.stride..][..hd]) * self.scale;
-        }
-        let max = scores.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
-        let mut sum = 0.0;
-        for s in scores.iter_mut() {
-            *s = (*s - max).exp();
-            sum += *s;
-        }
-        let inverse = 1.0 / sum;
-        out.fill(0.0);
-        for (p, s) in scores.iter().enumerate() {
-            axpy_lanes(out, s * inverse, &self.values[p * self.stride..][..hd]);
-        }
-    }
-}
-
 /// `a · b` in f32.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
@@ -261,23 +218,11 @@ fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
-#[inline(always)]
-fn axpy_lanes(y: &mut [f32], s: f32, x: &[f32]) {
-    for (y, x) in y.iter_mut().zip(x) {
-        *y += s * x;
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod f32_avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn dot(a: &[f32], b: &[f32]) -> f32 {
         super::dot_lanes(a, b)
-    }
-
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub fn attend(attend: &super::Attend, scores: &mut [f32], out: &mut [f32]) {
-        attend.body(scores, out)
     }
 }
 
@@ -420,27 +365,6 @@ mod tests {
             let (a, b) = (values(n, 1), values(n, 2));
             let want: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
             assert!((dot(&a, &b) - want).abs() < 1e-4);
-        }
-    }
-
-    #[test]
-    fn attention_is_a_softmax_weighted_sum_of_values() {
-        let (hd, stride, positions) = (64, 192, 5);
-        let query = values(hd, 11);
-        let (keys, vals) = (values(stride * positions, 12), values(stride * positions, 13));
-        let mut scores = vec![0f32; positions];
-        let mut out = vec![0f32; hd];
-        Attend { query: &query, keys: &keys, values: &vals, stride, positions, scale: 0.125 }
-            .run(&mut scores, &mut out);
-        let raw: Vec<f64> = (0..positions)
-            .map(|p| (0..hd).map(|i| f64::from(query[i]) * f64::from(keys[p * stride + i])).sum::<f64>() * 0.125)
-            .collect();
-        let max = raw.iter().cloned().fold(f64::MIN, f64::max);
-        let weights: Vec<f64> = raw.iter().map(|r| (r - max).exp()).collect();
-        let total: f64 = weights.iter().sum();
-        for i in 0..hd {
-            let want: f64 = (0..positions).map(|p| weights[p] / total * f64::from(vals[p * stride + i])).sum();
-            assert!((f64::from(out[i]) - want).abs() < 1e-5, "{i}: {} vs {want}", out[i]);
         }
     }
 }

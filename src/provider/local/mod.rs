@@ -12,6 +12,7 @@
 //!
 //! Generation runs on its own thread; dropping the stream cancels it before the next token.
 
+pub mod attention;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
 #[cfg(target_arch = "x86_64")]
@@ -23,6 +24,7 @@ pub mod constraint;
 pub mod engine;
 pub mod fetch;
 pub mod kernels;
+pub mod math;
 pub mod model;
 pub mod quant;
 pub mod reference;

@@ -12,7 +12,9 @@ use std::io::{Read, Seek};
 
 use candle_core::quantized::gguf_file::Content;
 
-use super::kernels::{dot, groups, matmul_groups, Attend, Kernels};
+use super::attention::{attend, scratch_len, KvLayer, KvShape};
+use super::kernels::{dot, groups, matmul_groups, Kernels};
+use super::math::silu_mul;
 use super::quant::{quantize_activations, vector, ActBlock, Matrix, BLOCK, ROWS};
 use super::threads::{Disjoint, Pool, PoolError};
 use super::LocalError;
@@ -124,6 +126,10 @@ impl Config {
     fn kv_dim(&self) -> usize {
         self.kv_heads * self.head_dim
     }
+
+    fn kv_shape(&self) -> KvShape {
+        KvShape { kv_heads: self.kv_heads, head_dim: self.head_dim }
+    }
 }
 
 struct Layer {
@@ -136,9 +142,7 @@ struct Layer {
     gate: Matrix,
     up: Matrix,
     down: Matrix,
-    /// Position after position, `kv_heads × head_dim` values each.
-    keys: Vec<f32>,
-    values: Vec<f32>,
+    cache: KvLayer,
 }
 
 /// Working memory of one forward pass, `tokens × width` each; grown, never shrunk.
@@ -219,10 +223,8 @@ impl Llama {
             let (up, down) = (matrix("ffn_up", Some(ffn), dim)?, matrix("ffn_down", Some(dim), ffn)?);
             let attn_norm = norm_vector(content, reader, &format!("blk.{i}.attn_norm.weight"), dim)?;
             let ffn_norm = norm_vector(content, reader, &format!("blk.{i}.ffn_norm.weight"), dim)?;
-            // Address space for the whole context; pages are touched only as positions are used.
-            let (keys, values) =
-                (Vec::with_capacity(config.context * kv_dim), Vec::with_capacity(config.context * kv_dim));
-            layers.push(Layer { attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down, keys, values });
+            let cache = KvLayer::with_capacity(config.kv_shape(), config.context);
+            layers.push(Layer { attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down, cache });
         }
         let embeddings = Matrix::read(content, reader, "token_embd.weight", &mut scratch)?;
         if embeddings.cols != dim {
@@ -275,7 +277,8 @@ impl Llama {
         let y = grow(&mut b.y, seq * dim);
         let gate = grow(&mut b.gate, seq * ffn);
         let up = grow(&mut b.up, seq * ffn);
-        let scores = grow(&mut b.scores, threads * (start + seq));
+        let per_thread = scratch_len(group, hd, start + seq);
+        let scratch = grow(&mut b.scores, threads * per_thread);
         let acts = grow(&mut b.acts, seq * dim.max(ffn) / BLOCK);
         for (t, &token) in tokens.iter().enumerate() {
             if token as usize >= embeddings.rows {
@@ -297,76 +300,107 @@ impl Llama {
                 }
             }
         };
-        for layer in layers.iter_mut() {
-            rms_norm_rows(x, &layer.attn_norm, eps, h);
-            quantize_rows(h, dim, acts);
+        let (per_dim, per_ffn) = (dim / BLOCK, ffn / BLOCK);
+        for (i, layer) in layers.iter_mut().enumerate() {
+            {
+                // x += the last layer's output (none before the first), then x's norm, quantized.
+                let (xo, ho, ao) = (Disjoint::new(&mut *x), Disjoint::new(&mut *h), Disjoint::new(&mut *acts));
+                per_token(pool, seq, &|t| {
+                    let rows = t * dim..(t + 1) * dim;
+                    // SAFETY: token t's rows of each buffer are this call's alone.
+                    let (x, h, a) =
+                        unsafe { (xo.slice(rows.clone()), ho.slice(rows), ao.slice(t * per_dim..(t + 1) * per_dim)) };
+                    if i > 0 {
+                        add(x, h);
+                    }
+                    rms_norm_rows(x, &layer.attn_norm, eps, h);
+                    quantize_activations(h, a);
+                })?;
+            }
             let (qo, ko, vo) = (Disjoint::new(&mut *q), Disjoint::new(&mut *k), Disjoint::new(&mut *v));
             project(pool, &[(&layer.wq, &qo), (&layer.wk, &ko), (&layer.wv, &vo)], acts, seq, kernels)?;
-            let total = (start + seq) * kv_dim;
-            grow(&mut layer.keys, total);
-            grow(&mut layer.values, total);
+            per_token(pool, seq, &|t| {
+                // SAFETY: token t's rows are this call's alone.
+                let (q, k) = unsafe { (qo.slice(t * dim..(t + 1) * dim), ko.slice(t * kv_dim..(t + 1) * kv_dim)) };
+                rope(q, c.heads, start + t);
+                rope(k, c.kv_heads, start + t);
+            })?;
+            let shape = c.kv_shape();
+            layer.cache.grow(shape, start + seq);
             for t in 0..seq {
-                rope(&mut q[t * dim..(t + 1) * dim], c.heads, start + t);
-                rope(&mut k[t * kv_dim..(t + 1) * kv_dim], c.kv_heads, start + t);
+                layer.cache.store(shape, start + t, &k[t * kv_dim..(t + 1) * kv_dim], &v[t * kv_dim..(t + 1) * kv_dim]);
             }
-            layer.keys[start * kv_dim..total].copy_from_slice(k);
-            layer.values[start * kv_dim..total].copy_from_slice(v);
             {
-                let (keys, values, q) = (&layer.keys, &layer.values, &*q);
-                let (yo, so) = (Disjoint::new(&mut *y), Disjoint::new(&mut *scores));
-                let width = start + seq;
+                let (cache, q) = (&layer.cache, &*q);
+                let (yo, so, ao) = (Disjoint::new(&mut *y), Disjoint::new(&mut *scratch), Disjoint::new(&mut *acts));
                 // One unit: one token's query heads that share a key/value head.
                 pool.split(seq * c.kv_heads, 2, &|thread, units| {
-                    // SAFETY: each thread has its own scores, and each unit its own heads of `y`.
-                    let scores = unsafe { so.slice(thread * width..(thread + 1) * width) };
+                    // SAFETY: each thread has its own scratch, and each unit its own heads of `y`.
+                    let scratch = unsafe { so.slice(thread * per_thread..(thread + 1) * per_thread) };
                     for unit in units {
                         let (t, kv) = (unit / c.kv_heads, unit % c.kv_heads);
-                        let heads = kv * group..(kv + 1) * group;
+                        let heads = t * dim + kv * group * hd..t * dim + (kv + 1) * group * hd;
                         // SAFETY: unit (t, kv) writes only its own heads of token t.
-                        let out = unsafe { yo.slice(t * dim + heads.start * hd..t * dim + heads.end * hd) };
-                        for (head, out) in heads.zip(out.chunks_exact_mut(hd)) {
-                            let attend = Attend {
-                                query: &q[t * dim + head * hd..][..hd],
-                                keys: &keys[kv * hd..],
-                                values: &values[kv * hd..],
-                                stride: kv_dim,
-                                positions: start + t + 1,
-                                scale,
-                            };
-                            attend.run(scores, out);
-                        }
+                        let out = unsafe { yo.slice(heads.clone()) };
+                        attend(kernels, cache, shape, kv, &q[heads], start + t + 1, scale, scratch, out);
                     }
                 })
                 .map_err(pool_err)?;
+                per_token(pool, seq, &|t| {
+                    // SAFETY: token t's rows are this call's alone.
+                    let (y, a) =
+                        unsafe { (yo.slice(t * dim..(t + 1) * dim), ao.slice(t * per_dim..(t + 1) * per_dim)) };
+                    quantize_activations(y, a);
+                })?;
             }
-            quantize_rows(y, dim, acts);
             project(pool, &[(&layer.wo, &Disjoint::new(&mut *h))], acts, seq, kernels)?;
-            add(x, h);
-            rms_norm_rows(x, &layer.ffn_norm, eps, h);
-            quantize_rows(h, dim, acts);
             {
-                let (go, uo) = (Disjoint::new(&mut *gate), Disjoint::new(&mut *up));
-                let (wg, wu, acts) = (&layer.gate, &layer.up, &*acts);
-                pool.split(groups(wg), 2, &|_, range| {
-                    matmul_groups(wu, acts, seq, range.clone(), kernels, &mut |t, g, sums| {
-                        for (r, sum) in rows_of(g, ffn, sums) {
-                            // SAFETY: each thread writes the rows of its own groups.
-                            unsafe { uo.set(t * ffn + r, sum) };
-                        }
-                    });
-                    matmul_groups(wg, acts, seq, range, kernels, &mut |t, g, sums| {
-                        for (r, sum) in rows_of(g, ffn, sums) {
-                            // SAFETY: as above; `up` of these rows was written by this thread just before.
-                            unsafe { go.set(t * ffn + r, silu(sum) * uo.get(t * ffn + r)) };
-                        }
-                    });
-                })
-                .map_err(pool_err)?;
+                let (xo, ho, ao) = (Disjoint::new(&mut *x), Disjoint::new(&mut *h), Disjoint::new(&mut *acts));
+                per_token(pool, seq, &|t| {
+                    let rows = t * dim..(t + 1) * dim;
+                    // SAFETY: token t's rows of each buffer are this call's alone.
+                    let (x, h, a) =
+                        unsafe { (xo.slice(rows.clone()), ho.slice(rows), ao.slice(t * per_dim..(t + 1) * per_dim)) };
+                    add(x, h);
+                    rms_norm_rows(x, &layer.ffn_norm, eps, h);
+                    quantize_activations(h, a);
+                })?;
             }
-            quantize_rows(gate, ffn, acts);
+            {
+                let (go, uo, ao) = (Disjoint::new(&mut *gate), Disjoint::new(&mut *up), Disjoint::new(&mut *acts));
+                let (wg, wu) = (&layer.gate, &layer.up);
+                {
+                    // SAFETY: read only during this split.
+                    let acts = unsafe { ao.slice(0..seq * per_dim) };
+                    pool.split(groups(wg), 2, &|_, range| {
+                        let rows = ROWS * range.start..(ROWS * range.end).min(ffn);
+                        for (w, o) in [(wu, &uo), (wg, &go)] {
+                            matmul_groups(w, acts, seq, range.clone(), kernels, &mut |t, g, sums| {
+                                let at = t * ffn + ROWS * g;
+                                // SAFETY: each thread writes the rows of its own groups.
+                                let out = unsafe { o.slice(at..at + ROWS.min(ffn - ROWS * g)) };
+                                out.copy_from_slice(&sums[..out.len()]);
+                            });
+                        }
+                        for t in 0..seq {
+                            let rows = t * ffn + rows.start..t * ffn + rows.end;
+                            // SAFETY: these rows are this thread's, written just above.
+                            let (gate, up) = unsafe { (go.slice(rows.clone()), uo.slice(rows)) };
+                            silu_mul(gate, up, kernels);
+                        }
+                    })
+                    .map_err(pool_err)?;
+                }
+                per_token(pool, seq, &|t| {
+                    // SAFETY: token t's rows are this call's alone.
+                    let (g, a) =
+                        unsafe { (go.slice(t * ffn..(t + 1) * ffn), ao.slice(t * per_ffn..(t + 1) * per_ffn)) };
+                    quantize_activations(g, a);
+                })?;
+            }
             project(pool, &[(&layer.down, &Disjoint::new(&mut *h))], acts, seq, kernels)?;
-            add(x, h);
         }
+        add(x, h);
         let last = &x[(seq - 1) * dim..];
         rms_norm_rows(last, norm, eps, &mut h[..dim]);
         quantize_rows(&h[..dim], dim, acts);
@@ -377,14 +411,9 @@ impl Llama {
     }
 }
 
-/// The rows of group `g` that a `rows`-row matrix has (not the padding), with their sums.
-fn rows_of(g: usize, rows: usize, sums: &[f32; ROWS]) -> impl Iterator<Item = (usize, f32)> + '_ {
-    sums.iter().enumerate().map(move |(r, sum)| (ROWS * g + r, *sum)).filter(move |(row, _)| *row < rows)
-}
-
-/// `x·silu`: `x / (1 + e^−x)`.
-fn silu(x: f32) -> f32 {
-    x / (1.0 + (-x).exp())
+/// Runs `f(t)` for each of `seq` tokens, split across the pool (the tokens' rows are independent).
+fn per_token(pool: &mut Pool, seq: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), LocalError> {
+    pool.split(seq, 2, &|_, tokens| tokens.for_each(f)).map_err(pool_err)
 }
 
 /// Each matrix times the `tokens` activation rows of `acts`, into its output (`tokens × rows`, token
@@ -404,10 +433,10 @@ fn project(
             if !mine.is_empty() {
                 let (rows, mine) = (m.rows, mine.start - first..mine.end - first);
                 matmul_groups(m, acts, tokens, mine, kernels, &mut |t, g, sums| {
-                    for (r, sum) in rows_of(g, rows, sums) {
-                        // SAFETY: each thread writes the rows of its own groups.
-                        unsafe { out.set(t * rows + r, sum) };
-                    }
+                    let at = t * rows + ROWS * g;
+                    // SAFETY: each thread writes the rows of its own groups.
+                    let out = unsafe { out.slice(at..at + ROWS.min(rows - ROWS * g)) };
+                    out.copy_from_slice(&sums[..out.len()]);
                 });
             }
             first += groups(m);

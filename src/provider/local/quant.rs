@@ -315,6 +315,26 @@ pub fn quantize_weights(values: &[f32]) -> Vec<Q8Block> {
 
 /// Quantizes activations `x` (a multiple of 32 values) into `out`, one block per 32 values.
 pub fn quantize_activations(x: &[f32], out: &mut [ActBlock]) {
+    #[cfg(target_arch = "x86_64")]
+    match super::kernels::Kernels::detect().level() {
+        // SAFETY: `detect` found a CPU with AVX-512 F and BW.
+        super::kernels::Level::Avx512 => return unsafe { super::avx512::quantize(x, out) },
+        // SAFETY: `detect` found a CPU with AVX2, FMA and F16C.
+        super::kernels::Level::Avx2 => return unsafe { quantize_avx2(x, out) },
+        super::kernels::Level::Portable => {}
+    }
+    quantize_lanes(x, out)
+}
+
+/// [`quantize_lanes`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn quantize_avx2(x: &[f32], out: &mut [ActBlock]) {
+    quantize_lanes(x, out)
+}
+
+#[inline(always)]
+fn quantize_lanes(x: &[f32], out: &mut [ActBlock]) {
     for (chunk, block) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
         let (d, qs) = quantize_block(chunk);
         let sum: i32 = qs.iter().map(|q| i32::from(*q)).sum();
@@ -323,16 +343,22 @@ pub fn quantize_activations(x: &[f32], out: &mut [ActBlock]) {
 }
 
 /// The scale `max|x|/127` and the values divided by it, rounded.
+#[inline(always)]
 fn quantize_block(chunk: &[f32]) -> (f32, [i8; 32]) {
-    let amax = chunk.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let mut lanes = [0f32; BLOCK];
+    for (lane, v) in lanes.iter_mut().zip(chunk) {
+        *lane = v.abs();
+    }
+    let amax = lanes.iter().fold(0f32, |m, v| m.max(*v));
     let d = amax / 127.0;
     (d, quantize_with(chunk, if d > 0.0 { 1.0 / d } else { 0.0 }))
 }
 
+#[inline(always)]
 fn quantize_with(chunk: &[f32], inverse: f32) -> [i8; 32] {
     let mut qs = [0i8; 32];
     for (q, v) in qs.iter_mut().zip(chunk) {
-        *q = (v * inverse).round().clamp(-127.0, 127.0) as i8;
+        *q = (v * inverse).round_ties_even().clamp(-127.0, 127.0) as i8;
     }
     qs
 }
@@ -410,6 +436,31 @@ mod tests {
         matrix.dequantize_row(0, &mut row);
         assert_eq!(&row[..16], &[-16.0; 16]);
         assert_eq!(&row[16..], &[0.0; 16]);
+    }
+
+    #[test]
+    fn every_path_quantizes_activations_alike_ties_to_even() {
+        let mut x: Vec<f32> = (0..32 * 40).map(|i| ((i * 7919 % 2003) as f32 - 1001.0) / 97.0).collect();
+        // A block whose scale is 1: halves round to even.
+        x[..32].copy_from_slice(&std::array::from_fn::<f32, 32, _>(|i| if i == 0 { 127.0 } else { i as f32 - 16.5 }));
+        x[32..64].fill(0.0);
+        let mut want = vec![ActBlock::default(); 40];
+        quantize_lanes(&x, &mut want);
+        assert_eq!((want[0].qs[1], want[0].qs[2], want[0].qs[31]), (-16, -14, 14), "ties to even");
+        assert_eq!(want[1], ActBlock::default());
+        #[cfg(target_arch = "x86_64")]
+        for level in [super::super::kernels::Level::Avx2, super::super::kernels::Level::Avx512] {
+            let Some(kernels) = super::super::kernels::Kernels::at(level) else { continue };
+            let mut got = vec![ActBlock::default(); 40];
+            // SAFETY: the CPU runs `level`.
+            unsafe {
+                match kernels.level() {
+                    super::super::kernels::Level::Avx512 => super::super::avx512::quantize(&x, &mut got),
+                    _ => quantize_avx2(&x, &mut got),
+                }
+            }
+            assert_eq!(got, want, "{level:?}");
+        }
     }
 
     #[test]

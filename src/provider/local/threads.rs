@@ -287,19 +287,6 @@ impl<'a, T> Disjoint<'a, T> {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len()) }
     }
 
-    /// Reads element `i` (panics when out of bounds).
-    ///
-    /// # Safety
-    /// No other thread writes element `i` during this [`Pool::split`].
-    pub unsafe fn get(&self, i: usize) -> T
-    where
-        T: Copy,
-    {
-        assert!(i < self.len, "{i} is outside 0..{}", self.len);
-        // SAFETY: in bounds (checked above); not written concurrently by the caller's promise.
-        unsafe { self.ptr.add(i).read() }
-    }
-
     /// Writes element `i` (panics when out of bounds).
     ///
     /// # Safety
