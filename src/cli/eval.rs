@@ -19,7 +19,7 @@ use crate::eval::{report, store, EvalOptions, EvalPlan, EvalRecord, ModelSpec};
 use crate::output::{Profile, ResponseType};
 use crate::provider::kind::ProviderKind;
 use crate::provider::replay::Pace;
-use crate::run::{ReplayFrom, SetupOptions};
+use crate::run::{CacheMode, ReplayFrom, SetupOptions};
 
 /// The exit code when no cell got an answer: the provider could not be reached at all.
 pub const EXIT_UNREACHABLE: u8 = 3;
@@ -165,8 +165,20 @@ pub fn options(args: &EvalRunArgs) -> anyhow::Result<EvalOptions> {
             variables: args.flags.variables()?,
             replay: args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
             seed: args.seed,
+            cache: cache_mode(args),
+            cache_dir: None,
         },
     })
+}
+
+/// The response cache: used unless `--no-cache`; `--repeat` above 1 takes fresh answers (and
+/// records them, so the next eval of the same requests is served at once).
+fn cache_mode(args: &EvalRunArgs) -> CacheMode {
+    match (args.no_cache, args.repeat) {
+        (true, _) => CacheMode::Off,
+        (false, 0 | 1) => CacheMode::Use,
+        (false, _) => CacheMode::Refresh,
+    }
 }
 
 /// The baseline `--baseline` names, read before anything runs (a bad one is bad input).
@@ -234,9 +246,7 @@ pub fn run_plan(
     }
     let total = plan.cells.len();
     let mut done = 0;
-    // The response cache's seam: with the cache, each column's provider is wrapped here (not with
-    // --no-cache, and --repeat takes fresh answers).
-    let pipeline = Pipeline { plan, concurrency, record_history: !args.no_history, wrap: None, cached: None };
+    let pipeline = Pipeline { plan, concurrency, record_history: !args.no_history, wrap: None };
     let ran = runtime.block_on(pipeline::run(
         pipeline,
         |event| {

@@ -154,7 +154,7 @@ pub fn measure(
     for _ in 0..runs.max(1) {
         let started = Instant::now();
         let plan = EvalPlan::new(&options)?;
-        let pipeline = Pipeline { plan: &plan, concurrency: 8, record_history: false, wrap: Some(&wrap), cached: None };
+        let pipeline = Pipeline { plan: &plan, concurrency: 8, record_history: false, wrap: Some(&wrap) };
         let ran = runtime.block_on(pipeline::run(pipeline, |_| {}, std::future::pending()))?;
         std::hint::black_box(render(&ran.record));
         rerun.push(started.elapsed().as_secs_f64() * 1000.0);

@@ -32,7 +32,7 @@ pub enum EvalEvent {
     Done { cancelled: bool },
 }
 
-/// Wraps a column's provider (the response cache's seam: `--no-cache` passes it through).
+/// Wraps a column's provider (the bench's answers from memory; the response cache is the run setup's).
 pub type Wrap<'a> = &'a (dyn Fn(&PlannedColumn, Arc<dyn Provider>) -> Arc<dyn Provider> + Sync);
 
 /// How the cells run.
@@ -44,8 +44,6 @@ pub struct Pipeline<'a> {
     pub record_history: bool,
     /// Wraps each column's provider (`None`: used as built).
     pub wrap: Option<Wrap<'a>>,
-    /// Tells whether a finished run's answer came from the response cache.
-    pub cached: Option<&'a (dyn Fn(&RunRecord) -> bool + Sync)>,
 }
 
 /// What came out besides the record: history writes that failed.
@@ -95,8 +93,7 @@ where
                 }
             }
         }
-        let mut cell_record = score_cell(plan, *cell, record, never_started);
-        cell_record.run.cached = pipeline.cached.is_some_and(|cached| cached(record));
+        let cell_record = score_cell(plan, *cell, record, never_started);
         emit(EvalEvent::CellScored {
             cell: index,
             scored: Box::new(cell_record.clone()),

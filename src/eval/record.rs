@@ -118,7 +118,8 @@ impl RunBrief {
             },
             truncated: record.truncated,
             cancelled: record.cancelled,
-            cached: false,
+            // Cached when every turn was answered from the response cache.
+            cached: !record.turns.is_empty() && record.turns.iter().all(|t| t.cached),
             batch: record.batch.clone(),
             error: record.error.clone(),
             summary: record.summary_line(),

@@ -50,7 +50,7 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
     runner.eval_task = Some(runner.runtime.spawn_blocking(move || {
         handle.block_on(async move {
             let events = tx.clone();
-            let pipeline = Pipeline { plan: &plan, concurrency, record_history, wrap: None, cached: None };
+            let pipeline = Pipeline { plan: &plan, concurrency, record_history, wrap: None };
             let stop = async move {
                 let _ = cancelled.await;
                 Stop::User

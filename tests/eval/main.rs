@@ -6,6 +6,7 @@
 
 mod baseline;
 mod batch;
+mod cache;
 mod cli;
 mod support;
 mod watch;

@@ -84,10 +84,15 @@ pub fn prompt_in(dir: &Path, text: &str) -> PathBuf {
     path
 }
 
-/// The binary with its data directory in `data_dir` and no OpenAI server or key from the environment.
+/// The binary with its data directory in `data_dir`, its response cache in `data_dir/cache`, and no
+/// OpenAI server or key from the environment.
 pub fn tunebench(data_dir: &Path) -> assert_cmd::Command {
     let mut command = assert_cmd::Command::cargo_bin("tunebench").unwrap();
-    command.env("TUNEBENCH_DATA_DIR", data_dir).env_remove("OPENAI_BASE_URL").env_remove("OPENAI_API_KEY");
+    command
+        .env("TUNEBENCH_DATA_DIR", data_dir)
+        .env("TUNEBENCH_CACHE_DIR", data_dir.join("cache"))
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY");
     command
 }
 

@@ -40,6 +40,7 @@ fn an_edit_runs_the_eval_again_and_prints_the_changes() {
     let server = runtime.block_on(tunebench::provider::wire_server::WireServer::start_routed(routes)).unwrap();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("tunebench"))
         .env("TUNEBENCH_DATA_DIR", dir.path())
+        .env("TUNEBENCH_CACHE_DIR", dir.path().join("cache"))
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_API_KEY")
         .arg("eval")

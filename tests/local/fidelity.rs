@@ -56,8 +56,8 @@ fn a_cut_at_n_tokens_is_a_real_run_with_the_repetition_penalty_on() {
         request.repeat_penalty = Some(1.1);
         request
     };
-    let (full, full_events) = generate(&penalised(160));
-    let (plain, _) = generate(&jsonl_request(160));
+    let (full, full_events) = generate_on(2, &penalised(160));
+    let (plain, _) = generate_on(1, &jsonl_request(160));
     let len = full.tokens.len();
     assert!(len >= 20, "the full run is long enough to cut: {len} tokens");
     let probs = |events: &[tunebench::provider::Event]| -> Vec<tunebench::provider::TokenProb> {
@@ -70,7 +70,7 @@ fn a_cut_at_n_tokens_is_a_real_run_with_the_repetition_penalty_on() {
     let full_probs = probs(&full_events);
     assert_eq!(full_probs.len(), len, "one probability per token");
     for n in [1, len / 3, len / 2, len - 1] {
-        let (cut, events) = generate(&penalised(n as u32));
+        let (cut, events) = generate_on(1 + n % 2, &penalised(n as u32));
         assert_eq!(cut.tokens, full.tokens[..n], "max_tokens = {n}");
         assert_eq!(probs(&events), full_probs[..n], "max_tokens = {n}");
     }

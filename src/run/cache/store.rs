@@ -122,7 +122,7 @@ mod tests {
     fn transcript(finish: Option<&str>) -> Transcript {
         Transcript {
             header: Header { transcript: 1, provider: "openai".into(), model: "m".into(), ..Header::default() },
-            chunks: vec![Chunk { t_ms: 3, delta: "{\"a\": 1}".into(), token: None }],
+            chunks: vec![Chunk { t_ms: 3, delta: "{\"a\": 1}".into(), token: None, ..Chunk::default() }],
             end: Some(End { t_ms: 5, finish_reason: finish.map(str::to_string), ..End::default() }),
         }
     }
