@@ -97,8 +97,10 @@ const GOOD: &str = r#"{"entity": "neutron star", "definition": "The collapsed co
 {"entity": "pulsar", "definition": "A rotating neutron star that beams radio waves.", "tags": ["star"], "score": 0.7, "lang": "en"}
 "#;
 
+/// Line 2 repeats line 1 (skipped, not an item: the run's guard); line 3 is another item on the same key.
 const BAD: &str = r#"{"entity": "Magnetar star", "definition": "Hot.", "tags": ["magnet"], "score": 1.5, "lang": "fr", "note": "x"}
 {"entity": "Magnetar star", "definition": "Hot.", "tags": ["magnet"], "score": 1.5, "lang": "fr", "note": "x"}
+{"entity": "Magnetar star", "definition": "Hot.", "tags": ["magnet"], "score": 1.5, "lang": "fr", "note": "x", "seen": 2}
 {"entity": "white dwarf", "tags": [], "score": 0.2, "lang": "fr"}
 {"entity": "quasar", "definition": "A very bright active galactic nucleus, far away.", "tags": ["galaxy"], "score": 0.5, "lang": "fr"}
 "#;
@@ -150,13 +152,13 @@ fn every_check_kind_fails_on_a_bad_answer_and_says_why() {
             ("unique /entity", "items 1 and 2 share /entity \"Magnetar star\""),
             ("no_repeated_lines", "line 2 repeats line 1: \"{\\\"entity\\\": \\\"Magnetar star\\\", \\\"definition\\\": \\\"Hot.\\\", \\\"tags\\\": […\""),
             ("finish_not_length", "finish reason length: the answer hit the token limit"),
-            ("max_tokens_out", "expected at most 100 tokens out, got 106"),
+            ("max_tokens_out", "expected at most 100 tokens out, got 137"),
             ("max_ttft_ms", "expected a first token within 1000 ms, got 2500 ms"),
             ("the first item is the neutron star", "/0/entity: expected \"neutron star\", got \"Magnetar star\""),
         ]
     );
-    // 4 lines, 423 bytes: 106 tokens out, over 100.
-    assert_eq!(BAD.len().div_ceil(4), 106);
+    // 5 lines, 545 bytes: 137 tokens out, over 100.
+    assert_eq!(BAD.len().div_ceil(4), 137);
 }
 
 #[test]
