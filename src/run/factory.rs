@@ -158,26 +158,31 @@ pub fn fetch_local_model(progress: &mut dyn FnMut(String)) -> Result<PathBuf, St
     }
 }
 
-/// The local model: `model` is a GGUF file, or empty (or the default model's name) for the default
-/// model in the cache directory. Loaded once per process and shared by every run that names it.
+/// The GGUF file the local provider runs for `model`: a GGUF file, or empty (or the default model's
+/// name) for the default model in the cache directory.
+#[cfg(feature = "local")]
+pub fn local_model_path(model: &str) -> Result<PathBuf, RunError> {
+    let default_names = ["", "smollm2", "SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct.Q4_1"];
+    if default_names.contains(&model) {
+        return Ok(crate::provider::local::fetch::installed_model().map_err(ProviderError::from)?);
+    }
+    let path = PathBuf::from(model);
+    if !path.is_file() {
+        return Err(RunError::Setting(format!(
+            "the local provider runs a GGUF file: --model {model:?} is not a file (leave --model out for the default model)"
+        )));
+    }
+    Ok(path)
+}
+
+/// The local model of [`local_model_path`], loaded once per process and shared by every run that names it.
 #[cfg(feature = "local")]
 fn local_provider(model: &str) -> Result<Arc<dyn Provider>, RunError> {
-    use crate::provider::local::{fetch, Local};
+    use crate::provider::local::Local;
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     static LOADED: OnceLock<Mutex<HashMap<PathBuf, Local>>> = OnceLock::new();
-    let default_names = ["", "smollm2", "SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct.Q4_1"];
-    let path = if default_names.contains(&model) {
-        fetch::installed_model().map_err(ProviderError::from)?
-    } else {
-        let path = PathBuf::from(model);
-        if !path.is_file() {
-            return Err(RunError::Setting(format!(
-                "the local provider runs a GGUF file: --model {model:?} is not a file (leave --model out for the default model)"
-            )));
-        }
-        path
-    };
+    let path = local_model_path(model)?;
     let loaded = LOADED.get_or_init(Default::default);
     let mut loaded = loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(local) = loaded.get(&path) {

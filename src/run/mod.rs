@@ -20,6 +20,8 @@
 //! - [`setup`]: one run setup for every front end: a prompt and the front end's options to settings,
 //!   the reading, each case's plan and its provider ([`RunSetup`]).
 //! - [`factory`]: a provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`).
+//! - [`prompt_tokens`]: a request's tokens before it is sent (the local model's own tokenizer, else
+//!   o200k) against the context window and max tokens.
 //! - `bench` (feature `testing`): replay throughput through the engine, for `tunebench bench`.
 //!
 //! The engine is plain async code over a [`Provider`](crate::provider::Provider): it owns no runtime,
@@ -34,6 +36,7 @@ pub mod feedback;
 pub mod history;
 pub mod limits;
 pub mod plan;
+pub mod prompt_tokens;
 pub mod record;
 pub mod setup;
 mod turn;

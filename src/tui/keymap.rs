@@ -207,6 +207,10 @@ pub fn describe(action: Action) -> &'static str {
         Action::End => "last row, follow the tail / all",
         Action::Open => "replay a past run / pick a case",
         Action::Compare => "json vs jsonl side by side",
+        Action::AddCase => "add a case (name, variables)",
+        Action::CopyCase => "copy the selected case",
+        Action::DeleteCase => "delete the selected case (asks)",
+        Action::UndoCaseEdit => "undo the last case/variable change",
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod fidelity;
 mod generation;
+mod prompt_tokens;
 mod reference;
 mod support;
 mod tokenizer;
