@@ -1,5 +1,5 @@
 //! `tunebench batch`: the case matrix as a provider's batch input file (`export`), the provider's
-//! output read back into run records (`import`), and the batch endpoints (`submit`, `status`,
+//! output read back into run records and scored as an eval (`import`), and the batch endpoints (`submit`, `status`,
 //! `fetch`). JSON on stdout, progress on stderr; exit 1 when an imported answer fails or a line could
 //! not be imported, 2 on a usage or input error.
 
@@ -18,6 +18,9 @@ use crate::batch::manifest::{Entry, Exported, Manifest};
 use crate::batch::remote::Remote;
 use crate::batch::{custom_id, tag_of, Engine};
 use crate::compare::{twin_of, twin_type};
+use crate::eval::batch::record_of_import;
+use crate::eval::score::Verdict;
+use crate::eval::EvalRecord;
 use crate::output::Profile;
 use crate::prompt::file::{write_atomic, PromptFile};
 use crate::prompt::template::Variables;
@@ -425,12 +428,27 @@ fn import_text(
         }
         super::note!("recorded {written} transcripts in {} (<prompt>.<case>.jsonl)", dir.display());
     }
-    let ok = imported.records.iter().all(|r| r.ok) && imported.errors.is_empty() && imported.missing.is_empty();
-    report(&imported, &manifest, origin, as_json, ok)?;
+    // Scored against the cases' expectations as `eval` scores a live run, and kept as an eval.
+    let eval = record_of_import(&manifest, &imported.records)?;
+    if let Err(error) = crate::eval::store::save(&eval) {
+        super::note!("tunebench: warning: the batch's eval was not recorded: {error}");
+    }
+    let ok = eval.cells.iter().all(|c| c.score.verdict == Verdict::Pass)
+        && imported.records.iter().all(|r| r.ok)
+        && imported.errors.is_empty()
+        && imported.missing.is_empty();
+    report(&imported, &manifest, origin, as_json, ok, &eval)?;
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-fn report(imported: &Imported, manifest: &Manifest, origin: &Path, as_json: bool, ok: bool) -> anyhow::Result<()> {
+fn report(
+    imported: &Imported,
+    manifest: &Manifest,
+    origin: &Path,
+    as_json: bool,
+    ok: bool,
+    eval: &EvalRecord,
+) -> anyhow::Result<()> {
     let passed = imported.records.iter().filter(|r| r.ok).count();
     if as_json {
         return super::print_json(&json!({
@@ -442,9 +460,14 @@ fn report(imported: &Imported, manifest: &Manifest, origin: &Path, as_json: bool
             "passed": passed,
             "errors": imported.errors,
             "missing": imported.missing,
+            "eval": {"id": eval.id, "verdicts": eval.cells.iter().map(|c| json!({
+                "case": c.case, "column": eval.column_label(c.column), "batch": c.run.batch,
+                "verdict": c.score.verdict, "f1": c.score.f1(), "reason": c.score.reason})).collect::<Vec<_>>(),
+                "totals": eval.totals},
             "runs": imported.records,
         }));
     }
+    super::say!("{}", super::eval_human::report(eval));
     for record in &imported.records {
         super::note!("{}", record.summary_line());
         for warning in &record.warnings {
@@ -472,6 +495,7 @@ fn report(imported: &Imported, manifest: &Manifest, origin: &Path, as_json: bool
         imported.records.len() - passed,
         imported.errors.iter().filter(|e| !e.recorded).count()
     );
+    super::note!("scored as eval {} (tunebench eval --from-batch {})", eval.id, manifest.tag);
     Ok(())
 }
 

@@ -40,6 +40,34 @@ pub struct BenchArgs {
     /// Skip the local model's section.
     #[arg(long)]
     pub no_local: bool,
+    /// Measure only the eval figures (scoring imported answers, a fully answered re-run).
+    #[arg(long, conflicts_with_all = ["tui_only", "local_only"])]
+    pub eval_only: bool,
+    /// Imported answers the eval section scores.
+    #[arg(long, default_value_t = 10_000)]
+    pub eval_answers: usize,
+    /// Cases of the eval the eval section re-runs with every answer at hand.
+    #[arg(long, default_value_t = 100)]
+    pub eval_cases: usize,
+}
+
+/// The eval section: scoring and a fully answered re-run, each against its baseline.
+fn measure_eval(args: &BenchArgs) -> anyhow::Result<crate::eval::bench::EvalFigures> {
+    let dir = std::env::temp_dir().join(format!("tunebench-bench-eval-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let render = |record: &crate::eval::EvalRecord| super::eval_human::report(record);
+    let figures = crate::eval::bench::measure(&dir, args.eval_answers, args.eval_cases, args.runs, &render);
+    let _ = std::fs::remove_dir_all(&dir);
+    figures
+}
+
+fn human_eval(f: &crate::eval::bench::EvalFigures) -> String {
+    format!(
+        "eval (median of the runs):\n\
+         \x20 score {} imported answers   {:>9.1} ms  (baseline, serde_json reading them: {:.1} ms → {:.2}×)\n\
+         \x20 re-run a {}-case eval, every answer at hand, matrix printed  {:>6.1} ms  (baseline, the run engine alone: {:.1} ms → {:.2}×)\n",
+        f.answers, f.scoring_ms, f.scoring_baseline_ms, f.scoring_ratio, f.cases, f.rerun_ms, f.rerun_baseline_ms, f.rerun_ratio
+    )
 }
 
 /// The local model's section: its figures, or why it was skipped.
@@ -132,6 +160,8 @@ pub struct Figures {
     /// The embedded model (absent with --no-local).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local: Option<LocalSection>,
+    /// Scoring imported answers, and a fully answered eval re-run.
+    pub eval: crate::eval::bench::EvalFigures,
 }
 
 /// The sweep's cost against one full parse, and how it grows with the answer.
@@ -153,6 +183,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.runs > 0, "--runs must be at least 1, not 0");
     if args.tui_only {
         return tui_only(args);
+    }
+    if args.eval_only {
+        let figures = measure_eval(args)?;
+        if args.json {
+            super::print_json(&json!({ "eval": figures }))?;
+        } else {
+            super::say!("{}", human_eval(&figures));
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     if args.local_only {
         let section = measure_local();
@@ -210,6 +249,7 @@ fn measure(args: &BenchArgs) -> anyhow::Result<Figures> {
         #[cfg(feature = "tui")]
         tui: Some(crate::tui::bench::measure(args.tui_tokens)?),
         local: (!args.no_local).then(measure_local),
+        eval: measure_eval(args)?,
     })
 }
 
@@ -286,7 +326,7 @@ fn human(f: &Figures) -> String {
         f.ttft.tunebench_median_us,
         f.replay_chunks_per_s,
         f.local.as_ref().map(human_local).unwrap_or_default(),
-    )
+    ) + &human_eval(&f.eval)
 }
 
 /// `--tui-only`: the workbench's figures alone.

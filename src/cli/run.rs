@@ -17,7 +17,7 @@ use crate::prompt::file::PromptFile;
 use crate::prompt::template::Variables;
 use crate::provider::replay::Pace;
 use crate::run::factory::write_transcripts;
-use crate::run::{engine, history, ReplayFrom, RunEvent, RunRecord, RunSetup, SetupOptions};
+use crate::run::{engine, history, CacheMode, ReplayFrom, RunEvent, RunRecord, RunSetup, SetupOptions};
 use crate::safe_text::escape_controls;
 
 /// Options of `tunebench run`.
@@ -58,6 +58,10 @@ pub struct RunArgs {
     /// Do not append the run to the history file.
     #[arg(long)]
     pub no_history: bool,
+    /// Answer a request sent before from the response cache (<cache dir>/responses, or
+    /// TUNEBENCH_CACHE_DIR/responses), and keep each complete answer for the next run.
+    #[arg(long)]
+    pub cache: bool,
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -69,12 +73,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         &args.prompt,
         SetupOptions {
             overrides: options.provider_settings(),
-            max_turns: options.max_turns,
-            context_tokens: Some(options.context_tokens),
+            max_turns: options.flags.max_turns,
+            context_tokens: Some(options.flags.context_tokens),
             profile: args.profile,
             variables: options.variables()?,
             replay: args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
             seed: args.seed,
+            cache: if args.cache { CacheMode::Use } else { CacheMode::Off },
+            cache_dir: None,
         },
     )?;
     let prompt = &setup.prompt;

@@ -1,5 +1,6 @@
 //! The options `run` and `compare` share: which provider and model, the variables and case, sampling,
-//! the structured mode and the turns — one clap struct flattened into both. The variables and
+//! the structured mode and the turns — one clap struct flattened into both; its [`SetupFlags`] (all but
+//! the model and case) into `eval` too, which repeats `--model` and `--case`. The variables and
 //! sampling part ([`Sampling`]) is flattened into `batch export` too.
 
 use anyhow::bail;
@@ -10,25 +11,33 @@ use crate::prompt::template::Variables;
 /// How a prompt is run (`compare`: both sides alike, defaults from side A's prompt).
 #[derive(Debug, clap::Args)]
 pub struct RunOptions {
-    /// openai, vllm, ollama, anthropic, local or replay [default: the prompt's, else local].
-    #[arg(long)]
-    pub provider: Option<String>,
     /// The model name [default: the prompt's; replay: the transcript's; local: a GGUF file, else the
     /// default model from the cache directory].
     #[arg(long)]
     pub model: Option<String>,
-    /// The server's base URL, e.g. http://127.0.0.1:8080/v1 [default: the prompt's, else the
-    /// provider's environment variable (OPENAI_BASE_URL, OLLAMA_HOST, ANTHROPIC_BASE_URL)].
-    #[arg(long)]
-    pub base_url: Option<String>,
-    #[command(flatten)]
-    pub sampling: Sampling,
     /// Run one of the prompt's test cases.
     #[arg(long, conflicts_with = "all_cases")]
     pub case: Option<String>,
     /// Run every test case of the prompt, as a batch.
     #[arg(long)]
     pub all_cases: bool,
+    #[command(flatten)]
+    pub flags: SetupFlags,
+}
+
+/// The flags every command that runs prompts shares (`run`, `compare`, `eval`): the provider and its
+/// server, the variables and sampling, the structured mode, the turns and the client's limits.
+#[derive(Debug, clap::Args)]
+pub struct SetupFlags {
+    /// openai, vllm, ollama, anthropic, local or replay [default: the prompt's, else local].
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The server's base URL, e.g. http://127.0.0.1:8080/v1 [default: the prompt's, else the
+    /// provider's environment variable (OPENAI_BASE_URL, OLLAMA_HOST, ANTHROPIC_BASE_URL)].
+    #[arg(long)]
+    pub base_url: Option<String>,
+    #[command(flatten)]
+    pub sampling: Sampling,
     /// How the answer is held to JSON [default: the prompt's; else constrained for a json/jsonl prompt
     /// on local, none otherwise].
     #[arg(long, value_parser = ["none", "json-object", "json-schema", "constrained"])]
@@ -47,6 +56,52 @@ pub struct RunOptions {
     /// server does [default: the prompt's, else 16777216].
     #[arg(long, value_name = "BYTES")]
     pub max_answer_bytes: Option<u64>,
+    /// A jsonl answer stops once it holds N items (finish stop, the record says why) [default: the
+    /// prompt's, else no limit].
+    #[arg(long, value_name = "N")]
+    pub max_items: Option<u32>,
+    /// A jsonl answer stops at N repeated lines in a row (a repeated line is reported and not counted
+    /// as an item; 0: repeats never stop it) [default: the prompt's, else 2].
+    #[arg(long, value_name = "N")]
+    pub max_repeats: Option<u32>,
+    /// The local model's repetition penalty, llama.cpp's (1 is off) [default: the prompt's, else the
+    /// local default; see README].
+    #[arg(long, value_name = "PENALTY")]
+    pub repeat_penalty: Option<f64>,
+    /// How many of the answer's last tokens the repetition penalty looks at [default: the prompt's,
+    /// else 64].
+    #[arg(long, value_name = "N")]
+    pub repeat_last_n: Option<u32>,
+    /// Ask an OpenAI-compatible server for each token's probability and the runner-up (logprobs);
+    /// kept in the transcript (the local model always reports them).
+    #[arg(long)]
+    pub logprobs: bool,
+}
+
+impl SetupFlags {
+    /// The command line's provider settings (over the prompt's `[provider]`), with `model`.
+    pub fn provider_settings(&self, model: Option<String>) -> ProviderSettings {
+        ProviderSettings {
+            timeout: self.timeout,
+            max_answer_bytes: self.max_answer_bytes,
+            max_items: self.max_items,
+            max_repeats: self.max_repeats,
+            repeat_penalty: self.repeat_penalty,
+            repeat_last_n: self.repeat_last_n,
+            logprobs: self.logprobs.then_some(true),
+            ..self.sampling.provider_settings(
+                self.provider.clone(),
+                model,
+                self.base_url.clone(),
+                self.structured.clone(),
+            )
+        }
+    }
+
+    /// The `--var` and `--var-file` values.
+    pub fn variables(&self) -> anyhow::Result<Variables> {
+        self.sampling.variables()
+    }
 }
 
 /// The variables and sampling settings laid over a prompt's (`run`, `compare`, `batch export`).
@@ -101,21 +156,12 @@ impl Sampling {
 impl RunOptions {
     /// The command line's provider settings (over the prompt's `[provider]`).
     pub fn provider_settings(&self) -> ProviderSettings {
-        ProviderSettings {
-            timeout: self.timeout,
-            max_answer_bytes: self.max_answer_bytes,
-            ..self.sampling.provider_settings(
-                self.provider.clone(),
-                self.model.clone(),
-                self.base_url.clone(),
-                self.structured.clone(),
-            )
-        }
+        self.flags.provider_settings(self.model.clone())
     }
 
     /// The `--var` and `--var-file` values.
     pub fn variables(&self) -> anyhow::Result<Variables> {
-        self.sampling.variables()
+        self.flags.variables()
     }
 
     /// The cases to run: every case of `prompt` (`--all-cases`), the one named, or none.

@@ -29,7 +29,7 @@ fn transcript(answer: &str) -> Transcript {
         .map(|(i, end)| {
             let delta = answer.get(start..end).unwrap_or_default().to_string();
             start = end;
-            Chunk { t_ms: i as u64, delta, token: None }
+            Chunk { t_ms: i as u64, delta, token: None, probs: Vec::new() }
         })
         .collect();
     let end = End { t_ms: 0, finish_reason: Some("stop".into()), usage: None, error: None };

@@ -1,8 +1,61 @@
-//! Evaluation: whether answers are *right*. Expected answers and checks per case (in the prompt file,
-//! `prompt::expect`), a score per cell (`score`), and the one pipeline the CLI, the workbench and
-//! batches share (see ARCHITECTURE.md, "Evaluation").
+//! Evaluation: whether answers are *right*. Expected answers and checks per case (in the prompt file),
+//! a score per cell (`score`), and the one pipeline the CLI, the workbench and batches share (see
+//! ARCHITECTURE.md, "Evaluation"). No terminal code: front ends print or draw what this gives.
+//!
+//! ```text
+//! prompt files, --model specs, --types ─▶ plan::EvalPlan (cells = case × column × repeat)
+//!     ─▶ pipeline::run (RunSetup per column, run_batch_each, history) ─▶ EvalEvent ─▶ front end
+//!     ─▶ score::score_record per cell ─▶ record::EvalRecord (+ totals) ─▶ store (data dir)
+//!                                           │ baseline / eval diff: diff.rs; JUnit / CSV: report.rs
+//! ```
 //!
 //! - [`score`]: one run record scored against its case's expectations: verdict, precision / recall /
 //!   F1 on paired items, field accuracy, the field-level differences, every check's result.
+//! - [`pairing`]: answer items paired with expected items on the key; P / R / F1, field accuracy, differences.
+//! - [`checks`]: each check kind run on an answer and its run record.
+//! - [`values`]: how values compare (trim + case fold unless exact, number tolerance, missing = null).
+//! - `verdict`: the answer read from the record, and the verdict with its one-line reason.
+//! - [`score::approve`]: a run's answer written into its case as the expected answer (the workbench's "approve").
+//! - [`plan`]: the columns (prompt version × model), rows (cases) and cells of an eval.
+//! - [`pipeline`]: every cell run and scored, as events; the record.
+//! - [`record`]: the eval record and each cell's run in brief.
+//! - [`totals`]: per column, and per row × column over repeats (k/N, pass^N, flaky).
+//! - [`store`]: one file per eval in the data directory; list, load by id, `last` or file.
+//! - [`diff`]: the baseline delta and `eval diff A B`.
+//! - [`report`]: JUnit XML and CSV.
+//! - [`batch`]: an imported provider batch's runs scored into an eval record.
+//! - `bench` (feature `testing`): `tunebench bench`'s eval figures.
 
+pub mod batch;
+#[cfg(feature = "testing")]
+pub mod bench;
+pub mod checks;
+pub mod diff;
+pub mod pairing;
+pub mod pipeline;
+pub mod plan;
+pub mod record;
+#[cfg(test)]
+mod replayed;
+pub mod report;
 pub mod score;
+pub mod store;
+pub mod totals;
+pub mod values;
+mod verdict;
+
+pub use pipeline::{EvalEvent, Pipeline};
+pub use plan::{Column, EvalOptions, EvalPlan, ModelSpec};
+pub use record::{CellRecord, EvalRecord};
+pub use score::{approve, score_record, Expectations};
+
+/// An eval that cannot run or be read; each message names the bad value, file or id.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// Bad input: a prompt file, a case, a model spec, an expectation, a record file (exit 2).
+    #[error("{0}")]
+    Input(String),
+    /// The data directory cannot be read or written.
+    #[error("{0}")]
+    Store(String),
+}

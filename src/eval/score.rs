@@ -1,9 +1,27 @@
 //! One cell scored: a run record against its case's expectations (expected items or value, checks,
 //! the prompt's pass thresholds). The verdict, item scores, field differences and check results are
 //! computed here and nowhere else; the CLI and the workbench only show them.
+//!
+//! How: the answer is the record's result (a jsonl answer's items; a json answer's value, its items
+//! being an array's elements or PtcRunner's `{"items": [...]}`; a text answer's text), paired and
+//! scored against the expected items (`pairing`), checked (`checks`), and given a verdict
+//! (`verdict`): `error` when there is no answer at all, `truncated` when it hit the token limit (with
+//! what json-repair and jsonl recover and how that scores), `pass` when every check passes, F1 ≥
+//! `pass_f1`, field accuracy ≥ `pass_fields` and the answer is valid, else `fail`.
+
+use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::checks::Prepared;
+use super::values::Comparison;
+use super::verdict;
+use crate::prompt::expect::resolve::{ExpectedAnswer, PairKey, Resolved, Resolver};
+use crate::prompt::expect::EvalSettings;
+use crate::prompt::file::{PromptError, PromptFile};
+use crate::schema::Check;
 
 /// A cell's verdict, best first (a baseline delta compares them in this order: pass > truncated > fail > error).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -95,48 +113,104 @@ impl CaseScore {
 
 /// What one case of a prompt expects: the expected items or value (read from the file or
 /// `expected_file`), the checks (the prompt's and the case's), and the pass thresholds. Built once per
-/// case by [`Expectations::for_case`]; scoring a cell is then [`score_record`].
+/// case by [`Expectations::for_case`] (or [`Expectations::for_cases`], the schema compiled once);
+/// scoring a cell is then [`score_record`].
 #[derive(Clone, Debug, Default)]
 pub struct Expectations {
-    // Filled in by the scoring work (issue 20): expected items / value, pairing key, checks, thresholds.
+    /// The case (`None`: the prompt on its own variables).
+    pub case: Option<String>,
+    /// The expected answer, validated against the schema; `None`: only checks.
+    pub expected: Option<ExpectedAnswer>,
+    /// How answer items pair with expected items (`ItemScores::key` says it).
+    pub key: PairKey,
+    /// The prompt's `[eval]` settings (thresholds, fields, tolerance, exact).
+    pub settings: EvalSettings,
+    /// The prompt's checks, then the case's, ready to run.
+    pub checks: Vec<Prepared>,
+    /// How many of `checks` are the prompt's (`[[checks]]`); the rest are the case's.
+    pub prompt_checks: usize,
+    /// What one item is checked against: a truncated answer's recovered items are those that pass.
+    item_check: ItemCheck,
+}
+
+/// The item check, shown in `Debug` by whether there is one.
+#[derive(Clone, Default)]
+struct ItemCheck(Option<Arc<dyn Check>>);
+
+impl std::fmt::Debug for ItemCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(item check)" } else { "None" })
+    }
 }
 
 impl Expectations {
     /// The expectations of `case` (`None`: the prompt run on its own variables, which has only the
     /// prompt-level checks). `base_dir` resolves `expected_file`. Errors name the file and line.
-    pub fn for_case(
-        prompt: &crate::prompt::file::PromptFile,
-        base_dir: &std::path::Path,
-        case: Option<&str>,
-    ) -> Result<Expectations, crate::prompt::file::PromptError> {
-        let _ = (prompt, base_dir, case);
-        Ok(Expectations::default())
+    pub fn for_case(prompt: &PromptFile, base_dir: &Path, case: Option<&str>) -> Result<Expectations, PromptError> {
+        Expectations::from_resolved(Resolver::new(prompt, base_dir)?.case(case)?, &prompt.id)
+    }
+
+    /// The expectations of each of `cases`, the prompt's schema compiled once.
+    pub fn for_cases(
+        prompt: &PromptFile,
+        base_dir: &Path,
+        cases: &[Option<&str>],
+    ) -> Result<Vec<Expectations>, PromptError> {
+        let resolver = Resolver::new(prompt, base_dir)?;
+        cases.iter().map(|case| Expectations::from_resolved(resolver.case(*case)?, &prompt.id)).collect()
+    }
+
+    fn from_resolved(resolved: Resolved, id: &str) -> Result<Expectations, PromptError> {
+        let checks = resolved
+            .checks
+            .into_iter()
+            .map(Prepared::new)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|message| PromptError::Expectation { id: id.to_string(), message })?;
+        Ok(Expectations {
+            case: resolved.case,
+            expected: resolved.expected,
+            key: resolved.key,
+            settings: resolved.settings,
+            checks,
+            prompt_checks: resolved.prompt_checks,
+            item_check: ItemCheck(resolved.item_check),
+        })
     }
 
     /// Whether there is anything to score against (expected items or value, or a check).
     pub fn is_empty(&self) -> bool {
-        true
+        self.expected.is_none() && self.checks.is_empty()
+    }
+
+    /// What one item is checked against (from the prompt's schema).
+    pub fn item_check(&self) -> Option<Arc<dyn Check>> {
+        self.item_check.0.clone()
+    }
+
+    /// How strings and numbers are compared.
+    pub fn comparison(&self) -> Comparison {
+        Comparison { exact: self.settings.exact(), tolerance: self.settings.tolerance() }
     }
 }
 
-/// A run record scored against its case's expectations.
+/// A run record scored against its case's expectations (see the module's docs and EVAL.md,
+/// "Scoring a cell").
 pub fn score_record(expectations: &Expectations, record: &crate::run::RunRecord) -> CaseScore {
-    let _ = expectations;
-    let verdict = if record.turns.iter().all(|t| t.output.is_empty()) && record.error.is_some() {
-        Verdict::Error
-    } else if record.truncated {
-        Verdict::Truncated
-    } else if record.ok {
-        Verdict::Pass
-    } else {
-        Verdict::Fail
-    };
-    CaseScore {
-        verdict,
-        items: None,
-        differences: Vec::new(),
-        checks: Vec::new(),
-        recovered: Vec::new(),
-        reason: String::from("placeholder until the scoring lands"),
-    }
+    verdict::score(expectations, record)
 }
+
+/// Sets `record`'s case's expected answer to the record's answer (the workbench's "approve as
+/// expected"); see [`PromptFile::approve`].
+pub fn approve(prompt: &mut PromptFile, record: &crate::run::RunRecord) -> Result<(), PromptError> {
+    let Some(case) = &record.case else {
+        return Err(PromptError::Expectation {
+            id: prompt.id.clone(),
+            message: "the run has no case: only a case's answer can be approved as expected".into(),
+        });
+    };
+    prompt.approve(case, &record.result)
+}
+
+#[cfg(test)]
+mod tests;

@@ -51,6 +51,22 @@ impl Items {
         self.0.iter().map(Item::value)
     }
 
+    /// The item at `index`, read.
+    pub fn get(&self, index: usize) -> Option<Cow<'_, Value>> {
+        self.0.get(index).map(Item::value)
+    }
+
+    /// Removes the items at `indices` (ascending, each once; others are ignored).
+    pub(crate) fn remove_all(&mut self, indices: &[usize]) {
+        let mut drop = indices.iter().peekable();
+        let mut index = 0;
+        self.0.retain(|_| {
+            let gone = drop.next_if_eq(&&index).is_some();
+            index += 1;
+            !gone
+        });
+    }
+
     /// Every item, read.
     pub fn to_values(&self) -> Vec<Value> {
         self.iter().map(Cow::into_owned).collect()

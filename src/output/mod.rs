@@ -184,6 +184,11 @@ pub trait OutputParser: Send {
     fn lines(&self) -> &[LineVerdict] {
         &[]
     }
+    /// The items of those JSONL records (the records of the valid verdicts, in order); `None` for text
+    /// and json.
+    fn items(&self) -> Option<&Items> {
+        None
+    }
 }
 
 /// The parser for `response_type` under `profile`, checking items against `check` when given.

@@ -35,6 +35,10 @@ pub use error::PromptError;
 use position::{line_col, parse_schema_text};
 pub use save::write_atomic;
 
+use super::expect::{
+    parse_check, parse_eval, parse_expected, At, CheckSpec, EvalSettings, Expected, Place, RawCheck, RawEval,
+    RawExpected,
+};
 use super::signature::{self, Signature};
 use super::template::{self, RenderedPrompt, Variables};
 use crate::output::{Profile, ResponseType};
@@ -67,9 +71,13 @@ pub struct PromptFile {
     pub provider: ProviderSettings,
     /// The parser profile to read answers with (default: lenient).
     pub profile: Option<Profile>,
+    /// How cases are scored (`[eval]`): pairing key, pass thresholds, fields compared, tolerance.
+    pub eval: EvalSettings,
+    /// Checks every case's answer must pass (`[[checks]]`).
+    pub checks: Vec<CheckSpec>,
 }
 
-/// A named set of variables to run the prompt with.
+/// A named set of variables to run the prompt with, and what its answer should be.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Case {
@@ -80,6 +88,25 @@ pub struct Case {
     /// Merged over the prompt's default variables.
     #[serde(default, skip_serializing_if = "Variables::is_empty")]
     pub variables: Variables,
+    /// The expected answer (`[cases.expected]`): items, a value, or a file of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Expected>,
+    /// This case's own checks (`[[cases.checks]]`), run after the prompt's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckSpec>,
+}
+
+/// A case as the file writes it, with the places of its expectations and checks.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCase {
+    name: String,
+    expect: Option<String>,
+    #[serde(default)]
+    variables: Variables,
+    expected: Option<Spanned<RawExpected>>,
+    #[serde(default)]
+    checks: Vec<RawCheck>,
 }
 
 /// Run settings, kept as written; the provider layer interprets them.
@@ -108,6 +135,21 @@ pub struct ProviderSettings {
     /// The largest answer, in bytes of text per turn, the client keeps reading.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_answer_bytes: Option<u64>,
+    /// A jsonl answer stops once it holds this many items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u32>,
+    /// A jsonl answer stops at this many repeated lines in a row (0: repeats never stop it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_repeats: Option<u32>,
+    /// The local model's repetition penalty (1 is off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_penalty: Option<f64>,
+    /// How many of the answer's last tokens the repetition penalty looks at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_last_n: Option<u32>,
+    /// Ask an OpenAI-compatible server for each token's probability (`logprobs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<bool>,
 }
 
 impl ProviderSettings {
@@ -158,11 +200,14 @@ struct RawPrompt {
     #[serde(default)]
     terms: Variables,
     #[serde(default)]
-    cases: Vec<Spanned<Case>>,
+    cases: Vec<Spanned<RawCase>>,
     max_turns: Option<u32>,
     #[serde(default)]
     provider: ProviderSettings,
     profile: Option<Profile>,
+    eval: Option<Spanned<RawEval>>,
+    #[serde(default)]
+    checks: Vec<RawCheck>,
 }
 
 impl PromptFile {
@@ -183,6 +228,8 @@ impl PromptFile {
             max_turns: None,
             provider: ProviderSettings::default(),
             profile: None,
+            eval: EvalSettings::default(),
+            checks: Vec::new(),
         }
     }
 
@@ -250,6 +297,25 @@ impl PromptFile {
             }
             None => None,
         };
+        let locate = |span: Range<usize>| {
+            let (path, line, column) = at(span);
+            At(Some(Place { path, line, column }))
+        };
+        // An expectation's mistake, at its field (or its table when the field has no span).
+        let invalid = |table: Range<usize>, (span, message): (Range<usize>, String)| {
+            let (path, line, column) = at(if span.is_empty() { table } else { span });
+            PromptError::Invalid { path, line, column, message }
+        };
+        let checks = |raw: Vec<RawCheck>| -> Result<Vec<CheckSpec>, PromptError> {
+            raw.into_iter()
+                .map(|table| {
+                    let span = table.span();
+                    let fields =
+                        table.into_inner().into_iter().map(|(k, v)| (k, v.get_ref().clone(), v.span())).collect();
+                    parse_check(fields, locate(span.clone())).map_err(|e| invalid(span, e))
+                })
+                .collect()
+        };
         let mut cases: Vec<Case> = Vec::with_capacity(raw.cases.len());
         for spanned in raw.cases {
             let span = spanned.span();
@@ -263,8 +329,29 @@ impl PromptFile {
                     message: format!("a second case named {:?}", case.name),
                 });
             }
-            cases.push(case);
+            let expected = match case.expected {
+                Some(expected) => {
+                    let table = expected.span();
+                    Some(parse_expected(expected, &locate).map_err(|e| invalid(table, e))?)
+                }
+                None => None,
+            };
+            cases.push(Case {
+                name: case.name,
+                expect: case.expect,
+                variables: case.variables,
+                expected,
+                checks: checks(case.checks)?,
+            });
         }
+        let eval = match raw.eval {
+            Some(eval) => {
+                let table = eval.span();
+                parse_eval(eval, &locate).map_err(|e| invalid(table, e))?
+            }
+            None => EvalSettings::default(),
+        };
+        let checks = checks(raw.checks)?;
         let id = match raw.id {
             Some(id) if id.trim().is_empty() => {
                 let (path, line, column) = at(0..0);
@@ -288,6 +375,8 @@ impl PromptFile {
             max_turns: raw.max_turns,
             provider: raw.provider,
             profile: raw.profile,
+            eval,
+            checks,
         })
     }
 

@@ -1,5 +1,6 @@
 //! Prompt files (TOML), template rendering, PtcRunner signatures and TrustGraph import/export.
 
+pub mod expect;
 pub mod file;
 pub mod reading;
 pub mod signature;

@@ -14,6 +14,7 @@
 //! - [`replay::Replay`]: a recorded transcript, at its pace, N× faster, or as fast as possible.
 //! - [`record::Recorder`]: any stream written down as a transcript (CLI.md's format).
 //! - [`outgoing`]: the HTTP request a provider sends, as data (and as a curl command).
+//! - [`cache_dir`]: the cache directory the local model and the response cache share.
 //! - `wire_server` (feature `testing`): an in-process HTTP server replaying recorded wire traffic (tests,
 //!   `tunebench bench`); `fuzzing` (feature `testing`, hidden): the fuzz targets' entry point; `bench`
 //!   (feature `testing`): tunebench's time to first token against a raw client.
@@ -21,6 +22,7 @@
 pub mod anthropic;
 #[cfg(feature = "testing")]
 pub mod bench;
+pub mod cache_dir;
 pub(crate) mod endpoint;
 pub(crate) mod error;
 #[cfg(feature = "testing")]
@@ -50,7 +52,7 @@ use std::pin::Pin;
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 
-pub use crate::truncate::transcript::Usage;
+pub use crate::truncate::transcript::{Alternative, TokenProb, Usage};
 pub use error::{ApiKey, ProviderError};
 pub use modes::first_attempt;
 pub use outgoing::{Header, HeaderValue, Outgoing};
@@ -59,6 +61,9 @@ pub use request::{schema_instructions, Message, Request, Role, StructuredMode};
 /// What a provider's stream yields. `Finish` or `Error` is the last event of every stream.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
+    /// The answer that follows is a recorded one from the response cache (`run::cache`), played
+    /// instantly: no request was sent. Sent first, at most once.
+    Cached,
     /// How the structured-output mode was settled; sent once the server accepted the request.
     Mode(ModeReport),
     /// The server answered 429/503 before streaming; the request is sent again after the wait.
@@ -68,6 +73,9 @@ pub enum Event {
     /// One generated token of the local model and the text it completes (empty while a character
     /// split across tokens is held back). Recorded as one transcript line with `"token":ID`.
     Token { id: u32, text: String },
+    /// How likely each token of the text event just before was (the local model always; an
+    /// OpenAI-compatible server when the request asks for `logprobs`). Recorded on that chunk.
+    Probs(Vec<TokenProb>),
     /// Tokens of the turn (from the server, or counted here and marked `estimated`).
     Usage(Usage),
     /// The answer ended; `Interrupted` when the stream stopped without the server saying why.

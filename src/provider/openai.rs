@@ -15,7 +15,10 @@ use super::modes::{first_attempt, Ladder};
 use super::outgoing::Outgoing;
 use super::sse::{sse_units, Unit, Units};
 use super::turn::Answer;
-use super::{ApiKey, Event, EventStream, FinishReason, ModeReport, Provider, ProviderError, Request, StructuredMode};
+use super::{
+    Alternative, ApiKey, Event, EventStream, FinishReason, ModeReport, Provider, ProviderError, Request,
+    StructuredMode, TokenProb,
+};
 
 /// The base URL used when none is given.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -191,6 +194,11 @@ pub fn chat_body(request: &Request) -> Value {
     if !request.stop.is_empty() {
         body["stop"] = json!(request.stop);
     }
+    if request.logprobs {
+        // Each token's log probability and the two most likely at its place (the token and its runner-up).
+        body["logprobs"] = json!(true);
+        body["top_logprobs"] = json!(2);
+    }
     match (request.structured, &request.schema) {
         // vLLM: a JSONL answer held line by line to the schema by a Lark grammar (guidance backend).
         (StructuredMode::JsonSchema, Some(schema)) if request.jsonl => {
@@ -289,6 +297,44 @@ struct Choice {
     message: Option<Content>,
     #[serde(default)]
     finish_reason: Option<String>,
+    /// `{"content": [{"token", "logprob", "top_logprobs": [..]}]}` when asked for; read leniently
+    /// (a server's other shape is ignored, never an error).
+    #[serde(default)]
+    logprobs: Option<Value>,
+}
+
+/// One token of `choices[].logprobs.content`, as OpenAI documents it.
+#[derive(Deserialize)]
+struct TokenLogprob {
+    token: String,
+    logprob: f64,
+    #[serde(default)]
+    top_logprobs: Vec<TopLogprob>,
+}
+
+#[derive(Deserialize)]
+struct TopLogprob {
+    token: String,
+    logprob: f64,
+}
+
+/// The tokens' probabilities in a choice's `logprobs` (none when it has another shape).
+fn token_probs(logprobs: Option<Value>) -> Vec<TokenProb> {
+    let content = logprobs.and_then(|mut value| value.get_mut("content").map(Value::take));
+    let tokens: Vec<TokenLogprob> = content.and_then(|c| serde_json::from_value(c).ok()).unwrap_or_default();
+    let probability = |logprob: f64| logprob.is_finite().then(|| logprob.exp().clamp(0.0, 1.0) as f32);
+    tokens
+        .into_iter()
+        .map(|t| {
+            let alt = t
+                .top_logprobs
+                .iter()
+                .filter(|top| top.token != t.token)
+                .filter_map(|top| probability(top.logprob).map(|p| Alternative { token: top.token.clone(), p }))
+                .max_by(|a, b| a.p.total_cmp(&b.p));
+            TokenProb { p: probability(t.logprob), alt, forced: false, token: t.token }
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -318,6 +364,7 @@ fn apply(name: &str, answer: &mut Answer, chunk: Chunk) -> Result<(), ProviderEr
         if let Some(text) = choice.delta.or(choice.message).and_then(|c| c.content) {
             answer.delta(&text);
         }
+        answer.probs(token_probs(choice.logprobs));
         if let Some(reason) = choice.finish_reason {
             answer.finish_reason(FinishReason::parse(&reason));
         }
@@ -386,6 +433,30 @@ mod tests {
         let object = body(&request.structured(StructuredMode::JsonObject, Some(schema)), true);
         assert_eq!(object["response_format"], json!({"type":"json_object"}));
         assert!(body(&Request::new("").user("u"), true).get("model").is_none());
+        assert!(plain.get("logprobs").is_none());
+        let asked = body(&Request { logprobs: true, ..Request::new("m").user("u") }, true);
+        assert_eq!((asked["logprobs"].clone(), asked["top_logprobs"].clone()), (json!(true), json!(2)));
+    }
+
+    #[test]
+    fn token_probabilities_are_read_from_logprobs_content() {
+        let logprobs = json!({"content": [
+            {"token": "{\"", "logprob": -0.01, "bytes": [123, 34], "top_logprobs": [
+                {"token": "{\"", "logprob": -0.01, "bytes": [123, 34]}, {"token": "[", "logprob": -4.7, "bytes": [91]}]},
+            {"token": "a", "logprob": 0.0, "top_logprobs": []}
+        ], "refusal": null});
+        let probs = token_probs(Some(logprobs));
+        assert_eq!(probs.len(), 2);
+        assert_eq!(probs[0].token, "{\"");
+        assert!((probs[0].p.unwrap() - (-0.01f64).exp() as f32).abs() < 1e-6);
+        let alt = probs[0].alt.as_ref().unwrap();
+        assert_eq!(alt.token, "[");
+        assert!((alt.p - (-4.7f64).exp() as f32).abs() < 1e-6);
+        assert_eq!((probs[1].p, probs[1].alt.is_none(), probs[1].forced), (Some(1.0), true, false));
+        // Other shapes (legacy completions, null) give nothing and no error.
+        assert!(token_probs(Some(json!({"tokens": ["a"], "token_logprobs": [-1.0]}))).is_empty());
+        assert!(token_probs(Some(Value::Null)).is_empty());
+        assert!(token_probs(None).is_empty());
     }
 
     #[test]

@@ -53,10 +53,15 @@ impl Recorder {
                     request.insert("mode".to_string(), mode);
                 }
             }
-            Event::Retrying { .. } => {}
-            Event::Delta(text) => self.transcript.chunks.push(Chunk { t_ms, delta: text.clone(), token: None }),
+            Event::Retrying { .. } | Event::Cached => {}
+            Event::Delta(text) => self.transcript.chunks.push(Chunk { t_ms, delta: text.clone(), ..Chunk::default() }),
             Event::Token { id, text } => {
-                self.transcript.chunks.push(Chunk { t_ms, delta: text.clone(), token: Some(*id) })
+                self.transcript.chunks.push(Chunk { t_ms, delta: text.clone(), token: Some(*id), ..Chunk::default() })
+            }
+            Event::Probs(probs) => {
+                if let Some(chunk) = self.transcript.chunks.last_mut() {
+                    chunk.probs.extend(probs.iter().cloned());
+                }
             }
             Event::Usage(usage) => self.usage = Some(*usage),
             Event::Finish(reason) => {
@@ -67,6 +72,16 @@ impl Recorder {
             Event::Error(error) => {
                 let end = End { t_ms, finish_reason: None, usage: self.usage, error: Some(error.to_value()) };
                 self.transcript.end = Some(end);
+            }
+        }
+    }
+
+    /// Keeps the first `len` bytes of the last chunk's text (a client that stops the answer inside a
+    /// chunk: the transcript holds the answer as kept).
+    pub fn keep_last_chunk(&mut self, len: usize) {
+        if let Some(chunk) = self.transcript.chunks.last_mut() {
+            if chunk.delta.is_char_boundary(len) {
+                chunk.delta.truncate(len);
             }
         }
     }

@@ -98,12 +98,15 @@ fn closing_events(transcript: &Transcript) -> Vec<Event> {
     events
 }
 
-/// A chunk as its stream sent it: a local model's token, or a delta.
-fn chunk_event(chunk: &crate::truncate::transcript::Chunk) -> Event {
-    match chunk.token {
+/// A chunk as its stream sent it: a local model's token, or a delta; then its tokens' probabilities,
+/// when it has them.
+fn chunk_events(chunk: &crate::truncate::transcript::Chunk) -> impl Iterator<Item = Event> {
+    let text = match chunk.token {
         Some(id) => Event::Token { id, text: chunk.delta.clone() },
         None => Event::Delta(chunk.delta.clone()),
-    }
+    };
+    let probs = (!chunk.probs.is_empty()).then(|| Event::Probs(chunk.probs.clone()));
+    std::iter::once(text).chain(probs)
 }
 
 fn mode_event(transcript: &Transcript) -> Option<Event> {
@@ -120,7 +123,8 @@ impl Provider for Replay {
         let transcript = Arc::clone(&self.transcript);
         let Some(scale) = self.pace.scale() else {
             let chunks = Arc::clone(&transcript);
-            let deltas = (0..transcript.chunks.len()).filter_map(move |i| chunks.chunks.get(i).map(chunk_event));
+            let deltas = (0..transcript.chunks.len())
+                .flat_map(move |i| chunks.chunks.get(i).map(chunk_events).into_iter().flatten());
             let head = mode_event(&transcript);
             let tail = closing_events(&transcript);
             return Box::pin(stream::iter(head.into_iter().chain(deltas).chain(tail)));
@@ -133,7 +137,7 @@ impl Provider for Replay {
             }
             for chunk in &transcript.chunks {
                 tokio::time::sleep_until(at(chunk.t_ms)).await;
-                emit.send(chunk_event(chunk));
+                chunk_events(chunk).for_each(|event| emit.send(event));
             }
             if let Some(end) = &transcript.end {
                 tokio::time::sleep_until(at(end.t_ms)).await;

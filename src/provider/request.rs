@@ -95,6 +95,16 @@ pub struct Request {
     /// The sampling seed (the local model; the same seed gives the same answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// The local model's repetition penalty (llama.cpp's `--repeat-penalty`); none or 1 is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_penalty: Option<f64>,
+    /// How many of the answer's last tokens the penalty looks at (default 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_last_n: Option<u32>,
+    /// Ask an OpenAI-compatible server for each token's probability and the runner-up (`logprobs`,
+    /// `top_logprobs: 2`); the local model always reports them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub logprobs: bool,
 }
 
 impl Request {

@@ -36,6 +36,13 @@ impl Answer {
         self.emit.send(Event::Delta(text.to_string()));
     }
 
+    /// Sends how likely the tokens of the text just sent were (nothing when there are none).
+    pub(crate) fn probs(&mut self, probs: Vec<super::TokenProb>) {
+        if !probs.is_empty() {
+            self.emit.send(Event::Probs(probs));
+        }
+    }
+
     /// Records token counts the server sent (later counts replace earlier ones).
     pub(crate) fn usage(&mut self, input: Option<u64>, output: Option<u64>) {
         self.input_tokens = input.or(self.input_tokens);

@@ -98,7 +98,12 @@ fn union_transcript(chunks: usize) -> Transcript {
     let pieces: Vec<Chunk> = bytes
         .chunks(CHUNK_BYTES)
         .enumerate()
-        .map(|(i, piece)| Chunk { t_ms: i as u64, delta: String::from_utf8_lossy(piece).into_owned(), token: None })
+        .map(|(i, piece)| Chunk {
+            t_ms: i as u64,
+            delta: String::from_utf8_lossy(piece).into_owned(),
+            token: None,
+            probs: Vec::new(),
+        })
         .collect();
     let end = End { t_ms: pieces.len() as u64, finish_reason: Some("stop".into()), usage: None, error: None };
     let header =

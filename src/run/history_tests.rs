@@ -50,8 +50,8 @@ fn turn(number: u32, response_type: ResponseType, answer: &str, finish: Option<F
                 request: serde_json::to_value(&request).unwrap(),
             },
             chunks: vec![
-                Chunk { t_ms: 120, delta: first.into(), token: None },
-                Chunk { t_ms: 300, delta: rest.into(), token: Some(7) },
+                Chunk { t_ms: 120, delta: first.into(), token: None, probs: Vec::new() },
+                Chunk { t_ms: 300, delta: rest.into(), token: Some(7), probs: Vec::new() },
             ],
             end: Some(End {
                 t_ms: 480,
@@ -61,6 +61,7 @@ fn turn(number: u32, response_type: ResponseType, answer: &str, finish: Option<F
             }),
         },
         cut_by_client: None,
+        cached: false,
     }
 }
 
@@ -76,6 +77,7 @@ fn full_record() -> RunRecord {
     let mut second =
         turn(2, ResponseType::Jsonl, "{\"topic\": \"a\"}\n{\"topic\": \"b\"}\n", Some(FinishReason::Length));
     second.cut_by_client = Some("the answer passed max_tokens (64) as counted with o200k".into());
+    second.cached = true;
     let mut variables = crate::prompt::template::Variables::new();
     variables.insert("text".into(), json!({"body": "prices", "tags": [1, 2.5, null]}));
     let mut record = RunRecord {
@@ -143,7 +145,7 @@ fn an_older_line_reads_and_a_foreign_one_is_skipped_and_named() {
     assert_eq!(history.records.len(), 1);
     let older = &history.records[0];
     assert_eq!((older.prompt.as_str(), older.cancelled, older.batch.as_deref()), ("extract-definitions", false, None));
-    assert_eq!(older.turns[0].cut_by_client, None);
+    assert_eq!((older.turns[0].cut_by_client.as_ref(), older.turns[0].cached), (None, false));
     assert_eq!(older.turns[0].finish_reason, Some(FinishReason::Stop));
     assert!(older.turns[0].request().is_some_and(|r| r.messages.len() == 1));
     assert!(matches!(&older.turns[0].parse, Report::Jsonl(r) if r.items == [json!({"topic": "inflation"})]));

@@ -1,7 +1,9 @@
 //! The limits a run holds on its own side, whatever the server does: a total deadline, an answer-size
 //! cap, and `max_tokens` counted by us (o200k, with a margin for tokenizer differences), so a server
 //! that streams forever, ignores `max_tokens` or trickles one byte at a time cannot hold a run or its
-//! memory without bound. What stopped a run is a [`Stop`].
+//! memory without bound; and for a jsonl answer, `max_items` and the repeated-lines guard
+//! (`max_repeats`, see [`super::repeats`]), so a list that runs away stops at a record's end. What
+//! stopped a run is a [`Stop`].
 
 use std::time::Duration;
 
@@ -11,6 +13,8 @@ use crate::truncate::tokens::count_o200k;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 /// The largest answer (bytes of text, per turn) a run keeps reading when none is given.
 pub const DEFAULT_MAX_ANSWER_BYTES: u64 = 16 * 1024 * 1024;
+/// A jsonl answer stops at this many repeated lines in a row when nothing else is given.
+pub const DEFAULT_MAX_REPEATS: u32 = 2;
 
 /// Why a run stopped before its answer ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,7 +52,8 @@ fn seconds(duration: Duration) -> String {
     }
 }
 
-/// The client-side limits of one run (written as `{"timeout_s", "max_answer_bytes"}`).
+/// The client-side limits of one run (written as `{"timeout_s", "max_answer_bytes", "max_items",
+/// "max_repeats"}`; the last two read as their defaults when missing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(from = "LimitsText", into = "LimitsText")]
 pub struct Limits {
@@ -56,11 +61,21 @@ pub struct Limits {
     pub timeout: Duration,
     /// Bytes of answer text read per turn before the client stops the stream.
     pub max_answer_bytes: u64,
+    /// A jsonl answer is stopped once it holds this many items (repeated lines not counted).
+    pub max_items: Option<u32>,
+    /// A jsonl answer is stopped at this many repeated lines in a row; 0: never (repeats are still
+    /// reported and not counted as items).
+    pub max_repeats: u32,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { timeout: DEFAULT_TIMEOUT, max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES }
+        Self {
+            timeout: DEFAULT_TIMEOUT,
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
+            max_items: None,
+            max_repeats: DEFAULT_MAX_REPEATS,
+        }
     }
 }
 
@@ -68,18 +83,36 @@ impl Default for Limits {
 struct LimitsText {
     timeout_s: f64,
     max_answer_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_items: Option<u32>,
+    #[serde(default = "default_max_repeats")]
+    max_repeats: u32,
+}
+
+fn default_max_repeats() -> u32 {
+    DEFAULT_MAX_REPEATS
 }
 
 impl From<LimitsText> for Limits {
     fn from(text: LimitsText) -> Self {
         let timeout = Duration::try_from_secs_f64(text.timeout_s).ok().filter(|t| !t.is_zero());
-        Self { timeout: timeout.unwrap_or(DEFAULT_TIMEOUT), max_answer_bytes: text.max_answer_bytes.max(1) }
+        Self {
+            timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
+            max_answer_bytes: text.max_answer_bytes.max(1),
+            max_items: text.max_items.filter(|n| *n > 0),
+            max_repeats: text.max_repeats,
+        }
     }
 }
 
 impl From<Limits> for LimitsText {
     fn from(limits: Limits) -> Self {
-        Self { timeout_s: limits.timeout.as_secs_f64(), max_answer_bytes: limits.max_answer_bytes }
+        Self {
+            timeout_s: limits.timeout.as_secs_f64(),
+            max_answer_bytes: limits.max_answer_bytes,
+            max_items: limits.max_items,
+            max_repeats: limits.max_repeats,
+        }
     }
 }
 
@@ -126,6 +159,14 @@ impl TokenGuard {
             )
         })
     }
+}
+
+/// The message for a jsonl answer stopped at its `limit`-th item.
+pub fn enough_items(limit: u32) -> String {
+    format!(
+        "stopped by the client: the answer reached max_items {limit} (--max-items, or max_items in the prompt's \
+         [provider])"
+    )
 }
 
 /// The message for an answer that grew past `limit` bytes.

@@ -17,8 +17,11 @@
 //! - [`record`]: the run record and its turns.
 //! - [`history`]: the data directory and the history file.
 //! - [`limits`]: what the client holds on its own side (deadline, answer cap, max_tokens counted by us).
+//! - [`repeats`]: a jsonl answer's guard: repeated lines reported and not counted, `max_items`.
 //! - [`setup`]: one run setup for every front end: a prompt and the front end's options to settings,
 //!   the reading, each case's plan and its provider ([`RunSetup`]).
+//! - [`cache`]: the response cache, a provider wrapper: a request answered before is played from its
+//!   recorded transcript ([`CacheMode`]: off, use, refresh).
 //! - [`factory`]: a provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`).
 //! - [`prompt_tokens`]: a request's tokens before it is sent (the local model's own tokenizer, else
 //!   o200k) against the context window and max tokens.
@@ -30,6 +33,7 @@
 
 #[cfg(feature = "testing")]
 pub mod bench;
+pub mod cache;
 pub mod engine;
 pub mod factory;
 pub mod feedback;
@@ -38,10 +42,12 @@ pub mod limits;
 pub mod plan;
 pub mod prompt_tokens;
 pub mod record;
+pub mod repeats;
 pub mod setup;
 mod turn;
 
-pub use engine::{run, run_batch, run_batch_until, run_until, Job};
+pub use cache::CacheMode;
+pub use engine::{run, run_batch, run_batch_each, run_batch_until, run_until, Job};
 pub use factory::{
     env_var, fetch_local_model, local_model, transcript_path, LocalModel, Lookup, ProviderChoice, ReplaySequence,
 };
@@ -65,6 +71,9 @@ pub enum RunEvent {
     Waiting { attempt: u32, after_ms: u64, reason: String },
     /// A piece of the answer, as it arrived.
     Delta(String),
+    /// How likely each token of the last `Delta` was (tokens of held-back pieces included), when the
+    /// provider says (the local model; a server asked for `logprobs`).
+    Probs(Vec<crate::provider::TokenProb>),
     /// A JSONL line's verdict, the moment the line completed.
     Line(LineVerdict),
     /// With [`RunPlan::live_sweep`]: the items each strategy recovers at cut `cut` (the answer up to

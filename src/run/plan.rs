@@ -41,9 +41,18 @@ pub struct RunSettings {
     pub max_turns: u32,
     /// The model's context window in tokens, which caps the feedback of retries.
     pub context_tokens: u32,
-    /// What the client holds on its own side: the run's deadline and the answer-size cap.
+    /// What the client holds on its own side: the run's deadline, the answer-size cap, a jsonl
+    /// answer's items and repeated lines.
     #[serde(default)]
     pub limits: Limits,
+    /// The local model's repetition penalty (`None`: off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_penalty: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_last_n: Option<u32>,
+    /// Ask the server for each token's probability (OpenAI-compatible servers).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub logprobs: bool,
 }
 
 impl RunSettings {
@@ -60,12 +69,16 @@ impl RunSettings {
             max_turns: 1,
             context_tokens: DEFAULT_CONTEXT_TOKENS,
             limits: Limits::default(),
+            repeat_penalty: None,
+            repeat_last_n: None,
+            logprobs: false,
         }
     }
 
     /// `overrides` (the command line; `name` is the provider) over the prompt's `[provider]` table and
     /// `max_turns`, over the defaults (local, else openai; no model; prompt-only, or `constrained` for a
-    /// json/jsonl prompt on `local`; 1 turn, 8,192 context tokens).
+    /// json/jsonl prompt on `local`; 1 turn, 8,192 context tokens; on `local`, the repetition penalty
+    /// [`LOCAL_REPEAT_PENALTY`]).
     pub fn resolve(
         prompt: &PromptFile,
         overrides: &ProviderSettings,
@@ -105,6 +118,16 @@ impl RunSettings {
             return Err(RunError::Setting("max_tokens is 0: the model could not answer at all".into()));
         }
         let limits = limits(overrides, file)?;
+        let repeat_penalty = match pick_number(overrides.repeat_penalty, file.repeat_penalty, "--repeat-penalty") {
+            Some((penalty, origin)) if !penalty.is_finite() || penalty <= 0.0 => {
+                return Err(RunError::Setting(format!(
+                    "repeat_penalty {penalty} (from {origin}) is not a number above 0 (1 is off)"
+                )))
+            }
+            Some((penalty, _)) => Some(penalty),
+            None if provider == ProviderKind::Local => LOCAL_REPEAT_PENALTY,
+            None => None,
+        };
         Ok(Self {
             provider,
             model: overrides.model.clone().or_else(|| file.model.clone()).unwrap_or_default(),
@@ -116,7 +139,23 @@ impl RunSettings {
             max_turns,
             context_tokens,
             limits,
+            repeat_penalty: repeat_penalty.filter(|p| *p != 1.0),
+            repeat_last_n: overrides.repeat_last_n.or(file.repeat_last_n),
+            logprobs: overrides.logprobs.or(file.logprobs).unwrap_or(false),
         })
+    }
+}
+
+/// The repetition penalty a run on the local model uses when neither the command line nor the prompt
+/// sets one (chosen by running the sample prompts: see README, "Runaway lists").
+pub const LOCAL_REPEAT_PENALTY: Option<f64> = Some(1.1);
+
+/// A number and where it came from (command line first).
+fn pick_number(cli: Option<f64>, file: Option<f64>, flag: &'static str) -> Option<(f64, &'static str)> {
+    match (cli, file) {
+        (Some(value), _) => Some((value, flag)),
+        (None, Some(value)) => Some((value, "the prompt's [provider]")),
+        (None, None) => None,
     }
 }
 
@@ -135,6 +174,15 @@ fn limits(overrides: &ProviderSettings, file: &ProviderSettings) -> Result<Limit
             return Err(RunError::Setting("max_answer_bytes is 0: no answer could be read".into()));
         }
         limits.max_answer_bytes = bytes;
+    }
+    if let Some(items) = overrides.max_items.or(file.max_items) {
+        if items == 0 {
+            return Err(RunError::Setting("max_items is 0: no item could be kept".into()));
+        }
+        limits.max_items = Some(items);
+    }
+    if let Some(repeats) = overrides.max_repeats.or(file.max_repeats) {
+        limits.max_repeats = repeats;
     }
     Ok(limits)
 }
@@ -229,6 +277,9 @@ impl RunPlan {
         request = request.user(rendered.user).stop(settings.stop.clone());
         request.temperature = settings.temperature;
         request.max_tokens = settings.max_tokens;
+        request.repeat_penalty = settings.repeat_penalty;
+        request.repeat_last_n = settings.repeat_penalty.and(settings.repeat_last_n);
+        request.logprobs = settings.logprobs;
         // The local model constrains a jsonl answer line by line; a vLLM server does with a line grammar.
         let by_line = settings.provider == ProviderKind::Local
             || (settings.provider == ProviderKind::Vllm && settings.structured == StructuredMode::JsonSchema);

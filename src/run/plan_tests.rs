@@ -182,6 +182,7 @@ fn cases_and_overrides_are_rendered_and_kept() {
         name: "moon".into(),
         expect: None,
         variables: [("topic".to_string(), json!("the moon"))].into_iter().collect(),
+        ..Default::default()
     });
     let settings = settings("none");
     let plan =

@@ -117,7 +117,7 @@ impl LocalTokenizer {
         use std::collections::HashMap;
         use std::sync::{Mutex, OnceLock};
         static READ: OnceLock<Mutex<HashMap<PathBuf, Arc<LocalTokenizer>>>> = OnceLock::new();
-        let path = super::factory::local_model_path(model).map_err(|e| e.to_string())?;
+        let path = super::factory::local_model_file(model).map_err(|e| e.to_string())?;
         let read = READ.get_or_init(Default::default);
         if let Some(tokenizer) = read.lock().unwrap_or_else(|p| p.into_inner()).get(&path) {
             return Ok(Arc::clone(tokenizer));

@@ -95,6 +95,10 @@ pub struct Turn {
     /// answer-size cap): the turn ends `length` with what came before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_by_client: Option<String>,
+    /// The answer came from the response cache (`run::cache`): recorded earlier for the same request,
+    /// played instantly, so its times are not the model's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 impl Turn {
@@ -195,6 +199,21 @@ pub fn warnings_of(turn: &Turn) -> Vec<String> {
             turn.output.chars().count()
         ));
     }
+    let repeats = super::repeats::repeated_lines(&turn.parse);
+    if !repeats.is_empty() {
+        const LISTED: usize = 10;
+        let mut listed: Vec<String> =
+            repeats.iter().take(LISTED).map(|(line, first)| format!("line {line} repeats line {first}")).collect();
+        if repeats.len() > LISTED {
+            listed.push(format!("and {} more", repeats.len() - LISTED));
+        }
+        warnings.push(format!(
+            "{} repeated {} not counted as items: {}",
+            repeats.len(),
+            if repeats.len() == 1 { "line" } else { "lines" },
+            listed.join(", ")
+        ));
+    }
     if !repairs.is_empty() {
         const LISTED: usize = 10;
         let mut listed = repairs.iter().take(LISTED).cloned().collect::<Vec<_>>().join("; ");
@@ -244,11 +263,17 @@ impl RunRecord {
         let tokens = last.usage.map_or("?".to_string(), |u| {
             format!("{} in / {} out{}", u.input_tokens, u.output_tokens, if u.estimated { " (estimated)" } else { "" })
         });
-        let ttft = last.ttft_ms.map_or("-".to_string(), |t| format!("{t} ms"));
-        let speed = last.tokens_per_s.map_or("- tokens/s".to_string(), |s| format!("{s:.1} tokens/s"));
+        let timing = if last.cached {
+            // Played from the response cache: its times are not the model's.
+            "cached".to_string()
+        } else {
+            let ttft = last.ttft_ms.map_or("-".to_string(), |t| format!("{t} ms"));
+            let speed = last.tokens_per_s.map_or("- tokens/s".to_string(), |s| format!("{s:.1} tokens/s"));
+            format!("ttft {ttft} · {speed}")
+        };
         let case = self.case.as_ref().map(|c| format!(" [{c}]")).unwrap_or_default();
         format!(
-            "{}{case}: {} after {} of {} turns · {verdicts} · finish {finish} · tokens {tokens} · ttft {ttft} · {speed}",
+            "{}{case}: {} after {} of {} turns · {verdicts} · finish {finish} · tokens {tokens} · {timing}",
             self.prompt,
             if self.ok { "ok" } else { "FAILED" },
             self.turns.len(),
@@ -280,6 +305,7 @@ mod tests {
             mode: ModeReport::default(),
             transcript: Transcript::default(),
             cut_by_client: None,
+            cached: false,
         }
     }
 

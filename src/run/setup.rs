@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::cache::{self, CacheMode};
 use super::factory::{concurrency_for, env_var, Concurrency, Lookup};
 use super::{Job, ProviderChoice, Reading, RunError, RunPlan, RunSettings};
 use crate::output::Profile;
@@ -42,6 +43,10 @@ pub struct SetupOptions {
     pub replay: Option<ReplayFrom>,
     /// The local model's sampling seed.
     pub seed: Option<u64>,
+    /// Whether the providers answer through the response cache (`Off` by default).
+    pub cache: CacheMode,
+    /// The response cache's folder; `None`: `<cache dir>/responses`.
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// A prompt ready to run: settings resolved, answers' reading and checks compiled once.
@@ -59,6 +64,10 @@ pub struct RunSetup {
     pub variables: Variables,
     pub replay: Option<ReplayFrom>,
     pub seed: Option<u64>,
+    /// Whether [`Self::provider`] and [`Self::jobs`] answer through the response cache.
+    pub cache: CacheMode,
+    /// The response cache's folder; `None`: `<cache dir>/responses`.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl RunSetup {
@@ -71,7 +80,14 @@ impl RunSetup {
     pub fn new(prompt: PromptFile, path: &Path, options: SetupOptions) -> anyhow::Result<Self> {
         let settings = settings_for(&prompt, &options)?;
         let setup = Self::with_settings(prompt, path, settings, options.profile)?;
-        Ok(Self { variables: options.variables, replay: options.replay, seed: options.seed, ..setup })
+        Ok(Self {
+            variables: options.variables,
+            replay: options.replay,
+            seed: options.seed,
+            cache: options.cache,
+            cache_dir: options.cache_dir,
+            ..setup
+        })
     }
 
     /// [`Self::new`] without the checks: its plans' requests are exactly [`Self::new`]'s, but no schema
@@ -89,6 +105,8 @@ impl RunSetup {
             variables: options.variables,
             replay: options.replay,
             seed: options.seed,
+            cache: options.cache,
+            cache_dir: options.cache_dir,
         })
     }
 
@@ -113,6 +131,8 @@ impl RunSetup {
             variables: Variables::new(),
             replay: None,
             seed: None,
+            cache: CacheMode::Off,
+            cache_dir: None,
         })
     }
 
@@ -147,13 +167,14 @@ impl RunSetup {
         self.provider_with(case, &env_var)
     }
 
-    /// [`Self::provider`] reading the providers' variables through `lookup`.
+    /// [`Self::provider`] reading the providers' variables through `lookup`; behind the response
+    /// cache as [`Self::cache`] says (replay never is).
     pub fn provider_with(&self, case: Option<&str>, lookup: Lookup) -> Result<Arc<dyn Provider>, RunError> {
         match &self.replay {
             Some(ReplayFrom::Transcript(transcript)) if self.settings.provider == ProviderKind::Replay => {
                 Ok(Arc::new(Replay::new((**transcript).clone(), Pace::Instant)))
             }
-            _ => self.choice().build_with(case, lookup),
+            _ => cache::provider(&self.choice(), case, lookup, self.cache, self.cache_dir.as_deref()),
         }
     }
 

@@ -1,7 +1,8 @@
 //! Transcript files: a model's answer as the chunks it streamed, with their timing (CLI.md's format).
 //!
 //! First line `{"transcript":1,"provider":..,"model":..,"request":{..}}`, then one line per chunk
-//! `{"t_ms":12,"delta":".."}` (with `"token":ID` from the local model), last line
+//! `{"t_ms":12,"delta":".."}` (with `"token":ID` from the local model, and `"probs":[..]` when the
+//! provider said how likely each token was), last line
 //! `{"t_ms":900,"finish_reason":"length","usage":{..}}` or `{"t_ms":..,"error":{..}}`.
 
 use serde::{Deserialize, Serialize};
@@ -23,7 +24,7 @@ pub struct Header {
 }
 
 /// One streamed piece of the answer.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Chunk {
     /// Milliseconds since the request was sent.
     pub t_ms: u64,
@@ -31,6 +32,41 @@ pub struct Chunk {
     /// The token id, when the chunk is exactly one token of the local model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<u32>,
+    /// How likely each token of the chunk was, in order (the local model; a server asked for
+    /// `logprobs`); empty when unknown. Older transcripts have none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probs: Vec<TokenProb>,
+}
+
+/// How sure the model was of one token of the answer: the probability it had when it was picked and
+/// the most likely other token's. A token the grammar forced has none (nothing was chosen).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenProb {
+    /// The token's text (a token holding part of a character: its bytes read lossily).
+    pub token: String,
+    /// Its probability, 0 to 1 (the local model: among the tokens the schema allowed, at temperature 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p: Option<f32>,
+    /// The runner-up: the most likely other token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alt: Option<Alternative>,
+    /// Inserted by the grammar without a choice (the local model's constrained decoding).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forced: bool,
+}
+
+/// A token the model could have written instead, and its probability.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Alternative {
+    pub token: String,
+    pub p: f32,
+}
+
+impl TokenProb {
+    /// A token the grammar forced.
+    pub fn forced(token: impl Into<String>) -> Self {
+        Self { token: token.into(), p: None, alt: None, forced: true }
+    }
 }
 
 /// Tokens counted for a turn; `estimated` when the provider sent none and they were counted here.
@@ -194,6 +230,28 @@ mod tests {
         assert!(e.message.contains("format 2"), "{e}");
         assert!(!Transcript::is_transcript("{\"a\":1}\n"));
         assert!(!Transcript::is_transcript(""));
+    }
+
+    #[test]
+    fn token_probabilities_are_optional_per_chunk() {
+        let with = concat!(
+            r#"{"transcript":1,"provider":"local","model":"m"}"#,
+            "\n",
+            r#"{"t_ms":1,"delta":"{\"","token":7,"probs":[{"token":"{\"","forced":true}]}"#,
+            "\n",
+            r#"{"t_ms":2,"delta":"a","token":9,"probs":[{"token":"a","p":0.75,"alt":{"token":"b","p":0.25}}]}"#,
+            "\n",
+            r#"{"t_ms":3,"delta":"}"}"#,
+            "\n",
+        );
+        let t = Transcript::parse(with).unwrap();
+        assert_eq!(t.chunks[0].probs, [TokenProb::forced("{\"")]);
+        let alt = Alternative { token: "b".into(), p: 0.25 };
+        assert_eq!(t.chunks[1].probs[0], TokenProb { token: "a".into(), p: Some(0.75), alt: Some(alt), forced: false });
+        assert!(t.chunks[2].probs.is_empty());
+        assert_eq!(t.to_jsonl(), with, "written back as read");
+        // A transcript from before token probabilities reads with none.
+        assert!(Transcript::parse(SAMPLE).unwrap().chunks.iter().all(|c| c.probs.is_empty()));
     }
 
     #[test]

@@ -66,11 +66,11 @@ pub fn transcript(tokens: usize) -> Transcript {
         let mut start = 0;
         for (i, c) in text.char_indices() {
             if i > start && (c == ' ' || c == '"' || c == '\n') {
-                chunks.push(Chunk { t_ms: 0, delta: text[start..i].to_string(), token: None });
+                chunks.push(Chunk { t_ms: 0, delta: text[start..i].to_string(), token: None, probs: Vec::new() });
                 start = i;
             }
         }
-        chunks.push(Chunk { t_ms: 0, delta: text[start..].to_string(), token: None });
+        chunks.push(Chunk { t_ms: 0, delta: text[start..].to_string(), token: None, probs: Vec::new() });
         lines *= 2;
     }
     chunks.truncate(tokens);

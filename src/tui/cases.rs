@@ -168,7 +168,7 @@ pub fn add(state: &mut State, at: usize, copy_of: Option<&str>, text: &str) -> R
     state.selected_variable = at + 1;
     state.focus = Pane::Variables;
     super::edit::edited(state);
-    state.note = Some(format!("case {name:?} added and chosen (ctrl-s saves the prompt; u undoes)"));
+    state.note = Some(format!("case {name:?} added and chosen (ctrl-s saves the prompt; {} undoes)", undo_key(state)));
     Ok(())
 }
 
@@ -202,7 +202,13 @@ pub fn answer_delete(state: &mut State, index: usize, name: &str, yes: bool) {
     }
     state.selected_variable = state.selected_variable.min(state.cases.len());
     super::edit::edited(state);
-    state.note = Some(format!("case {name:?} deleted (ctrl-s saves the prompt; u undoes)"));
+    state.note = Some(format!("case {name:?} deleted (ctrl-s saves the prompt; {} undoes)", undo_key(state)));
+}
+
+/// The key that takes a case change back, as the keymap writes it.
+fn undo_key(state: &State) -> String {
+    let keys = state.keymap.keys(super::keymap::Scope::View, super::msg::Action::UndoCaseEdit);
+    keys.first().cloned().unwrap_or_else(|| "undo-case-edit".into())
 }
 
 #[cfg(test)]

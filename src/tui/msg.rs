@@ -86,6 +86,8 @@ pub enum Action {
     ToggleHelp,
     /// Show the token boundaries in the output (alternating colours).
     ToggleTokens,
+    /// Colour the output's tokens by how likely the model thought them (forced tokens apart).
+    ToggleProbs,
     /// Show the rendered request instead of the system editor.
     TogglePreview,
     /// Copy the rendered request as a curl command (terminal clipboard, and a file in the data dir).
@@ -131,6 +133,10 @@ pub enum Action {
     DeleteCase,
     /// Take back the last change to the variables or cases (variables pane).
     UndoCaseEdit,
+    /// Open the eval screen: every case of the prompt on the current model, scored (again, or esc: back).
+    Eval,
+    /// On the eval screen: write the selected case's answer as its expected answer (after a confirmation).
+    Approve,
 }
 
 /// Everything `update` accepts.
@@ -166,6 +172,36 @@ pub enum Msg {
     Compare { id: u64, news: CompareNews },
     /// The local model `model` names (empty: the default cached one) has its tokenizer read, or why not.
     TokenizerLoaded { model: String, tokenizer: Result<Arc<LocalTokenizer>, String> },
+    /// News of the eval number `id` (older evals' news is ignored).
+    Eval { id: u64, news: EvalNews },
+}
+
+/// What a running eval reports.
+#[derive(Clone, Debug)]
+pub enum EvalNews {
+    /// The rows (cases) and the column (model) about to run.
+    Planned { rows: Vec<Option<String>>, column: String },
+    /// An event of the eval pipeline.
+    Event(Box<crate::eval::EvalEvent>),
+    /// Every cell ended: the record (saved in the eval store, or the warning says why not) and its
+    /// deltas, or why the eval could not run.
+    Done(Result<Box<EvalDone>, String>),
+    /// Row `row` scored again after its expected answer was approved.
+    Rescored { row: usize, scored: Box<crate::eval::CellRecord> },
+}
+
+/// A finished eval.
+#[derive(Clone, Debug)]
+pub struct EvalDone {
+    pub record: crate::eval::EvalRecord,
+    /// Against the last eval of the saved prompt before this screen ran (when there is one).
+    pub baseline: Option<crate::eval::diff::Delta>,
+    /// Against the previous run on this screen.
+    pub previous: Option<crate::eval::diff::Delta>,
+    /// The baseline record read for the first run (the screen keeps it for re-runs).
+    pub baseline_record: Option<Box<crate::eval::EvalRecord>>,
+    /// Where the record was saved, or why not.
+    pub saved: Result<PathBuf, String>,
 }
 
 /// What the background fetch of the local model reports.
@@ -214,6 +250,40 @@ pub enum Effect {
     /// Read the tokenizer of the local model `model` names (its GGUF's header, not its weights), in the
     /// background; it comes back as `Msg::TokenizerLoaded`.
     LoadTokenizer { model: String },
+    /// Run every case of the saved prompt through the eval pipeline.
+    StartEval(Box<EvalRequest>),
+    /// Stop the running eval.
+    CancelEval,
+    /// Score one row's run again against the prompt (after approve).
+    Rescore(Box<RescoreRequest>),
+}
+
+/// An eval to start: the saved prompt file under the workbench's run choices.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalRequest {
+    pub id: u64,
+    pub path: PathBuf,
+    pub provider: String,
+    pub model: Option<String>,
+    pub structured: Option<String>,
+    pub max_tokens: Option<u32>,
+    /// The recorded answer the replay provider plays (each case: its own file beside it).
+    pub transcript: Option<PathBuf>,
+    /// The screen's previous record (a re-run's delta is against it).
+    pub previous: Option<Box<crate::eval::EvalRecord>>,
+    /// The baseline read before the first run (`None`: read the last eval of the prompt now).
+    pub baseline: Option<Box<crate::eval::EvalRecord>>,
+}
+
+/// A row scored again: the prompt as approved, the row's cell and run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RescoreRequest {
+    pub id: u64,
+    pub row: usize,
+    pub prompt: PromptFile,
+    pub path: PathBuf,
+    pub cell: Box<crate::eval::CellRecord>,
+    pub run: Box<RunRecord>,
 }
 
 /// A comparison to start: the prompt as edited (its twin is derived from it) and the run settings.

@@ -26,6 +26,9 @@ pub struct Runner {
     pub(super) run_cancel: Option<tokio::sync::oneshot::Sender<()>>,
     /// Dropped to stop a running comparison (it runs on a blocking thread, which abort cannot stop).
     pub(super) compare_cancel: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Dropped to stop a running eval (its cells under way keep their partial answers).
+    pub(super) eval_cancel: Option<tokio::sync::oneshot::Sender<()>>,
+    pub(super) eval_task: Option<tokio::task::JoinHandle<()>>,
     pub data_dir: Option<PathBuf>,
     pub log: Log,
     /// How a transcript file is replayed (recorded pace by default; `TUNEBENCH_REPLAY_SPEED`).
@@ -50,6 +53,8 @@ impl Runner {
             task: None,
             run_cancel: None,
             compare_cancel: None,
+            eval_cancel: None,
+            eval_task: None,
             data_dir,
             log,
             pace: Pace::Recorded,
@@ -183,6 +188,7 @@ impl Runner {
             }
             Effect::CancelCompare => {
                 self.compare_cancel = None;
+                self.eval_cancel = None;
                 self.task = None;
                 self.log.line("comparison cancelled");
                 Vec::new()
@@ -195,6 +201,20 @@ impl Runner {
                 });
                 Vec::new()
             }
+            Effect::StartEval(request) => {
+                let id = request.id;
+                if let Err(message) = super::eval_runner::start(self, *request) {
+                    self.log.line(&format!("eval: {message}"));
+                    return vec![Msg::Eval { id, news: super::msg::EvalNews::Done(Err(message)) }];
+                }
+                Vec::new()
+            }
+            Effect::CancelEval => {
+                self.eval_cancel = None;
+                self.log.line("eval cancelled");
+                Vec::new()
+            }
+            Effect::Rescore(request) => vec![super::eval_runner::rescore(&request)],
             Effect::Quit => Vec::new(),
         }
     }
@@ -244,6 +264,7 @@ impl Drop for Runner {
     /// Stops a running comparison first: the runtime waits for its blocking thread when dropped.
     fn drop(&mut self) {
         self.compare_cancel = None;
+        self.eval_cancel = None;
     }
 }
 

@@ -9,7 +9,7 @@ use super::keymap::Keymap;
 use super::recovery::Recovery;
 use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
 use crate::prompt::file::PromptFile;
-use crate::provider::{FinishReason, ModeReport, Usage};
+use crate::provider::{FinishReason, ModeReport, TokenProb, Usage};
 use crate::run::RunRecord;
 use crate::truncate::sweep::Sweep;
 
@@ -136,6 +136,8 @@ pub struct RunView {
     pub output: String,
     /// Byte offsets where each chunk ended (token boundaries).
     pub chunk_ends: Vec<usize>,
+    /// How sure the model was of each chunk (index as `chunk_ends`), when the provider said.
+    pub chunk_probs: Vec<Option<ChunkProb>>,
     /// Byte offsets where each line of the output starts.
     pub line_starts: Vec<usize>,
     /// JSONL verdicts of the current turn, as they arrive.
@@ -169,6 +171,7 @@ impl RunView {
     pub fn clear_answer(&mut self) {
         self.output.clear();
         self.chunk_ends.clear();
+        self.chunk_probs.clear();
         self.line_starts = vec![0];
         self.verdicts.clear();
         self.ttft_ms = None;
@@ -190,6 +193,15 @@ impl RunView {
             }
         }
         self.chunk_ends.push(self.output.len());
+        self.chunk_probs.push(None);
+    }
+
+    /// The probabilities of the last chunk's tokens (added to what it had).
+    pub fn push_probs(&mut self, probs: &[TokenProb]) {
+        self.chunk_probs.resize(self.chunk_ends.len(), None);
+        if let Some(last) = self.chunk_probs.last_mut() {
+            *last = ChunkProb::of(probs, *last);
+        }
     }
 
     /// How many lines the output has (a trailing partial line counts).
@@ -202,6 +214,29 @@ impl RunView {
         let Some(&start) = self.line_starts.get(index) else { return "" };
         let end = self.line_starts.get(index + 1).map_or(self.output.len(), |&next| next - 1);
         self.output.get(start..end.max(start)).unwrap_or_default()
+    }
+}
+
+/// How sure the model was of one chunk: its least likely chosen token, or forced when the grammar
+/// inserted every token of it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChunkProb {
+    /// The lowest probability among the chunk's chosen tokens (`None`: all were forced).
+    pub p: Option<f32>,
+    /// Every token of the chunk was forced by the grammar.
+    pub forced: bool,
+}
+
+impl ChunkProb {
+    /// `before` with `probs` added; `None` when neither says anything.
+    pub fn of(probs: &[TokenProb], before: Option<ChunkProb>) -> Option<ChunkProb> {
+        probs.iter().fold(before, |acc, prob| {
+            let p = match (acc.and_then(|a| a.p), prob.p) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            Some(ChunkProb { p, forced: acc.is_none_or(|a| a.forced) && prob.forced })
+        })
     }
 }
 
@@ -281,6 +316,8 @@ pub struct State {
     pub overlay: Overlay,
     pub preview: bool,
     pub show_tokens: bool,
+    /// The output is coloured by token probability.
+    pub show_probs: bool,
     pub choice: Choice,
     pub phase: RunPhase,
     pub run: RunView,
@@ -304,6 +341,8 @@ pub struct State {
     pub replay_reason: Option<String>,
     /// The local model is missing and may be fetched in the background (the start-up asks for it).
     pub fetch_model: bool,
+    /// The local model arrived while the example replay was playing: its run starts when the replay ends.
+    pub model_run_due: bool,
     /// The prompt and texts a save in flight writes (they become the saved ones when it succeeds).
     pub pending_save: Option<Box<(PromptFile, [String; 3])>>,
     /// The prompt the current run was started with (the sweep reads its answer the same way).
@@ -312,6 +351,8 @@ pub struct State {
     pub run_id: u64,
     /// The compare screen (json vs jsonl side by side), shown when `compare.open`.
     pub compare: super::compare_state::CompareView,
+    /// The eval screen.
+    pub eval: super::eval_state::EvalView,
     /// The prompt's `[variables]` as edited.
     pub variables: crate::prompt::template::Variables,
     /// The cases as edited: names, notes and variables, added, copied or deleted ones too (saved with
@@ -364,6 +405,7 @@ impl State {
             overlay: Overlay::None,
             preview: false,
             show_tokens: false,
+            show_probs: false,
             choice,
             phase: RunPhase::Idle,
             run: RunView { line_starts: vec![0], ..RunView::default() },
@@ -380,10 +422,12 @@ impl State {
             quit: false,
             replay_reason: None,
             fetch_model: false,
+            model_run_due: false,
             pending_save: None,
             run_prompt: None,
             run_id: 0,
             compare: Default::default(),
+            eval: Default::default(),
             input: None,
             help_scroll: 0,
             variables: prompt_variables,

@@ -67,6 +67,13 @@ pub struct Theme {
     pub series_json: Style,
     pub series_repair: Style,
     pub series_jsonl: Style,
+    /// Output tokens by probability (the probability toggle): 90% or more, 50–90%, 20–50%, under 20%,
+    /// and tokens the grammar forced.
+    pub prob_high: Style,
+    pub prob_mid: Style,
+    pub prob_low: Style,
+    pub prob_very_low: Style,
+    pub prob_forced: Style,
 }
 
 impl Default for Theme {
@@ -100,6 +107,11 @@ impl Theme {
             series_json: s,
             series_repair: s,
             series_jsonl: s,
+            prob_high: s,
+            prob_mid: s,
+            prob_low: s,
+            prob_very_low: s,
+            prob_forced: s,
         }
     }
 
@@ -152,6 +164,11 @@ impl Theme {
             "series_json" => &mut self.series_json,
             "series_repair" => &mut self.series_repair,
             "series_jsonl" => &mut self.series_jsonl,
+            "prob_high" => &mut self.prob_high,
+            "prob_mid" => &mut self.prob_mid,
+            "prob_low" => &mut self.prob_low,
+            "prob_very_low" => &mut self.prob_very_low,
+            "prob_forced" => &mut self.prob_forced,
             _ => return None,
         })
     }
@@ -179,6 +196,11 @@ impl Theme {
             "series_json",
             "series_repair",
             "series_jsonl",
+            "prob_high",
+            "prob_mid",
+            "prob_low",
+            "prob_very_low",
+            "prob_forced",
         ] {
             if let Some(style) = self.slot_mut(slot) {
                 style.fg = None;
@@ -194,6 +216,10 @@ impl Theme {
             (&mut self.status, mono.status),
             (&mut self.invalid, mono.invalid),
             (&mut self.schema_error, mono.schema_error),
+            (&mut self.prob_mid, mono.prob_mid),
+            (&mut self.prob_low, mono.prob_low),
+            (&mut self.prob_very_low, mono.prob_very_low),
+            (&mut self.prob_forced, mono.prob_forced),
         ] {
             *mine = theirs;
         }

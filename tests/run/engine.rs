@@ -207,7 +207,12 @@ async fn a_cancelled_run_keeps_its_partial_answer_in_a_replayable_record() {
     let chunks: Vec<tunebench::truncate::transcript::Chunk> = answer
         .split_inclusive(' ')
         .enumerate()
-        .map(|(i, delta)| tunebench::truncate::transcript::Chunk { t_ms: i as u64, delta: delta.into(), token: None })
+        .map(|(i, delta)| tunebench::truncate::transcript::Chunk {
+            t_ms: i as u64,
+            delta: delta.into(),
+            token: None,
+            probs: Vec::new(),
+        })
         .collect();
     let total = chunks.len();
     let transcript = tunebench::truncate::transcript::Transcript {

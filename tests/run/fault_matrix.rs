@@ -173,7 +173,17 @@ fn matrix() -> Vec<Fault> {
                 &["cut off by the client", "max_tokens 50"],
                 true,
             ),
-            ProviderSettings { max_tokens: Some(50), ..ProviderSettings::default() },
+            ProviderSettings { max_tokens: Some(50), max_repeats: Some(0), ..ProviderSettings::default() },
+        ),
+        limited(
+            fault(
+                "an endless stream of one repeated line",
+                vec![endless("{\"topic\": \"more\", \"definition\": \"again\"}\n", Duration::ZERO)],
+                valid,
+                &["stopped by the client", "2 repeated lines in a row", "not counted as items"],
+                true,
+            ),
+            ProviderSettings::default(),
         ),
         limited(
             fault(
@@ -186,6 +196,7 @@ fn matrix() -> Vec<Fault> {
             ProviderSettings {
                 max_tokens: Some(u32::MAX / 2),
                 max_answer_bytes: Some(4096),
+                max_repeats: Some(0),
                 ..ProviderSettings::default()
             },
         ),
@@ -197,7 +208,7 @@ fn matrix() -> Vec<Fault> {
                 &["cancelled", "deadline of 1 s"],
                 false,
             ),
-            ProviderSettings { timeout: Some(1.0), ..ProviderSettings::default() },
+            ProviderSettings { timeout: Some(1.0), max_repeats: Some(0), ..ProviderSettings::default() },
         ),
         fault(
             "a redirect to another origin",
@@ -265,5 +276,5 @@ async fn every_fault_keeps_the_partial_answer_and_names_what_happened() {
     for ((fault, line), length) in faults.iter().zip(&kept).zip(&lengths) {
         assert_eq!(line.turns[0].output.len(), *length, "{}: the history keeps it", fault.name);
     }
-    assert_eq!(summary.len(), 16, "{summary:?}");
+    assert_eq!(summary.len(), 17, "{summary:?}");
 }

@@ -36,7 +36,7 @@ async fn an_endless_answer_is_cut_at_max_tokens_as_we_count_them() {
     let plan = plan_with(
         &sample("extract-topics"),
         None,
-        &settings(ProviderSettings { max_tokens: Some(50), ..Default::default() }),
+        &settings(ProviderSettings { max_tokens: Some(50), max_repeats: Some(0), ..Default::default() }),
         None,
     );
     let (record, events) = run(openai(&server).as_ref(), &plan).await;
@@ -57,8 +57,12 @@ async fn an_endless_answer_is_cut_at_max_tokens_as_we_count_them() {
 #[tokio::test]
 async fn an_endless_answer_under_a_generous_max_tokens_stops_at_the_answer_cap() {
     let server = serve(vec![endless(&"{\"topic\": \"x\", \"definition\": \"y\"}\n".repeat(20), Duration::ZERO)]).await;
-    let limits =
-        ProviderSettings { max_answer_bytes: Some(64 * 1024), max_tokens: Some(u32::MAX / 2), ..Default::default() };
+    let limits = ProviderSettings {
+        max_answer_bytes: Some(64 * 1024),
+        max_tokens: Some(u32::MAX / 2),
+        max_repeats: Some(0),
+        ..Default::default()
+    };
     let plan = plan_with(&sample("extract-topics"), None, &settings(limits), None);
     let (record, _) = run(openai(&server).as_ref(), &plan).await;
     let turn = &record.turns[0];
@@ -66,8 +70,10 @@ async fn an_endless_answer_under_a_generous_max_tokens_stops_at_the_answer_cap()
     assert_eq!(turn.finish_reason, Some(FinishReason::Length));
     let cut = turn.cut_by_client.as_deref().unwrap_or_default();
     assert!(cut.contains("passed 65536 bytes") && cut.contains("--max-answer-bytes"), "{cut}");
-    // Whole lines kept as items.
-    assert!(record.result.as_array().is_some_and(|items| items.len() > 1000), "{}", record.result);
+    // Whole lines judged; the repeated ones are reported and not counted as items.
+    let tunebench::output::Report::Jsonl(report) = &turn.parse else { panic!() };
+    assert!(report.summary.skipped > 1000, "{:?}", report.summary);
+    assert_eq!(record.result.as_array().map(Vec::len), Some(2), "{}", record.result);
 }
 
 #[tokio::test]
@@ -75,7 +81,7 @@ async fn a_trickling_server_meets_the_run_deadline_and_the_partial_answer_stays(
     // One small piece every 100 ms: never a stall for a 5 s read timeout, never an end.
     let server =
         serve(vec![endless("{\"topic\": \"drip\", \"definition\": \"drop\"}\n", Duration::from_millis(100))]).await;
-    let limits = ProviderSettings { timeout: Some(1.0), ..Default::default() };
+    let limits = ProviderSettings { timeout: Some(1.0), max_repeats: Some(0), ..Default::default() };
     let plan = plan_with(&sample("extract-topics"), None, &settings(limits), Some(3));
     let (record, _) = run(openai(&server).as_ref(), &plan).await;
     assert!(record.cancelled && !record.ok);
@@ -98,6 +104,9 @@ fn bad_limits_are_input_errors_naming_the_setting() {
         ("--timeout", "0", "--timeout 0 is not a number of seconds above 0"),
         ("--timeout", "-1", "--timeout -1 is not a number of seconds above 0"),
         ("--max-answer-bytes", "0", "max_answer_bytes is 0"),
+        ("--max-items", "0", "max_items is 0"),
+        ("--repeat-penalty", "0", "repeat_penalty 0 (from --repeat-penalty) is not a number above 0"),
+        ("--repeat-penalty", "NaN", "repeat_penalty NaN (from --repeat-penalty) is not a number above 0"),
     ] {
         let output = tunebench(dir.path())
             .args([
@@ -123,7 +132,7 @@ async fn ctrl_c_during_a_cli_run_keeps_the_partial_answer_in_the_history() {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("tunebench"))
         .arg("run")
         .arg(sample("extract-topics"))
-        .args(["--provider", "openai", "--base-url", &format!("{}/v1", server.url())])
+        .args(["--provider", "openai", "--max-repeats", "0", "--base-url", &format!("{}/v1", server.url())])
         .env("TUNEBENCH_DATA_DIR", dir.path())
         .env_remove("OPENAI_API_KEY")
         .stdout(std::process::Stdio::piped())

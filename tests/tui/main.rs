@@ -5,6 +5,7 @@
 
 mod compare;
 mod e2e;
+mod eval;
 mod preview;
 mod snapshots;
 mod support;

@@ -204,3 +204,79 @@ fn case_box_and_delete_confirmation() {
     assert!(confirm.contains("Delete the case \"computing-history\"?"), "{confirm}");
     insta::assert_snapshot!("confirm_delete_case_80x24", confirm);
 }
+
+/// The output pane coloured by token probability (alt-u): a local-model-like answer whose tokens
+/// carry probabilities (the schema's forced text among them, and a token holding escape sequences),
+/// each screen line followed by its colour classes: H ≥90%, M ≥50%, L ≥20%, V <20%, F forced, . other.
+#[test]
+fn output_coloured_by_token_probability() {
+    use tunebench::provider::{Alternative, TokenProb};
+    use tunebench::run::RunEvent;
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::Run));
+    let run = state.run_id;
+    let tokens: [(&str, Option<f32>); 12] = [
+        ("{\"type\":\"", None),
+        ("definition", Some(0.97)),
+        ("\",\"entity\":\"", None),
+        ("vol", Some(0.55)),
+        ("cano", Some(0.995)),
+        ("\",\"definition\":\"", None),
+        ("An", Some(0.41)),
+        (" opening", Some(0.12)),
+        (" \u{1b}[2J", Some(0.03)),
+        (" in", Some(0.91)),
+        (" the crust", Some(0.66)),
+        ("\"}\n", Some(0.99)),
+    ];
+    let send = |state: &mut State, event: RunEvent| update(state, Msg::Run { run, event: Box::new(event), at_ms: 5 });
+    for (text, p) in tokens {
+        send(&mut state, RunEvent::Delta(text.into()));
+        let prob = match p {
+            None => TokenProb::forced(text),
+            Some(p) => TokenProb {
+                token: text.into(),
+                p: Some(p),
+                alt: Some(Alternative { token: "x".into(), p: (1.0 - p) / 2.0 }),
+                forced: false,
+            },
+        };
+        send(&mut state, RunEvent::Probs(vec![prob]));
+    }
+    update(&mut state, Msg::Action(Action::ToggleProbs));
+    assert!(state.show_probs);
+    state.zoom = true;
+    state.focus = Pane::Output;
+    let theme = Theme::default();
+    let mut terminal = Terminal::new(TestBackend::new(100, 6)).unwrap();
+    terminal.draw(|frame| render(frame, &state, &theme)).unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    let slots = [
+        ('H', theme.prob_high),
+        ('M', theme.prob_mid),
+        ('L', theme.prob_low),
+        ('V', theme.prob_very_low),
+        ('F', theme.prob_forced),
+    ];
+    let class = |cell: &ratatui::buffer::Cell| {
+        let same = |slot: ratatui::style::Style| {
+            slot.fg == Some(cell.fg) && slot.bg.unwrap_or(ratatui::style::Color::Reset) == cell.bg
+        };
+        slots.iter().find(|(_, slot)| same(*slot)).map_or('.', |(c, _)| *c)
+    };
+    let mut shown = String::new();
+    // The zoomed output pane (the two status lines below it are left out).
+    for y in 0..buffer.area.height - 2 {
+        let cells: Vec<_> = (0..buffer.area.width).map(|x| &buffer[(x, y)]).collect();
+        shown.extend(cells.iter().map(|c| c.symbol()));
+        shown.push('\n');
+        shown.extend(cells.iter().map(|c| class(c)));
+        shown.push('\n');
+    }
+    assert!(shown.contains("\\u{1b}[2J"), "escaped on screen:\n{shown}");
+    assert!(!shown.chars().any(|c| c == '\u{1b}'), "{shown}");
+    for letter in ['H', 'M', 'L', 'V', 'F'] {
+        assert!(shown.lines().skip(3).step_by(2).any(|l| l.contains(letter)), "{letter} in\n{shown}");
+    }
+    insta::assert_snapshot!("output_probabilities_100x6", shown);
+}

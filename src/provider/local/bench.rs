@@ -34,7 +34,7 @@ pub struct Speed {
 #[derive(Clone, Debug, Serialize)]
 pub struct LocalFigures {
     pub model: String,
-    /// Threads of the matmuls (`TUNEBENCH_THREADS`, default 1).
+    /// Threads of our forward pass (`TUNEBENCH_THREADS`, else the machine's).
     pub threads: usize,
     /// Load of our forward pass (4-bit weights as stored), and of candle's (Q4_1 → Q8_0 at load).
     pub load_ms: f64,
@@ -140,6 +140,7 @@ pub fn measure(path: &Path) -> Result<LocalFigures, LocalError> {
     let constrained = speed(&mut engine, &extraction(StructuredMode::Constrained))?;
     let peak_rss_mb = peak_rss_mb();
     let weights = engine.weight_bytes();
+    let threads = engine.threads();
     drop(engine);
     let started = Instant::now();
     let mut candle = Engine::load(path, &LoadOptions { backend: Backend::Candle, ..LoadOptions::default() })?;
@@ -153,7 +154,7 @@ pub fn measure(path: &Path) -> Result<LocalFigures, LocalError> {
     let ratio = |a: &Speed, b: &Speed| if b.tokens_per_s > 0.0 { a.tokens_per_s / b.tokens_per_s } else { 0.0 };
     Ok(LocalFigures {
         model: path.display().to_string(),
-        threads: super::engine::threads(),
+        threads,
         load_ms,
         load_candle_ms,
         constraint_setup_ms,

@@ -11,10 +11,10 @@ use candle_core::quantized::gguf_file::Content;
 use super::chat::ChatTemplate;
 use super::constraint::{Constraint, Constraints, Grammar};
 use super::model::{Backend, Config, Transformer};
-use super::sampler::{Sampler, Sampling};
+use super::sampler::{odds, Odds, RepeatPenalty, Sampler, Sampling};
 use super::tokenizer::{TextTokenizer, TokenId};
 use super::LocalError;
-use crate::provider::{Event, FinishReason, ModeReport, Request, StructuredMode, Usage};
+use crate::provider::{Alternative, Event, FinishReason, ModeReport, Request, StructuredMode, TokenProb, Usage};
 
 /// Prompt positions are run in blocks that start at multiples of this, whether or not a prefix was
 /// cached, so a cached prefix gives bit-for-bit the same numbers as a fresh run (greedy fidelity).
@@ -28,11 +28,13 @@ pub struct LoadOptions {
     pub backend: Backend,
     /// Positions of the key/value cache (prompt + answer).
     pub context: usize,
+    /// Threads of our forward pass (`TUNEBENCH_THREADS`, else the machine's available parallelism).
+    pub threads: usize,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { backend: Backend::Native, context: 4096 }
+        Self { backend: Backend::Native, context: 4096, threads: super::threads::configured() }
     }
 }
 
@@ -106,13 +108,12 @@ impl Utf8Buffer {
     }
 }
 
-/// The variable that sets the model's matmul threads (default 1).
-pub const THREADS_VAR: &str = "TUNEBENCH_THREADS";
+use super::threads::THREADS_VAR;
 
-/// Sets candle's matmul thread count once, before its pool starts: `TUNEBENCH_THREADS`, else 1. One
-/// thread is the reference setting (llama.cpp's one generation thread), and candle's spinning barrier
-/// pool loses badly when its threads share busy cores; `CANDLE_NUM_THREADS` set by the user wins.
-fn set_threads() {
+/// Sets candle's matmul thread count once, before its pool starts: `TUNEBENCH_THREADS`, else 1 (the
+/// baseline and reference backends): candle's spinning barrier pool loses badly when its threads share
+/// busy cores; `CANDLE_NUM_THREADS` set by the user wins.
+fn set_candle_threads() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         if std::env::var_os("CANDLE_NUM_THREADS").is_some() {
@@ -123,15 +124,15 @@ fn set_threads() {
     });
 }
 
-/// The matmul threads in use.
-pub fn threads() -> usize {
+/// The threads of candle's matmuls (the baseline backend).
+pub fn candle_threads() -> usize {
     std::env::var("CANDLE_NUM_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1)
 }
 
 impl Engine {
     /// Loads a GGUF file: weights, tokenizer, chat template.
     pub fn load(path: &Path, options: &LoadOptions) -> Result<Self, LocalError> {
-        set_threads();
+        set_candle_threads();
         let started = Instant::now();
         let file = std::fs::File::open(path)
             .map_err(|e| LocalError::Model(format!("cannot open the model {}: {e}", path.display())))?;
@@ -144,7 +145,7 @@ impl Engine {
         };
         let source = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok());
         let template = ChatTemplate::new(source.map(String::as_str), &text(tokenizer.bos), &text(Some(tokenizer.eos)))?;
-        let model = super::model::load(&content, &mut reader, options.backend, options.context)?;
+        let model = super::model::load(&content, &mut reader, options.backend, options.context, options.threads)?;
         Ok(Self {
             model,
             tokenizer,
@@ -159,6 +160,16 @@ impl Engine {
     /// Positions in the key/value cache (the last prompt and the answer so far).
     pub fn cached_tokens(&self) -> usize {
         self.cached.len()
+    }
+
+    /// The threads our forward pass runs on.
+    pub fn threads(&self) -> usize {
+        self.model.threads()
+    }
+
+    /// Runs later generations on `threads` threads: the same tokens and logits, bit for bit.
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), LocalError> {
+        self.model.set_threads(threads)
     }
 
     /// The model's shape.
@@ -262,6 +273,9 @@ impl Engine {
             ..Sampling::default()
         };
         let mut sampler = Sampler::new(sampling);
+        let penalty = request.repeat_penalty.and_then(|p| RepeatPenalty::new(p, request.repeat_last_n));
+        // The tokens the model chose (the penalty's window: the grammar's forced text is not a repeat).
+        let mut sampled: Vec<TokenId> = Vec::new();
         let mut out = Generated { prompt_tokens: prompt.len(), reused_tokens: reused, ..Generated::default() };
         let mut utf8 = Utf8Buffer::default();
         let end_of_text = self.tokenizer.special_id("<|endoftext|>");
@@ -276,7 +290,7 @@ impl Engine {
                 if !forced.is_empty() {
                     c.consume(&forced)?;
                     for token in &forced {
-                        if !self.send(*token, &mut utf8, &mut out, emit) {
+                        if !self.send(*token, None, &mut utf8, &mut out, emit) {
                             return Ok(out);
                         }
                     }
@@ -291,19 +305,25 @@ impl Engine {
                     continue;
                 }
             }
+            // The penalty applies to the model's logits, before the grammar's mask.
+            if let Some(penalty) = &penalty {
+                penalty.apply(&mut logits, &sampled);
+            }
             if let Some(c) = constraint.as_mut() {
                 c.mask(&mut logits)?;
             }
             let Some(token) = sampler.pick(&logits) else {
                 return Err(LocalError::Constraint("the grammar allows no token here".into()));
             };
+            sampled.push(token);
+            let odds = odds(&logits, token);
             if token == self.tokenizer.eos || Some(token) == end_of_text {
                 break FinishReason::Stop;
             }
             if let Some(c) = constraint.as_mut() {
                 c.consume(&[token])?;
             }
-            if !self.send(token, &mut utf8, &mut out, emit) {
+            if !self.send(token, odds, &mut utf8, &mut out, emit) {
                 return Ok(out);
             }
             if constraint.as_ref().is_some_and(Constraint::is_stopped) {
@@ -328,10 +348,12 @@ impl Engine {
         Ok(out)
     }
 
-    /// Sends one generated token with the text it completes; `false` when the receiver is gone.
+    /// Sends one generated token with the text it completes, then how likely it was (`odds`: `None`
+    /// for a token the grammar forced); `false` when the receiver is gone.
     fn send(
         &self,
         token: TokenId,
+        odds: Option<Odds>,
         utf8: &mut Utf8Buffer,
         out: &mut Generated,
         emit: &mut dyn FnMut(Event) -> bool,
@@ -339,7 +361,17 @@ impl Engine {
         let text = utf8.push(self.tokenizer.token_bytes(token));
         out.tokens.push(token);
         out.text.push_str(&text);
-        emit(Event::Token { id: token, text })
+        let piece = |id: TokenId| String::from_utf8_lossy(self.tokenizer.token_bytes(id)).into_owned();
+        let prob = match odds {
+            None => TokenProb::forced(piece(token)),
+            Some(odds) => TokenProb {
+                token: piece(token),
+                p: Some(odds.p),
+                alt: odds.runner_up.map(|(id, p)| Alternative { token: piece(id), p }),
+                forced: false,
+            },
+        };
+        emit(Event::Token { id: token, text }) && emit(Event::Probs(vec![prob]))
     }
 }
 

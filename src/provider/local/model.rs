@@ -12,8 +12,11 @@ use std::io::{Read, Seek};
 
 use candle_core::quantized::gguf_file::Content;
 
-use super::kernels::{dot, matmul, Attend};
-use super::quant::{quantize_activations, vector, ActBlock, Matrix, BLOCK};
+use super::attention::{attend, scratch_len, KvLayer, KvShape};
+use super::kernels::{dot, groups, matmul_groups, Kernels};
+use super::math::silu_mul;
+use super::quant::{quantize_activations, vector, ActBlock, Matrix, BLOCK, ROWS};
+use super::threads::{Disjoint, Pool, PoolError};
 use super::LocalError;
 
 /// Which forward pass runs the model.
@@ -37,17 +40,28 @@ pub trait Transformer: Send {
     fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError>;
     /// Forgets every cached position from `len` on.
     fn truncate_cache(&mut self, len: usize);
+    /// The threads a forward pass runs on.
+    fn threads(&self) -> usize {
+        1
+    }
+    /// Runs later forward passes on `threads` threads (the numbers stay the same bits).
+    fn set_threads(&mut self, threads: usize) -> Result<(), LocalError> {
+        let _ = threads;
+        Ok(())
+    }
 }
 
-/// Loads the weights of `content` (read from `reader`) for `backend`, with a cache of `context` positions.
+/// Loads the weights of `content` (read from `reader`) for `backend`, with a cache of `context` positions,
+/// running on `threads` threads (ours; candle's matmuls keep their own setting).
 pub fn load<R: Read + Seek>(
     content: &Content,
     reader: &mut R,
     backend: Backend,
     context: usize,
+    threads: usize,
 ) -> Result<Box<dyn Transformer>, LocalError> {
     Ok(match backend {
-        Backend::Native => Box::new(Llama::load(content, reader, context)?),
+        Backend::Native => Box::new(Llama::load(content, reader, context, threads)?),
         Backend::Candle => Box::new(super::reference::Llama::load(content, reader, context, true)?),
         Backend::CandleAsStored => Box::new(super::reference::Llama::load(content, reader, context, false)?),
     })
@@ -112,6 +126,10 @@ impl Config {
     fn kv_dim(&self) -> usize {
         self.kv_heads * self.head_dim
     }
+
+    fn kv_shape(&self) -> KvShape {
+        KvShape { kv_heads: self.kv_heads, head_dim: self.head_dim }
+    }
 }
 
 struct Layer {
@@ -124,9 +142,7 @@ struct Layer {
     gate: Matrix,
     up: Matrix,
     down: Matrix,
-    /// Position after position, `kv_heads × head_dim` values each.
-    keys: Vec<f32>,
-    values: Vec<f32>,
+    cache: KvLayer,
 }
 
 /// Working memory of one forward pass, `tokens × width` each; grown, never shrunk.
@@ -165,10 +181,21 @@ pub struct Llama {
     sin: Vec<f32>,
     cached: usize,
     buffers: Buffers,
+    pool: Pool,
+    kernels: Kernels,
+}
+
+fn pool_err(error: PoolError) -> LocalError {
+    LocalError::Model(error.0)
 }
 
 impl Llama {
-    pub fn load<R: Read + Seek>(content: &Content, reader: &mut R, context: usize) -> Result<Self, LocalError> {
+    pub fn load<R: Read + Seek>(
+        content: &Content,
+        reader: &mut R,
+        context: usize,
+        threads: usize,
+    ) -> Result<Self, LocalError> {
         let mut config = Config::from_gguf(content)?;
         config.context = context.min(config.context).max(1);
         let (dim, kv_dim) = (config.dim, config.kv_dim());
@@ -196,10 +223,8 @@ impl Llama {
             let (up, down) = (matrix("ffn_up", Some(ffn), dim)?, matrix("ffn_down", Some(dim), ffn)?);
             let attn_norm = norm_vector(content, reader, &format!("blk.{i}.attn_norm.weight"), dim)?;
             let ffn_norm = norm_vector(content, reader, &format!("blk.{i}.ffn_norm.weight"), dim)?;
-            // Address space for the whole context; pages are touched only as positions are used.
-            let (keys, values) =
-                (Vec::with_capacity(config.context * kv_dim), Vec::with_capacity(config.context * kv_dim));
-            layers.push(Layer { attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down, keys, values });
+            let cache = KvLayer::with_capacity(config.kv_shape(), config.context);
+            layers.push(Layer { attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down, cache });
         }
         let embeddings = Matrix::read(content, reader, "token_embd.weight", &mut scratch)?;
         if embeddings.cols != dim {
@@ -211,7 +236,22 @@ impl Llama {
         };
         let norm = norm_vector(content, reader, "output_norm.weight", dim)?;
         let (cos, sin) = rope_tables(&config);
-        Ok(Self { config, embeddings, layers, norm, output, ffn, cos, sin, cached: 0, buffers: Buffers::default() })
+        let pool = Pool::new(threads).map_err(pool_err)?;
+        let kernels = Kernels::detect();
+        Ok(Self {
+            config,
+            embeddings,
+            layers,
+            norm,
+            output,
+            ffn,
+            cos,
+            sin,
+            cached: 0,
+            buffers: Buffers::default(),
+            pool,
+            kernels,
+        })
     }
 
     fn matrix_bytes(&self) -> usize {
@@ -224,11 +264,11 @@ impl Llama {
     }
 
     fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
-        let c = &self.config;
-        let (seq, start) = (tokens.len(), self.cached);
-        let (dim, kv_dim, hd, ffn) = (c.dim, c.kv_dim(), c.head_dim, self.ffn);
+        let Self { config: c, embeddings, layers, norm, output, ffn, cos, sin, cached, buffers: b, pool, kernels } =
+            self;
+        let (seq, start, kernels, threads) = (tokens.len(), *cached, *kernels, pool.threads());
+        let (dim, kv_dim, hd, ffn) = (c.dim, c.kv_dim(), c.head_dim, *ffn);
         let (eps, group, scale) = (c.eps as f32, c.heads / c.kv_heads, 1.0 / (hd as f32).sqrt());
-        let b = &mut self.buffers;
         let x = grow(&mut b.x, seq * dim);
         let h = grow(&mut b.h, seq * dim);
         let q = grow(&mut b.q, seq * dim);
@@ -237,20 +277,21 @@ impl Llama {
         let y = grow(&mut b.y, seq * dim);
         let gate = grow(&mut b.gate, seq * ffn);
         let up = grow(&mut b.up, seq * ffn);
-        let scores = grow(&mut b.scores, start + seq);
+        let per_thread = scratch_len(group, hd, start + seq);
+        let scratch = grow(&mut b.scores, threads * per_thread);
         let acts = grow(&mut b.acts, seq * dim.max(ffn) / BLOCK);
         for (t, &token) in tokens.iter().enumerate() {
-            if token as usize >= self.embeddings.rows {
+            if token as usize >= embeddings.rows {
                 return Err(LocalError::Model(format!(
                     "token {token} is outside the model's vocabulary of {}",
-                    self.embeddings.rows
+                    embeddings.rows
                 )));
             }
-            self.embeddings.dequantize_row(token as usize, &mut x[t * dim..(t + 1) * dim]);
+            embeddings.dequantize_row(token as usize, &mut x[t * dim..(t + 1) * dim]);
         }
         let half = hd / 2;
         let rope = |values: &mut [f32], heads: usize, position: usize| {
-            let (cos, sin) = (&self.cos[position * half..][..half], &self.sin[position * half..][..half]);
+            let (cos, sin) = (&cos[position * half..][..half], &sin[position * half..][..half]);
             for head in values.chunks_exact_mut(hd).take(heads) {
                 for (i, pair) in head.chunks_exact_mut(2).enumerate() {
                     let (a, b) = (pair[0], pair[1]);
@@ -259,58 +300,149 @@ impl Llama {
                 }
             }
         };
-        for layer in &mut self.layers {
-            rms_norm_rows(x, &layer.attn_norm, eps, h);
-            quantize_rows(h, dim, acts);
-            matmul(&layer.wq, acts, seq, 0..dim, q);
-            matmul(&layer.wk, acts, seq, 0..kv_dim, k);
-            matmul(&layer.wv, acts, seq, 0..kv_dim, v);
-            let total = (start + seq) * kv_dim;
-            grow(&mut layer.keys, total);
-            grow(&mut layer.values, total);
-            for t in 0..seq {
-                rope(&mut q[t * dim..(t + 1) * dim], c.heads, start + t);
-                rope(&mut k[t * kv_dim..(t + 1) * kv_dim], c.kv_heads, start + t);
+        let (per_dim, per_ffn) = (dim / BLOCK, ffn / BLOCK);
+        for (i, layer) in layers.iter_mut().enumerate() {
+            {
+                // x += the last layer's output (none before the first), then x's norm, quantized.
+                let (xo, ho, ao) = (Disjoint::new(&mut *x), Disjoint::new(&mut *h), Disjoint::new(&mut *acts));
+                per_token(pool, seq, &|t| {
+                    let rows = t * dim..(t + 1) * dim;
+                    // SAFETY: token t's rows of each buffer are this call's alone.
+                    let (x, h, a) =
+                        unsafe { (xo.slice(rows.clone()), ho.slice(rows), ao.slice(t * per_dim..(t + 1) * per_dim)) };
+                    if i > 0 {
+                        add(x, h);
+                    }
+                    rms_norm_rows(x, &layer.attn_norm, eps, h);
+                    quantize_activations(h, a);
+                })?;
             }
-            layer.keys[start * kv_dim..total].copy_from_slice(k);
-            layer.values[start * kv_dim..total].copy_from_slice(v);
+            let (qo, ko, vo) = (Disjoint::new(&mut *q), Disjoint::new(&mut *k), Disjoint::new(&mut *v));
+            project(pool, &[(&layer.wq, &qo), (&layer.wk, &ko), (&layer.wv, &vo)], acts, seq, kernels)?;
+            per_token(pool, seq, &|t| {
+                // SAFETY: token t's rows are this call's alone.
+                let (q, k) = unsafe { (qo.slice(t * dim..(t + 1) * dim), ko.slice(t * kv_dim..(t + 1) * kv_dim)) };
+                rope(q, c.heads, start + t);
+                rope(k, c.kv_heads, start + t);
+            })?;
+            let shape = c.kv_shape();
+            layer.cache.grow(shape, start + seq);
             for t in 0..seq {
-                let positions = start + t + 1;
-                for head in 0..c.heads {
-                    let kv_at = (head / group) * hd;
-                    let attend = Attend {
-                        query: &q[t * dim + head * hd..][..hd],
-                        keys: &layer.keys[kv_at..],
-                        values: &layer.values[kv_at..],
-                        stride: kv_dim,
-                        positions,
-                        scale,
-                    };
-                    attend.run(scores, &mut y[t * dim + head * hd..][..hd]);
+                layer.cache.store(shape, start + t, &k[t * kv_dim..(t + 1) * kv_dim], &v[t * kv_dim..(t + 1) * kv_dim]);
+            }
+            {
+                let (cache, q) = (&layer.cache, &*q);
+                let (yo, so, ao) = (Disjoint::new(&mut *y), Disjoint::new(&mut *scratch), Disjoint::new(&mut *acts));
+                // One unit: one token's query heads that share a key/value head.
+                pool.split(seq * c.kv_heads, 2, &|thread, units| {
+                    // SAFETY: each thread has its own scratch, and each unit its own heads of `y`.
+                    let scratch = unsafe { so.slice(thread * per_thread..(thread + 1) * per_thread) };
+                    for unit in units {
+                        let (t, kv) = (unit / c.kv_heads, unit % c.kv_heads);
+                        let heads = t * dim + kv * group * hd..t * dim + (kv + 1) * group * hd;
+                        // SAFETY: unit (t, kv) writes only its own heads of token t.
+                        let out = unsafe { yo.slice(heads.clone()) };
+                        attend(kernels, cache, shape, kv, &q[heads], start + t + 1, scale, scratch, out);
+                    }
+                })
+                .map_err(pool_err)?;
+                per_token(pool, seq, &|t| {
+                    // SAFETY: token t's rows are this call's alone.
+                    let (y, a) =
+                        unsafe { (yo.slice(t * dim..(t + 1) * dim), ao.slice(t * per_dim..(t + 1) * per_dim)) };
+                    quantize_activations(y, a);
+                })?;
+            }
+            project(pool, &[(&layer.wo, &Disjoint::new(&mut *h))], acts, seq, kernels)?;
+            {
+                let (xo, ho, ao) = (Disjoint::new(&mut *x), Disjoint::new(&mut *h), Disjoint::new(&mut *acts));
+                per_token(pool, seq, &|t| {
+                    let rows = t * dim..(t + 1) * dim;
+                    // SAFETY: token t's rows of each buffer are this call's alone.
+                    let (x, h, a) =
+                        unsafe { (xo.slice(rows.clone()), ho.slice(rows), ao.slice(t * per_dim..(t + 1) * per_dim)) };
+                    add(x, h);
+                    rms_norm_rows(x, &layer.ffn_norm, eps, h);
+                    quantize_activations(h, a);
+                })?;
+            }
+            {
+                let (go, uo, ao) = (Disjoint::new(&mut *gate), Disjoint::new(&mut *up), Disjoint::new(&mut *acts));
+                let (wg, wu) = (&layer.gate, &layer.up);
+                {
+                    // SAFETY: read only during this split.
+                    let acts = unsafe { ao.slice(0..seq * per_dim) };
+                    pool.split(groups(wg), 2, &|_, range| {
+                        let rows = ROWS * range.start..(ROWS * range.end).min(ffn);
+                        for (w, o) in [(wu, &uo), (wg, &go)] {
+                            matmul_groups(w, acts, seq, range.clone(), kernels, &mut |t, g, sums| {
+                                let at = t * ffn + ROWS * g;
+                                // SAFETY: each thread writes the rows of its own groups.
+                                let out = unsafe { o.slice(at..at + ROWS.min(ffn - ROWS * g)) };
+                                out.copy_from_slice(&sums[..out.len()]);
+                            });
+                        }
+                        for t in 0..seq {
+                            let rows = t * ffn + rows.start..t * ffn + rows.end;
+                            // SAFETY: these rows are this thread's, written just above.
+                            let (gate, up) = unsafe { (go.slice(rows.clone()), uo.slice(rows)) };
+                            silu_mul(gate, up, kernels);
+                        }
+                    })
+                    .map_err(pool_err)?;
                 }
+                per_token(pool, seq, &|t| {
+                    // SAFETY: token t's rows are this call's alone.
+                    let (g, a) =
+                        unsafe { (go.slice(t * ffn..(t + 1) * ffn), ao.slice(t * per_ffn..(t + 1) * per_ffn)) };
+                    quantize_activations(g, a);
+                })?;
             }
-            quantize_rows(y, dim, acts);
-            matmul(&layer.wo, acts, seq, 0..dim, h);
-            add(x, h);
-            rms_norm_rows(x, &layer.ffn_norm, eps, h);
-            quantize_rows(h, dim, acts);
-            matmul(&layer.gate, acts, seq, 0..ffn, gate);
-            matmul(&layer.up, acts, seq, 0..ffn, up);
-            for (g, u) in gate.iter_mut().zip(up.iter()) {
-                *g = *g / (1.0 + (-*g).exp()) * u;
-            }
-            quantize_rows(gate, ffn, acts);
-            matmul(&layer.down, acts, seq, 0..dim, h);
-            add(x, h);
+            project(pool, &[(&layer.down, &Disjoint::new(&mut *h))], acts, seq, kernels)?;
         }
+        add(x, h);
         let last = &x[(seq - 1) * dim..];
-        rms_norm_rows(last, &self.norm, eps, &mut h[..dim]);
+        rms_norm_rows(last, norm, eps, &mut h[..dim]);
         quantize_rows(&h[..dim], dim, acts);
-        let output = self.output.as_ref().unwrap_or(&self.embeddings);
+        let output = output.as_ref().unwrap_or(embeddings);
         let mut logits = vec![0f32; output.rows];
-        matmul(output, acts, 1, 0..output.rows, &mut logits);
+        project(pool, &[(output, &Disjoint::new(&mut logits))], acts, 1, kernels)?;
         Ok(logits)
     }
+}
+
+/// Runs `f(t)` for each of `seq` tokens, split across the pool (the tokens' rows are independent).
+fn per_token(pool: &mut Pool, seq: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), LocalError> {
+    pool.split(seq, 2, &|_, tokens| tokens.for_each(f)).map_err(pool_err)
+}
+
+/// Each matrix times the `tokens` activation rows of `acts`, into its output (`tokens × rows`, token
+/// after token), the row groups of all of them split across the pool's threads.
+fn project(
+    pool: &mut Pool,
+    matrices: &[(&Matrix, &Disjoint<'_, f32>)],
+    acts: &[ActBlock],
+    tokens: usize,
+    kernels: Kernels,
+) -> Result<(), LocalError> {
+    let units: usize = matrices.iter().map(|(m, _)| groups(m)).sum();
+    pool.split(units, 2, &|_, range| {
+        let mut first = 0;
+        for (m, out) in matrices {
+            let mine = range.start.max(first)..range.end.min(first + groups(m));
+            if !mine.is_empty() {
+                let (rows, mine) = (m.rows, mine.start - first..mine.end - first);
+                matmul_groups(m, acts, tokens, mine, kernels, &mut |t, g, sums| {
+                    let at = t * rows + ROWS * g;
+                    // SAFETY: each thread writes the rows of its own groups.
+                    let out = unsafe { out.slice(at..at + ROWS.min(rows - ROWS * g)) };
+                    out.copy_from_slice(&sums[..out.len()]);
+                });
+            }
+            first += groups(m);
+        }
+    })
+    .map_err(pool_err)
 }
 
 impl Transformer for Llama {
@@ -336,6 +468,17 @@ impl Transformer for Llama {
 
     fn truncate_cache(&mut self, len: usize) {
         self.cached = self.cached.min(len);
+    }
+
+    fn threads(&self) -> usize {
+        self.pool.threads()
+    }
+
+    fn set_threads(&mut self, threads: usize) -> Result<(), LocalError> {
+        if threads != self.pool.threads() {
+            self.pool = Pool::new(threads).map_err(pool_err)?;
+        }
+        Ok(())
     }
 }
 

@@ -29,27 +29,31 @@ pub struct Q4Block {
     pub qs: [u8; 16],
 }
 
+/// Rows per interleaved group.
+pub const ROWS: usize = 16;
+
 /// Where byte (4-bit) or value (8-bit) `i` of row `r`'s block sits in its interleaved group's `qs`.
 pub fn interleaved(r: usize, i: usize) -> usize {
-    32 * (i / 4) + 4 * r + i % 4
+    4 * ROWS * (i / 4) + 4 * r + i % 4
 }
 
-/// The same block of eight consecutive rows, interleaved so that one 32-byte load holds four values of
-/// each row: byte `32k + 4r + i` of `qs` is byte `4k + i` of row `r`'s block (values `4k+i` in its low
-/// nibble, `16+4k+i` in its high one), and the eight scales and offsets sit side by side. A dot product
-/// then sums each row in its own vector lane, with no horizontal adds (the bytes are the GGUF's, moved).
+/// The same block of sixteen consecutive rows, interleaved so that one 64-byte load holds four values
+/// of each row: byte `64k + 4r + i` of `qs` is byte `4k + i` of row `r`'s block (values `4k+i` in its
+/// low nibble, `16+4k+i` in its high one), and the sixteen scales and offsets sit side by side. A dot
+/// product then sums each row in its own vector lane, with no horizontal adds (the bytes are the
+/// GGUF's, moved); an AVX2 register holds the first or last eight rows of a load.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C)]
-pub struct Q4x8 {
-    pub d: [f16; 8],
-    pub m: [f16; 8],
-    pub qs: [u8; 128],
+pub struct Q4x16 {
+    pub d: [f16; ROWS],
+    pub m: [f16; ROWS],
+    pub qs: [u8; 16 * ROWS],
 }
 
-impl Q4x8 {
-    /// Interleaves the blocks of eight rows.
-    pub fn new(rows: [Q4Block; 8]) -> Self {
-        let mut group = Self { d: [f16::ZERO; 8], m: [f16::ZERO; 8], qs: [0; 128] };
+impl Q4x16 {
+    /// Interleaves the blocks of sixteen rows.
+    pub fn new(rows: [Q4Block; ROWS]) -> Self {
+        let mut group = Self { d: [f16::ZERO; ROWS], m: [f16::ZERO; ROWS], qs: [0; 16 * ROWS] };
         for (r, block) in rows.iter().enumerate() {
             group.d[r] = block.d;
             group.m[r] = block.m;
@@ -61,27 +65,23 @@ impl Q4x8 {
     }
 
     /// Row `r`'s block.
-    #[cfg(test)]
     pub fn row(&self, r: usize) -> Q4Block {
-        let mut qs = [0; 16];
-        for (j, byte) in qs.iter_mut().enumerate() {
-            *byte = self.qs[interleaved(r, j)];
-        }
-        Q4Block { d: self.d[r], m: self.m[r], qs }
+        Q4Block { d: self.d[r], m: self.m[r], qs: std::array::from_fn(|j| self.qs[interleaved(r, j)]) }
     }
 }
 
-/// Eight rows' 8-bit blocks interleaved the same way: byte `32k + 4r + i` of `qs` is value `4k + i` of row `r`.
+/// Sixteen rows' 8-bit blocks interleaved the same way: byte `64k + 4r + i` of `qs` is value `4k + i`
+/// of row `r`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C)]
-pub struct Q8x8 {
-    pub d: [f16; 8],
-    pub qs: [i8; 256],
+pub struct Q8x16 {
+    pub d: [f16; ROWS],
+    pub qs: [i8; 32 * ROWS],
 }
 
-impl Q8x8 {
-    pub fn new(rows: [Q8Block; 8]) -> Self {
-        let mut group = Self { d: [f16::ZERO; 8], qs: [0; 256] };
+impl Q8x16 {
+    pub fn new(rows: [Q8Block; ROWS]) -> Self {
+        let mut group = Self { d: [f16::ZERO; ROWS], qs: [0; 32 * ROWS] };
         for (r, block) in rows.iter().enumerate() {
             group.d[r] = block.d;
             for (j, q) in block.qs.iter().enumerate() {
@@ -92,7 +92,6 @@ impl Q8x8 {
     }
 
     /// Row `r`'s block.
-    #[cfg(test)]
     pub fn row(&self, r: usize) -> Q8Block {
         Q8Block { d: self.d[r], qs: std::array::from_fn(|j| self.qs[interleaved(r, j)]) }
     }
@@ -106,23 +105,25 @@ pub struct Q8Block {
     pub qs: [i8; 32],
 }
 
-/// 32 activations quantized to 8 bits: value `i` ≈ `d·qs[i]`; `s` is `d·Σqs` (for 4-bit offsets).
+/// 32 activations quantized to 8 bits: value `i` ≈ `d·qs[i]`; `sum` is `Σqs` and `s` is `d·sum` (for
+/// 4-bit offsets).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(C)]
 pub struct ActBlock {
     pub d: f32,
     pub s: f32,
+    pub sum: i32,
     pub qs: [i8; 32],
 }
 
 /// The blocks of a weight matrix, row after row.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Blocks {
-    /// 4-bit rows in groups of eight: group `g`'s block `b` at `g·row_blocks + b`. A last group short of
-    /// eight rows is padded with zero rows.
-    Q4x8(Vec<Q4x8>),
-    /// 8-bit rows in groups of eight, the same way.
-    Q8x8(Vec<Q8x8>),
+    /// 4-bit rows in groups of sixteen: group `g`'s block `b` at `g·row_blocks + b`. A last group short
+    /// of sixteen rows is padded with zero rows.
+    Q4x16(Vec<Q4x16>),
+    /// 8-bit rows in groups of sixteen, the same way.
+    Q8x16(Vec<Q8x16>),
 }
 
 /// A weight matrix of `rows` × `cols` (each row one output; `cols` a multiple of 32).
@@ -142,17 +143,17 @@ impl Matrix {
     /// Bytes held in memory.
     pub fn bytes(&self) -> usize {
         match &self.blocks {
-            Blocks::Q4x8(b) => std::mem::size_of_val(b.as_slice()),
-            Blocks::Q8x8(b) => std::mem::size_of_val(b.as_slice()),
+            Blocks::Q4x16(b) => std::mem::size_of_val(b.as_slice()),
+            Blocks::Q8x16(b) => std::mem::size_of_val(b.as_slice()),
         }
     }
 
     /// Row `row` as f32 values (the embedding lookup); `out` holds `cols` values.
     pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
         let n = self.row_blocks();
-        let (g, r) = (row / 8, row % 8);
+        let (g, r) = (row / ROWS, row % ROWS);
         match &self.blocks {
-            Blocks::Q4x8(groups) => {
+            Blocks::Q4x16(groups) => {
                 for (group, chunk) in groups[g * n..(g + 1) * n].iter().zip(out.chunks_exact_mut(BLOCK)) {
                     let (d, m) = (group.d[r].to_f32(), group.m[r].to_f32());
                     for j in 0..16 {
@@ -162,7 +163,7 @@ impl Matrix {
                     }
                 }
             }
-            Blocks::Q8x8(groups) => {
+            Blocks::Q8x16(groups) => {
                 for (group, chunk) in groups[g * n..(g + 1) * n].iter().zip(out.chunks_exact_mut(BLOCK)) {
                     let d = group.d[r].to_f32();
                     for (j, v) in chunk.iter_mut().enumerate() {
@@ -227,14 +228,14 @@ impl Matrix {
     }
 }
 
-/// The `n` 4-bit blocks of a `rows`-row matrix (`block(i)`, row after row) in groups of eight rows, the
-/// last padded with zero rows.
+/// The `n` 4-bit blocks of a `rows`-row matrix (`block(i)`, row after row) in groups of sixteen rows,
+/// the last padded with zero rows.
 fn group4(rows: usize, n: usize, block: impl Fn(usize) -> Q4Block) -> Blocks {
     let per_row = n / rows.max(1);
     let at = |row: usize, b: usize| if row < rows { block(row * per_row + b) } else { Q4Block::default() };
-    let group = |g: usize, b: usize| Q4x8::new(std::array::from_fn(|r| at(8 * g + r, b)));
-    Blocks::Q4x8(
-        (0..rows.div_ceil(8)).flat_map(|g| (0..per_row).map(move |b| (g, b))).map(|(g, b)| group(g, b)).collect(),
+    let group = |g: usize, b: usize| Q4x16::new(std::array::from_fn(|r| at(ROWS * g + r, b)));
+    Blocks::Q4x16(
+        (0..rows.div_ceil(ROWS)).flat_map(|g| (0..per_row).map(move |b| (g, b))).map(|(g, b)| group(g, b)).collect(),
     )
 }
 
@@ -242,9 +243,9 @@ fn group4(rows: usize, n: usize, block: impl Fn(usize) -> Q4Block) -> Blocks {
 fn group8(rows: usize, n: usize, block: impl Fn(usize) -> Q8Block) -> Blocks {
     let per_row = n / rows.max(1);
     let at = |row: usize, b: usize| if row < rows { block(row * per_row + b) } else { Q8Block::default() };
-    let group = |g: usize, b: usize| Q8x8::new(std::array::from_fn(|r| at(8 * g + r, b)));
-    Blocks::Q8x8(
-        (0..rows.div_ceil(8)).flat_map(|g| (0..per_row).map(move |b| (g, b))).map(|(g, b)| group(g, b)).collect(),
+    let group = |g: usize, b: usize| Q8x16::new(std::array::from_fn(|r| at(ROWS * g + r, b)));
+    Blocks::Q8x16(
+        (0..rows.div_ceil(ROWS)).flat_map(|g| (0..per_row).map(move |b| (g, b))).map(|(g, b)| group(g, b)).collect(),
     )
 }
 
@@ -314,24 +315,50 @@ pub fn quantize_weights(values: &[f32]) -> Vec<Q8Block> {
 
 /// Quantizes activations `x` (a multiple of 32 values) into `out`, one block per 32 values.
 pub fn quantize_activations(x: &[f32], out: &mut [ActBlock]) {
+    #[cfg(target_arch = "x86_64")]
+    match super::kernels::Kernels::detect().level() {
+        // SAFETY: `detect` found a CPU with AVX-512 F and BW.
+        super::kernels::Level::Avx512 => return unsafe { super::avx512::quantize(x, out) },
+        // SAFETY: `detect` found a CPU with AVX2, FMA and F16C.
+        super::kernels::Level::Avx2 => return unsafe { quantize_avx2(x, out) },
+        super::kernels::Level::Portable => {}
+    }
+    quantize_lanes(x, out)
+}
+
+/// [`quantize_lanes`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn quantize_avx2(x: &[f32], out: &mut [ActBlock]) {
+    quantize_lanes(x, out)
+}
+
+#[inline(always)]
+fn quantize_lanes(x: &[f32], out: &mut [ActBlock]) {
     for (chunk, block) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
         let (d, qs) = quantize_block(chunk);
         let sum: i32 = qs.iter().map(|q| i32::from(*q)).sum();
-        *block = ActBlock { d, s: d * sum as f32, qs };
+        *block = ActBlock { d, s: d * sum as f32, sum, qs };
     }
 }
 
 /// The scale `max|x|/127` and the values divided by it, rounded.
+#[inline(always)]
 fn quantize_block(chunk: &[f32]) -> (f32, [i8; 32]) {
-    let amax = chunk.iter().fold(0f32, |m, v| m.max(v.abs()));
+    let mut lanes = [0f32; BLOCK];
+    for (lane, v) in lanes.iter_mut().zip(chunk) {
+        *lane = v.abs();
+    }
+    let amax = lanes.iter().fold(0f32, |m, v| m.max(*v));
     let d = amax / 127.0;
     (d, quantize_with(chunk, if d > 0.0 { 1.0 / d } else { 0.0 }))
 }
 
+#[inline(always)]
 fn quantize_with(chunk: &[f32], inverse: f32) -> [i8; 32] {
     let mut qs = [0i8; 32];
     for (q, v) in qs.iter_mut().zip(chunk) {
-        *q = (v * inverse).round().clamp(-127.0, 127.0) as i8;
+        *q = (v * inverse).round_ties_even().clamp(-127.0, 127.0) as i8;
     }
     qs
 }
@@ -357,18 +384,18 @@ mod tests {
 
     #[test]
     fn interleaved_rows_read_back_as_the_blocks_they_came_from() {
-        let blocks: Vec<Q4Block> = (0..16u8)
+        let blocks: Vec<Q4Block> = (0..32u8)
             .map(|i| Q4Block {
                 d: f16::from_f32(f32::from(i) + 0.5),
                 m: f16::from_f32(-f32::from(i)),
                 qs: std::array::from_fn(|j| i.wrapping_mul(31).wrapping_add(j as u8 * 7)),
             })
             .collect();
-        // 8 rows of 2 blocks.
-        let grouped = Matrix::from_q4(8, 64, &blocks);
-        let Blocks::Q4x8(groups) = &grouped.blocks else { panic!("8 rows interleave") };
+        // 16 rows of 2 blocks.
+        let grouped = Matrix::from_q4(16, 64, &blocks);
+        let Blocks::Q4x16(groups) = &grouped.blocks else { panic!("16 rows interleave") };
         assert_eq!(groups.len(), 2);
-        for r in 0..8 {
+        for r in 0..16 {
             assert_eq!(groups[1].row(r), blocks[r * 2 + 1]);
             // Each row reads back as its own two blocks, value by value.
             let mut values = [0f32; 64];
@@ -381,18 +408,18 @@ mod tests {
                 }
             }
         }
-        // 4 rows of 4 blocks: one group, padded with four zero rows.
-        let Blocks::Q4x8(padded) = &Matrix::from_q4(4, 128, &blocks).blocks else { unreachable!() };
-        assert_eq!(padded.len(), 4);
-        assert_eq!((padded[3].row(3), padded[3].row(4)), (blocks[15], Q4Block::default()));
-        let eight: Vec<Q8Block> = (0..16i8)
+        // 4 rows of 8 blocks: one group, padded with twelve zero rows.
+        let Blocks::Q4x16(padded) = &Matrix::from_q4(4, 256, &blocks).blocks else { unreachable!() };
+        assert_eq!(padded.len(), 8);
+        assert_eq!((padded[7].row(3), padded[7].row(4)), (blocks[31], Q4Block::default()));
+        let eight: Vec<Q8Block> = (0..32i8)
             .map(|i| Q8Block {
                 d: f16::from_f32(f32::from(i)),
                 qs: std::array::from_fn(|j| i.wrapping_mul(9).wrapping_sub(j as i8)),
             })
             .collect();
-        let Blocks::Q8x8(groups) = Matrix::from_q8(8, 64, &eight).blocks else { panic!("8 rows interleave") };
-        for r in 0..8 {
+        let Blocks::Q8x16(groups) = Matrix::from_q8(16, 64, &eight).blocks else { panic!("16 rows interleave") };
+        for r in 0..16 {
             assert_eq!(groups[1].row(r), eight[r * 2 + 1]);
         }
     }
@@ -412,6 +439,31 @@ mod tests {
     }
 
     #[test]
+    fn every_path_quantizes_activations_alike_ties_to_even() {
+        let mut x: Vec<f32> = (0..32 * 40).map(|i| ((i * 7919 % 2003) as f32 - 1001.0) / 97.0).collect();
+        // A block whose scale is 1: halves round to even.
+        x[..32].copy_from_slice(&std::array::from_fn::<f32, 32, _>(|i| if i == 0 { 127.0 } else { i as f32 - 16.5 }));
+        x[32..64].fill(0.0);
+        let mut want = vec![ActBlock::default(); 40];
+        quantize_lanes(&x, &mut want);
+        assert_eq!((want[0].qs[1], want[0].qs[2], want[0].qs[31]), (-16, -14, 14), "ties to even");
+        assert_eq!(want[1], ActBlock::default());
+        #[cfg(target_arch = "x86_64")]
+        for level in [super::super::kernels::Level::Avx2, super::super::kernels::Level::Avx512] {
+            let Some(kernels) = super::super::kernels::Kernels::at(level) else { continue };
+            let mut got = vec![ActBlock::default(); 40];
+            // SAFETY: the CPU runs `level`.
+            unsafe {
+                match kernels.level() {
+                    super::super::kernels::Level::Avx512 => super::super::avx512::quantize(&x, &mut got),
+                    _ => quantize_avx2(&x, &mut got),
+                }
+            }
+            assert_eq!(got, want, "{level:?}");
+        }
+    }
+
+    #[test]
     fn activations_round_trip_within_half_a_step() {
         let x: Vec<f32> = (0..64).map(|i| ((i * 37 % 19) as f32 - 9.0) * 0.37).collect();
         let mut blocks = vec![ActBlock::default(); 2];
@@ -420,14 +472,15 @@ mod tests {
             for (v, q) in chunk.iter().zip(b.qs) {
                 assert!((v - b.d * f32::from(q)).abs() <= b.d / 2.0 + 1e-6);
             }
-            let sum: f32 = b.qs.iter().map(|q| f32::from(*q)).sum();
-            assert!((b.s - b.d * sum).abs() < 1e-4);
+            let sum: i32 = b.qs.iter().map(|q| i32::from(*q)).sum();
+            assert_eq!(b.sum, sum);
+            assert!((b.s - b.d * sum as f32).abs() < 1e-4);
         }
     }
 
     #[test]
     fn a_zero_block_quantizes_to_zeros() {
-        let mut blocks = vec![ActBlock { d: 9.0, s: 9.0, qs: [9; 32] }];
+        let mut blocks = vec![ActBlock { d: 9.0, s: 9.0, sum: 9, qs: [9; 32] }];
         quantize_activations(&[0.0; 32], &mut blocks);
         assert_eq!(blocks[0], ActBlock::default());
     }

@@ -1,7 +1,83 @@
 //! Picking the next token from the logits: greedy (argmax, the default and deterministic), or
 //! temperature with nucleus (top-p) sampling from a seeded generator, so the same seed gives the same answer.
+//! Before the grammar's mask, the llama.cpp-style repetition penalty ([`RepeatPenalty`]) lowers the
+//! tokens of the last N; after it, [`odds`] says how likely the picked token and its runner-up were.
 
 use super::model::argmax;
+
+/// llama.cpp's repetition penalty (`--repeat-penalty`, `--repeat-last-n`): every distinct token among
+/// the last `last_n` tokens the model chose has its logit divided by `penalty` when positive and
+/// multiplied by it when negative, so it is less likely to come again. 1 is off. The engine leaves
+/// the tokens a grammar forced out of the window: they are the schema's text, not the model's
+/// repetition, and penalising them (`"` closes every string) makes strings run on (measured on the
+/// sample prompts: README, "Runaway lists").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RepeatPenalty {
+    pub penalty: f32,
+    pub last_n: usize,
+}
+
+impl RepeatPenalty {
+    /// The window when none is given (llama.cpp's default).
+    pub const DEFAULT_LAST_N: usize = 64;
+
+    /// The penalty `penalty` over the last `last_n` tokens; `None` when it changes nothing (a penalty
+    /// of 1, not a number above 0, or an empty window).
+    pub fn new(penalty: f64, last_n: Option<u32>) -> Option<Self> {
+        let last_n = last_n.map_or(Self::DEFAULT_LAST_N, |n| n as usize);
+        let useful = penalty.is_finite() && penalty > 0.0 && penalty != 1.0 && last_n > 0;
+        useful.then_some(Self { penalty: penalty as f32, last_n })
+    }
+
+    /// Lowers the logits of the distinct tokens among `answer`'s last `last_n` (out-of-range ids and
+    /// masked logits are left alone).
+    pub fn apply(&self, logits: &mut [f32], answer: &[u32]) {
+        let mut recent = answer.get(answer.len().saturating_sub(self.last_n)..).unwrap_or_default().to_vec();
+        recent.sort_unstable();
+        recent.dedup();
+        for token in recent {
+            if let Some(logit) = logits.get_mut(token as usize) {
+                *logit = if *logit > 0.0 { *logit / self.penalty } else { *logit * self.penalty };
+            }
+        }
+    }
+}
+
+/// How likely a picked token was among the tokens allowed (the logits after penalty and mask, at
+/// temperature 1), and the most likely other token with its probability.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Odds {
+    pub p: f32,
+    pub runner_up: Option<(u32, f32)>,
+}
+
+/// Logits this far below the best add less than 4e-11 each to the softmax's sum: skipped, so the
+/// odds cost two plain passes over the vocabulary and few `exp`s.
+const NEGLIGIBLE: f32 = 24.0;
+
+/// The [`Odds`] of `picked` under `logits` (masked ones are `-inf`); `None` when `picked` is masked or
+/// out of range.
+pub fn odds(logits: &[f32], picked: u32) -> Option<Odds> {
+    let chosen = *logits.get(picked as usize)?;
+    if !chosen.is_finite() {
+        return None;
+    }
+    let mut max = f32::NEG_INFINITY;
+    let mut runner_up: Option<(u32, f32)> = None;
+    for (i, &v) in logits.iter().enumerate() {
+        if !v.is_finite() {
+            continue;
+        }
+        max = max.max(v);
+        if i != picked as usize && runner_up.is_none_or(|(_, best)| v > best) {
+            runner_up = Some((i as u32, v));
+        }
+    }
+    let floor = max - NEGLIGIBLE;
+    let sum: f32 = logits.iter().filter(|v| v.is_finite() && **v >= floor).map(|v| (v - max).exp()).sum();
+    let probability = |logit: f32| ((logit - max).exp() / sum).clamp(0.0, 1.0);
+    Some(Odds { p: probability(chosen), runner_up: runner_up.map(|(token, logit)| (token, probability(logit))) })
+}
 
 /// How tokens are picked.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -84,6 +160,34 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_penalty_lowers_recent_tokens_once_each_as_llama_cpp_does() {
+        let penalty = RepeatPenalty::new(2.0, Some(3)).unwrap();
+        let mut logits = vec![4.0, -1.0, 3.0, 2.0, f32::NEG_INFINITY];
+        // Token 2 twice and token 1 in the window, token 0 just out of it, token 4 masked, token 9 unknown.
+        penalty.apply(&mut logits, &[0, 9, 4, 2, 1, 2]);
+        assert_eq!(logits, [4.0, -2.0, 1.5, 2.0, f32::NEG_INFINITY]);
+        let mut sampler = Sampler::new(Sampling::default());
+        assert_eq!(sampler.pick(&logits), Some(0));
+        assert_eq!(RepeatPenalty::new(1.0, None), None);
+        assert_eq!(RepeatPenalty::new(1.1, Some(0)), None);
+        assert_eq!(RepeatPenalty::new(f64::NAN, None), None);
+        assert_eq!(RepeatPenalty::new(1.1, None).map(|p| p.last_n), Some(RepeatPenalty::DEFAULT_LAST_N));
+    }
+
+    #[test]
+    fn odds_are_the_softmax_of_the_allowed_tokens() {
+        let logits = [0.0, (3.0f32).ln(), f32::NEG_INFINITY, -100.0];
+        let odds = odds(&logits, 1).unwrap();
+        assert!((odds.p - 0.75).abs() < 1e-6, "{odds:?}");
+        let (token, p) = odds.runner_up.unwrap();
+        assert_eq!(token, 0);
+        assert!((p - 0.25).abs() < 1e-6, "{p}");
+        assert_eq!(super::odds(&logits, 2), None, "a masked token was not picked from the distribution");
+        let alone = super::odds(&[f32::NEG_INFINITY, 5.0], 1).unwrap();
+        assert_eq!((alone.p, alone.runner_up), (1.0, None));
+    }
 
     #[test]
     fn greedy_takes_the_best_unmasked_token() {

@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod compare_chart;
 pub mod editors;
+pub mod eval;
 pub mod history;
 pub mod lines;
 pub mod output;
@@ -72,6 +73,12 @@ pub fn layout(area: Rect, state: &State) -> Layout {
 pub fn render(frame: &mut Frame, state: &State, theme: &Theme) {
     let area = frame.area();
     let layout = layout(area, state);
+    if state.eval.open {
+        eval::render(frame, Rect { height: area.height.saturating_sub(layout.status.height), ..area }, state, theme);
+        status::render(frame, layout.status, state, theme);
+        overlay::render(frame, area, state, theme);
+        return;
+    }
     if state.compare.open {
         compare::render(frame, Rect { height: area.height.saturating_sub(layout.status.height), ..area }, state, theme);
         status::render(frame, layout.status, state, theme);

@@ -1,5 +1,6 @@
-//! The answer as it streams: follows the tail (or scrolls), token boundaries on a toggle, the lines of
-//! the selected JSONL record highlighted. Model output is escaped before it reaches the terminal.
+//! The answer as it streams: follows the tail (or scrolls), token boundaries on a toggle, tokens
+//! coloured by probability on another (forced tokens apart), the lines of the selected JSONL record
+//! highlighted. Model output is escaped before it reaches the terminal.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -8,7 +9,7 @@ use ratatui::Frame;
 
 use super::block;
 use crate::safe_text::escape_controls;
-use crate::tui::state::{Pane, RunPhase, State};
+use crate::tui::state::{ChunkProb, Pane, RunPhase, State};
 use crate::tui::theme::Theme;
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
@@ -16,6 +17,9 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let mut extra = vec![Span::styled(format!("{} chunks ", run.chunk_ends.len()), theme.dim)];
     if state.show_tokens {
         extra.push(Span::styled("tokens shown ", theme.token_alt));
+    }
+    if state.show_probs {
+        extra.extend(legend(theme));
     }
     if state.output_scroll.is_none() && state.running() {
         extra.push(Span::styled("following ", theme.dim));
@@ -65,7 +69,7 @@ fn render_line<'a>(state: &'a State, index: usize, width: usize, theme: &Theme) 
         end -= 1;
     }
     let text = &text[..end];
-    if !state.show_tokens {
+    if !state.show_tokens && !state.show_probs {
         return Line::from(clip_escaped(text, width));
     }
     let mut spans = Vec::new();
@@ -80,12 +84,41 @@ fn render_line<'a>(state: &'a State, index: usize, width: usize, theme: &Theme) 
         }
         let piece = clip_escaped(&text[at..piece_end], width - used);
         used += piece.chars().count();
-        let style = if chunk % 2 == 1 { theme.token_alt } else { theme.text };
+        let style = if state.show_probs {
+            prob_style(run.chunk_probs.get(chunk).copied().flatten(), theme)
+        } else if chunk % 2 == 1 {
+            theme.token_alt
+        } else {
+            theme.text
+        };
         spans.push(Span::styled(piece, style));
         at = piece_end;
         chunk += 1;
     }
     Line::from(spans)
+}
+
+/// The style of a chunk by how sure the model was of it (no probability known: plain text).
+pub fn prob_style(prob: Option<ChunkProb>, theme: &Theme) -> ratatui::style::Style {
+    match prob {
+        None => theme.text,
+        Some(ChunkProb { forced: true, .. }) | Some(ChunkProb { p: None, .. }) => theme.prob_forced,
+        Some(ChunkProb { p: Some(p), .. }) if p >= 0.9 => theme.prob_high,
+        Some(ChunkProb { p: Some(p), .. }) if p >= 0.5 => theme.prob_mid,
+        Some(ChunkProb { p: Some(p), .. }) if p >= 0.2 => theme.prob_low,
+        Some(_) => theme.prob_very_low,
+    }
+}
+
+/// The probability colours, as the pane's title shows them (the help says the same in words).
+pub fn legend(theme: &Theme) -> Vec<Span<'static>> {
+    vec![
+        Span::styled("≥90% ", theme.prob_high),
+        Span::styled("≥50% ", theme.prob_mid),
+        Span::styled("≥20% ", theme.prob_low),
+        Span::styled("<20% ", theme.prob_very_low),
+        Span::styled("forced ", theme.prob_forced),
+    ]
 }
 
 /// `text` escaped (control characters and escape sequences made visible), tabs as spaces, cut to `width`.

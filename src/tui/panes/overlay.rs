@@ -1,5 +1,5 @@
 //! Modal views over the panes: the key help (generated from the keymap, in the columns that fit,
-//! scrolled with ↑/↓), the quit confirmation and the offer of unsaved edits found from an earlier session.
+//! scrolled with ↑/↓, with the legend of the output's probability colours), the quit confirmation and the offer of unsaved edits found from an earlier session.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -60,9 +60,15 @@ const NAME_WIDTH: usize = 17;
 /// One line of the help: a heading, a key binding, or a blank line between scopes.
 enum HelpLine {
     Heading(&'static str),
-    Binding { keys: String, name: String, what: &'static str },
+    Binding {
+        keys: String,
+        name: String,
+        what: &'static str,
+    },
     Blank,
     Note(&'static str),
+    /// The colours of the output's tokens by probability (the probability toggle).
+    Legend,
 }
 
 /// The help's lines in reading order: everywhere, then the views, then where to change them.
@@ -72,6 +78,7 @@ fn help_lines(state: &State) -> Vec<HelpLine> {
     for (scope, heading) in [
         (Scope::Global, "everywhere (also while typing)"),
         (Scope::View, "in variables, output, lines, truncation, history"),
+        (Scope::Eval, "on the eval screen (alt-e), before the keys above"),
     ] {
         if !lines.is_empty() {
             lines.push(HelpLine::Blank);
@@ -82,6 +89,7 @@ fn help_lines(state: &State) -> Vec<HelpLine> {
         }
     }
     lines.push(HelpLine::Blank);
+    lines.push(HelpLine::Legend);
     lines.push(HelpLine::Note("keymap.toml in the config directory changes these keys"));
     lines
 }
@@ -160,6 +168,17 @@ fn help_line<'a>(line: &HelpLine, key_width: usize, width: usize, theme: &Theme)
         HelpLine::Heading(text) => vec![Line::from(Span::styled(clip(text, width), theme.border_focused))],
         HelpLine::Note(text) => vec![Line::from(Span::styled(clip(text, width), theme.dim))],
         HelpLine::Blank => vec![Line::from("")],
+        HelpLine::Legend => {
+            let head = Span::styled("token probability colours: ", theme.dim);
+            let mut spans = vec![head];
+            spans.extend(super::output::legend(theme));
+            let mut used = 0;
+            let fitting = spans.into_iter().take_while(|span| {
+                used += span.content.chars().count();
+                used <= width
+            });
+            vec![Line::from(fitting.collect::<Vec<_>>())]
+        }
         HelpLine::Binding { keys, name, what } => {
             let indent = key_width + 1 + NAME_WIDTH + 1;
             let rest = width.saturating_sub(indent).max(8);

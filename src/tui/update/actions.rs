@@ -67,6 +67,13 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             state.show_tokens = !state.show_tokens;
             Vec::new()
         }
+        Action::ToggleProbs => {
+            state.show_probs = !state.show_probs;
+            if state.show_probs && !state.run.chunk_probs.iter().any(Option::is_some) && !state.run.output.is_empty() {
+                state.note = Some("this answer has no token probabilities (local model: always; servers: --logprobs, or logprobs = true in [provider])".into());
+            }
+            Vec::new()
+        }
         Action::TogglePreview => {
             state.preview = !state.preview;
             if state.preview {
@@ -137,6 +144,11 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
                 return Vec::new();
             }
             cases::undo(state)
+        }
+        Action::Eval => super::eval::enter(state),
+        Action::Approve => {
+            state.note = Some("approve works on the eval screen (alt-e)".into());
+            Vec::new()
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The background fetch of the local model as `update` sees it: progress in the status line, and
-//! once the model is there, runs move from the recorded answer to it (a run starts at once when none
-//! is going).
+//! once the model is there, runs move from the recorded answer to it: a run starts at once when none
+//! is going, or as soon as the example replay that is playing ends ([`replay_ended`]).
 
 use super::update;
 use crate::tui::msg::{Action, Effect, FetchNews, Msg};
@@ -26,12 +26,27 @@ pub fn model_fetch(state: &mut State, news: FetchNews) -> Vec<Effect> {
             state.replay_reason = None;
             state.note = Some(format!("local model ready ({}): runs use it now", path.display()));
             if state.running() {
+                state.model_run_due = true;
+                state.note = Some(format!("local model ready ({}): it runs when the example ends", path.display()));
                 Vec::new()
             } else {
                 update(state, Msg::Action(Action::Run))
             }
         }
     }
+}
+
+/// The run that was going when the model arrived has ended (`cancelled`: by the user): the model's
+/// run follows it without a key press, unless the user cancelled it (then ctrl-r runs the model).
+pub fn replay_ended(state: &mut State, cancelled: bool) -> Vec<Effect> {
+    if !std::mem::take(&mut state.model_run_due) {
+        return Vec::new();
+    }
+    if cancelled {
+        state.note = Some("local model ready: ctrl-r runs it".into());
+        return Vec::new();
+    }
+    update(state, Msg::Action(Action::Run))
 }
 
 /// Runs go to the local model; a json/jsonl prompt that names no structured mode is held to its schema

@@ -6,6 +6,7 @@
 
 mod actions;
 mod compare;
+mod eval;
 pub mod fetch;
 mod keys;
 mod mouse;
@@ -44,10 +45,17 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::Term(TermEvent::Mouse(_)) if state.input.is_some() => Vec::new(),
+        Msg::Term(TermEvent::Key(input)) if state.eval.open && state.overlay == Overlay::None => {
+            eval::key(state, &input)
+        }
         Msg::Term(TermEvent::Key(input)) if state.compare.open && state.overlay == Overlay::None => {
             compare::key(state, &input)
         }
         Msg::Term(TermEvent::Key(input)) => key(state, input),
+        Msg::Term(TermEvent::Mouse(mouse)) if state.eval.open => match mouse.kind {
+            super::msg::MouseKind::Click => eval::click(state, mouse.row),
+            _ => Vec::new(),
+        },
         Msg::Term(TermEvent::Mouse(_)) if state.compare.open => Vec::new(),
         Msg::Term(TermEvent::Mouse(mouse)) => mouse::mouse(state, mouse),
         Msg::Term(TermEvent::Resize(columns, rows)) => {
@@ -63,9 +71,11 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
             Vec::new()
         }
+        Msg::Action(action) if state.eval.open => eval::act(state, action),
         Msg::Action(action) if state.compare.open => compare::act(state, action),
         Msg::Action(action) => act(state, action),
         Msg::Compare { id, news } => compare::news(state, id, news),
+        Msg::Eval { id, news } => eval::news(state, id, news),
         Msg::Run { run, event, at_ms } => {
             if run != state.run_id {
                 return Vec::new();
@@ -73,11 +83,12 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
             run_event(state, *event, at_ms)
         }
         Msg::RunFailed { run, message } => {
-            if run == state.run_id {
-                state.phase = RunPhase::Failed(message.clone());
-                state.note = Some(message);
+            if run != state.run_id {
+                return Vec::new();
             }
-            Vec::new()
+            state.phase = RunPhase::Failed(message.clone());
+            state.note = Some(message);
+            fetch::replay_ended(state, false)
         }
         Msg::RunRecorded(result) => {
             state.note = Some(match result {

@@ -84,6 +84,7 @@ pub(super) fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<E
             }
             live_delta(state);
         }
+        RunEvent::Probs(probs) => run.push_probs(&probs),
         RunEvent::Line(verdict) => run.verdicts.push(verdict),
         RunEvent::Cut { cut, items } => live_cut(state, cut, items),
         RunEvent::Swept(sweep) => swept(state, *sweep),
@@ -101,8 +102,13 @@ pub(super) fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<E
             state.note = Some(format!("turn {turn} failed validation: retrying with the errors as feedback"));
         }
         RunEvent::RunEnded { ok, .. } => {
-            if !matches!(state.phase, RunPhase::Cancelling | RunPhase::Cancelled) {
+            let cancelled = matches!(state.phase, RunPhase::Cancelling | RunPhase::Cancelled);
+            if !cancelled {
                 state.phase = RunPhase::Done { ok };
+            }
+            if state.model_run_due {
+                // The example replay gives way to the local model's run (its sweep is not needed).
+                return super::fetch::replay_ended(state, cancelled);
             }
             return sweep_if_missing(state);
         }

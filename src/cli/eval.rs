@@ -1,0 +1,339 @@
+//! `tunebench eval`: every case of one or more prompts (× models × the json/jsonl twin × repeats) run
+//! through the eval pipeline, scored against the cases' expectations, recorded in the data directory
+//! and printed as a matrix (or `--json`, `--junit`, `--csv`); `eval list`, `eval diff A B`, `--watch`.
+//!
+//! Exit codes: 0 every cell passed; 1 a cell failed, was truncated or got no answer, or (with
+//! `--fail-on-regression`) a cell regressed against the baseline; 2 bad input; 3 the provider could
+//! not be reached at all (every cell `error`); 130 stopped by ctrl-c.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use super::eval_human as human;
+use super::run_options::SetupFlags;
+use crate::eval::diff::{self, Delta};
+use crate::eval::pipeline::{self, EvalEvent, Pipeline};
+use crate::eval::{report, store, EvalOptions, EvalPlan, EvalRecord, ModelSpec};
+use crate::output::{Profile, ResponseType};
+use crate::provider::kind::ProviderKind;
+use crate::provider::replay::Pace;
+use crate::run::{CacheMode, ReplayFrom, SetupOptions};
+
+/// The exit code when no cell got an answer: the provider could not be reached at all.
+pub const EXIT_UNREACHABLE: u8 = 3;
+
+/// Options of `tunebench eval`.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct EvalArgs {
+    #[command(subcommand)]
+    pub command: Option<EvalCommand>,
+    #[command(flatten)]
+    pub run: EvalRunArgs,
+}
+
+/// `eval list` and `eval diff`.
+#[derive(Debug, clap::Subcommand)]
+pub enum EvalCommand {
+    /// The evals recorded in the data directory, newest first.
+    List(ListArgs),
+    /// Compare two recorded evals case by case, check by check and field by field (A before, B after).
+    Diff(DiffArgs),
+}
+
+/// Options of `eval list`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options of `eval diff`.
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The earlier eval: an id (or its start), `last`, or an eval record file.
+    pub a: String,
+    /// The later eval: an id (or its start), `last`, or an eval record file.
+    pub b: String,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 1 when B regressed anywhere against A.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+}
+
+/// Options of an eval run.
+#[derive(Debug, clap::Args)]
+pub struct EvalRunArgs {
+    /// The prompt files (TOML): each a column (or one per model with several --model).
+    #[arg(required_unless_present = "from_batch")]
+    pub prompts: Vec<PathBuf>,
+    /// Only this case (repeat for several) [default: every case of each prompt].
+    #[arg(long = "case", value_name = "NAME")]
+    pub cases: Vec<String>,
+    /// A model to run every prompt on (repeat to compare models): local, openai:gpt-4o-mini,
+    /// ollama:qwen2.5, vllm:NAME, a .gguf file, or a NAME on --provider [default: as `run`].
+    #[arg(long = "model", value_name = "SPEC")]
+    pub models: Vec<String>,
+    /// Runs per cell: a cell shows k/N passes, the report pass^N per case and flaky cases.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Runs at once [default: the provider's: 1 for a server on this machine or the local model, 4 for
+    /// remote APIs, 8 for replay].
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Each prompt in these response types, e.g. json,jsonl: the prompt itself and its derived twin,
+    /// scored against the same expected items.
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub types: Vec<ResponseType>,
+    #[command(flatten)]
+    pub flags: SetupFlags,
+    /// Whose rules turn the answers into JSON [default: each prompt's, else lenient].
+    #[arg(long, value_enum)]
+    pub profile: Option<Profile>,
+    /// The sampling seed of the local model.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Local model: do not fetch the default model when it is missing (fail instead).
+    #[arg(long)]
+    pub no_fetch: bool,
+    /// For --provider replay: the recorded answers (`run --all-cases --record FILE` wrote FILE.CASE.jsonl).
+    #[arg(long, value_name = "FILE")]
+    pub transcript: Option<PathBuf>,
+    /// For --provider replay: recorded, instant, or a speed such as 10x.
+    #[arg(long, default_value = "instant")]
+    pub replay_speed: String,
+    /// Print the whole eval record as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the eval as JUnit XML (a testsuite per column, a testcase per case × column).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write every cell as a CSV line.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Compare with an earlier eval: `last` (of these prompt files), an id, or an eval record file.
+    #[arg(long, value_name = "last|ID|FILE")]
+    pub baseline: Option<String>,
+    /// Exit 1 on any regression against the baseline, even when every cell still passes.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Ask the provider every time (no answer from the response cache).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Run again whenever a prompt file (or its schema or expected files) changes; print the changes.
+    #[arg(long, conflicts_with_all = ["from_batch", "json"])]
+    pub watch: bool,
+    /// Print the matrix of an imported provider batch (its tag, as in tb<tag>-...) instead of running.
+    #[arg(long, value_name = "TAG", conflicts_with_all = ["prompts", "models", "repeat", "types"])]
+    pub from_batch: Option<String>,
+    /// Do not append the cells' runs to the history file.
+    #[arg(long)]
+    pub no_history: bool,
+}
+
+pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        Some(EvalCommand::List(list)) => list_evals(list),
+        Some(EvalCommand::Diff(diff)) => diff_evals(diff),
+        None if args.run.watch => super::eval_watch::watch(&args.run),
+        None => run_eval(&args.run),
+    }
+}
+
+/// The eval's options from the command line.
+pub fn options(args: &EvalRunArgs) -> anyhow::Result<EvalOptions> {
+    let pace = Pace::parse(&args.replay_speed).with_context(|| {
+        format!("--replay-speed {:?}: use recorded, instant, or a speed such as 10x", args.replay_speed)
+    })?;
+    let models = args.models.iter().map(|m| ModelSpec::parse(m)).collect::<Result<Vec<_>, _>>()?;
+    Ok(EvalOptions {
+        prompts: args.prompts.clone(),
+        cases: args.cases.clone(),
+        models,
+        repeat: args.repeat,
+        types: args.types.clone(),
+        setup: SetupOptions {
+            overrides: args.flags.provider_settings(None),
+            max_turns: args.flags.max_turns,
+            context_tokens: Some(args.flags.context_tokens),
+            profile: args.profile,
+            variables: args.flags.variables()?,
+            replay: args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
+            seed: args.seed,
+            cache: cache_mode(args),
+            cache_dir: None,
+        },
+    })
+}
+
+/// The response cache: used unless `--no-cache`; `--repeat` above 1 takes fresh answers (and
+/// records them, so the next eval of the same requests is served at once).
+fn cache_mode(args: &EvalRunArgs) -> CacheMode {
+    match (args.no_cache, args.repeat) {
+        (true, _) => CacheMode::Off,
+        (false, 0 | 1) => CacheMode::Use,
+        (false, _) => CacheMode::Refresh,
+    }
+}
+
+/// The baseline `--baseline` names, read before anything runs (a bad one is bad input).
+pub fn baseline(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<Option<EvalRecord>> {
+    let Some(which) = &args.baseline else { return Ok(None) };
+    let set = crate::eval::record::prompt_set(plan.prompts.iter().map(|p| p.path.as_path()));
+    Ok(Some(store::find(which, Some(&set)).with_context(|| format!("--baseline {which}"))?))
+}
+
+fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(tag) = &args.from_batch {
+        let mut record = store::find_batch(tag)?;
+        if let Some(which) = &args.baseline {
+            let base = store::find(which, None).with_context(|| format!("--baseline {which}"))?;
+            record.delta = Some(diff::delta(&base, &record));
+        }
+        return finish(args, &record);
+    }
+    let plan = EvalPlan::new(&options(args)?)?;
+    let base = baseline(args, &plan)?;
+    fetch_local_model(args, &plan)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let mut record = run_plan(args, &plan, &runtime, super::interrupt::interrupted())?;
+    if let Some(base) = &base {
+        record.delta = Some(diff::delta(base, &record));
+    }
+    save(&record);
+    finish(args, &record).map(super::interrupt::exit_code)
+}
+
+/// Fetches the default local model when a column needs it and it is missing (as `run` does).
+pub fn fetch_local_model(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<()> {
+    #[cfg(feature = "local")]
+    {
+        let needs = plan
+            .columns
+            .iter()
+            .any(|c| c.setup.settings.provider == ProviderKind::Local && c.setup.settings.model.is_empty());
+        if needs && !args.no_fetch {
+            use crate::provider::local::fetch;
+            if fetch::installed_model().is_err() {
+                fetch::fetch(&mut super::model::show_progress)?;
+            }
+        }
+    }
+    #[cfg(not(feature = "local"))]
+    let _ = (args, plan, ProviderKind::Local);
+    Ok(())
+}
+
+/// Runs every cell of `plan`, progress on stderr (unless `--json`); the record, not yet saved.
+pub fn run_plan(
+    args: &EvalRunArgs,
+    plan: &EvalPlan,
+    runtime: &tokio::runtime::Runtime,
+    cancel: impl std::future::Future<Output = crate::run::Stop> + Send,
+) -> anyhow::Result<EvalRecord> {
+    let concurrency = args
+        .concurrency
+        .unwrap_or_else(|| plan.columns.iter().map(|c| c.setup.concurrency().runs).min().unwrap_or(1))
+        .max(1);
+    let human = !args.json;
+    if human {
+        human::plan_line(plan, concurrency);
+    }
+    let total = plan.cells.len();
+    let mut done = 0;
+    let pipeline = Pipeline { plan, concurrency, record_history: !args.no_history, wrap: None };
+    let ran = runtime.block_on(pipeline::run(
+        pipeline,
+        |event| {
+            if let EvalEvent::CellScored { scored, .. } = &event {
+                done += 1;
+                if human {
+                    human::progress(plan, done, total, scored);
+                }
+            }
+        },
+        cancel,
+    ))?;
+    for warning in &ran.warnings {
+        super::note!("tunebench: warning: {warning}");
+    }
+    Ok(ran.record)
+}
+
+/// Keeps the record in the data directory (a warning when it cannot).
+pub fn save(record: &EvalRecord) {
+    match store::save(record) {
+        Ok(path) => super::note!("eval {} recorded in {}", record.id, path.display()),
+        Err(error) => super::note!("tunebench: warning: the eval was not recorded: {error}"),
+    }
+}
+
+/// Prints the record and writes the report files; the exit code.
+fn finish(args: &EvalRunArgs, record: &EvalRecord) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.junit {
+        write_file(path, &report::junit(record))?;
+    }
+    if let Some(path) = &args.csv {
+        write_file(path, &report::csv(record))?;
+    }
+    if args.json {
+        super::print_json(record)?;
+    } else {
+        super::say!("{}", human::report(record));
+    }
+    Ok(exit_code(record, record.delta.as_ref(), args.fail_on_regression))
+}
+
+/// 0 all passed; 1 a cell did not pass, or a regression with `fail_on_regression`; 3 no cell got an
+/// answer (the provider could not be reached).
+pub fn exit_code(record: &EvalRecord, delta: Option<&Delta>, fail_on_regression: bool) -> ExitCode {
+    if record.unreachable() {
+        return ExitCode::from(EXIT_UNREACHABLE);
+    }
+    let regressed = delta.is_some_and(|d| d.regressed > 0);
+    if !record.all_passed() || (fail_on_regression && regressed) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    crate::prompt::file::write_atomic(path, text).with_context(|| format!("writing {}", path.display()))?;
+    super::note!("wrote {}", path.display());
+    Ok(())
+}
+
+fn list_evals(args: &ListArgs) -> anyhow::Result<ExitCode> {
+    let dir = store::evals_dir()?;
+    let (listed, warnings) = store::list_in(&dir)?;
+    for warning in &warnings {
+        super::note!("tunebench: warning: {warning}");
+    }
+    if args.json {
+        super::print_json(&listed)?;
+    } else {
+        for eval in &listed {
+            super::sayln!("{}", human::listed_line(eval));
+        }
+        super::note!("{} evals in {}", listed.len(), dir.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn diff_evals(args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let a = store::find(&args.a, None).with_context(|| format!("eval diff: A = {}", args.a))?;
+    let b = store::find(&args.b, None).with_context(|| format!("eval diff: B = {}", args.b))?;
+    let compared = diff::diff(&a, &b);
+    if args.json {
+        super::print_json(&compared)?;
+    } else {
+        super::say!("{}", human::eval_diff(&a, &b, &compared));
+    }
+    Ok(if args.fail_on_regression && compared.regressed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,90 @@
+//! `tunebench eval --watch`: the eval run, then run again whenever a prompt file, its schema file or a
+//! case's expected file changes on disk (their contents polled a few times a second: no watcher
+//! crate, and an editor's atomic save is seen like any other), each run printed with its changes
+//! against the run before. A prompt that no longer reads is reported and waited on. ctrl-c ends it.
+
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::eval::{self as cmd, EvalRunArgs};
+use super::eval_human as human;
+use crate::eval::{diff, EvalPlan, EvalRecord};
+
+/// How often the watched files are read.
+const POLL: Duration = Duration::from_millis(200);
+
+/// What a file holds now (`None`: it cannot be read).
+fn fingerprint(files: &[PathBuf]) -> Vec<Option<u64>> {
+    files
+        .iter()
+        .map(|path| {
+            std::fs::read(path).ok().map(|bytes| {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                bytes.hash(&mut hasher);
+                hasher.finish()
+            })
+        })
+        .collect()
+}
+
+pub fn watch(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
+    let options = cmd::options(args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let mut previous: Option<EvalRecord> = None;
+    let mut files: Vec<PathBuf> = args.prompts.clone();
+    let mut first = true;
+    let mut code = ExitCode::SUCCESS;
+    for round in 1.. {
+        let before = fingerprint(&files);
+        match EvalPlan::new(&options) {
+            Ok(plan) => {
+                files = plan.watched_files();
+                if first {
+                    previous = cmd::baseline(args, &plan)?;
+                    cmd::fetch_local_model(args, &plan)?;
+                    first = false;
+                }
+                super::sayln!("== eval run {round}");
+                let mut record = cmd::run_plan(args, &plan, &runtime, super::interrupt::interrupted())?;
+                if let Some(previous) = &previous {
+                    record.delta = Some(diff::delta(previous, &record));
+                }
+                cmd::save(&record);
+                super::say!("{}", human::report(&record));
+                code = cmd::exit_code(&record, record.delta.as_ref(), args.fail_on_regression);
+                if record.cancelled {
+                    return Ok(super::interrupt::exit_code(code));
+                }
+                previous = Some(record);
+            }
+            Err(error) => {
+                super::sayln!("== eval run {round}: not run");
+                super::note!("tunebench: error: {error}");
+            }
+        }
+        let watched = if before.len() == files.len() { before } else { fingerprint(&files) };
+        super::note!("watching {} files for changes (ctrl-c to stop)", files.len());
+        let changed = runtime.block_on(async {
+            let wait = async {
+                loop {
+                    tokio::time::sleep(POLL).await;
+                    if fingerprint(&files) != watched {
+                        // Let an editor finish writing.
+                        tokio::time::sleep(POLL / 2).await;
+                        return;
+                    }
+                }
+            };
+            tokio::select! {
+                () = wait => true,
+                _ = super::interrupt::interrupted() => false,
+            }
+        });
+        if !changed {
+            return Ok(super::interrupt::exit_code(code));
+        }
+    }
+    Ok(code)
+}

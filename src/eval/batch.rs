@@ -1,0 +1,112 @@
+//! A provider batch's imported answers scored as an eval: each run record (from `batch::import`) is
+//! a cell, its column the exported prompt × model, its row the case; each scored against its case's
+//! expectations in the prompt as exported (the manifest's copy), as a live eval scores it.
+
+use std::collections::HashMap;
+
+use super::plan::{Column, PromptText};
+use super::record::{CellRecord, EvalRecord, RunBrief, FORMAT};
+use super::score::{score_record, Expectations};
+use super::EvalError;
+use crate::batch::manifest::Manifest;
+use crate::prompt::file::PromptFile;
+use crate::run::record::now_ms;
+use crate::run::RunRecord;
+
+/// The eval record of the runs imported from the batch `manifest` describes. Expectations that do not
+/// read (a bad expected file) are an error naming the prompt and case.
+pub fn record_of_import(manifest: &Manifest, records: &[RunRecord]) -> Result<EvalRecord, EvalError> {
+    let started_at_ms = now_ms();
+    let prompts: Vec<PromptFile> = manifest
+        .prompts
+        .iter()
+        .map(|p| p.prompt_file().map_err(|e| EvalError::Input(format!("{e:#}"))))
+        .collect::<Result<_, _>>()?;
+    let entries: HashMap<&str, &crate::batch::manifest::Entry> =
+        manifest.entries.iter().map(|e| (e.custom_id.as_str(), e)).collect();
+    let mut columns: Vec<Column> = Vec::new();
+    let mut column_of: HashMap<(usize, String, String), usize> = HashMap::new();
+    let mut rows: Vec<Option<String>> = Vec::new();
+    let mut expectations: HashMap<(usize, Option<String>), Expectations> = HashMap::new();
+    let mut cells = Vec::new();
+    for record in records {
+        let Some(entry) = record.batch.as_deref().and_then(|id| entries.get(id)) else { continue };
+        let (Some(prompt), Some(exported)) = (prompts.get(entry.prompt), manifest.prompts.get(entry.prompt)) else {
+            continue;
+        };
+        let settings = &entry.settings;
+        let key = (entry.prompt, settings.provider.name().to_string(), settings.model.clone());
+        let column = *column_of.entry(key).or_insert_with(|| {
+            columns.push(Column {
+                label: String::new(),
+                prompt: prompt.id.clone(),
+                path: exported.path.clone(),
+                response_type: prompt.response_type,
+                twin: false,
+                provider: manifest.engine.provider().to_string(),
+                model: settings.model.clone(),
+                base_url: None,
+            });
+            columns.len() - 1
+        });
+        let case = if entry.prompt_case { entry.case.clone() } else { None };
+        let row_name = entry.case.clone();
+        let row = match rows.iter().position(|r| *r == row_name) {
+            Some(row) => row,
+            None => {
+                rows.push(row_name.clone());
+                rows.len() - 1
+            }
+        };
+        let wanted = (entry.prompt, case.clone());
+        let expected = match expectations.entry(wanted) {
+            std::collections::hash_map::Entry::Occupied(found) => found.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let base_dir = crate::run::setup::base_dir(&exported.path);
+                let found = Expectations::for_case(prompt, &base_dir, case.as_deref())
+                    .map_err(|e| EvalError::Input(format!("batch {}: {e}", manifest.tag)))?;
+                slot.insert(found)
+            }
+        };
+        let score = score_record(expected, record);
+        cells.push(CellRecord { row, column, repeat: 1, case: row_name, score, run: RunBrief::of(record) });
+    }
+    label_columns(&mut columns);
+    cells.sort_by_key(|c| (c.row, c.column));
+    let mut record = EvalRecord {
+        eval: FORMAT,
+        id: super::store::new_id(started_at_ms),
+        started_at_ms,
+        duration_ms: 0,
+        prompts: manifest
+            .prompts
+            .iter()
+            .zip(&prompts)
+            .map(|(exported, prompt)| PromptText {
+                path: exported.path.clone(),
+                id: prompt.id.clone(),
+                text: exported.toml.clone(),
+            })
+            .collect(),
+        columns,
+        rows,
+        repeat: 1,
+        cells,
+        totals: Vec::new(),
+        groups: Vec::new(),
+        cancelled: false,
+        batch: Some(manifest.tag.clone()),
+        delta: None,
+    };
+    record.sum_up();
+    Ok(record)
+}
+
+/// Labels: the prompt's id, with the model when the batch holds several models.
+fn label_columns(columns: &mut [Column]) {
+    let several = columns.iter().any(|c| c.model != columns[0].model);
+    for column in columns.iter_mut() {
+        column.label =
+            if several { format!("{} · {}", column.prompt, column.model_label()) } else { column.prompt.clone() };
+    }
+}

@@ -1,0 +1,202 @@
+//! The one eval pipeline every front end calls (the CLI, the workbench, batches through
+//! [`super::batch`]): every cell of an [`EvalPlan`] run through its column's run setup and
+//! `run::engine::run_batch_each` at the eval's concurrency, each run appended to the history and
+//! scored the moment it ends, everything reported as [`EvalEvent`]s; the result is the
+//! [`EvalRecord`].
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::plan::{Cell, EvalPlan, PlannedColumn};
+use super::record::{CellRecord, EvalRecord, RunBrief, FORMAT};
+use super::score::{score_record, CaseScore, Verdict};
+use super::EvalError;
+use crate::provider::kind::ProviderKind;
+use crate::provider::Provider;
+use crate::run::record::now_ms;
+use crate::run::{engine, history, Job, RunEvent, RunRecord, Stop};
+
+/// What an eval reports while it goes, in order per cell: a front end follows the eval from these.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EvalEvent {
+    /// Cell `cell` (an index into [`EvalPlan::cells`]) sent its first request.
+    CellStarted { cell: usize },
+    /// A piece of cell `cell`'s answer, as it arrived.
+    Delta { cell: usize, text: String },
+    /// Cell `cell`'s answer was refused and is asked for again with feedback (turn `turn`).
+    Retry { cell: usize, turn: u32 },
+    /// Cell `cell` ended and was scored; `run` is its run record (the answer a front end shows or
+    /// approves as expected).
+    CellScored { cell: usize, scored: Box<CellRecord>, run: Box<RunRecord> },
+    /// Every cell ended (`cancelled`: a signal stopped the eval).
+    Done { cancelled: bool },
+}
+
+/// Wraps a column's provider (the bench's answers from memory; the response cache is the run setup's).
+pub type Wrap<'a> = &'a (dyn Fn(&PlannedColumn, Arc<dyn Provider>) -> Arc<dyn Provider> + Sync);
+
+/// How the cells run.
+pub struct Pipeline<'a> {
+    pub plan: &'a EvalPlan,
+    /// Runs at once (at least 1).
+    pub concurrency: usize,
+    /// Each cell's run record is appended to the history, as `run` does.
+    pub record_history: bool,
+    /// Wraps each column's provider (`None`: used as built).
+    pub wrap: Option<Wrap<'a>>,
+}
+
+/// What came out besides the record: history writes that failed.
+#[derive(Debug)]
+pub struct Ran {
+    pub record: EvalRecord,
+    pub warnings: Vec<String>,
+}
+
+/// Runs every cell, reporting to `sink`, stopped when `cancel` completes (runs under way keep their
+/// partial answers; cells not started end as `error`, "not run"). An `Err` is a setup error (a
+/// provider that cannot be built: a missing key, a bad URL), before any cell runs.
+pub async fn run<F, C>(pipeline: Pipeline<'_>, sink: F, cancel: C) -> Result<Ran, EvalError>
+where
+    F: FnMut(EvalEvent) + Send,
+    C: std::future::Future<Output = Stop> + Send,
+{
+    let plan = pipeline.plan;
+    let started_at_ms = now_ms();
+    let started = Instant::now();
+    let jobs = jobs(plan, pipeline.wrap)?;
+    let sink = Mutex::new(sink);
+    let emit = |event: EvalEvent| {
+        let mut sink = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        (*sink)(event);
+    };
+    let scored: Mutex<Vec<Option<CellRecord>>> = Mutex::new(vec![None; plan.cells.len()]);
+    let warnings: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let cancelled = std::sync::atomic::AtomicBool::new(false);
+    let on_event = |index: usize, event: RunEvent| match event {
+        RunEvent::TurnStarted { turn: 1, .. } => emit(EvalEvent::CellStarted { cell: index }),
+        RunEvent::TurnStarted { turn, .. } => emit(EvalEvent::Retry { cell: index, turn }),
+        RunEvent::Delta(text) => emit(EvalEvent::Delta { cell: index, text }),
+        _ => {}
+    };
+    let on_record = |index: usize, record: &RunRecord| {
+        let Some(cell) = plan.cells.get(index) else { return };
+        let never_started = record.cancelled && record.turns.iter().all(|t| t.chunks == 0);
+        if record.cancelled {
+            cancelled.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        if pipeline.record_history && !never_started {
+            if let Err(error) = history::append(record) {
+                let mut warnings = warnings.lock().unwrap_or_else(|p| p.into_inner());
+                if warnings.is_empty() {
+                    warnings.push(format!("the runs were not added to the history: {error}"));
+                }
+            }
+        }
+        let cell_record = score_cell(plan, *cell, record, never_started);
+        emit(EvalEvent::CellScored {
+            cell: index,
+            scored: Box::new(cell_record.clone()),
+            run: Box::new(record.clone()),
+        });
+        if let Some(slot) = scored.lock().unwrap_or_else(|p| p.into_inner()).get_mut(index) {
+            *slot = Some(cell_record);
+        }
+    };
+    engine::run_batch_each(&jobs, pipeline.concurrency.max(1), on_event, on_record, cancel).await;
+    let cancelled = cancelled.into_inner();
+    emit(EvalEvent::Done { cancelled });
+    let cells = scored.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().flatten().collect();
+    let mut record = EvalRecord {
+        eval: FORMAT,
+        id: super::store::new_id(started_at_ms),
+        started_at_ms,
+        duration_ms: started.elapsed().as_millis() as u64,
+        prompts: plan.prompts.clone(),
+        columns: plan.columns(),
+        rows: plan.rows.clone(),
+        repeat: plan.repeat,
+        cells,
+        totals: Vec::new(),
+        groups: Vec::new(),
+        cancelled,
+        batch: None,
+        delta: None,
+    };
+    record.sum_up();
+    Ok(Ran { record, warnings: warnings.into_inner().unwrap_or_else(|p| p.into_inner()) })
+}
+
+/// One job per cell, in the plan's order: each column's provider built once (replay: each case its own
+/// recorded answer), wrapped by `wrap`.
+fn jobs(plan: &EvalPlan, wrap: Option<Wrap<'_>>) -> Result<Vec<Job>, EvalError> {
+    let setup_error = |column: &PlannedColumn, e: crate::run::RunError| {
+        EvalError::Input(format!("column {}: {e}", column.column.label))
+    };
+    let mut shared: Vec<Option<Arc<dyn Provider>>> = Vec::with_capacity(plan.columns.len());
+    for column in &plan.columns {
+        shared.push(match column.setup.settings.provider {
+            ProviderKind::Replay => None,
+            _ => {
+                let provider = column.setup.provider(None).map_err(|e| setup_error(column, e))?;
+                Some(wrap.map_or_else(|| Arc::clone(&provider), |wrap| wrap(column, Arc::clone(&provider))))
+            }
+        });
+    }
+    let mut plans = std::collections::HashMap::new();
+    let mut jobs = Vec::with_capacity(plan.cells.len());
+    for cell in &plan.cells {
+        let Some(column) = plan.columns.get(cell.column) else { continue };
+        let case = plan.rows.get(cell.row).cloned().flatten();
+        let run_plan = match plans.get(&(cell.row, cell.column)) {
+            Some(run_plan) => Clone::clone(run_plan),
+            None => {
+                let run_plan = column.setup.plan(case.as_deref()).map_err(|e| setup_error(column, e))?;
+                plans.insert((cell.row, cell.column), run_plan.clone());
+                run_plan
+            }
+        };
+        let provider = match shared.get(cell.column).cloned().flatten() {
+            Some(provider) => provider,
+            None => {
+                let provider = column.setup.provider(case.as_deref()).map_err(|e| setup_error(column, e))?;
+                wrap.map_or_else(|| Arc::clone(&provider), |wrap| wrap(column, Arc::clone(&provider)))
+            }
+        };
+        jobs.push(Job { provider, plan: run_plan });
+    }
+    Ok(jobs)
+}
+
+/// A finished run scored against its cell's expectations (a cell a signal stopped before it began is
+/// `error`, not run).
+pub fn score_cell(plan: &EvalPlan, cell: Cell, record: &RunRecord, never_started: bool) -> CellRecord {
+    let expectations =
+        plan.columns.get(cell.column).and_then(|c| c.expectations.get(cell.row)).and_then(Option::as_ref);
+    let score = match expectations {
+        _ if never_started => not_run(record),
+        Some(expectations) => score_record(expectations, record),
+        None => score_record(&Default::default(), record),
+    };
+    CellRecord {
+        row: cell.row,
+        column: cell.column,
+        repeat: cell.repeat,
+        case: plan.rows.get(cell.row).cloned().flatten(),
+        score,
+        run: RunBrief::of(record),
+    }
+}
+
+/// The score of a cell that never ran.
+fn not_run(record: &RunRecord) -> CaseScore {
+    let why = record.warnings.last().cloned().unwrap_or_else(|| "stopped before it began".into());
+    CaseScore {
+        verdict: Verdict::Error,
+        items: None,
+        differences: Vec::new(),
+        checks: Vec::new(),
+        recovered: Vec::new(),
+        reason: format!("not run: {why}"),
+    }
+}

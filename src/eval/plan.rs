@@ -1,0 +1,401 @@
+//! What an eval runs: the cells `case × column × repeat`, where a column is a prompt version (a prompt
+//! file, or its json/jsonl twin) on a model. Every column is set up through the one run setup
+//! ([`RunSetup`]), and every (case, column) gets its expectations once ([`Expectations::for_case`]).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::score::Expectations;
+use super::EvalError;
+use crate::compare::{twin_of, twin_type};
+use crate::output::ResponseType;
+use crate::prompt::file::PromptFile;
+use crate::provider::kind::ProviderKind;
+use crate::run::{RunSetup, SetupOptions};
+
+/// A `--model` value: `local`, `openai:gpt-4o-mini`, `ollama:qwen2.5`, `vllm:NAME`, a `.gguf` path
+/// (the local model), or a bare `NAME` (that model on the front end's provider, as `run` reads it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// The provider the spec names (`None`: a bare name, on the front end's provider).
+    pub provider: Option<ProviderKind>,
+    /// The model (`None`: `local` alone, the default model).
+    pub model: Option<String>,
+    /// As given.
+    pub text: String,
+}
+
+impl ModelSpec {
+    /// Reads a spec; an empty one is an error that names it.
+    pub fn parse(text: &str) -> Result<Self, EvalError> {
+        let trimmed = text.trim();
+        let spec = |provider, model: Option<&str>| Self {
+            provider,
+            model: model.map(str::to_string),
+            text: trimmed.to_string(),
+        };
+        if trimmed.is_empty() {
+            return Err(EvalError::Input(format!(
+                "--model {text:?}: give a model (local, openai:gpt-4o-mini, ollama:qwen2.5, vllm:NAME, a .gguf file or a NAME)"
+            )));
+        }
+        if let Some(kind) = ProviderKind::parse(trimmed) {
+            return Ok(spec(Some(kind), None));
+        }
+        if let Some((prefix, model)) = trimmed.split_once(':') {
+            if let Some(kind) = ProviderKind::parse(prefix) {
+                if model.trim().is_empty() {
+                    return Err(EvalError::Input(format!(
+                        "--model {text:?}: no model after {prefix:?} (e.g. {prefix}:NAME, or {prefix} alone for its default)"
+                    )));
+                }
+                return Ok(spec(Some(kind), Some(model.trim())));
+            }
+        }
+        if trimmed.to_ascii_lowercase().ends_with(".gguf") {
+            return Ok(spec(Some(ProviderKind::Local), Some(trimmed)));
+        }
+        Ok(spec(None, Some(trimmed)))
+    }
+}
+
+/// A column as an eval record keeps it: a prompt version on a model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Column {
+    /// What the matrix calls it: the prompt (its id, or its file when two share an id), and the model
+    /// when the eval compares several.
+    pub label: String,
+    /// The prompt's id (a twin's id is derived: `-json` added or taken off).
+    pub prompt: String,
+    /// The prompt file (for a twin: the file it was derived from).
+    pub path: PathBuf,
+    pub response_type: ResponseType,
+    /// This column is the prompt's derived json/jsonl twin (`--types`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub twin: bool,
+    pub provider: String,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+impl Column {
+    /// What matches a column across evals (a baseline, `eval diff`): prompt, type, provider, model.
+    pub fn key(&self) -> String {
+        format!("{}|{:?}|{}|{}", self.prompt, self.response_type, self.provider, self.model)
+    }
+
+    /// `provider:model`, or the provider alone when it names no model.
+    pub fn model_label(&self) -> String {
+        if self.model.is_empty() {
+            self.provider.clone()
+        } else {
+            format!("{}:{}", self.provider, self.model)
+        }
+    }
+}
+
+/// A prompt file as it was read for the eval: the record keeps its text, so a later diff shows the edit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PromptText {
+    /// Absolute where the file could be found.
+    pub path: PathBuf,
+    pub id: String,
+    pub text: String,
+}
+
+/// A column ready to run: its setup (settings, reading, provider) and each row's expectations.
+#[derive(Clone)]
+pub struct PlannedColumn {
+    pub column: Column,
+    pub setup: RunSetup,
+    /// Per row of the plan: the expectations of that case, `None` where this prompt has no such case.
+    pub expectations: Vec<Option<Expectations>>,
+}
+
+/// One cell: a case of a column, one repeat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    pub row: usize,
+    pub column: usize,
+    /// 1-based.
+    pub repeat: u32,
+}
+
+/// What the front end asks for.
+#[derive(Clone, Debug, Default)]
+pub struct EvalOptions {
+    /// The prompt files, in order.
+    pub prompts: Vec<PathBuf>,
+    /// Only these cases (by name); empty: every case of each prompt (a prompt without cases: its own
+    /// variables, once).
+    pub cases: Vec<String>,
+    /// The models (`--model`, repeatable); empty: the front end's provider and model alone.
+    pub models: Vec<ModelSpec>,
+    /// Runs per cell (at least 1).
+    pub repeat: u32,
+    /// `--types`: each prompt in each of these response types (the prompt itself, or its twin).
+    pub types: Vec<ResponseType>,
+    /// The front end's run options, laid over each prompt (the model spec over those).
+    pub setup: SetupOptions,
+}
+
+/// The eval to run: the prompts as read, the columns, the rows (cases) and every cell.
+#[derive(Clone)]
+pub struct EvalPlan {
+    pub prompts: Vec<PromptText>,
+    pub columns: Vec<PlannedColumn>,
+    /// The case of each row (`None`: a prompt's own variables).
+    pub rows: Vec<Option<String>>,
+    pub repeat: u32,
+    /// Row-major: every row's cells, column by column, repeat by repeat.
+    pub cells: Vec<Cell>,
+}
+
+impl EvalPlan {
+    /// Reads each prompt file once, derives the twins `--types` asks for, sets up one column per
+    /// prompt version × model and finds each case's expectations. Every error is bad input (exit 2)
+    /// and names the file, the case or the value.
+    pub fn new(options: &EvalOptions) -> Result<Self, EvalError> {
+        if options.prompts.is_empty() {
+            return Err(EvalError::Input("no prompt file: give one or more PROMPT.toml".into()));
+        }
+        let repeat = options.repeat.max(1);
+        let mut prompts = Vec::new();
+        let mut loaded = Vec::new();
+        for path in &options.prompts {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| EvalError::Input(format!("{}: cannot read the prompt file: {e}", path.display())))?;
+            let prompt = PromptFile::from_toml_str(&text, path).map_err(|e| EvalError::Input(e.to_string()))?;
+            let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+            prompts.push(PromptText { path: absolute, id: prompt.id.clone(), text });
+            loaded.push(prompt);
+        }
+        let rows = rows_of(&loaded, &options.cases)?;
+        let models: Vec<Option<&ModelSpec>> =
+            if options.models.is_empty() { vec![None] } else { options.models.iter().map(Some).collect() };
+        let shared_ids = loaded.iter().enumerate().any(|(i, p)| loaded[..i].iter().any(|q| q.id == p.id));
+        let mut columns = Vec::new();
+        for (prompt, path) in loaded.iter().zip(&options.prompts) {
+            let base_dir = crate::run::setup::base_dir(path);
+            let mut expectations = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let has = match row {
+                    Some(case) => prompt.cases.iter().any(|c| &c.name == case),
+                    None => prompt.cases.is_empty(),
+                };
+                expectations.push(if has {
+                    Some(
+                        Expectations::for_case(prompt, &base_dir, row.as_deref())
+                            .map_err(|e| EvalError::Input(e.to_string()))?,
+                    )
+                } else {
+                    None
+                });
+            }
+            for version in versions(prompt, path, &base_dir, &options.types)? {
+                for model in &models {
+                    let name = if shared_ids { path.display().to_string() } else { prompt.id.clone() };
+                    let column = column_for(&version, path, *model, &options.setup, &name, options.models.len() > 1)?;
+                    columns.push(PlannedColumn { expectations: expectations.clone(), ..column });
+                }
+            }
+        }
+        let mut cells = Vec::new();
+        for row in 0..rows.len() {
+            for (index, column) in columns.iter().enumerate() {
+                if column.expectations.get(row).is_some_and(Option::is_some) {
+                    cells.extend((1..=repeat).map(|repeat| Cell { row, column: index, repeat }));
+                }
+            }
+        }
+        Ok(Self { prompts, columns, rows, repeat, cells })
+    }
+
+    /// The columns as the record keeps them.
+    pub fn columns(&self) -> Vec<Column> {
+        self.columns.iter().map(|c| c.column.clone()).collect()
+    }
+
+    /// The files whose change should re-run the eval (`--watch`): each prompt file, its schema file and
+    /// the expected files its cases name.
+    pub fn watched_files(&self) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for prompt in &self.prompts {
+            files.push(prompt.path.clone());
+            let base_dir = crate::run::setup::base_dir(&prompt.path);
+            if let Ok(value) = toml::from_str::<toml::Value>(&prompt.text) {
+                collect_files(&value, &base_dir, &mut files);
+            }
+        }
+        files.dedup();
+        files
+    }
+}
+
+/// String values under `schema_file` or `expected_file` keys anywhere in a prompt file, resolved
+/// against its directory.
+fn collect_files(value: &toml::Value, base_dir: &Path, files: &mut Vec<PathBuf>) {
+    match value {
+        toml::Value::Table(table) => {
+            for (key, value) in table {
+                match value {
+                    toml::Value::String(file) if key == "schema_file" || key == "expected_file" => {
+                        let path = base_dir.join(file);
+                        if !files.contains(&path) {
+                            files.push(path);
+                        }
+                    }
+                    other => collect_files(other, base_dir, files),
+                }
+            }
+        }
+        toml::Value::Array(values) => values.iter().for_each(|v| collect_files(v, base_dir, files)),
+        _ => {}
+    }
+}
+
+/// The rows: every case of the prompts in order of first appearance (only the named ones with
+/// `--case`); a prompt without cases adds the row of its own variables.
+fn rows_of(prompts: &[PromptFile], wanted: &[String]) -> Result<Vec<Option<String>>, EvalError> {
+    let mut rows: Vec<Option<String>> = Vec::new();
+    for prompt in prompts {
+        if prompt.cases.is_empty() {
+            if wanted.is_empty() && !rows.contains(&None) {
+                rows.push(None);
+            }
+            continue;
+        }
+        for case in &prompt.cases {
+            let name = Some(case.name.clone());
+            if (wanted.is_empty() || wanted.contains(&case.name)) && !rows.contains(&name) {
+                rows.push(name);
+            }
+        }
+    }
+    for name in wanted {
+        if !rows.contains(&Some(name.clone())) {
+            let known: Vec<String> = prompts.iter().flat_map(|p| p.cases.iter().map(|c| c.name.clone())).collect();
+            let known = if known.is_empty() { "they have no cases".to_string() } else { known.join(", ") };
+            return Err(EvalError::Input(format!("--case {name:?}: no prompt has a case of that name ({known})")));
+        }
+    }
+    if rows.is_empty() {
+        return Err(EvalError::Input("nothing to run: no prompt has a case to run".into()));
+    }
+    Ok(rows)
+}
+
+/// The prompt versions of one file: itself, or with `--types` the prompt in each type (its twin
+/// where the type differs).
+fn versions(
+    prompt: &PromptFile,
+    path: &Path,
+    base_dir: &Path,
+    types: &[ResponseType],
+) -> Result<Vec<(PromptFile, bool)>, EvalError> {
+    if types.is_empty() {
+        return Ok(vec![(prompt.clone(), false)]);
+    }
+    let mut versions = Vec::new();
+    for &to in types {
+        if to == prompt.response_type {
+            versions.push((prompt.clone(), false));
+            continue;
+        }
+        if twin_type(prompt.response_type) != Some(to) {
+            return Err(EvalError::Input(format!(
+                "--types: {} is a {} prompt: it has no {} twin (twins turn json into jsonl and back)",
+                path.display(),
+                type_name(prompt.response_type),
+                type_name(to)
+            )));
+        }
+        let twin = twin_of(prompt, base_dir, to)
+            .map_err(|e| EvalError::Input(format!("--types: deriving the twin of {}: {e}", path.display())))?;
+        versions.push((twin.prompt, true));
+    }
+    Ok(versions)
+}
+
+/// The column of `version` (read from `path`) on `model`, set up with the front end's options.
+fn column_for(
+    version: &(PromptFile, bool),
+    path: &Path,
+    model: Option<&ModelSpec>,
+    options: &SetupOptions,
+    name: &str,
+    several_models: bool,
+) -> Result<PlannedColumn, EvalError> {
+    let (prompt, twin) = version;
+    let mut prompt = prompt.clone();
+    let mut options = options.clone();
+    if let Some(spec) = model {
+        match spec.provider {
+            Some(kind) => {
+                let front = options.overrides.name.as_deref().and_then(ProviderKind::parse);
+                let file = prompt.provider.name.as_deref().and_then(ProviderKind::parse);
+                // Another provider than the one the flags or the file set up: their URL is not its own.
+                if front.is_some_and(|f| f != kind) {
+                    options.overrides.base_url = None;
+                }
+                if file != Some(kind) {
+                    prompt.provider.base_url = None;
+                }
+                options.overrides.name = Some(kind.name().to_string());
+                options.overrides.model = Some(spec.model.clone().unwrap_or_default());
+            }
+            None => options.overrides.model = spec.model.clone(),
+        }
+    }
+    let setup =
+        RunSetup::new(prompt, path, options).map_err(|e| EvalError::Input(format!("{}: {e:#}", path.display())))?;
+    let settings = &setup.settings;
+    let mut column = Column {
+        label: String::new(),
+        prompt: setup.prompt.id.clone(),
+        path: path.to_path_buf(),
+        response_type: setup.prompt.response_type,
+        twin: *twin,
+        provider: settings.provider.name().to_string(),
+        model: settings.model.clone(),
+        base_url: settings.base_url.clone(),
+    };
+    let mut label = if *twin { format!("{name} ({})", type_name(column.response_type)) } else { name.to_string() };
+    if several_models {
+        label = format!("{label} · {}", column.model_label());
+    }
+    column.label = label;
+    Ok(PlannedColumn { column, setup, expectations: Vec::new() })
+}
+
+/// `text`, `json` or `jsonl`.
+pub fn type_name(response_type: ResponseType) -> &'static str {
+    match response_type {
+        ResponseType::Text => "text",
+        ResponseType::Json => "json",
+        ResponseType::Jsonl => "jsonl",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_specs_name_a_provider_a_gguf_or_a_bare_model() {
+        let parse = |text: &str| ModelSpec::parse(text).unwrap();
+        assert_eq!((parse("local").provider, parse("local").model), (Some(ProviderKind::Local), None));
+        let openai = parse("openai:gpt-4o-mini");
+        assert_eq!((openai.provider, openai.model.as_deref()), (Some(ProviderKind::Openai), Some("gpt-4o-mini")));
+        let ollama = parse("ollama:qwen2.5:7b");
+        assert_eq!((ollama.provider, ollama.model.as_deref()), (Some(ProviderKind::Ollama), Some("qwen2.5:7b")));
+        let gguf = parse("models/tiny.Q4.GGUF");
+        assert_eq!((gguf.provider, gguf.model.as_deref()), (Some(ProviderKind::Local), Some("models/tiny.Q4.GGUF")));
+        let bare = parse("qwen2.5:7b");
+        assert_eq!((bare.provider, bare.model.as_deref()), (None, Some("qwen2.5:7b")));
+        assert!(ModelSpec::parse(" ").unwrap_err().to_string().contains("give a model"));
+        assert!(ModelSpec::parse("vllm:").unwrap_err().to_string().contains("no model after \"vllm\""));
+    }
+}

@@ -1,0 +1,230 @@
+//! An eval record as files for other tools: JUnit XML (a `testsuite` per column, a `testcase` per row ×
+//! column, `failure` / `error` with a message, as CI dashboards read it) and CSV (a line per cell,
+//! RFC 4180 quoting).
+
+use std::fmt::Write as _;
+
+use super::record::{CellRecord, EvalRecord};
+use super::score::{Difference, Verdict};
+use super::totals::CellGroup;
+
+/// `text` made safe inside XML 1.0 text and attribute values: the five special characters as
+/// entities, and every character XML 1.0 cannot hold (controls other than tab, newline and carriage
+/// return; lone surrogates cannot occur in a `str`; U+FFFE and U+FFFF) written `\u{..}`.
+pub fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // Kept as character references so attribute values keep them too.
+            '\t' => out.push_str("&#9;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A difference in one line: `missing aspirin`, `extra codeine`, `ibuprofen /dose: expected 200, got 400`.
+pub fn difference_line(difference: &Difference) -> String {
+    match difference {
+        Difference::Missing { key, .. } => format!("missing {key}"),
+        Difference::Extra { key, .. } => format!("extra {key}"),
+        Difference::Field { key, field, expected, got } => format!("{key} {field}: expected {expected}, got {got}"),
+    }
+}
+
+/// Everything a failed cell says: its reason, failed checks and differences, one per line.
+pub fn failure_text(cell: &CellRecord) -> String {
+    let mut lines = vec![cell.score.reason.clone()];
+    for check in cell.score.checks.iter().filter(|c| !c.passed) {
+        let message = check.message.as_deref().unwrap_or("failed");
+        lines.push(format!("check {} ({}): {message}", check.check, check.at));
+    }
+    lines.extend(cell.score.differences.iter().map(difference_line));
+    if let Some(error) = &cell.run.error {
+        lines.push(format!("error: {error}"));
+    }
+    lines.join("\n")
+}
+
+/// The record as JUnit XML: one `testsuite` per column (named by its label), one `testcase` per row ×
+/// column (named by the case; with repeats, failing unless every run passed), `failure` for `fail` and
+/// `truncated` (its type says which), `error` when no run got an answer.
+pub fn junit(record: &EvalRecord) -> String {
+    let mut suites = String::new();
+    let (mut tests, mut failures, mut errors) = (0, 0, 0);
+    for (index, column) in record.columns.iter().enumerate() {
+        let groups: Vec<&CellGroup> = record.groups.iter().filter(|g| g.column == index).collect();
+        let mut cases = String::new();
+        let (mut suite_failures, mut suite_errors, mut suite_ms) = (0, 0, 0u64);
+        for group in &groups {
+            let cells: Vec<&CellRecord> =
+                record.cells.iter().filter(|c| c.column == index && c.row == group.row).collect();
+            let ms: u64 = cells.iter().map(|c| c.run.duration_ms).sum();
+            suite_ms += ms;
+            let name = xml_escape(record.row_name(group.row));
+            let _ = write!(
+                cases,
+                "    <testcase name=\"{name}\" classname=\"{}\" time=\"{:.3}\"",
+                xml_escape(&column.label),
+                ms as f64 / 1000.0
+            );
+            let failing: Vec<&&CellRecord> = cells.iter().filter(|c| c.score.verdict != Verdict::Pass).collect();
+            if failing.is_empty() {
+                cases.push_str("/>\n");
+                continue;
+            }
+            cases.push_str(">\n");
+            let all_errors = failing.len() == cells.len() && failing.iter().all(|c| c.score.verdict == Verdict::Error);
+            let head = if cells.len() > 1 {
+                format!("{} of {} runs passed; ", group.passes, group.runs)
+            } else {
+                String::new()
+            };
+            let first = failing[0];
+            let message = xml_escape(&format!("{head}{}", first.score.reason));
+            let body: Vec<String> = failing
+                .iter()
+                .map(|c| {
+                    let run = if cells.len() > 1 { format!("run {}: ", c.repeat) } else { String::new() };
+                    format!("{run}{}", failure_text(c))
+                })
+                .collect();
+            let kind = verdict_name(first.score.verdict);
+            let tag = if all_errors { "error" } else { "failure" };
+            if all_errors {
+                suite_errors += 1;
+            } else {
+                suite_failures += 1;
+            }
+            let _ = writeln!(
+                cases,
+                "      <{tag} message=\"{message}\" type=\"{kind}\">{}</{tag}>",
+                xml_escape(&body.join("\n\n"))
+            );
+            cases.push_str("    </testcase>\n");
+        }
+        tests += groups.len();
+        failures += suite_failures;
+        errors += suite_errors;
+        let _ = write!(
+            suites,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{suite_failures}\" errors=\"{suite_errors}\" skipped=\"0\" time=\"{:.3}\">\n{cases}  </testsuite>\n",
+            xml_escape(&column.label),
+            groups.len(),
+            suite_ms as f64 / 1000.0,
+        );
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"tunebench eval {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\">\n{suites}</testsuites>\n",
+        xml_escape(&record.id),
+        record.duration_ms as f64 / 1000.0
+    )
+}
+
+/// `pass`, `fail`, `truncated` or `error`.
+pub fn verdict_name(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Pass => "pass",
+        Verdict::Fail => "fail",
+        Verdict::Truncated => "truncated",
+        Verdict::Error => "error",
+    }
+}
+
+/// One CSV field: quoted when it holds a comma, a quote, a line break or leading/trailing spaces
+/// (quotes doubled). A text field starting with `=`, `+`, `-` or `@` gets a leading `'` so a
+/// spreadsheet does not run it as a formula (numbers are written as numbers).
+pub fn csv_field(text: &str) -> String {
+    let guarded = if text.starts_with(['=', '+', '-', '@']) { format!("'{text}") } else { text.to_string() };
+    if guarded.contains([',', '"', '\n', '\r']) || guarded.starts_with(' ') || guarded.ends_with(' ') {
+        format!("\"{}\"", guarded.replace('"', "\"\""))
+    } else {
+        guarded
+    }
+}
+
+/// The CSV columns, in order.
+pub const CSV_HEADER: [&str; 20] = [
+    "case",
+    "column",
+    "prompt",
+    "response_type",
+    "provider",
+    "model",
+    "repeat",
+    "verdict",
+    "f1",
+    "precision",
+    "recall",
+    "field_accuracy",
+    "checks_failed",
+    "differences",
+    "items",
+    "tokens_in",
+    "tokens_out",
+    "duration_ms",
+    "truncated",
+    "reason",
+];
+
+/// The record as CSV: the header, then one line per cell (CRLF line ends, as RFC 4180 writes them).
+pub fn csv(record: &EvalRecord) -> String {
+    let mut out = CSV_HEADER.join(",");
+    out.push_str("\r\n");
+    let number = |value: Option<f64>| value.map(|v| format!("{v:.4}")).unwrap_or_default();
+    for cell in &record.cells {
+        let column = record.columns.get(cell.column);
+        let items = cell.score.items.as_ref();
+        let fields = [
+            csv_field(record.row_name(cell.row)),
+            csv_field(record.column_label(cell.column)),
+            csv_field(column.map_or("", |c| c.prompt.as_str())),
+            column.map_or("", |c| super::plan::type_name(c.response_type)).to_string(),
+            csv_field(column.map_or("", |c| c.provider.as_str())),
+            csv_field(column.map_or("", |c| c.model.as_str())),
+            cell.repeat.to_string(),
+            verdict_name(cell.score.verdict).to_string(),
+            number(items.map(|s| s.f1)),
+            number(items.map(|s| s.precision)),
+            number(items.map(|s| s.recall)),
+            number(items.map(|s| s.field_accuracy)),
+            cell.score.checks.iter().filter(|c| !c.passed).count().to_string(),
+            cell.score.differences.len().to_string(),
+            cell.run.items.to_string(),
+            cell.run.tokens_in.to_string(),
+            cell.run.tokens_out.to_string(),
+            cell.run.duration_ms.to_string(),
+            cell.run.truncated.to_string(),
+            csv_field(&cell.score.reason),
+        ];
+        out.push_str(&fields.join(","));
+        out.push_str("\r\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_and_csv_escaping() {
+        assert_eq!(xml_escape("a<b & \"c\" 'd'>"), "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;");
+        assert_eq!(xml_escape("bell\u{7} nul\u{0}\n"), "bell\\u{7} nul\\u{0}&#10;");
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\"\nbye"), "\"say \"\"hi\"\"\nbye\"");
+        assert_eq!(csv_field("=SUM(A1)"), "'=SUM(A1)");
+        assert_eq!(csv_field(" padded"), "\" padded\"");
+    }
+}

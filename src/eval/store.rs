@@ -1,0 +1,211 @@
+//! Eval records on disk: one JSON file per eval in `<data dir>/evals/`, named by its id (which starts
+//! with the time, so names sort by age), written atomically; listed, and read back typed by id, by
+//! `last` (the last eval of the same prompt files) or from a file. A file that does not read is a
+//! clear error naming it.
+
+use std::path::{Path, PathBuf};
+
+use super::record::{EvalRecord, FORMAT};
+use super::EvalError;
+use crate::run::history;
+
+/// The folder of eval records inside the data directory.
+pub const EVALS_DIR: &str = "evals";
+
+/// The folder eval records are kept in.
+pub fn evals_dir() -> Result<PathBuf, EvalError> {
+    Ok(history::data_dir().map_err(|e| EvalError::Store(e.to_string()))?.join(EVALS_DIR))
+}
+
+/// A new eval id: `YYYYMMDD-HHMMSS-mmmxx` (UTC, `mmm` the milliseconds, so ids sort by time), `xx`
+/// from the process and a counter, so two evals of one millisecond differ.
+pub fn new_id(started_at_ms: u64) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let salt = u64::from(std::process::id())
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(COUNTER.fetch_add(1, Ordering::SeqCst).wrapping_mul(0xbf58_476d_1ce4_e5b9));
+    format!("{}-{:03}{:02x}", compact_utc(started_at_ms), started_at_ms % 1000, (salt >> 56) & 0xff)
+}
+
+/// Milliseconds since the epoch as `YYYYMMDD-HHMMSS` (UTC).
+fn compact_utc(ms: u64) -> String {
+    let (date, time) = utc(ms);
+    format!("{}-{}", date.replace('-', ""), time.replace(':', ""))
+}
+
+/// `(YYYY-MM-DD, HH:MM:SS)` in UTC (Howard Hinnant's `civil_from_days`).
+pub fn utc(ms: u64) -> (String, String) {
+    let secs = ms / 1000;
+    let (days, day_secs) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        format!("{year:04}-{month:02}-{day:02}"),
+        format!("{:02}:{:02}:{:02}", day_secs / 3600, day_secs / 60 % 60, day_secs % 60),
+    )
+}
+
+/// Writes `record` into `dir` as `<id>.json`, atomically; returns the path.
+pub fn save_in(dir: &Path, record: &EvalRecord) -> Result<PathBuf, EvalError> {
+    history::create_dir(dir).map_err(EvalError::Store)?;
+    let path = crate::names::inside(dir, &record.id, ".json");
+    let text = serde_json::to_string(record).map_err(|e| EvalError::Store(e.to_string()))?;
+    crate::prompt::file::write_atomic(&path, &text).map_err(|e| EvalError::Store(e.to_string()))?;
+    Ok(path)
+}
+
+/// Writes `record` into the data directory's evals folder.
+pub fn save(record: &EvalRecord) -> Result<PathBuf, EvalError> {
+    save_in(&evals_dir()?, record)
+}
+
+/// Reads an eval record from `path`, naming the file and what is wrong with it.
+pub fn load_file(path: &Path) -> Result<EvalRecord, EvalError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| EvalError::Input(format!("{}: cannot read the eval record: {e}", path.display())))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        EvalError::Input(format!("{}:{}:{}: not an eval record: {e}", path.display(), e.line(), e.column()))
+    })?;
+    match value.get("eval").and_then(serde_json::Value::as_u64) {
+        Some(format) if format > u64::from(FORMAT) => {
+            return Err(EvalError::Input(format!(
+                "{}: eval record format {format} was written by a newer tunebench (this one reads up to {FORMAT})",
+                path.display()
+            )))
+        }
+        Some(_) => {}
+        None => {
+            return Err(EvalError::Input(format!("{}: not an eval record (no \"eval\" format number)", path.display())))
+        }
+    }
+    serde_json::from_value(value).map_err(|e| EvalError::Input(format!("{}: not an eval record: {e}", path.display())))
+}
+
+/// An eval in a listing: its file and what it was, without its cells.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Listed {
+    pub id: String,
+    pub path: PathBuf,
+    pub started_at_ms: u64,
+    pub prompts: Vec<String>,
+    pub columns: Vec<String>,
+    pub cells: usize,
+    pub passed: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<String>,
+}
+
+/// The record files in `dir`, newest first (by name, which starts with the time).
+fn files(dir: &Path) -> Result<Vec<PathBuf>, EvalError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(EvalError::Store(format!("{}: {e}", dir.display()))),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
+        .collect();
+    files.sort();
+    files.reverse();
+    Ok(files)
+}
+
+/// Every eval kept in `dir`, newest first; files that do not read are returned as warnings.
+pub fn list_in(dir: &Path) -> Result<(Vec<Listed>, Vec<String>), EvalError> {
+    let mut listed = Vec::new();
+    let mut warnings = Vec::new();
+    for path in files(dir)? {
+        match load_file(&path) {
+            Ok(record) => listed.push(Listed {
+                id: record.id.clone(),
+                started_at_ms: record.started_at_ms,
+                prompts: record.prompts.iter().map(|p| p.id.clone()).collect(),
+                columns: record.columns.iter().map(|c| c.label.clone()).collect(),
+                cells: record.cells.len(),
+                passed: record.cells.iter().filter(|c| c.score.verdict == super::score::Verdict::Pass).count(),
+                batch: record.batch.clone(),
+                path,
+            }),
+            Err(error) => warnings.push(format!("skipped: {error}")),
+        }
+    }
+    Ok((listed, warnings))
+}
+
+/// Which eval: `last` (of the prompt set given), an id (or the start of one, when only one matches),
+/// or a record file.
+pub fn find_in(dir: &Path, which: &str, prompt_set: Option<&[String]>) -> Result<EvalRecord, EvalError> {
+    let which = which.trim();
+    let as_path = Path::new(which);
+    if which.ends_with(".json") || which.contains(std::path::MAIN_SEPARATOR) || which.contains('/') {
+        if as_path.is_file() {
+            return load_file(as_path);
+        }
+        if which.contains('/') || which.contains(std::path::MAIN_SEPARATOR) {
+            return Err(EvalError::Input(format!("{which}: no such eval record file")));
+        }
+    }
+    if which == "last" {
+        for path in files(dir)? {
+            let Ok(record) = load_file(&path) else { continue };
+            if prompt_set.is_none_or(|set| record.prompt_set() == set) {
+                return Ok(record);
+            }
+        }
+        return Err(EvalError::Input(match prompt_set {
+            Some(_) => format!("--baseline last: no earlier eval of these prompt files in {}", dir.display()),
+            None => format!("last: no eval recorded in {}", dir.display()),
+        }));
+    }
+    let exact = crate::names::inside(dir, which, ".json");
+    if exact.is_file() {
+        return load_file(&exact);
+    }
+    let matching: Vec<PathBuf> = files(dir)?
+        .into_iter()
+        .filter(|p| p.file_stem().is_some_and(|s| s.to_string_lossy().starts_with(which)))
+        .collect();
+    match matching.as_slice() {
+        [one] => load_file(one),
+        [] => Err(EvalError::Input(format!(
+            "{which:?}: no eval of that id in {} (see `tunebench eval list`), nor a record file",
+            dir.display()
+        ))),
+        several => Err(EvalError::Input(format!(
+            "{which:?}: {} evals start so ({}); give more of the id",
+            several.len(),
+            several.iter().filter_map(|p| p.file_stem()).map(|s| s.to_string_lossy()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// [`find_in`] the data directory's evals folder.
+pub fn find(which: &str, prompt_set: Option<&[String]>) -> Result<EvalRecord, EvalError> {
+    find_in(&evals_dir()?, which, prompt_set)
+}
+
+/// The eval recorded for the imported batch `tag` (the newest when it was imported twice).
+pub fn find_batch(tag: &str) -> Result<EvalRecord, EvalError> {
+    let dir = evals_dir()?;
+    let tag = tag.trim().trim_start_matches("tb");
+    for path in files(&dir)? {
+        let Ok(record) = load_file(&path) else { continue };
+        if record.batch.as_deref() == Some(tag) {
+            return Ok(record);
+        }
+    }
+    Err(EvalError::Input(format!(
+        "--from-batch {tag}: no imported batch of that tag in {} (import it with `tunebench batch import`)",
+        dir.display()
+    )))
+}

@@ -1,0 +1,232 @@
+//! A cell's verdict: the answer read from the run record, scored against the expected answer,
+//! checked, and judged (`error` / `truncated` / `pass` / `fail`) with its reason in one line.
+
+use serde_json::Value;
+
+use super::checks::{self, Answer};
+use super::pairing::score_items;
+use super::score::{CaseScore, CheckResult, ItemScores, Recovered, Verdict};
+use super::values::cut;
+use super::Expectations;
+use crate::output::json::items_of;
+use crate::output::{Report, ResponseType};
+use crate::prompt::expect::resolve::ExpectedAnswer;
+use crate::provider::FinishReason;
+use crate::run::RunRecord;
+use crate::truncate::strategy::{recover, Strategy};
+
+/// The strategies a truncated answer is read with, as EVAL.md names them.
+const RECOVERY: [Strategy; 2] = [Strategy::JsonRepair, Strategy::Jsonl];
+/// A share counts as met when it is this close below the threshold (2/3 against 0.6667).
+const SLACK: f64 = 1e-9;
+/// Failed checks a reason names before "and N more".
+const NAMED: usize = 2;
+
+/// `record` scored against `expectations`.
+pub(crate) fn score(expectations: &Expectations, record: &RunRecord) -> CaseScore {
+    let last = record.turns.last();
+    let output = last.map(|t| t.output.as_str()).unwrap_or_default();
+    if output.trim().is_empty() {
+        if let Some(why) = no_answer(record) {
+            return CaseScore {
+                verdict: Verdict::Error,
+                items: None,
+                differences: Vec::new(),
+                checks: Vec::new(),
+                recovered: Vec::new(),
+                reason: format!("no answer: {}", cut(&why, 200)),
+            };
+        }
+    }
+    let (items, whole) = answer_of(record);
+    let scored_items = match &expectations.expected {
+        Some(ExpectedAnswer::Value(_)) => match record.response_type {
+            ResponseType::Jsonl => items.clone(),
+            _ if whole.is_null() => Vec::new(),
+            _ => vec![whole.clone()],
+        },
+        _ => items.clone(),
+    };
+    let (scores, differences) = match &expectations.expected {
+        Some(expected) => {
+            let (scores, differences) =
+                score_items(&expected.items(), &scored_items, &expectations.key, &expectations.settings);
+            (Some(scores), differences)
+        }
+        None => (None, Vec::new()),
+    };
+    let answer = Answer { items: &items, whole: &whole, record };
+    let checks: Vec<CheckResult> = expectations
+        .checks
+        .iter()
+        .enumerate()
+        .map(|(index, check)| {
+            let at = check.spec.at.or(|| match (&expectations.case, index.checked_sub(expectations.prompt_checks)) {
+                (Some(case), Some(own)) => format!("case {case:?} [[cases.checks]] {}", own + 1),
+                _ => format!("[[checks]] {}", index + 1),
+            });
+            checks::run(check, &answer, expectations.comparison(), at)
+        })
+        .collect();
+    let truncated = record.truncated || last.and_then(|t| t.finish_reason.as_ref()) == Some(&FinishReason::Length);
+    if truncated {
+        let recovered = if record.response_type == ResponseType::Text {
+            Vec::new()
+        } else {
+            RECOVERY.iter().map(|&strategy| recovered(expectations, record, output, strategy)).collect()
+        };
+        let reason = truncated_reason(record, &recovered);
+        return CaseScore { verdict: Verdict::Truncated, items: scores, differences, checks, recovered, reason };
+    }
+    let mut problems = Vec::new();
+    if !record.ok {
+        problems.push(invalid(record));
+    }
+    if let Some(scores) = &scores {
+        let (pass_f1, pass_fields) = (expectations.settings.pass_f1(), expectations.settings.pass_fields());
+        if scores.f1 + SLACK < pass_f1 {
+            problems.push(format!("F1 {:.2} < pass_f1 {pass_f1}", scores.f1));
+        }
+        if scores.field_accuracy + SLACK < pass_fields {
+            problems.push(format!("fields {:.2} < pass_fields {pass_fields}", scores.field_accuracy));
+        }
+    }
+    let failed: Vec<&CheckResult> = checks.iter().filter(|c| !c.passed).collect();
+    if !failed.is_empty() {
+        let mut named: Vec<String> = failed.iter().take(NAMED).map(|c| format!("{} ({})", c.check, c.at)).collect();
+        if failed.len() > NAMED {
+            named.push(format!("and {} more", failed.len() - NAMED));
+        }
+        let noun = if failed.len() == 1 { "check" } else { "checks" };
+        problems.push(format!("{} {noun} failed: {}", failed.len(), named.join(", ")));
+    }
+    let (verdict, reason) = if problems.is_empty() {
+        (Verdict::Pass, passed_reason(scores.as_ref(), checks.len()))
+    } else {
+        (Verdict::Fail, problems.join("; "))
+    };
+    CaseScore { verdict, items: scores, differences, checks, recovered: Vec::new(), reason }
+}
+
+/// Why there is no answer, when the run got none: the provider was not reached, failed or timed out.
+fn no_answer(record: &RunRecord) -> Option<String> {
+    let last = record.turns.last();
+    if let Some(error) = &record.error {
+        return Some(error.clone());
+    }
+    if let Some(error) = last.and_then(|t| t.error.as_ref()) {
+        return Some(error.to_string());
+    }
+    if record.cancelled {
+        return Some(record.warnings.first().cloned().unwrap_or_else(|| "the run was stopped".to_string()));
+    }
+    last.is_none().then(|| "the run has no turn".to_string())
+}
+
+/// The answer's items and the whole answer, from the record's result.
+fn answer_of(record: &RunRecord) -> (Vec<Value>, Value) {
+    match record.response_type {
+        ResponseType::Jsonl => {
+            let items = record.result.as_array().cloned().unwrap_or_default();
+            let whole = Value::Array(items.clone());
+            (items, whole)
+        }
+        ResponseType::Json => {
+            let whole = record.result.clone();
+            let items = if whole.is_null() { Vec::new() } else { items_of(whole.clone()) };
+            (items, whole)
+        }
+        ResponseType::Text => {
+            let whole = match &record.result {
+                Value::Null => Value::String(String::new()),
+                other => other.clone(),
+            };
+            (vec![whole.clone()], whole)
+        }
+    }
+}
+
+/// What `strategy` keeps of the cut answer, scored against the expected answer.
+fn recovered(expectations: &Expectations, record: &RunRecord, output: &str, strategy: Strategy) -> Recovered {
+    let items = recover(output, strategy, record.profile, expectations.item_check().as_ref());
+    let scores = expectations
+        .expected
+        .as_ref()
+        .map(|expected| score_items(&expected.items(), &items, &expectations.key, &expectations.settings).0);
+    Recovered { strategy: strategy.name().to_string(), items: items.len(), scores }
+}
+
+/// `hit the token limit (max 1024); json-repair keeps 5 items (F1 0.80), jsonl 4 (F1 0.67)`.
+fn truncated_reason(record: &RunRecord, recovered: &[Recovered]) -> String {
+    let limit = record.turns.last().and_then(|t| t.request()).and_then(|r| r.max_tokens);
+    let mut reason = match limit {
+        Some(n) => format!("hit the token limit of {n}"),
+        None => "hit the token limit".to_string(),
+    };
+    for (index, r) in recovered.iter().enumerate() {
+        let f1 = r.scores.as_ref().map(|s| format!(" (F1 {:.2})", s.f1)).unwrap_or_default();
+        let noun = if index == 0 {
+            if r.items == 1 {
+                " item"
+            } else {
+                " items"
+            }
+        } else {
+            ""
+        };
+        let lead = if index == 0 { "; " } else { ", " };
+        let verb = if index == 0 { " keeps" } else { "" };
+        reason.push_str(&format!("{lead}{}{verb} {}{noun}{f1}", r.strategy, r.items));
+    }
+    reason
+}
+
+/// Why the answer is not valid, from the last turn's parse report.
+fn invalid(record: &RunRecord) -> String {
+    if let Some(error) = &record.error {
+        return format!("the stream failed: {}", cut(error, 120));
+    }
+    match record.turns.last().map(|t| &t.parse) {
+        Some(Report::Json(report)) => match (&report.error, report.errors.first()) {
+            (_, Some(issue)) => {
+                format!("the answer does not match the schema ({} {})", issue.path, cut(&issue.message, 80))
+            }
+            (Some(error), None) => format!("no valid JSON: {}", cut(&error.message, 100)),
+            (None, None) => "the answer is not valid".to_string(),
+        },
+        Some(Report::Jsonl(report)) => {
+            let summary = &report.summary;
+            let mut said = Vec::new();
+            if summary.invalid_json > 0 {
+                said.push(format!("{} lines not JSON", summary.invalid_json));
+            }
+            if summary.schema_error > 0 {
+                said.push(format!("{} lines not matching the schema", summary.schema_error));
+            }
+            if said.is_empty() {
+                "the answer is not valid".to_string()
+            } else {
+                format!("the answer is not valid: {}", said.join(", "))
+            }
+        }
+        _ => "the answer is not valid".to_string(),
+    }
+}
+
+/// `F1 1.00, fields 1.00; 3 checks passed`.
+fn passed_reason(scores: Option<&ItemScores>, checks: usize) -> String {
+    let mut parts = Vec::new();
+    if let Some(scores) = scores {
+        parts.push(format!("F1 {:.2}, fields {:.2}", scores.f1, scores.field_accuracy));
+    }
+    match checks {
+        0 => {}
+        1 => parts.push("1 check passed".to_string()),
+        n => parts.push(format!("{n} checks passed")),
+    }
+    if parts.is_empty() {
+        "a valid answer (nothing expected)".to_string()
+    } else {
+        parts.join("; ")
+    }
+}

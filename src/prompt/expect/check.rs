@@ -1,0 +1,211 @@
+//! A check as the prompt file writes it: a small table with a `kind` and the fields that kind takes.
+//!
+//! | kind | fields | passes when |
+//! |---|---|---|
+//! | `equals` | `path`, `value`, `each`, `exact` | the value at `path` equals `value` |
+//! | `one_of` | `path`, `values`, `each`, `exact` | it equals one of `values` |
+//! | `contains` | `path`, `value`, `each`, `exact` | a string holds `value`, or an array has an element equal to it |
+//! | `regex` | `path`, `pattern`, `each` | a string matches `pattern` (Rust regex syntax; `(?i)` ignores case) |
+//! | `range` | `path`, `min`, `max`, `each` | a number within `[min, max]` |
+//! | `length` | `path`, `min`, `max`, `each` | a string's length in characters, or an array's, within bounds |
+//! | `items` | `min`, `max` | the answer's item count within bounds |
+//! | `exists` / `absent` | `path`, `each` | the value at `path` is there and not null / missing or null |
+//! | `unique` | `path` | no two items share the value at `path` (the whole item when no path) |
+//! | `no_repeated_lines` | | no non-blank line of the answer text comes twice |
+//! | `finish_not_length` | | the answer did not stop at the token limit |
+//! | `max_tokens_out` | `max` | output tokens (every turn's, as the provider reported them) at most `max` |
+//! | `max_ttft_ms` | `max` | the first turn's time to first token at most `max` milliseconds |
+//!
+//! Every check may have a `name` (the report shows it). `path` is a JSON Pointer (default `""`, the
+//! whole item). With `each = true` (the default) it points into every item of the answer: every
+//! line of a jsonl answer, every element of a json array answer (or of PtcRunner's `{"items": [...]}`),
+//! the one value of a json object answer, the text of a text answer; every item must pass, and an
+//! answer with no items passes (add `items` with `min` to ask for some). With `each = false` it points
+//! into the whole answer: the array of items for jsonl (so `/0/entity` is the first item's), the value
+//! for json. Strings compare trimmed and case-folded unless `exact = true`; numbers within `[eval]
+//! tolerance`.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Number, Value};
+
+use super::At;
+
+/// What a check tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckKind {
+    Equals,
+    OneOf,
+    Contains,
+    Regex,
+    Range,
+    Length,
+    Items,
+    Exists,
+    Absent,
+    Unique,
+    NoRepeatedLines,
+    FinishNotLength,
+    MaxTokensOut,
+    MaxTtftMs,
+}
+
+impl CheckKind {
+    /// Every kind, in the order the docs list them.
+    pub const ALL: [CheckKind; 14] = [
+        CheckKind::Equals,
+        CheckKind::OneOf,
+        CheckKind::Contains,
+        CheckKind::Regex,
+        CheckKind::Range,
+        CheckKind::Length,
+        CheckKind::Items,
+        CheckKind::Exists,
+        CheckKind::Absent,
+        CheckKind::Unique,
+        CheckKind::NoRepeatedLines,
+        CheckKind::FinishNotLength,
+        CheckKind::MaxTokensOut,
+        CheckKind::MaxTtftMs,
+    ];
+
+    /// The name as the file writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckKind::Equals => "equals",
+            CheckKind::OneOf => "one_of",
+            CheckKind::Contains => "contains",
+            CheckKind::Regex => "regex",
+            CheckKind::Range => "range",
+            CheckKind::Length => "length",
+            CheckKind::Items => "items",
+            CheckKind::Exists => "exists",
+            CheckKind::Absent => "absent",
+            CheckKind::Unique => "unique",
+            CheckKind::NoRepeatedLines => "no_repeated_lines",
+            CheckKind::FinishNotLength => "finish_not_length",
+            CheckKind::MaxTokensOut => "max_tokens_out",
+            CheckKind::MaxTtftMs => "max_ttft_ms",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn from_name(name: &str) -> Option<CheckKind> {
+        CheckKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The fields this kind takes besides `kind` and `name`, and which of them it needs.
+    pub(crate) fn fields(self) -> (&'static [&'static str], Need) {
+        use CheckKind::*;
+        match self {
+            Equals | Contains => (&["path", "value", "each", "exact"], Need::All(&["value"])),
+            OneOf => (&["path", "values", "each", "exact"], Need::All(&["values"])),
+            Regex => (&["path", "pattern", "each"], Need::All(&["pattern"])),
+            Range | Length => (&["path", "min", "max", "each"], Need::Any(&["min", "max"])),
+            Items => (&["min", "max"], Need::Any(&["min", "max"])),
+            Exists | Absent => (&["path", "each"], Need::All(&["path"])),
+            Unique => (&["path"], Need::All(&[])),
+            NoRepeatedLines | FinishNotLength => (&[], Need::All(&[])),
+            MaxTokensOut | MaxTtftMs => (&["max"], Need::All(&["max"])),
+        }
+    }
+
+    /// Whether the check reads the answer's items (not only the run's record or text).
+    pub fn reads_items(self) -> bool {
+        !matches!(
+            self,
+            CheckKind::NoRepeatedLines | CheckKind::FinishNotLength | CheckKind::MaxTokensOut | CheckKind::MaxTtftMs
+        )
+    }
+}
+
+/// Which fields a kind needs: all of these, or at least one.
+pub(crate) enum Need {
+    All(&'static [&'static str]),
+    Any(&'static [&'static str]),
+}
+
+/// One check: `[[checks]]` (every case) or `[[cases.checks]]` (one case).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CheckSpec {
+    pub kind: CheckKind,
+    /// What the report calls it (default: the kind and the path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A JSON Pointer into each item (or the whole answer with `each = false`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Apply `path` to every item (default true) or to the whole answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub each: Option<bool>,
+    /// Compare strings as written (default: trimmed and case-folded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<Value>>,
+    /// The check's table in the file.
+    #[serde(skip)]
+    pub at: At,
+}
+
+impl CheckSpec {
+    /// A check of `kind` with no fields set (set the ones it needs).
+    pub fn new(kind: CheckKind) -> CheckSpec {
+        CheckSpec {
+            kind,
+            name: None,
+            path: None,
+            each: None,
+            exact: None,
+            pattern: None,
+            min: None,
+            max: None,
+            value: None,
+            values: None,
+            at: At::default(),
+        }
+    }
+
+    /// The check as a report names it: its `name`, else the kind and the path (`regex /entity`).
+    pub fn label(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
+        match self.path.as_deref() {
+            Some(path) if !path.is_empty() => format!("{} {path}", self.kind.name()),
+            _ => self.kind.name().to_string(),
+        }
+    }
+
+    /// The pointer (`""`: the whole item or answer).
+    pub fn pointer(&self) -> &str {
+        self.path.as_deref().unwrap_or("")
+    }
+
+    /// Whether `path` applies to every item (the default) rather than the whole answer.
+    pub fn each(&self) -> bool {
+        self.each.unwrap_or(true)
+    }
+
+    /// Whether strings compare as written.
+    pub fn exact(&self) -> bool {
+        self.exact.unwrap_or(false)
+    }
+}
+
+impl<'de> Deserialize<'de> for CheckSpec {
+    /// The same rules as the prompt file's reader, without places (for a check read from anywhere else).
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<CheckSpec, D::Error> {
+        let table = serde_json::Map::<String, Value>::deserialize(deserializer)?;
+        let fields = table.into_iter().map(|(k, v)| (k, v, 0..0)).collect();
+        super::parse_check(fields, At::default()).map_err(|(_, message)| serde::de::Error::custom(message))
+    }
+}

@@ -1,0 +1,256 @@
+//! Reading `[cases.expected]`, `[[checks]]` / `[[cases.checks]]` and `[eval]` from the prompt file's
+//! TOML, with their places; every mistake is an error at the span of the bad field, naming it.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::{Number, Value};
+use toml::Spanned;
+
+use super::check::{CheckKind, CheckSpec, Need};
+use super::fields::{pointer_error, Fields};
+use super::{At, EvalSettings, Expected, Places};
+
+/// A mistake and the span of the field it is in (`0..0`: the table's).
+pub(crate) type ParseError = (Range<usize>, String);
+
+/// A check table as written: every field with its span.
+pub(crate) type RawCheck = Spanned<BTreeMap<String, Spanned<Value>>>;
+
+/// `[cases.expected]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawExpected {
+    #[serde(rename = "match")]
+    match_on: Option<Spanned<Fields>>,
+    expected_file: Option<Spanned<PathBuf>>,
+    value: Option<Spanned<Value>>,
+    items: Option<Vec<Spanned<Value>>>,
+}
+
+/// `[eval]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEval {
+    #[serde(rename = "match")]
+    match_on: Option<Spanned<Fields>>,
+    pass_f1: Option<Spanned<f64>>,
+    pass_fields: Option<Spanned<f64>>,
+    compare_fields: Option<Spanned<Vec<String>>>,
+    ignore_fields: Option<Spanned<Vec<String>>>,
+    tolerance: Option<Spanned<f64>>,
+    exact: Option<bool>,
+}
+
+/// A check from its fields (name, value, span) and the place of its table.
+pub(crate) fn parse_check(fields: Vec<(String, Value, Range<usize>)>, at: At) -> Result<CheckSpec, ParseError> {
+    let mut fields: BTreeMap<String, (Value, Range<usize>)> =
+        fields.into_iter().map(|(name, value, span)| (name, (value, span))).collect();
+    let kinds = || CheckKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
+    let kind = match fields.remove("kind") {
+        None => return Err((0..0, format!("a check needs a `kind`: one of {}", kinds()))),
+        Some((Value::String(name), span)) => CheckKind::from_name(&name)
+            .ok_or_else(|| (span, format!("unknown check kind {name:?}; the kinds are: {}", kinds())))?,
+        Some((other, span)) => return Err((span, format!("`kind` is a string (one of {}), not {other}", kinds()))),
+    };
+    let (allowed, need) = kind.fields();
+    let what = kind.name();
+    if let Some((name, (_, span))) =
+        fields.iter().find(|(name, _)| *name != "name" && !allowed.contains(&name.as_str()))
+    {
+        let takes = if allowed.is_empty() { "no fields but `name`".to_string() } else { allowed.join(", ") };
+        return Err((span.clone(), format!("a `{what}` check has no field `{name}`; it takes: {takes}")));
+    }
+    match need {
+        Need::All(needed) => {
+            if let Some(missing) = needed.iter().find(|n| !fields.contains_key(**n)) {
+                return Err((0..0, format!("a `{what}` check needs `{missing}`")));
+            }
+        }
+        Need::Any(any) => {
+            if !any.iter().any(|n| fields.contains_key(*n)) {
+                return Err((0..0, format!("a `{what}` check needs `{}`", any.join("` or `"))));
+            }
+        }
+    }
+    let mut check = CheckSpec::new(kind);
+    check.at = at;
+    for (name, (value, span)) in fields {
+        let wrong = |expected: &str| (span.clone(), format!("`{name}` of a `{what}` check is {expected}, not {value}"));
+        match name.as_str() {
+            "name" => check.name = Some(value.as_str().ok_or_else(|| wrong("a string"))?.to_string()),
+            "path" => {
+                let path = value.as_str().ok_or_else(|| wrong("a JSON Pointer string"))?;
+                if let Some(error) = pointer_error(path) {
+                    return Err((span, format!("`path` of a `{what}` check: {error}")));
+                }
+                check.path = Some(path.to_string());
+            }
+            "each" => check.each = Some(value.as_bool().ok_or_else(|| wrong("true or false"))?),
+            "exact" => check.exact = Some(value.as_bool().ok_or_else(|| wrong("true or false"))?),
+            "pattern" => {
+                let pattern = value.as_str().ok_or_else(|| wrong("a string"))?;
+                if let Err(e) = regex::Regex::new(pattern) {
+                    let detail = e.to_string().lines().last().unwrap_or_default().trim().to_string();
+                    return Err((span, format!("`pattern` {pattern:?} is not a regular expression: {detail}")));
+                }
+                check.pattern = Some(pattern.to_string());
+            }
+            "min" | "max" => {
+                let number = bound(kind, &value).ok_or_else(|| {
+                    wrong(if kind == CheckKind::Range { "a number" } else { "a whole number, 0 or more" })
+                })?;
+                if name == "min" {
+                    check.min = Some(number);
+                } else {
+                    check.max = Some(number);
+                }
+            }
+            "value" => check.value = Some(value),
+            "values" => match value {
+                Value::Array(values) if !values.is_empty() => check.values = Some(values),
+                _ => return Err(wrong("a list of one or more values")),
+            },
+            _ => {}
+        }
+    }
+    if let (Some(min), Some(max)) =
+        (check.min.as_ref().and_then(Number::as_f64), check.max.as_ref().and_then(Number::as_f64))
+    {
+        if min > max {
+            return Err((0..0, format!("a `{what}` check has `min` {min} above `max` {max}")));
+        }
+    }
+    Ok(check)
+}
+
+/// A bound of `kind`: any finite number for `range`, a whole number 0 or more for the others.
+fn bound(kind: CheckKind, value: &Value) -> Option<Number> {
+    let Value::Number(number) = value else { return None };
+    match kind {
+        CheckKind::Range => number.as_f64().filter(|n| n.is_finite()).map(|_| number.clone()),
+        _ => number.as_u64().map(Number::from),
+    }
+}
+
+/// `[cases.expected]`: exactly one of items, value and expected_file; `locate` turns a span into a place.
+pub(crate) fn parse_expected(
+    raw: Spanned<RawExpected>,
+    locate: &dyn Fn(Range<usize>) -> At,
+) -> Result<Expected, ParseError> {
+    let table = raw.span();
+    let raw = raw.into_inner();
+    let set: Vec<&str> = [
+        raw.items.as_ref().map(|_| "items"),
+        raw.value.as_ref().map(|_| "value"),
+        raw.expected_file.as_ref().map(|_| "expected_file"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    match set.as_slice() {
+        [] => return Err((table, "`[cases.expected]` needs one of `items`, `value` or `expected_file`".into())),
+        [_] => {}
+        [first, second, ..] => {
+            return Err((table, format!("`[cases.expected]` has both `{first}` and `{second}`; it takes one of them")))
+        }
+    }
+    let match_on = match raw.match_on {
+        Some(spanned) => Some(check_fields("match", spanned)?),
+        None => None,
+    };
+    let mut item_at = Vec::new();
+    let items = raw.items.map(|items| {
+        items
+            .into_iter()
+            .map(|item| {
+                item_at.push(locate(item.span()));
+                item.into_inner()
+            })
+            .collect()
+    });
+    let value = raw.value.map(|value| {
+        item_at.push(locate(value.span()));
+        value.into_inner()
+    });
+    Ok(Expected {
+        match_on,
+        expected_file: raw.expected_file.map(Spanned::into_inner),
+        value,
+        items,
+        at: locate(table),
+        item_at: Places(item_at),
+    })
+}
+
+/// `[eval]`: thresholds within 0..=1, a tolerance of 0 or more, one of compare_fields and ignore_fields.
+pub(crate) fn parse_eval(
+    raw: Spanned<RawEval>,
+    locate: &dyn Fn(Range<usize>) -> At,
+) -> Result<EvalSettings, ParseError> {
+    let table = raw.span();
+    let raw = raw.into_inner();
+    let share = |name: &str, spanned: Option<Spanned<f64>>| -> Result<Option<f64>, ParseError> {
+        match spanned {
+            Some(s) if !(0.0..=1.0).contains(s.get_ref()) => {
+                Err((s.span(), format!("`{name}` is a share from 0.0 to 1.0, not {}", s.get_ref())))
+            }
+            other => Ok(other.map(Spanned::into_inner)),
+        }
+    };
+    let pass_f1 = share("pass_f1", raw.pass_f1)?;
+    let pass_fields = share("pass_fields", raw.pass_fields)?;
+    let tolerance = match raw.tolerance {
+        Some(t) if !t.get_ref().is_finite() || *t.get_ref() < 0.0 => {
+            return Err((t.span(), format!("`tolerance` is a number 0 or more, not {}", t.get_ref())))
+        }
+        other => other.map(Spanned::into_inner),
+    };
+    if let (Some(_), Some(ignore)) = (&raw.compare_fields, &raw.ignore_fields) {
+        return Err((
+            ignore.span(),
+            "`[eval]` has both `compare_fields` and `ignore_fields`; it takes one of them".into(),
+        ));
+    }
+    let list = |name: &str, spanned: Spanned<Vec<String>>| check_fields(name, spanned.map_fields()).map(|f| f.0);
+    Ok(EvalSettings {
+        match_on: raw.match_on.map(|m| check_fields("match", m)).transpose()?,
+        pass_f1,
+        pass_fields,
+        compare_fields: raw.compare_fields.map(|c| list("compare_fields", c)).transpose()?,
+        ignore_fields: raw.ignore_fields.map(|i| list("ignore_fields", i)).transpose()?.unwrap_or_default(),
+        tolerance,
+        exact: raw.exact,
+        at: locate(table),
+    })
+}
+
+/// A list of fields, each a name or a valid JSON Pointer.
+fn check_fields(name: &str, spanned: Spanned<Fields>) -> Result<Fields, ParseError> {
+    let span = spanned.span();
+    let fields = spanned.into_inner();
+    for field in &fields.0 {
+        if field.starts_with('/') {
+            if let Some(error) = pointer_error(field) {
+                return Err((span, format!("`{name}`: {error}")));
+            }
+        } else if field.is_empty() {
+            return Err((span, format!("`{name}` names an empty field")));
+        }
+    }
+    Ok(fields)
+}
+
+/// A spanned list of strings as a spanned [`Fields`].
+trait MapFields {
+    fn map_fields(self) -> Spanned<Fields>;
+}
+
+impl MapFields for Spanned<Vec<String>> {
+    fn map_fields(self) -> Spanned<Fields> {
+        let span = self.span();
+        Spanned::new(span, Fields(self.into_inner()))
+    }
+}

@@ -1,0 +1,106 @@
+//! The eval screen's effects: the saved prompt planned by `eval::plan`, run by `eval::pipeline` on
+//! the runner's runtime (every cell scored by the core as it ends), recorded in the eval store as
+//! `tunebench eval` records it, its deltas from `eval::diff`; and one row scored again after approve.
+//! Everything comes back as `Msg::Eval`.
+
+use super::msg::{EvalDone, EvalNews, EvalRequest, Msg, RescoreRequest};
+use super::runner::Runner;
+use crate::eval::pipeline::{self, Pipeline};
+use crate::eval::{diff, store, EvalOptions, EvalPlan, Expectations};
+use crate::provider::replay::Pace;
+use crate::run::{ReplayFrom, SetupOptions, Stop};
+
+/// Starts the eval on the runner's runtime; an error says why it cannot start.
+pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
+    runner.eval_cancel = None;
+    let options = EvalOptions {
+        prompts: vec![request.path.clone()],
+        repeat: 1,
+        setup: SetupOptions {
+            overrides: super::request::overrides(
+                &request.provider,
+                &request.model,
+                &request.structured,
+                request.max_tokens,
+            ),
+            replay: request.transcript.clone().map(|path| ReplayFrom::File(path, Pace::Instant)),
+            ..SetupOptions::default()
+        },
+        ..EvalOptions::default()
+    };
+    let plan = EvalPlan::new(&options).map_err(|e| e.to_string())?;
+    let baseline = match request.baseline {
+        Some(baseline) => Some(baseline),
+        None => {
+            let set = crate::eval::record::prompt_set(plan.prompts.iter().map(|p| p.path.as_path()));
+            store::find("last", Some(&set)).ok().map(Box::new)
+        }
+    };
+    let column = plan.columns.first().map(|c| c.column.model_label()).unwrap_or_default();
+    let concurrency = plan.columns.iter().map(|c| c.setup.concurrency().runs).min().unwrap_or(1).max(1);
+    runner.log.line(&format!("eval {} on {column}, {concurrency} at a time", request.path.display()));
+    let (tx, id, record_history) = (runner.tx.clone(), request.id, runner.record_history);
+    let _ = tx.send(Msg::Eval { id, news: EvalNews::Planned { rows: plan.rows.clone(), column } });
+    let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
+    runner.eval_cancel = Some(cancel);
+    let previous = request.previous;
+    let save = runner.data_dir.is_some();
+    // As for compare: the pipeline's future runs on a blocking thread of the runtime.
+    let handle = runner.runtime.handle().clone();
+    runner.eval_task = Some(runner.runtime.spawn_blocking(move || {
+        handle.block_on(async move {
+            let events = tx.clone();
+            let pipeline = Pipeline { plan: &plan, concurrency, record_history, wrap: None };
+            let stop = async move {
+                let _ = cancelled.await;
+                Stop::User
+            };
+            let ran = pipeline::run(
+                pipeline,
+                move |event| {
+                    let _ = events.send(Msg::Eval { id, news: EvalNews::Event(Box::new(event)) });
+                },
+                stop,
+            )
+            .await;
+            let done = match ran {
+                Ok(ran) => {
+                    for warning in ran.warnings {
+                        let _ = tx.send(Msg::Note(warning));
+                    }
+                    let record = ran.record;
+                    let saved = if save {
+                        store::save(&record).map_err(|e| e.to_string())
+                    } else {
+                        Err("the eval store is off in this session".to_string())
+                    };
+                    Ok(Box::new(EvalDone {
+                        baseline: baseline.as_deref().map(|b| diff::delta(b, &record)),
+                        previous: previous.as_deref().map(|p| diff::delta(p, &record)),
+                        baseline_record: baseline,
+                        record,
+                        saved,
+                    }))
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            let _ = tx.send(Msg::Eval { id, news: EvalNews::Done(done) });
+        })
+    }));
+    Ok(())
+}
+
+/// Scores `request`'s run against its case's expectations in the prompt as approved.
+pub fn rescore(request: &RescoreRequest) -> Msg {
+    let base_dir = crate::run::setup::base_dir(&request.path);
+    let case = request.cell.case.as_deref();
+    let news = match Expectations::for_case(&request.prompt, &base_dir, case) {
+        Ok(expectations) => {
+            let mut scored = request.cell.clone();
+            scored.score = crate::eval::score_record(&expectations, &request.run);
+            EvalNews::Rescored { row: request.row, scored }
+        }
+        Err(e) => return Msg::Note(format!("not scored again: {e}")),
+    };
+    Msg::Eval { id: request.id, news }
+}

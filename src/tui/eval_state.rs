@@ -1,0 +1,103 @@
+//! The eval screen's state: the open prompt's cases (rows) against the current model, each cell as
+//! it runs and as the eval core scored it, the record of the run, its deltas (to the baseline: the
+//! last eval of the saved prompt; to the previous run on this screen), the selection, the drill-down
+//! and the approve confirmation. Nothing here scores: the cells come from `eval::pipeline`.
+
+use crate::eval::diff::{Change, Delta};
+use crate::eval::{CellRecord, EvalRecord};
+use crate::run::RunRecord;
+
+/// Where the eval is.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum EvalPhase {
+    /// Not started in this session.
+    #[default]
+    Idle,
+    /// Cells run and fill in.
+    Running,
+    /// Every cell ended and the eval was recorded.
+    Done,
+    /// No eval: the message says why (no saved prompt, a provider that cannot be built).
+    Failed(String),
+}
+
+/// One cell (a case on the current model) as the screen shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EvalCell {
+    /// Its first request went out.
+    pub started: bool,
+    /// The answer so far (the last turn's), as it streamed.
+    pub answer: String,
+    /// The turn under way (a retry restarts the answer).
+    pub turn: u32,
+    /// The core's score of the cell, once it ended.
+    pub scored: Option<Box<CellRecord>>,
+    /// Its run record (what approve writes, what the drill-down shows).
+    pub run: Option<Box<RunRecord>>,
+}
+
+/// What the screen shows over the matrix.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum EvalOverlay {
+    /// The matrix alone.
+    #[default]
+    None,
+    /// The selected case opened: answer, expected items, differences, failed checks.
+    Case,
+    /// Approve was asked: `text` is what will be written as the case's expected answer.
+    ConfirmApprove { row: usize, text: String },
+}
+
+/// The eval screen.
+#[derive(Clone, Debug, Default)]
+pub struct EvalView {
+    /// The screen is shown instead of the editing panes.
+    pub open: bool,
+    /// The number of the latest eval (news of older ones is ignored).
+    pub id: u64,
+    pub phase: EvalPhase,
+    /// Each row's case (`None`: the prompt's own variables).
+    pub rows: Vec<Option<String>>,
+    /// The column: the model the cells run on.
+    pub column: String,
+    /// One cell per row (the screen runs one column, one repeat).
+    pub cells: Vec<EvalCell>,
+    /// The last finished eval's record (saved in the eval store).
+    pub record: Option<Box<EvalRecord>>,
+    /// Against the baseline (the last eval of the saved prompt before this screen's runs).
+    pub baseline: Option<Delta>,
+    /// Against the previous run on this screen (set after a re-run).
+    pub previous: Option<Delta>,
+    /// The selected row.
+    pub selected: usize,
+    pub overlay: EvalOverlay,
+    /// First line shown of the drill-down's answer.
+    pub scroll: usize,
+    /// The baseline record, read before the first run (kept for re-runs).
+    pub baseline_record: Option<Box<EvalRecord>>,
+}
+
+impl EvalView {
+    /// Whether cells are running.
+    pub fn running(&self) -> bool {
+        self.phase == EvalPhase::Running
+    }
+
+    /// The row's change against the previous run on this screen.
+    pub fn row_change(&self, row: usize) -> Option<Change> {
+        let case = self.rows.get(row)?;
+        self.previous.as_ref()?.cells.iter().find(|c| &c.case == case).map(|c| c.change)
+    }
+
+    /// The selected cell.
+    pub fn selected_cell(&self) -> Option<&EvalCell> {
+        self.cells.get(self.selected)
+    }
+
+    /// Cells scored so far, and of those, passed.
+    pub fn counts(&self) -> (usize, usize) {
+        let scored: Vec<&CellRecord> = self.cells.iter().filter_map(|c| c.scored.as_deref()).collect();
+        let passed = scored.iter().filter(|c| c.score.verdict == crate::eval::score::Verdict::Pass).count();
+        (scored.len(), passed)
+    }
+}

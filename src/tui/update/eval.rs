@@ -1,0 +1,278 @@
+//! The eval screen's part of `update` (pure): entering and leaving it, the pipeline's events filling
+//! the cells, the record and its deltas arriving, the selection, the drill-down, and approve (the
+//! core's `eval::approve` on the saved prompt, saved as ctrl-s saves, then the row scored again).
+
+use ratatui_textarea::Input;
+
+use crate::eval::diff::Delta;
+use crate::eval::EvalEvent;
+use crate::tui::eval_state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
+use crate::tui::msg::{Action, Effect, EvalNews, EvalRequest, RescoreRequest};
+use crate::tui::state::State;
+
+/// `eval` from the edit screen: open the eval screen; the first time, run it.
+pub fn enter(state: &mut State) -> Vec<Effect> {
+    if state.running() {
+        state.note = Some("a run is going: esc cancels it, then alt-e opens the eval screen".into());
+        return Vec::new();
+    }
+    state.eval.open = true;
+    if state.eval.phase == EvalPhase::Idle {
+        return rerun(state);
+    }
+    state.note = Some(help_line().into());
+    Vec::new()
+}
+
+fn help_line() -> &'static str {
+    "eval: ↑/↓ case, enter open, a approve, ctrl-r re-run, esc back"
+}
+
+/// Runs the whole matrix again (the edits saved first: the eval runs the saved file).
+pub fn rerun(state: &mut State) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    if state.dirty {
+        effects = super::actions::save(state);
+        if effects.is_empty() {
+            return effects;
+        }
+    }
+    let view = &mut state.eval;
+    let id = view.id + 1;
+    let previous = view.record.take();
+    let baseline = view.baseline_record.clone();
+    *view = EvalView {
+        open: true,
+        id,
+        phase: EvalPhase::Running,
+        selected: view.selected,
+        rows: view.rows.clone(),
+        column: view.column.clone(),
+        baseline_record: view.baseline_record.take(),
+        ..EvalView::default()
+    };
+    view.cells = vec![EvalCell::default(); view.rows.len()];
+    state.note = Some(format!("evaluating every case on {} ({})", state.choice.provider, help_line()));
+    effects.push(Effect::StartEval(Box::new(EvalRequest {
+        id,
+        path: state.path.clone(),
+        provider: state.choice.provider.clone(),
+        model: state.choice.model.clone(),
+        structured: state.choice.structured.clone(),
+        max_tokens: state.choice.max_tokens,
+        transcript: (state.choice.provider == "replay").then(|| state.choice.transcript.clone()).flatten(),
+        previous,
+        baseline,
+    })));
+    effects
+}
+
+/// Back to the edit screen (a confirmation or a drill-down closes first); a running eval is stopped.
+pub fn leave(state: &mut State) -> Vec<Effect> {
+    let view = &mut state.eval;
+    if view.overlay != EvalOverlay::None {
+        view.overlay = EvalOverlay::None;
+        return Vec::new();
+    }
+    view.open = false;
+    if view.running() {
+        view.phase = EvalPhase::Failed("cancelled: ctrl-r on the eval screen runs it again".into());
+        return vec![Effect::CancelEval];
+    }
+    Vec::new()
+}
+
+/// A key while the eval screen is shown (no editor takes typing here).
+pub fn key(state: &mut State, input: &Input) -> Vec<Effect> {
+    if let EvalOverlay::ConfirmApprove { row, .. } = state.eval.overlay {
+        return match input.key {
+            ratatui_textarea::Key::Char('y') | ratatui_textarea::Key::Enter => approve(state, row),
+            _ => {
+                state.eval.overlay = EvalOverlay::None;
+                state.note = Some("not approved".into());
+                Vec::new()
+            }
+        };
+    }
+    match state.keymap.eval_action(input) {
+        Some(action) => act(state, action),
+        None => Vec::new(),
+    }
+}
+
+/// An action while the eval screen is shown.
+pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
+    let rows = state.eval.rows.len();
+    let view = &mut state.eval;
+    match action {
+        Action::Eval | Action::CancelRun => return leave(state),
+        Action::Run | Action::RunOneTurn => return rerun(state),
+        Action::Up if view.overlay == EvalOverlay::Case => view.scroll = view.scroll.saturating_sub(1),
+        Action::Down if view.overlay == EvalOverlay::Case => view.scroll += 1,
+        Action::PageUp if view.overlay == EvalOverlay::Case => view.scroll = view.scroll.saturating_sub(10),
+        Action::PageDown if view.overlay == EvalOverlay::Case => view.scroll += 10,
+        Action::Up => view.selected = view.selected.saturating_sub(1),
+        Action::Down => view.selected = (view.selected + 1).min(rows.saturating_sub(1)),
+        Action::PageUp => view.selected = view.selected.saturating_sub(10),
+        Action::PageDown => view.selected = (view.selected + 10).min(rows.saturating_sub(1)),
+        Action::Home => view.selected = 0,
+        Action::End => view.selected = rows.saturating_sub(1),
+        Action::Open if view.selected_cell().is_some_and(|c| c.scored.is_some()) => {
+            view.overlay = EvalOverlay::Case;
+            view.scroll = 0;
+        }
+        Action::Open => state.note = Some("this case has not ended yet".into()),
+        Action::Approve => return ask_approve(state),
+        Action::Quit | Action::Save | Action::ToggleHelp | Action::NextProvider | Action::NextCase => {
+            return super::act(state, action)
+        }
+        _ => state.note = Some(help_line().into()),
+    }
+    Vec::new()
+}
+
+/// A click on the matrix at screen row `row`: the case drawn there is selected.
+pub fn click(state: &mut State, row: u16) -> Vec<Effect> {
+    if state.eval.overlay != EvalOverlay::None {
+        return Vec::new();
+    }
+    // The matrix starts below its frame's top line and the header line.
+    if let Some(index) = (row as usize).checked_sub(2) {
+        if index < state.eval.rows.len() {
+            state.eval.selected = index;
+        }
+    }
+    Vec::new()
+}
+
+/// `a`: shows what approving the selected case would write.
+fn ask_approve(state: &mut State) -> Vec<Effect> {
+    let view = &state.eval;
+    let row = view.selected;
+    let Some(run) = view.selected_cell().and_then(|c| c.run.as_deref()) else {
+        state.note = Some("approve: this case has no answer yet".into());
+        return Vec::new();
+    };
+    if view.rows.get(row).cloned().flatten().is_none() {
+        state.note =
+            Some("approve: only a case's answer can be approved (this row is the prompt's own variables)".into());
+        return Vec::new();
+    }
+    let text = serde_json::to_string_pretty(&run.result).unwrap_or_default();
+    state.eval.overlay = EvalOverlay::ConfirmApprove { row, text };
+    Vec::new()
+}
+
+/// Confirmed: the answer of `row` becomes its case's expected answer in the saved prompt (the
+/// editors' unsaved edits stay unsaved), written atomically, and the row is scored again.
+fn approve(state: &mut State, row: usize) -> Vec<Effect> {
+    state.eval.overlay = EvalOverlay::None;
+    let Some(cell) = state.eval.cells.get(row) else { return Vec::new() };
+    let (Some(run), Some(scored)) = (cell.run.clone(), cell.scored.clone()) else { return Vec::new() };
+    let mut prompt = state.saved.clone();
+    if let Err(e) = crate::eval::approve(&mut prompt, &run) {
+        state.note = Some(format!("not approved: {e}"));
+        return Vec::new();
+    }
+    let case = scored.case.clone().unwrap_or_default();
+    state.pending_save = Some(Box::new((prompt.clone(), state.saved_texts.clone())));
+    state.note = Some(format!("approved: case {case:?} now expects this answer"));
+    vec![
+        Effect::Save { path: state.path.clone(), prompt: Box::new(prompt.clone()), schema_file: None },
+        Effect::Rescore(Box::new(RescoreRequest {
+            id: state.eval.id,
+            row,
+            prompt,
+            path: state.path.clone(),
+            cell: scored,
+            run,
+        })),
+    ]
+}
+
+/// News of eval `id`.
+pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
+    let view = &mut state.eval;
+    if id != view.id {
+        return Vec::new();
+    }
+    match news {
+        EvalNews::Planned { rows, column } => {
+            view.cells = vec![EvalCell::default(); rows.len()];
+            view.selected = view.selected.min(rows.len().saturating_sub(1));
+            view.rows = rows;
+            view.column = column;
+        }
+        EvalNews::Event(event) if view.running() => cell_event(view, *event),
+        EvalNews::Event(_) => {}
+        EvalNews::Done(Ok(done)) if view.running() => {
+            let done = *done;
+            view.phase = EvalPhase::Done;
+            view.baseline = done.baseline;
+            view.baseline_record = done.baseline_record;
+            state.note = Some(summary(done.previous.as_ref(), &done.saved));
+            view.previous = done.previous;
+            view.record = Some(Box::new(done.record));
+        }
+        EvalNews::Done(Err(message)) if view.running() => {
+            view.phase = EvalPhase::Failed(message.clone());
+            state.note = Some(format!("eval: {message}"));
+        }
+        EvalNews::Done(_) => {}
+        EvalNews::Rescored { row, scored } => {
+            if let Some(cell) = view.cells.get_mut(row) {
+                state.note = Some(format!("case scored again: {:?} ({})", scored.score.verdict, scored.score.reason));
+                cell.scored = Some(scored);
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// The status line after a run: the changes against the previous run, and where the record went.
+fn summary(previous: Option<&Delta>, saved: &Result<std::path::PathBuf, String>) -> String {
+    let changes = previous.map(|d| {
+        let same = d.columns.iter().map(|c| c.same).sum::<usize>();
+        format!("{} improved, {} regressed, {same} same", d.improved, d.regressed)
+    });
+    let saved = match saved {
+        Ok(path) => format!("recorded in {}", path.display()),
+        Err(e) => format!("not recorded: {e}"),
+    };
+    match changes {
+        Some(changes) => format!("eval done: {changes}; {saved}"),
+        None => format!("eval done; {saved}"),
+    }
+}
+
+fn cell_event(view: &mut EvalView, event: EvalEvent) {
+    // One column, one repeat: cell i of the plan is row i.
+    let row_of = |cell: usize| cell;
+    match event {
+        EvalEvent::CellStarted { cell } => {
+            if let Some(c) = view.cells.get_mut(row_of(cell)) {
+                c.started = true;
+                c.turn = 1;
+            }
+        }
+        EvalEvent::Retry { cell, turn } => {
+            if let Some(c) = view.cells.get_mut(row_of(cell)) {
+                c.answer.clear();
+                c.turn = turn;
+            }
+        }
+        EvalEvent::Delta { cell, text } => {
+            if let Some(c) = view.cells.get_mut(row_of(cell)) {
+                c.answer.push_str(&text);
+            }
+        }
+        EvalEvent::CellScored { scored, run, .. } => {
+            if let Some(c) = view.cells.get_mut(scored.row) {
+                c.started = true;
+                c.scored = Some(scored);
+                c.run = Some(run);
+            }
+        }
+        EvalEvent::Done { .. } => {}
+    }
+}

@@ -1,0 +1,49 @@
+//! The response cache in front of the embedded model, set up as `run` and `eval` set it up: a repeated
+//! request is played from the cache token by token; another request (a different `max_tokens`) runs
+//! the model.
+
+use std::path::Path;
+
+use tunebench::prompt::file::ProviderSettings;
+use tunebench::provider::FinishReason;
+use tunebench::run::{CacheMode, RunRecord, RunSetup, SetupOptions};
+
+fn run_cached(cache: &Path, max_tokens: u32) -> RunRecord {
+    let prompt = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-prompts/extract-definitions.toml");
+    let overrides = ProviderSettings {
+        name: Some("local".into()),
+        max_tokens: Some(max_tokens),
+        temperature: Some(0.0),
+        ..ProviderSettings::default()
+    };
+    let options = SetupOptions {
+        overrides,
+        cache: CacheMode::Use,
+        cache_dir: Some(cache.to_path_buf()),
+        ..SetupOptions::default()
+    };
+    let setup = RunSetup::load(&prompt, options).unwrap();
+    let provider = setup.provider_with(None, &|_| None).unwrap();
+    let plan = setup.plan(None).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    runtime.block_on(tunebench::run::run(provider.as_ref(), &plan, |_| {}))
+}
+
+#[test]
+fn a_repeated_request_to_the_local_model_is_played_from_the_cache() {
+    let cache = tempfile::tempdir().unwrap();
+    let live = run_cached(cache.path(), 12);
+    let first = &live.turns[0];
+    assert!(!first.cached && first.error.is_none(), "{live:?}");
+    assert_eq!(first.finish_reason, Some(FinishReason::Length));
+    let kept = run_cached(cache.path(), 12);
+    let again = &kept.turns[0];
+    assert!(again.cached);
+    assert_eq!((again.output.as_str(), again.usage), (first.output.as_str(), first.usage));
+    assert!(again.transcript.has_token_ids(), "played token by token");
+    let ids = |record: &RunRecord| record.turns[0].transcript.chunks.iter().map(|c| c.token).collect::<Vec<_>>();
+    assert_eq!(ids(&kept), ids(&live));
+    let longer = run_cached(cache.path(), 13);
+    assert!(!longer.turns[0].cached, "another max_tokens is another request");
+    assert!(longer.turns[0].output.starts_with(&first.output));
+}

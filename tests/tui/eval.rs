@@ -1,0 +1,197 @@
+//! The eval screen: alt-e opens it on a prompt whose cases the replay provider answers from their
+//! recorded transcripts (the real runner, `eval::pipeline`); cells fill in, a failing case opens
+//! with its differences, approve writes its answer as expected and the cell passes; ctrl-r re-runs
+//! with the change per row; snapshots of the matrix and the drill-down at 80×24 and 120×40.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use ratatui_textarea::Key;
+use tunebench::eval::diff::Change;
+use tunebench::eval::score::Verdict;
+use tunebench::tui::eval_state::{EvalOverlay, EvalPhase};
+use tunebench::tui::msg::{Effect, EvalNews, Msg};
+use tunebench::tui::panes::render;
+use tunebench::tui::runner::Runner;
+use tunebench::tui::setup::state_for;
+use tunebench::tui::state::State;
+use tunebench::tui::theme::Theme;
+use tunebench::tui::update::update;
+
+use super::support::*;
+
+const PROMPT: &str = r#"id = "definitions"
+response_type = "jsonl"
+template = "Define every entity in: {{text}}"
+schema = '''{"type": "object", "properties": {"entity": {"type": "string"}, "definition": {"type": "string"}}, "required": ["entity", "definition"]}'''
+
+[variables]
+text = "nothing"
+
+[eval]
+match = "entity"
+
+[[cases]]
+name = "alpha"
+variables = { text = "ALPHA-TEXT" }
+[cases.expected]
+items = [{ entity = "Alpha", definition = "The first letter." }]
+
+[[cases]]
+name = "beta"
+variables = { text = "BETA-TEXT" }
+[cases.expected]
+items = [
+  { entity = "Beta", definition = "The second letter." },
+  { entity = "Gamma", definition = "The third letter." },
+]
+"#;
+
+fn transcript(answer: &str) -> String {
+    let mut text = String::from(
+        "{\"transcript\": 1, \"provider\": \"example\", \"model\": \"recorded\", \"request\": {\"prompt\": \"definitions\"}}\n",
+    );
+    for (i, line) in answer.split_inclusive('\n').enumerate() {
+        text.push_str(&format!("{}\n", serde_json::json!({"t_ms": i * 10, "delta": line})));
+    }
+    text.push_str(
+        "{\"t_ms\": 100, \"finish_reason\": \"stop\", \"usage\": {\"input_tokens\": 20, \"output_tokens\": 12}}\n",
+    );
+    text
+}
+
+/// The prompt in a fresh folder, each case's recorded answer beside it: alpha right, beta missing Gamma.
+fn folder() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("definitions.toml"), PROMPT).unwrap();
+    let answers = dir.path().join("answers");
+    std::fs::create_dir(&answers).unwrap();
+    let alpha = "{\"entity\": \"Alpha\", \"definition\": \"The first letter.\"}\n";
+    let beta = "{\"entity\": \"Beta\", \"definition\": \"The second letter.\"}\n";
+    std::fs::write(answers.join("definitions.jsonl"), transcript(alpha)).unwrap();
+    std::fs::write(answers.join("definitions.alpha.jsonl"), transcript(alpha)).unwrap();
+    std::fs::write(answers.join("definitions.beta.jsonl"), transcript(beta)).unwrap();
+    dir
+}
+
+/// Executes `effects` on a real runner and feeds every message back until the eval is done.
+fn drive(state: &mut State, effects: Vec<Effect>) {
+    let (tx, rx) = mpsc::channel();
+    let mut runner = Runner::new(tx, None).unwrap();
+    runner.record_history = false;
+    let mut done = false;
+    for effect in effects {
+        for msg in runner.execute(effect) {
+            done |= matches!(msg, Msg::Eval { news: EvalNews::Done(_) | EvalNews::Rescored { .. }, .. });
+            update(state, msg);
+        }
+    }
+    while !done {
+        let msg = rx.recv_timeout(Duration::from_secs(120)).expect("the eval reports within two minutes");
+        done = matches!(msg, Msg::Eval { news: EvalNews::Done(_), .. });
+        update(state, msg);
+    }
+}
+
+fn verdict(state: &State, row: usize) -> Option<Verdict> {
+    state.eval.cells[row].scored.as_ref().map(|c| c.score.verdict)
+}
+
+fn evaluated(dir: &Path) -> State {
+    without_local_model();
+    let mut state = state_for(&dir.join("definitions.toml")).unwrap();
+    assert_eq!(state.choice.provider, "replay");
+    let effects = update(&mut state, alt('e'));
+    assert!(state.eval.open, "alt-e opens the eval screen");
+    assert!(matches!(effects.as_slice(), [Effect::StartEval(r)] if r.id == 1));
+    drive(&mut state, effects);
+    assert_eq!(state.eval.phase, EvalPhase::Done, "{:?}", state.note);
+    state
+}
+
+fn draw(state: &State, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|frame| render(frame, state, &Theme::named("mono").unwrap())).unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    (0..height)
+        .map(|y| (0..width).map(|x| buffer[(x, y)].symbol().to_string()).collect::<String>().trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_matrix_fills_in_a_case_opens_and_approve_makes_it_pass() {
+    let dir = folder();
+    let mut state = evaluated(dir.path());
+    assert_eq!(state.eval.rows, [Some("alpha".to_string()), Some("beta".to_string())]);
+    assert_eq!(verdict(&state, 0), Some(Verdict::Pass));
+    assert_eq!(verdict(&state, 1), Some(Verdict::Fail), "beta's answer misses Gamma");
+    let matrix = draw(&state, 80, 24);
+    assert!(matrix.contains("1/2 pass (50%)"), "{matrix}");
+
+    update(&mut state, special(Key::Down));
+    update(&mut state, special(Key::Enter));
+    assert_eq!(state.eval.overlay, EvalOverlay::Case);
+    let case = draw(&state, 120, 40);
+    assert!(case.contains("missing"), "the drill-down lists the missing item:\n{case}");
+    assert!(case.contains("Gamma"), "{case}");
+    insta::assert_snapshot!("eval_case_120x40", case);
+    insta::assert_snapshot!("eval_case_80x24", draw(&state, 80, 24));
+    update(&mut state, special(Key::Esc));
+    assert_eq!(state.eval.overlay, EvalOverlay::None, "esc closes the case first");
+    insta::assert_snapshot!("eval_matrix_120x40", draw(&state, 120, 40));
+    insta::assert_snapshot!("eval_matrix_80x24", draw(&state, 80, 24));
+
+    // Approve: a confirmation showing what is written, then the save and the row scored again.
+    assert!(update(&mut state, key('a')).is_empty());
+    assert!(matches!(&state.eval.overlay, EvalOverlay::ConfirmApprove { row: 1, text } if text.contains("Beta")));
+    let effects = update(&mut state, key('y'));
+    assert!(matches!(effects.as_slice(), [Effect::Save { .. }, Effect::Rescore(_)]), "{effects:?}");
+    drive(&mut state, effects);
+    assert_eq!(verdict(&state, 1), Some(Verdict::Pass), "{:?}", state.note);
+    let saved = std::fs::read_to_string(dir.path().join("definitions.toml")).unwrap();
+    let reread =
+        tunebench::prompt::file::PromptFile::from_toml_str(&saved, &dir.path().join("definitions.toml")).unwrap();
+    let beta = reread.cases.iter().find(|c| c.name == "beta").unwrap();
+    assert_eq!(beta.expected.as_ref().and_then(|e| e.items.as_ref()).map(Vec::len), Some(1), "{saved}");
+    assert!(!state.dirty, "the approved prompt is the saved one");
+
+    // ctrl-r re-runs the matrix: beta improved against the previous run.
+    let effects = update(&mut state, ctrl('r'));
+    assert!(matches!(effects.as_slice(), [Effect::StartEval(r)] if r.previous.is_some()));
+    drive(&mut state, effects);
+    assert_eq!(state.eval.row_change(1), Some(Change::Improved));
+    assert_eq!(state.eval.row_change(0), Some(Change::Same));
+    let note = state.note.clone().unwrap_or_default();
+    assert!(note.contains("1 improved, 0 regressed, 1 same"), "{note}");
+
+    update(&mut state, special(Key::Esc));
+    assert!(!state.eval.open, "esc closes the screen");
+}
+
+#[test]
+fn a_click_selects_a_row_and_esc_cancels_a_running_eval() {
+    let dir = folder();
+    without_local_model();
+    let mut state = state_for(&dir.path().join("definitions.toml")).unwrap();
+    update(&mut state, special(Key::F(8)));
+    assert!(state.eval.running());
+    update(
+        &mut state,
+        Msg::Eval {
+            id: 1,
+            news: EvalNews::Planned { rows: vec![Some("a".into()), Some("b".into())], column: "x".into() },
+        },
+    );
+    update(&mut state, Msg::Eval { id: 7, news: EvalNews::Done(Err("an older eval".into())) });
+    assert!(state.eval.running(), "news of another eval is ignored");
+    use tunebench::tui::msg::{Mouse, MouseKind, TermEvent};
+    update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Click, column: 5, row: 3 })));
+    assert_eq!(state.eval.selected, 1);
+    let effects = update(&mut state, special(Key::Esc));
+    assert_eq!(effects, vec![Effect::CancelEval]);
+    assert!(!state.eval.open);
+}
