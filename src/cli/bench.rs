@@ -357,7 +357,8 @@ fn tui_human(t: &crate::tui::bench::TuiFigures) -> String {
          \x20 renders during the stream {:>8}    ({:.1} per second; the frame limiter allows 62.5)\n\
          \x20 truncation chart updated live {:>4}    times while the answer streamed\n\
          \x20 sweep work per chunk      {:>8.1} bytes read (the answer is {:.1} bytes a chunk)\n\
-         \x20 {} keystrokes, one every 10 ms from the run's start: handled in median {:.1} ms, max {:.1} ms; on screen in median {:.1} ms, max {:.1} ms\n",
+         \x20 {} keystrokes, one every 10 ms from the run's start: handled in median {:.1} ms, max {:.1} ms; on screen in median {:.1} ms, max {:.1} ms\n\
+         \x20 request's tokens counted {} times for the status line ({} frames drawn: counted on change, never per frame)\n",
         t.tokens,
         t.lines,
         t.startup_to_first_frame_ms,
@@ -375,6 +376,8 @@ fn tui_human(t: &crate::tui::bench::TuiFigures) -> String {
         t.key_handled_max_ms,
         t.key_to_frame_median_ms,
         t.key_to_frame_max_ms,
+        t.prompt_counts,
+        t.frames,
     )
 }
 

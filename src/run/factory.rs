@@ -159,8 +159,7 @@ pub fn fetch_local_model(progress: &mut dyn FnMut(String)) -> Result<PathBuf, St
     }
 }
 
-/// The local model: `model` is a GGUF file, or empty (or the default model's name) for the default
-/// model in the cache directory. Loaded once per process and shared by every run that names it.
+/// The local model of [`local_model_file`], loaded once per process and shared by every run that names it.
 #[cfg(feature = "local")]
 fn local_provider(model: &str) -> Result<Arc<dyn Provider>, RunError> {
     use crate::provider::local::Local;
@@ -181,7 +180,7 @@ fn local_provider(model: &str) -> Result<Arc<dyn Provider>, RunError> {
 /// The GGUF file the local provider runs for `model`: a file path, or empty (or the default model's
 /// name) for the default model in the cache directory.
 #[cfg(feature = "local")]
-pub(crate) fn local_model_file(model: &str) -> Result<PathBuf, RunError> {
+pub fn local_model_file(model: &str) -> Result<PathBuf, RunError> {
     let default_names = ["", "smollm2", "SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct.Q4_1"];
     if default_names.contains(&model) {
         return Ok(crate::provider::local::fetch::installed_model().map_err(ProviderError::from)?);
@@ -196,7 +195,7 @@ pub(crate) fn local_model_file(model: &str) -> Result<PathBuf, RunError> {
 }
 
 #[cfg(not(feature = "local"))]
-pub(crate) fn local_model_file(_model: &str) -> Result<PathBuf, RunError> {
+pub fn local_model_file(_model: &str) -> Result<PathBuf, RunError> {
     Err(RunError::Setting("this build has no local model (it was built without the `local` feature)".into()))
 }
 

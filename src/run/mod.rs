@@ -23,6 +23,8 @@
 //! - [`cache`]: the response cache, a provider wrapper: a request answered before is played from its
 //!   recorded transcript ([`CacheMode`]: off, use, refresh).
 //! - [`factory`]: a provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`).
+//! - [`prompt_tokens`]: a request's tokens before it is sent (the local model's own tokenizer, else
+//!   o200k) against the context window and max tokens.
 //! - `bench` (feature `testing`): replay throughput through the engine, for `tunebench bench`.
 //!
 //! The engine is plain async code over a [`Provider`](crate::provider::Provider): it owns no runtime,
@@ -38,6 +40,7 @@ pub mod feedback;
 pub mod history;
 pub mod limits;
 pub mod plan;
+pub mod prompt_tokens;
 pub mod record;
 pub mod repeats;
 pub mod setup;

@@ -47,6 +47,10 @@ pub struct TuiFigures {
     /// From a key's arrival to the first frame drawn after it was handled.
     pub key_to_frame_median_ms: f64,
     pub key_to_frame_max_ms: f64,
+    /// Times the request's tokens were counted for the status line (once per change of its text:
+    /// at most once per key typed, never per frame), and the frames drawn meanwhile.
+    pub prompt_counts: usize,
+    pub frames: usize,
     /// Baseline: the engine alone on the same transcript (live parsing and validation, no screen).
     pub engine_only_ms: f64,
     pub tui_vs_engine: f64,
@@ -169,6 +173,8 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
         key_handled_max_ms: to_handle.iter().copied().fold(0.0, f64::max),
         key_to_frame_median_ms: median(&mut to_frame.clone()),
         key_to_frame_max_ms: to_frame.iter().copied().fold(0.0, f64::max),
+        prompt_counts: app.state.tokens.counts,
+        frames: app.stats.renders,
         engine_only_ms: ms(engine_only),
         tui_vs_engine: stream.as_secs_f64() / engine_only.as_secs_f64().max(1e-9),
     })

@@ -66,9 +66,7 @@ fn edited_prompt(state: &State) -> Result<(PromptFile, Option<(PathBuf, String)>
     prompt.system = (!system.is_empty()).then_some(system);
     prompt.template = template;
     prompt.variables = state.variables.clone();
-    for (case, variables) in prompt.cases.iter_mut().zip(&state.case_variables) {
-        case.variables = variables.clone();
-    }
+    prompt.cases = state.cases.clone();
     let mut file = None;
     match &state.schema_kind {
         SchemaKind::Signature => prompt.signature = Some(schema.trim().to_string()),
@@ -99,8 +97,11 @@ fn edited_prompt(state: &State) -> Result<(PromptFile, Option<(PathBuf, String)>
 /// The unsaved edits as a recovery snapshot.
 pub fn recovery(state: &State, now_epoch_ms: u64) -> Recovery {
     let [system, template, schema] = state.texts();
-    let variables = super::variables::changed(state)
-        .then(|| RecoveredVariables { variables: state.variables.clone(), cases: state.case_variables.clone() });
+    let variables = super::variables::changed(state).then(|| RecoveredVariables {
+        variables: state.variables.clone(),
+        cases: Vec::new(),
+        case_list: Some(state.cases.clone()),
+    });
     Recovery { path: state.path.clone(), system, template, schema, written_at_ms: now_epoch_ms, variables }
 }
 
@@ -111,8 +112,15 @@ pub fn restore(state: &mut State, recovery: &Recovery) {
     state.schema = super::state::editor(&recovery.schema);
     if let Some(recovered) = &recovery.variables {
         state.variables = recovered.variables.clone();
-        if recovered.cases.len() == state.saved.cases.len() {
-            state.case_variables = recovered.cases.clone();
+        match &recovered.case_list {
+            Some(cases) => state.cases = cases.clone(),
+            // A file from before cases could be added: each saved case's variables, in order.
+            None if recovered.cases.len() == state.cases.len() => {
+                for (case, variables) in state.cases.iter_mut().zip(&recovered.cases) {
+                    case.variables = variables.clone();
+                }
+            }
+            None => {}
         }
     }
     relint(state);

@@ -1,6 +1,7 @@
 //! One-off text inputs over the panes (pure, part of `update`): the model picker in the status line
-//! (`choose-model`) and the editor of a variable's value (enter on a variable). Enter or ctrl-s
-//! applies, esc cancels, alt-enter starts a new line in a value; while one is open every key goes to it.
+//! (`choose-model`), the editor of a variable's value (enter on a variable) and of a case being added
+//! or copied (its TOML). Enter or ctrl-s applies, esc cancels, alt-enter starts a new line in a box;
+//! while one is open every key goes to it.
 
 use ratatui_textarea::{CursorMove, Input, Key, TextArea};
 
@@ -16,6 +17,8 @@ pub enum InputKind {
     Model { provider: String },
     /// The value of variable `name` in the table `origin` names; `was` is its value before.
     Variable { name: String, origin: Origin, was: serde_json::Value },
+    /// A case to insert at `at` (into `State::cases`), typed as TOML; `copy_of` names the case copied.
+    Case { at: usize, copy_of: Option<String> },
 }
 
 /// An open text input: what it edits, its editor, and why the last apply was refused.
@@ -38,6 +41,16 @@ impl InputBox {
             InputKind::Model { provider } => format!("model for {provider}: "),
             InputKind::Variable { name, origin: Origin::Defaults, .. } => format!("{name} ([variables])"),
             InputKind::Variable { name, .. } => format!("{name} (this case's variables)"),
+            InputKind::Case { copy_of: None, .. } => "new case".to_string(),
+            InputKind::Case { copy_of: Some(from), .. } => format!("copy of case {from}"),
+        }
+    }
+
+    /// The title of the box it is edited in.
+    pub fn title(&self) -> String {
+        match &self.kind {
+            InputKind::Case { .. } => format!("{} · name, expect, [variables] as TOML", self.label()),
+            _ => format!("edit {}", self.label()),
         }
     }
 
@@ -52,6 +65,7 @@ impl InputBox {
                 "enter or ctrl-s apply · alt-enter new line · esc cancel"
             }
             InputKind::Variable { .. } => "a JSON value · enter or ctrl-s apply · alt-enter new line · esc cancel",
+            InputKind::Case { .. } => "enter or ctrl-s add the case · alt-enter new line · esc cancel",
         }
     }
 }
@@ -80,14 +94,20 @@ pub fn open_model_picker(state: &mut State) -> Vec<Effect> {
     Vec::new()
 }
 
+/// A box editor holding `text`, the cursor at its end: long lines soft-wrap at the box's edge, as in
+/// the prompt's editors.
+pub fn box_editor(text: &str) -> TextArea<'static> {
+    let mut area = super::state::editor(text);
+    area.set_cursor_line_style(ratatui::style::Style::default());
+    area.move_cursor(CursorMove::Bottom);
+    area.move_cursor(CursorMove::End);
+    area
+}
+
 /// Enter on a variable row: opens its value in an editor.
 pub fn open_variable_editor(state: &mut State) -> Vec<Effect> {
     let Some(row) = variables::selected(state) else { return Vec::new() };
-    let text = variables::text_of(&row.value);
-    let lines: Vec<String> = text.split('\n').map(str::to_string).collect();
-    let mut area = TextArea::new(lines);
-    area.move_cursor(CursorMove::Bottom);
-    area.move_cursor(CursorMove::End);
+    let area = box_editor(&variables::text_of(&row.value));
     let kind = InputKind::Variable { name: row.name, origin: row.origin, was: row.value };
     state.input = Some(Box::new(InputBox { kind, area, error: None }));
     Vec::new()
@@ -101,6 +121,7 @@ pub fn key(state: &mut State, input: Input) -> Vec<Effect> {
             let what = match &open.kind {
                 InputKind::Model { .. } => "model unchanged".to_string(),
                 InputKind::Variable { name, .. } => format!("{name} unchanged"),
+                InputKind::Case { .. } => "no case added".to_string(),
             };
             state.input = None;
             state.note = Some(what);
@@ -146,10 +167,12 @@ fn apply(state: &mut State) -> Vec<Effect> {
     let result = match &open.kind {
         InputKind::Model { provider } => apply_model(state, provider, text.trim()),
         InputKind::Variable { name, origin, was } => variables::value_of(name, was, &text).map(|value| {
+            super::cases::remember(state, format!("the change of {name}"));
             variables::set(state, name, *origin, value);
             super::edit::edited(state);
             state.note = Some(format!("{name} changed (ctrl-s saves the prompt; the next run uses it)"));
         }),
+        InputKind::Case { at, copy_of } => super::cases::add(state, *at, copy_of.as_deref(), &text),
     };
     if let Err(error) = result {
         state.note = Some(error.clone());

@@ -18,6 +18,8 @@ pub enum Scope {
     Global,
     /// In the panes that are not editors.
     View,
+    /// On the eval screen, before the view bindings.
+    Eval,
 }
 
 /// The keymap file as written: per scope, action → keys.
@@ -28,6 +30,8 @@ struct KeymapFile {
     global: BTreeMap<Action, Vec<String>>,
     #[serde(default)]
     view: BTreeMap<Action, Vec<String>>,
+    #[serde(default)]
+    eval: BTreeMap<Action, Vec<String>>,
 }
 
 /// Keys resolved to actions.
@@ -57,6 +61,9 @@ impl Keymap {
             for (action, keys) in file.view {
                 written.insert((Scope::View, action), keys);
             }
+            for (action, keys) in file.eval {
+                written.insert((Scope::Eval, action), keys);
+            }
         };
         add(base);
         if let Some(user) = user {
@@ -80,6 +87,16 @@ impl Keymap {
             self.bindings.iter().find(|(s, key, _)| *s == scope && *key == input).map(|(_, _, action)| *action)
         };
         find(Scope::Global).or_else(|| if in_view { find(Scope::View) } else { None })
+    }
+
+    /// The action `input` means on the eval screen: its own bindings first, then as in a view.
+    pub fn eval_action(&self, input: &Input) -> Option<Action> {
+        let input = normalize(input);
+        self.bindings
+            .iter()
+            .find(|(s, key, _)| *s == Scope::Eval && *key == input)
+            .map(|(_, _, action)| *action)
+            .or_else(|| self.action(&input, true))
     }
 
     /// The keys of `action` in `scope`, as written (`ctrl-s`).
@@ -208,6 +225,10 @@ pub fn describe(action: Action) -> &'static str {
         Action::End => "last row, follow the tail / all",
         Action::Open => "replay a past run / pick a case",
         Action::Compare => "json vs jsonl side by side",
+        Action::AddCase => "add a case (name, variables)",
+        Action::CopyCase => "copy the selected case",
+        Action::DeleteCase => "delete the selected case (asks)",
+        Action::UndoCaseEdit => "undo the last case/variable change",
         Action::Eval => "eval screen: every case scored",
         Action::Approve => "eval: approve the answer as expected",
     }

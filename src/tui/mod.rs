@@ -5,7 +5,8 @@
 //! - [`update`]: `update(&mut State, Msg) -> Vec<Effect>`, pure; [`mouse`]: clicks, wheel, drags.
 //! - [`app`]: the loop (batches of messages, a render at most every 16 ms); [`runner`]: effects.
 //! - [`request`]: what ctrl-r sends (run request, settings, plan, provider), one path for the runner
-//!   and the request preview.
+//!   and the request preview; [`tokens`]: its token count in the status line, recounted on change.
+//! - [`cases`]: cases added, copied, deleted (and undone) from the variables pane.
 //! - [`panes`]: one file per pane, rendering from `&State` and `&Theme`.
 //! - [`keymap`] (+ `keymap.toml`), [`theme`] (`themes/*.toml`), [`recovery`], [`sample`], [`log`], [`paths`].
 //! - [`terminal`]: raw mode, mouse, the panic hook and the input thread; [`setup`]: the start-up.
@@ -14,6 +15,7 @@
 pub mod app;
 #[cfg(feature = "testing")]
 pub mod bench;
+pub mod cases;
 pub mod compare_runner;
 pub mod compare_state;
 pub mod edit;
@@ -33,6 +35,7 @@ pub mod setup;
 pub mod state;
 pub mod terminal;
 pub mod theme;
+pub mod tokens;
 pub mod update;
 pub mod variables;
 

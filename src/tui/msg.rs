@@ -2,10 +2,12 @@
 //! `update` accepts ([`Msg`]) and everything it asks the outside world to do ([`Effect`]).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use ratatui_textarea::Input;
 
 use crate::prompt::file::PromptFile;
+use crate::run::prompt_tokens::LocalTokenizer;
 use crate::run::{RunEvent, RunRecord};
 use crate::truncate::sweep::Sweep;
 use crate::truncate::transcript::Transcript;
@@ -123,6 +125,14 @@ pub enum Action {
     Open,
     /// Compare the prompt with its json/jsonl twin side by side (again, or esc: back to editing).
     Compare,
+    /// Add a test case: its name and variables typed in the box editor (variables pane).
+    AddCase,
+    /// Copy the selected case into a new one, edited in the same box first (variables pane).
+    CopyCase,
+    /// Delete the selected case, after a confirmation that names it (variables pane).
+    DeleteCase,
+    /// Take back the last change to the variables or cases (variables pane).
+    UndoCaseEdit,
     /// Open the eval screen: every case of the prompt on the current model, scored (again, or esc: back).
     Eval,
     /// On the eval screen: write the selected case's answer as its expected answer (after a confirmation).
@@ -160,6 +170,8 @@ pub enum Msg {
     ModelFetch(FetchNews),
     /// News of the comparison number `id` (older comparisons' news is ignored).
     Compare { id: u64, news: CompareNews },
+    /// The local model `model` names (empty: the default cached one) has its tokenizer read, or why not.
+    TokenizerLoaded { model: String, tokenizer: Result<Arc<LocalTokenizer>, String> },
     /// News of the eval number `id` (older evals' news is ignored).
     Eval { id: u64, news: EvalNews },
 }
@@ -235,6 +247,9 @@ pub enum Effect {
     StartCompare(Box<CompareRequest>),
     /// Stop the running comparison (drop both streams).
     CancelCompare,
+    /// Read the tokenizer of the local model `model` names (its GGUF's header, not its weights), in the
+    /// background; it comes back as `Msg::TokenizerLoaded`.
+    LoadTokenizer { model: String },
     /// Run every case of the saved prompt through the eval pipeline.
     StartEval(Box<EvalRequest>),
     /// Stop the running eval.

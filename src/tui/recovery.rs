@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::prompt::file::write_atomic;
 
 /// The unsaved texts of one prompt file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Recovery {
     /// The prompt file the edits belong to (absolute when it could be made so).
     pub path: PathBuf,
@@ -22,11 +22,17 @@ pub struct Recovery {
     pub variables: Option<RecoveredVariables>,
 }
 
-/// Edited variables: the prompt's `[variables]` and each case's, in case order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Edited variables and cases: the prompt's `[variables]` and the cases as edited.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecoveredVariables {
     pub variables: crate::prompt::template::Variables,
+    /// Each saved case's variables, in case order: what files written before cases could be added,
+    /// copied or deleted hold (read, no longer written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cases: Vec<crate::prompt::template::Variables>,
+    /// The cases as edited, names and all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case_list: Option<Vec<crate::prompt::file::Case>>,
 }
 
 /// The recovery file of `prompt` inside `data_dir`: one per prompt file, named after a hash of its path.

@@ -99,15 +99,22 @@ pub enum Sent {
     InProcess { provider: String, request: Request, mode: ModeReport },
 }
 
-/// What ctrl-r would send now: the request of the plan the runner would make, as the provider it
-/// would build sends it first (before any fallback the server's answer causes).
-pub fn sent(state: &State) -> Result<Sent, String> {
-    // A replay sends no HTTP request: the recorded answer is not read for the preview. The pane is
-    // redrawn every frame, so the answers' checks (a schema compile) are left out: the request is the same.
+/// The plan ctrl-r would run now and its setup, made without the answers' checks (no schema
+/// compiled; the request is the same): what the preview and the token count show.
+pub fn preview_plan(state: &State) -> Result<(RunSetup, RunPlan), String> {
+    // A replay sends no HTTP request: the recorded answer is not read for the preview.
     let request = RunRequest { replay: None, ..run_request(state, None, None)? };
     let setup = RunSetup::unchecked(request.prompt.clone(), &request.path, options(&request, Pace::Instant))
         .map_err(|e| format!("{e:#}"))?;
     let plan = setup.plan(request.case.as_deref()).map_err(|e| format!("{e:#}"))?;
+    Ok((setup, plan))
+}
+
+/// What ctrl-r would send now: the request of the plan the runner would make, as the provider it
+/// would build sends it first (before any fallback the server's answer causes).
+pub fn sent(state: &State) -> Result<Sent, String> {
+    // The pane is redrawn every frame, so the plan is made without the answers' checks.
+    let (setup, plan) = preview_plan(state)?;
     let env = state.env;
     match setup.choice().first_request(&plan.request, &env).map_err(|e| e.to_string())? {
         Some((outgoing, mode)) => Ok(Sent::Http { outgoing, mode: plan.mode_with(Some(&mode)) }),

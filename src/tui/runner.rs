@@ -193,6 +193,14 @@ impl Runner {
                 self.log.line("comparison cancelled");
                 Vec::new()
             }
+            Effect::LoadTokenizer { model } => {
+                let tx = self.tx.clone();
+                std::thread::spawn(move || {
+                    let tokenizer = crate::run::prompt_tokens::LocalTokenizer::open(&model);
+                    let _ = tx.send(Msg::TokenizerLoaded { model, tokenizer });
+                });
+                Vec::new()
+            }
             Effect::StartEval(request) => {
                 let id = request.id;
                 if let Err(message) = super::eval_runner::start(self, *request) {

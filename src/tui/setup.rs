@@ -46,7 +46,8 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
     if let Some(dir) = &data_dir {
         match recovery::read(dir, &absolute(path)) {
             Ok(Some(edits))
-                if [edits.system.clone(), edits.template.clone(), edits.schema.clone()] != state.texts() =>
+                if [edits.system.clone(), edits.template.clone(), edits.schema.clone()] != state.texts()
+                    || edits.variables.is_some() =>
             {
                 state.overlay = Overlay::Recovery(Box::new(edits));
             }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use ratatui_textarea::TextArea;
+use ratatui_textarea::{TextArea, WrapMode};
 
 use super::keymap::Keymap;
 use super::recovery::Recovery;
@@ -89,6 +89,11 @@ pub enum Overlay {
     ConfirmQuit,
     /// Unsaved edits of this prompt were found from an earlier session.
     Recovery(Box<Recovery>),
+    /// Delete was asked for the case at `index` (into `State::cases`) named `name`.
+    ConfirmDeleteCase {
+        index: usize,
+        name: String,
+    },
 }
 
 /// Where the run is.
@@ -350,8 +355,13 @@ pub struct State {
     pub eval: super::eval_state::EvalView,
     /// The prompt's `[variables]` as edited.
     pub variables: crate::prompt::template::Variables,
-    /// Each case's variables as edited (in the prompt's case order).
-    pub case_variables: Vec<crate::prompt::template::Variables>,
+    /// The cases as edited: names, notes and variables, added, copied or deleted ones too (saved with
+    /// the prompt by ctrl-s).
+    pub cases: Vec<crate::prompt::file::Case>,
+    /// The variables and cases before each change made in the variables pane, newest last (undo).
+    pub case_undo: Vec<super::cases::Snapshot>,
+    /// The rendered request's token count for the status line (recounted only when it changes).
+    pub tokens: super::tokens::TokenView,
     /// Lines the help overlay is scrolled by (when it does not fit the screen).
     pub help_scroll: usize,
     /// An open text input (the model picker, a variable's editor): it takes every key.
@@ -367,7 +377,7 @@ impl State {
         let template = prompt.template.clone();
         let transcript = None;
         let prompt_variables = prompt.variables.clone();
-        let case_variables = super::variables::case_tables(&prompt);
+        let cases = prompt.cases.clone();
         let choice = Choice {
             provider: prompt.provider.name.clone().unwrap_or_else(|| "replay".into()),
             model: prompt.provider.model.clone(),
@@ -421,7 +431,9 @@ impl State {
             input: None,
             help_scroll: 0,
             variables: prompt_variables,
-            case_variables,
+            cases,
+            case_undo: Vec::new(),
+            tokens: Default::default(),
             env: crate::run::env_var,
         };
         super::edit::relint(&mut state);
@@ -443,11 +455,13 @@ impl State {
     }
 }
 
-/// A text editor holding `text`.
+/// A text editor holding `text`: long lines soft-wrap at the pane's edge (at words, a longer word at
+/// any character), so the whole line is on screen; the cursor moves by screen rows.
 pub fn editor(text: &str) -> TextArea<'static> {
     let lines: Vec<String> =
         if text.is_empty() { vec![String::new()] } else { text.split('\n').map(str::to_string).collect() };
     let mut area = TextArea::new(lines);
     area.set_max_histories(200);
+    area.set_wrap_mode(WrapMode::WordOrGlyph);
     area
 }

@@ -1,5 +1,6 @@
 //! The variables as edited (pure): the rows the variables pane lists after the cases, which table a
 //! value lives in (the prompt's `[variables]` or the chosen case's), and an edited value put back.
+//! The pane's rows: the run line, the default variables and each case, then the chosen variables.
 
 use serde_json::Value;
 
@@ -26,7 +27,7 @@ pub struct VariableRow {
 /// The index of the chosen case (`None`: the default variables).
 fn chosen_case(state: &State) -> Option<usize> {
     let name = state.choice.case.as_deref()?;
-    state.saved.cases.iter().position(|c| c.name == name)
+    state.cases.iter().position(|c| c.name == name)
 }
 
 /// The variables of the chosen case as edited: the defaults, then the case's own over them.
@@ -37,7 +38,7 @@ pub fn rows(state: &State) -> Vec<VariableRow> {
         .map(|(name, value)| VariableRow { name: name.clone(), value: value.clone(), origin: Origin::Defaults })
         .collect();
     if let Some(case) = chosen_case(state) {
-        for (name, value) in state.case_variables.get(case).into_iter().flatten() {
+        for (name, value) in state.cases.get(case).map(|c| &c.variables).into_iter().flatten() {
             let row = VariableRow { name: name.clone(), value: value.clone(), origin: Origin::Case(case) };
             match rows.iter_mut().find(|r| r.name == *name) {
                 Some(existing) => *existing = row,
@@ -50,12 +51,12 @@ pub fn rows(state: &State) -> Vec<VariableRow> {
 
 /// The rows of the variables pane: the default variables and each case, then the variables.
 pub fn row_count(state: &State) -> usize {
-    state.saved.cases.len() + 1 + rows(state).len()
+    state.cases.len() + 1 + rows(state).len()
 }
 
 /// The variable row selected in the pane, if the selection is on a variable (not a case).
 pub fn selected(state: &State) -> Option<VariableRow> {
-    let first = state.saved.cases.len() + 1;
+    let first = state.cases.len() + 1;
     state.selected_variable.checked_sub(first).and_then(|i| rows(state).into_iter().nth(i))
 }
 
@@ -84,21 +85,14 @@ pub fn value_of(row_name: &str, was: &Value, text: &str) -> Result<Value, String
 pub fn set(state: &mut State, name: &str, origin: Origin, value: Value) {
     let table: Option<&mut Variables> = match origin {
         Origin::Defaults => Some(&mut state.variables),
-        Origin::Case(case) => state.case_variables.get_mut(case),
+        Origin::Case(case) => state.cases.get_mut(case).map(|c| &mut c.variables),
     };
     if let Some(table) = table {
         table.insert(name.to_string(), value);
     }
 }
 
-/// Whether the variables differ from the saved prompt's.
+/// Whether the variables or the cases differ from the saved prompt's.
 pub fn changed(state: &State) -> bool {
-    state.variables != state.saved.variables
-        || state.case_variables.len() != state.saved.cases.len()
-        || state.case_variables.iter().zip(&state.saved.cases).any(|(vars, case)| *vars != case.variables)
-}
-
-/// The case variables of a prompt, one table per case.
-pub fn case_tables(prompt: &crate::prompt::file::PromptFile) -> Vec<Variables> {
-    prompt.cases.iter().map(|c| c.variables.clone()).collect()
+    state.variables != state.saved.variables || state.cases != state.saved.cases
 }

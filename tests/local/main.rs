@@ -12,6 +12,7 @@ mod cache;
 mod fidelity;
 mod generation;
 mod probs;
+mod prompt_tokens;
 mod reference;
 mod support;
 mod tokenizer;

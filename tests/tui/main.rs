@@ -10,5 +10,7 @@ mod preview;
 mod snapshots;
 mod support;
 mod update;
+mod update_cases;
+mod update_editing;
 mod update_inputs;
 mod update_runs;

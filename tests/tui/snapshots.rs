@@ -158,6 +158,53 @@ fn request_preview_shows_the_request_as_sent() {
     insta::assert_snapshot!("request_preview_100x60", text);
 }
 
+/// The template soft-wrapped (zoomed at 80×24, and in the whole screen at 120×40) with the cursor on
+/// a wrapped row, and the status line's token count warning that prompt and max tokens exceed the
+/// context window.
+#[test]
+fn wrapped_template_and_token_count_at_80x24_and_120x40() {
+    use ratatui_textarea::Key;
+    let mut state = sample_state();
+    type_text(&mut state, "Read carefully: ");
+    for _ in 0..3 {
+        update(&mut state, alt('='));
+    }
+    let (text, warn) = tunebench::tui::tokens::status_text(&state.tokens).unwrap();
+    assert!(warn && text.contains("+ 8192 max > 8192 ctx"), "{text}");
+    state.zoom = true;
+    screen(&state, 80, 24);
+    update(&mut state, special(Key::Down));
+    let zoomed = screen(&state, 80, 24);
+    assert!(zoomed.contains("Read carefully: Analyse the text below"), "{zoomed}");
+    assert!(zoomed.contains("> 8192 ctx"), "{zoomed}");
+    insta::assert_snapshot!("wrapped_template_80x24", zoomed);
+    state.zoom = false;
+    let whole = screen(&state, 120, 40);
+    assert!(whole.contains("prompt ≈") && whole.contains("> 8192 ctx"), "{whole}");
+    insta::assert_snapshot!("wrapped_template_120x40", whole);
+}
+
+/// The case box (a: add a case) at 80×24 and 120×40, and the confirmation that names the case to delete.
+#[test]
+fn case_box_and_delete_confirmation() {
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::FocusVariables));
+    update(&mut state, key('a'));
+    let small = screen(&state, 80, 24);
+    assert!(
+        small.contains("new case") && small.contains("name = \"case-3\"") && small.contains("[variables]"),
+        "{small}"
+    );
+    insta::assert_snapshot!("case_box_80x24", small);
+    insta::assert_snapshot!("case_box_120x40", screen(&state, 120, 40));
+    update(&mut state, special(ratatui_textarea::Key::Esc));
+    update(&mut state, key('j'));
+    update(&mut state, key('x'));
+    let confirm = screen(&state, 80, 24);
+    assert!(confirm.contains("Delete the case \"computing-history\"?"), "{confirm}");
+    insta::assert_snapshot!("confirm_delete_case_80x24", confirm);
+}
+
 /// The output pane coloured by token probability (alt-u): a local-model-like answer whose tokens
 /// carry probabilities (the schema's forced text among them, and a token holding escape sequences),
 /// each screen line followed by its colour classes: H ≥90%, M ≥50%, L ≥20%, V <20%, F forced, . other.

@@ -255,9 +255,13 @@ fn a_fetched_local_model_takes_over_from_the_recorded_answer() {
     let effects = update(&mut state, Msg::ModelFetch(FetchNews::Done(Ok("/cache/model.gguf".into()))));
     assert_eq!(state.choice.provider, "local");
     assert!(state.replay_reason.is_none());
-    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    // The run starts, and the local model's tokenizer is asked for (the status line's token count).
+    let [Effect::StartRun(request), Effect::LoadTokenizer { model }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
     assert_eq!(request.provider, "local");
     assert_eq!(request.structured.as_deref(), Some("constrained"), "a jsonl prompt is held to its schema");
+    assert_eq!(model, "", "the default cached model");
 
     let mut picked = sample_state();
     picked.choice.provider = "openai".into();

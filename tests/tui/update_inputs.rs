@@ -185,7 +185,7 @@ fn a_case_variable_is_edited_in_its_case_and_json_values_must_stay_json() {
     update(&mut state, special(Key::Backspace));
     type_text(&mut state, "case text");
     update(&mut state, special(Key::Enter));
-    assert_eq!(state.case_variables[0]["text"], "case text", "the case sets it: the edit goes there");
+    assert_eq!(state.cases[0].variables["text"], "case text", "the case sets it: the edit goes there");
     assert!(state.variables["text"].as_str().unwrap().starts_with("Deoxyribonucleic"));
     let effects = update(&mut state, ctrl('s'));
     let [Effect::Save { prompt, .. }] = effects.as_slice() else { panic!("{effects:?}") };

@@ -21,7 +21,7 @@ fn the_status_bar_says_constrained_was_chosen_by_default_on_local() {
     tunebench::tui::update::fetch::use_local_model(&mut state);
     assert_eq!(mode_text(&state), "asked constrained (default on local)");
     let effects = update(&mut state, Msg::Action(Action::Run));
-    assert!(matches!(effects.as_slice(), [Effect::StartRun(_)]), "{effects:?}");
+    assert!(matches!(effects.as_slice(), [Effect::StartRun(_), Effect::LoadTokenizer { .. }]), "{effects:?}");
     assert_eq!(mode_text(&state), "asked constrained (default on local)", "not reported yet");
     let used = StructuredMode::Constrained;
     mode_event(&mut state, ModeReport { requested: used, used, ..ModeReport::default() });

@@ -1,9 +1,9 @@
-//! The three editors (system, template, schema): tui-textarea widgets in a pane frame; the schema
-//! pane shows its live lint under the text.
+//! The three editors (system, template, schema): ratatui-textarea widgets in a pane frame, long lines
+//! soft-wrapped at its edge; the schema pane shows its live lint under the text.
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 use super::block;
@@ -25,19 +25,13 @@ pub fn render(frame: &mut Frame, area: Rect, pane: Pane, state: &State, theme: &
         }
     };
     let frame_block = block(pane, state, theme, extra);
-    let inner = frame_block.inner(area);
     frame.render_widget(frame_block, area);
+    let [text, lint] = parts(area, pane, state);
+    frame.render_widget(area_widget, text);
     if pane != Pane::Schema {
-        frame.render_widget(area_widget, inner);
         return;
     }
     let issues = &state.lint.issues;
-    let lint_height = if issues.is_empty() { 1 } else { (issues.len() as u16 + 1).min(inner.height / 2).max(2) };
-    let parts = Layout::default()
-        .direction(Direction::Vertical)
-        .constraints([Constraint::Min(1), Constraint::Length(lint_height)])
-        .split(inner);
-    frame.render_widget(area_widget, parts[0]);
     let lines: Vec<Line> = if issues.is_empty() {
         vec![Line::from(Span::styled(
             if state.lint.what == "no schema" {
@@ -52,7 +46,27 @@ pub fn render(frame: &mut Frame, area: Rect, pane: Pane, state: &State, theme: &
             .chain(issues.iter().map(|i| Line::from(Span::styled(i.clone(), theme.error))))
             .collect()
     };
-    frame.render_widget(Paragraph::new(lines), parts[1]);
+    frame.render_widget(Paragraph::new(lines), lint);
+}
+
+/// Where the text of the editor of `pane` framed in `area` is drawn (a mouse click maps from it).
+pub fn text_rect(area: Rect, pane: Pane, state: &State) -> Rect {
+    parts(area, pane, state)[0]
+}
+
+/// The text and (schema only) the lint under it, inside the pane's frame.
+fn parts(area: Rect, pane: Pane, state: &State) -> [Rect; 2] {
+    let inner = Block::default().borders(Borders::ALL).inner(area);
+    if pane != Pane::Schema {
+        return [inner, Rect { height: 0, ..inner }];
+    }
+    let issues = &state.lint.issues;
+    let lint_height = if issues.is_empty() { 1 } else { (issues.len() as u16 + 1).min(inner.height / 2).max(2) };
+    let parts = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Min(1), Constraint::Length(lint_height)])
+        .split(inner);
+    [parts[0], parts[1]]
 }
 
 /// The prompt's response type as the prompt file writes it.

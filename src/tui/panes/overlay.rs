@@ -25,6 +25,19 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             ];
             popup(frame, area, "quit?", lines, theme, 52, 9);
         }
+        Overlay::ConfirmDeleteCase { name, .. } => {
+            let lines = vec![
+                Line::from(Span::styled(
+                    format!("Delete the case {}?", crate::safe_text::escape_controls(&format!("{name:?}"))),
+                    theme.warning,
+                )),
+                Line::from("Its name, notes and variables go with it."),
+                Line::from(""),
+                Line::from("y  delete it (ctrl-s saves the prompt; u undoes)"),
+                Line::from("any other key: keep it"),
+            ];
+            popup(frame, area, "delete case?", lines, theme, 60, 9);
+        }
         Overlay::Recovery(recovery) => {
             let lines = vec![
                 Line::from(Span::styled(
@@ -65,6 +78,7 @@ fn help_lines(state: &State) -> Vec<HelpLine> {
     for (scope, heading) in [
         (Scope::Global, "everywhere (also while typing)"),
         (Scope::View, "in variables, output, lines, truncation, history"),
+        (Scope::Eval, "on the eval screen (alt-e), before the keys above"),
     ] {
         if !lines.is_empty() {
             lines.push(HelpLine::Blank);

@@ -1,5 +1,6 @@
-//! The status bar: provider and model (and why replay is used), the structured mode used (and any
-//! fallback), time to first token, tokens/s with a
+//! The status bar: the run's phase, the request's token count against the context window and max
+//! tokens (warned when they do not fit), provider and model (and why replay is used), the structured
+//! mode used (and any fallback), time to first token, tokens/s with a
 //! sparkline, tokens in/out, finish reason, turn k of n, the run's phase, unsaved edits; then the
 //! last note and the main keys.
 
@@ -60,7 +61,6 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         RunPhase::Failed(_) => "failed".to_string(),
     };
     let parts = [
-        format!(" {phase}"),
         format!("{provider} {model}"),
         mode_text(state),
         format!("ttft {}", run.ttft_ms.map_or("-".into(), |t| format!("{t}ms"))),
@@ -74,7 +74,20 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         format!("turn {}/{}", run.turn, run.max_turns.max(1)),
     ];
     let width = area.width as usize;
-    let mut first = vec![Span::styled(clip(&parts.join(" · "), width.saturating_sub(12)), theme.status)];
+    // The phase, then the size of the request ctrl-r sends (warned when it does not fit), then the run.
+    let mut room = width.saturating_sub(12);
+    let mut first = Vec::new();
+    let mut push = |text: String, style| {
+        let text = clip(&text, room);
+        room = room.saturating_sub(text.chars().count());
+        first.push(Span::styled(text, style));
+    };
+    push(format!(" {phase} · "), theme.status);
+    if let Some((text, warn)) = crate::tui::tokens::status_text(&state.tokens) {
+        push(text, if warn { theme.status_warn } else { theme.status });
+        push(" · ".into(), theme.status);
+    }
+    push(parts.join(" · "), theme.status);
     if state.dirty {
         first.push(Span::styled(" ● unsaved ", theme.status_warn));
     } else {

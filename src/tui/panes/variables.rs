@@ -35,7 +35,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         ),
     ])];
     let names: Vec<Option<&str>> =
-        std::iter::once(None).chain(state.saved.cases.iter().map(|c| Some(c.name.as_str()))).collect();
+        std::iter::once(None).chain(state.cases.iter().map(|c| Some(c.name.as_str()))).collect();
     for (index, name) in names.iter().enumerate() {
         let chosen = *name == choice.case.as_deref();
         let text = format!("{} {}", if chosen { "●" } else { "○" }, name.unwrap_or("(default variables)"));
@@ -59,11 +59,27 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         rows.push(line);
     }
     // Keep the selected row in view: the run line stays, the list scrolls.
-    let height = inner.height as usize;
-    let selected = state.selected_variable + 1;
-    if rows.len() > height && selected >= height && height > 1 {
-        let skip = (selected + 1 - height).min(rows.len() - height);
-        rows.drain(1..1 + skip);
-    }
+    let skip = skipped(state, inner.height as usize);
+    rows.drain(1..1 + skip.min(rows.len().saturating_sub(1)));
     frame.render_widget(Paragraph::new(rows), inner);
+}
+
+/// How many rows of the list (default variables, cases, variables) are scrolled out of a pane
+/// `height` rows high, so that the selected one is in view under the run line.
+fn skipped(state: &State, height: usize) -> usize {
+    let rows = 1 + variables::row_count(state);
+    let selected = state.selected_variable + 1;
+    if rows > height && selected >= height && height > 1 {
+        (selected + 1 - height).min(rows - height)
+    } else {
+        0
+    }
+}
+
+/// The list row (as `State::selected_variable` counts) drawn at screen `row` of the pane in `area`.
+pub fn row_at(area: Rect, state: &State, row: u16) -> Option<usize> {
+    let inner = ratatui::widgets::Block::default().borders(ratatui::widgets::Borders::ALL).inner(area);
+    let at = row.checked_sub(inner.y + 1).filter(|_| row < inner.y + inner.height)? as usize;
+    let index = skipped(state, inner.height as usize) + at;
+    (index < variables::row_count(state)).then_some(index)
 }

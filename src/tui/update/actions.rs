@@ -1,6 +1,7 @@
 //! Actions: quit, save, run and cancel, focus, zoom and toggles, the run settings (provider,
 //! structured mode, model, case, max tokens), and the moves handed to the navigation.
 
+use super::super::cases;
 use super::super::edit;
 use super::super::msg::{Action, Effect};
 use super::super::panes;
@@ -103,7 +104,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         Action::ChooseModel => super::super::input::open_model_picker(state),
         Action::NextCase => {
             let names: Vec<Option<String>> =
-                std::iter::once(None).chain(state.saved.cases.iter().map(|c| Some(c.name.clone()))).collect();
+                std::iter::once(None).chain(state.cases.iter().map(|c| Some(c.name.clone()))).collect();
             let at = names.iter().position(|n| *n == state.choice.case).map_or(0, |i| i + 1);
             state.choice.case = names[at % names.len()].clone();
             state.selected_variable = at % names.len();
@@ -134,6 +135,16 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Open => open(state),
         Action::Compare => compare::enter(state),
+        Action::AddCase => cases::open_new(state),
+        Action::CopyCase => cases::open_copy(state),
+        Action::DeleteCase => cases::ask_delete(state),
+        Action::UndoCaseEdit => {
+            if state.focus != Pane::Variables {
+                state.note = Some("undoing a case or variable change works in the variables pane (alt-4)".into());
+                return Vec::new();
+            }
+            cases::undo(state)
+        }
         Action::Eval => super::eval::enter(state),
         Action::Approve => {
             state.note = Some("approve works on the eval screen (alt-e)".into());

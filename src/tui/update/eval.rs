@@ -94,7 +94,7 @@ pub fn key(state: &mut State, input: &Input) -> Vec<Effect> {
             }
         };
     }
-    match state.keymap.action(input, true) {
+    match state.keymap.eval_action(input) {
         Some(action) => act(state, action),
         None => Vec::new(),
     }

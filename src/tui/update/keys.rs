@@ -3,6 +3,7 @@
 
 use ratatui_textarea::{Input, Key};
 
+use super::super::cases;
 use super::super::edit::{self, edited, relint};
 use super::super::msg::{Action, Effect};
 use super::super::panes;
@@ -62,6 +63,10 @@ pub(super) fn key(state: &mut State, input: Input) -> Vec<Effect> {
                     Vec::new()
                 }
             };
+        }
+        Overlay::ConfirmDeleteCase { index, name } => {
+            cases::answer_delete(state, index, &name, input.key == Key::Char('y'));
+            return Vec::new();
         }
         Overlay::Recovery(recovery) => {
             state.overlay = Overlay::None;

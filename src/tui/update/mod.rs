@@ -1,7 +1,8 @@
 //! `update(&mut State, Msg) -> Vec<Effect>`: every change of the workbench, pure (no IO, no await).
 //! Keys become actions through the keymap (or typing in the focused editor); run events fill the
 //! live view; effects ask the loop to run, save, sweep, write the recovery file or quit. This file
-//! routes each message; the files beside it handle one concern each.
+//! routes each message (then the token count looks again if anything it reads changed); the files
+//! beside it handle one concern each.
 
 mod actions;
 mod compare;
@@ -28,8 +29,15 @@ pub const RECOVERY_EVERY_MS: u64 = 1000;
 /// The providers `next-provider` cycles through.
 pub const PROVIDERS: [crate::provider::kind::ProviderKind; 6] = crate::provider::kind::ProviderKind::ALL;
 
-/// Applies `msg` to `state`; returns what the outside world must do.
+/// Applies `msg` to `state`; returns what the outside world must do. The token count of the request
+/// looks again only when what it depends on changed (`tokens::refresh`).
 pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
+    let mut effects = route(state, msg);
+    effects.extend(super::tokens::refresh(state));
+    effects
+}
+
+fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Term(TermEvent::Key(input)) if state.input.is_some() => super::input::key(state, input),
         Msg::Term(TermEvent::Paste(text)) if state.input.is_some() => {
@@ -135,7 +143,19 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
             Vec::new()
         }
-        Msg::ModelFetch(news) => fetch::model_fetch(state, news),
+        Msg::ModelFetch(news) => {
+            if matches!(news, super::msg::FetchNews::Done(Ok(_)))
+                && state.tokens.local.as_ref().is_some_and(|l| l.1.is_err())
+            {
+                // The model is here now: its tokenizer can be read.
+                state.tokens.local = None;
+            }
+            fetch::model_fetch(state, news)
+        }
+        Msg::TokenizerLoaded { model, tokenizer } => {
+            super::tokens::loaded(state, model, tokenizer);
+            Vec::new()
+        }
         Msg::Note(note) => {
             state.note = Some(note);
             Vec::new()

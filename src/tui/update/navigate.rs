@@ -54,13 +54,13 @@ pub(super) fn open(state: &mut State) -> Vec<Effect> {
                 }
             }
         }
-        Pane::Variables if state.selected_variable > state.saved.cases.len() => {
+        Pane::Variables if state.selected_variable > state.cases.len() => {
             super::super::input::open_variable_editor(state)
         }
         Pane::Variables => {
             state.choice.case = match state.selected_variable {
                 0 => None,
-                n => state.saved.cases.get(n - 1).map(|c| c.name.clone()),
+                n => state.cases.get(n - 1).map(|c| c.name.clone()),
             };
             state.note = Some(format!("case: {}", state.choice.case.as_deref().unwrap_or("(default variables)")));
             Vec::new()

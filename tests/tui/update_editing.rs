@@ -1,0 +1,161 @@
+//! Transition tests of the editing comforts: soft-wrapped editors (the cursor keys and a click follow
+//! the wrapped rows as drawn) and the token count of the request in the status line (the plan's
+//! request as the run sends it, recounted only when its text changes, warned when it does not fit).
+
+use std::path::Path;
+
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use ratatui_textarea::Key;
+use tunebench::run::prompt_tokens::{PromptSize, Tokenizer};
+use tunebench::run::{RunSetup, SetupOptions};
+use tunebench::tui::msg::{Action, Effect, Mouse, MouseKind, Msg, TermEvent};
+use tunebench::tui::panes::{layout, render};
+use tunebench::tui::state::{Pane, State};
+use tunebench::tui::theme::Theme;
+use tunebench::tui::tokens::status_text;
+use tunebench::tui::update::update;
+
+use super::support::*;
+
+fn draw(state: &State, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|frame| render(frame, state, &Theme::default())).unwrap();
+    terminal
+}
+
+#[test]
+fn the_cursor_moves_by_wrapped_rows_and_a_click_lands_on_the_character_under_it() {
+    let mut state = sample_state();
+    let first_line = state.template.lines()[0].clone();
+    assert!(first_line.chars().count() > 120, "the sample's first template line is long");
+    state.zoom = true;
+    draw(&state, 80, 24);
+    // Down moves to the next screen row of the same (wrapped) line, not to the next line.
+    update(&mut state, special(Key::Down));
+    let ratatui_textarea::DataCursor(row, col) = state.template.cursor();
+    assert_eq!(row, 0, "still on the first line");
+    assert!(col > 40 && col < 80, "one wrapped row further: column {col}");
+    update(&mut state, special(Key::Up));
+    assert_eq!(state.template.cursor(), (0, 0));
+    assert!(!state.dirty, "moving is no edit");
+
+    // A click on the second screen row of the first line, at the whole layout of 120×40.
+    state.zoom = false;
+    let terminal = draw(&state, 120, 40);
+    let rect = layout(ratatui::layout::Rect::new(0, 0, 120, 40), &state)
+        .panes
+        .iter()
+        .find(|(pane, _)| *pane == Pane::Template)
+        .map(|(_, rect)| *rect)
+        .unwrap();
+    let (column, row) = (rect.x + 1 + 5, rect.y + 1 + 1);
+    let cell = terminal.backend().buffer()[(column, row)].symbol().to_string();
+    update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Click, column, row })));
+    let ratatui_textarea::DataCursor(line, at) = state.template.cursor();
+    assert_eq!(line, 0, "the wrapped row belongs to the first line");
+    assert!(at > 5, "past the first row's characters: {at}");
+    assert_eq!(first_line.chars().nth(at).map(String::from), Some(cell), "the cursor is on the clicked character");
+    // A drag selects from the click to the drag's end.
+    update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Drag, column: column + 4, row })));
+    assert_eq!(state.template.selection_range(), Some(((0, at), (0, at + 4))));
+    // Typing there edits the first line at the clicked place.
+    update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Click, column, row })));
+    update(&mut state, key('#'));
+    assert_eq!(state.template.lines()[0].chars().nth(at), Some('#'));
+}
+
+/// The sample's request as `tunebench run` plans it under `provider` and `structured`, counted by o200k.
+fn planned_tokens(state: &State, structured: Option<&str>) -> usize {
+    let overrides = tunebench::prompt::file::ProviderSettings {
+        name: Some(state.choice.provider.clone()),
+        structured: structured.map(str::to_string),
+        max_tokens: state.choice.max_tokens,
+        ..Default::default()
+    };
+    let setup = RunSetup::new(state.saved.clone(), Path::new(SAMPLE), SetupOptions { overrides, ..Default::default() })
+        .unwrap();
+    Tokenizer::O200k.count(&setup.plan(None).unwrap().request).unwrap()
+}
+
+#[test]
+fn the_status_line_counts_the_planned_request_and_recounts_only_when_it_changes() {
+    let mut state = sample_state();
+    state.choice.provider = "openai".into();
+    update(&mut state, Msg::Tick { now_ms: 1 });
+    let shown = state.tokens.shown.clone().unwrap().unwrap();
+    assert_eq!(
+        shown,
+        PromptSize { tokens: planned_tokens(&state, None), exact: false, max_tokens: Some(1024), context: 8192 }
+    );
+    assert_eq!(status_text(&state.tokens).unwrap(), (format!("prompt ≈{} + 1024 max / 8192 ctx", shown.tokens), false));
+    let counts = state.tokens.counts;
+
+    // Ticks, run events, cursor moves and focus changes count nothing again.
+    update(&mut state, Msg::Tick { now_ms: 300 });
+    update(&mut state, special(Key::Down));
+    update(&mut state, Msg::Action(Action::FocusSchema));
+    update(&mut state, Msg::Action(Action::FocusTemplate));
+    assert_eq!(state.tokens.counts, counts);
+    // The schema of a jsonl prompt sent with no structured mode is not in the request: an edit to it
+    // changes nothing to count.
+    update(&mut state, Msg::Action(Action::FocusSchema));
+    update(&mut state, special(Key::Enter));
+    assert!(state.dirty);
+    assert_eq!(state.tokens.counts, counts, "the request's text did not change");
+    update(&mut state, ctrl('u'));
+    assert!(!state.dirty, "ctrl-u undid it");
+    // A word typed in the template: counted once per key, the count grows.
+    update(&mut state, Msg::Action(Action::FocusTemplate));
+    type_text(&mut state, "Please ");
+    assert_eq!(state.tokens.counts, counts + 7);
+    assert!(state.tokens.shown.clone().unwrap().unwrap().tokens > shown.tokens);
+    // json-schema on a jsonl prompt: the plan describes the schema in the system prompt, and counts it.
+    let before = state.tokens.shown.clone().unwrap().unwrap().tokens;
+    update(&mut state, alt('m'));
+    update(&mut state, alt('m'));
+    assert_eq!(state.choice.structured.as_deref(), Some("json-schema"));
+    let with_schema = state.tokens.shown.clone().unwrap().unwrap().tokens;
+    assert!(with_schema > before + 50, "the schema instructions are counted: {before} → {with_schema}");
+    // A template that does not render says so.
+    type_text(&mut state, "{{");
+    assert_eq!(status_text(&state.tokens), Some(("prompt: does not render".into(), true)));
+}
+
+#[test]
+fn prompt_and_max_tokens_over_the_context_window_warn() {
+    let mut state = sample_state();
+    for _ in 0..3 {
+        update(&mut state, alt('='));
+    }
+    assert_eq!(state.choice.max_tokens, Some(8192));
+    let (text, warn) = status_text(&state.tokens).unwrap();
+    assert!(warn, "{text}");
+    assert!(text.ends_with("+ 8192 max > 8192 ctx"), "{text}");
+    update(&mut state, alt('-'));
+    assert!(!status_text(&state.tokens).unwrap().1);
+}
+
+#[test]
+fn the_local_tokenizer_is_asked_for_once_and_o200k_estimates_meanwhile() {
+    let mut state = sample_state();
+    let effects = update(&mut state, Msg::Action(Action::NextProvider));
+    assert!(!effects.iter().any(|e| matches!(e, Effect::LoadTokenizer { .. })), "not local yet: {effects:?}");
+    while state.choice.provider != "local" {
+        update(&mut state, Msg::Action(Action::NextProvider));
+    }
+    assert_eq!(state.tokens.loading.as_deref(), Some(""), "the default model's tokenizer was asked for");
+    let effects = update(&mut state, key('x'));
+    assert!(effects.is_empty(), "asked once: {effects:?}");
+    let size = state.tokens.shown.clone().unwrap().unwrap();
+    assert!(!size.exact, "o200k estimates until the tokenizer is read");
+    assert_eq!(size.max_tokens, Some(1024));
+    // The model is missing in the test cache: the estimate stays, nothing is asked again.
+    update(&mut state, Msg::TokenizerLoaded { model: String::new(), tokenizer: Err("no model".into()) });
+    assert!(state.tokens.loading.is_none());
+    type_text(&mut state, "more");
+    assert!(!state.tokens.shown.clone().unwrap().unwrap().exact);
+    // A model fetched later is read then.
+    let effects = update(&mut state, Msg::ModelFetch(tunebench::tui::msg::FetchNews::Done(Ok("/m.gguf".into()))));
+    assert!(effects.iter().any(|e| matches!(e, Effect::LoadTokenizer { model } if model.is_empty())), "{effects:?}");
+}
