@@ -158,6 +158,11 @@ fn the_matrix_fills_in_a_case_opens_and_approve_makes_it_pass() {
     let beta = reread.cases.iter().find(|c| c.name == "beta").unwrap();
     assert_eq!(beta.expected.as_ref().and_then(|e| e.items.as_ref()).map(Vec::len), Some(1), "{saved}");
     assert!(!state.dirty, "the approved prompt is the saved one");
+    // A later ctrl-s keeps the approved answer (the edited cases carry it too).
+    let effects = update(&mut state, ctrl('s'));
+    let [Effect::Save { prompt: again, .. }] = effects.as_slice() else { panic!("{effects:?}") };
+    let beta_again = again.cases.iter().find(|c| c.name == "beta").unwrap();
+    assert_eq!(beta_again.expected, beta.expected, "ctrl-s writes the approved expectation back");
 
     // ctrl-r re-runs the matrix: beta improved against the previous run.
     let effects = update(&mut state, ctrl('r'));

@@ -175,6 +175,11 @@ fn approve(state: &mut State, row: usize) -> Vec<Effect> {
         return Vec::new();
     }
     let case = scored.case.clone().unwrap_or_default();
+    // The variables pane's cases carry the expectation too, or the next ctrl-s would write the old one back.
+    let approved = prompt.cases.iter().find(|c| c.name == case).map(|c| c.expected.clone());
+    if let (Some(expected), Some(edited)) = (approved, state.cases.iter_mut().find(|c| c.name == case)) {
+        edited.expected = expected;
+    }
     state.pending_save = Some(Box::new((prompt.clone(), state.saved_texts.clone())));
     state.note = Some(format!("approved: case {case:?} now expects this answer"));
     vec![
