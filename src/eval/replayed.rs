@@ -34,7 +34,12 @@ pub fn record(prompt: &PromptFile, case: Option<&str>, answer: &str, ending: End
     let chunks = cuts
         .windows(2)
         .enumerate()
-        .map(|(i, w)| Chunk { t_ms: 10 * (i as u64 + 1), delta: answer[w[0]..w[1]].to_string(), token: None, ..Chunk::default() })
+        .map(|(i, w)| Chunk {
+            t_ms: 10 * (i as u64 + 1),
+            delta: answer[w[0]..w[1]].to_string(),
+            token: None,
+            ..Chunk::default()
+        })
         .filter(|c| !c.delta.is_empty())
         .collect();
     let usage = Usage { input_tokens: 40, output_tokens: answer.len().div_ceil(4) as u64, estimated: false };

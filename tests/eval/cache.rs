@@ -50,7 +50,8 @@ fn a_server_error_is_never_served_from_the_cache() {
     let dir = tempfile::tempdir().unwrap();
     let prompt = prompt_in(dir.path(), PROMPT);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let failing = tunebench::provider::wire_server::Reply::status(400, "application/json", r#"{"error":{"message":"boom"}}"#);
+    let failing =
+        tunebench::provider::wire_server::Reply::status(400, "application/json", r#"{"error":{"message":"boom"}}"#);
     let routes = vec![("ALPHA-TEXT".to_string(), failing.clone()), ("BETA-TEXT".to_string(), failing)];
     let server = runtime.block_on(tunebench::provider::wire_server::WireServer::start_routed(routes)).unwrap();
     let args = ["--json", "--max-turns", "1"];
