@@ -307,7 +307,7 @@ fn replayed(prompt: &PromptFile, case: &str, answer: &str) -> tunebench::run::Ru
     use tunebench::truncate::transcript::{Chunk, End, Header, Transcript};
     let transcript = Transcript {
         header: Header { transcript: 1, provider: "replay".into(), model: "recorded".into(), request: Value::Null },
-        chunks: vec![Chunk { t_ms: 5, delta: answer.to_string(), token: None }],
+        chunks: vec![Chunk { t_ms: 5, delta: answer.to_string(), token: None, ..Chunk::default() }],
         end: Some(End { t_ms: 9, finish_reason: Some("stop".into()), usage: None, error: None }),
     };
     let options = SetupOptions {
