@@ -250,6 +250,8 @@ fn a_rerun_asks_the_server_only_for_changed_cases() {
     assert_eq!(server.received().len(), 2, "nothing changed: every answer from the cache");
     assert_eq!(cached(&state), [true, true]);
     assert_eq!((verdict(&state, 0), verdict(&state, 1)), (Some(Verdict::Pass), Some(Verdict::Fail)));
+    let screen = draw(&state, 120, 40);
+    assert!(screen.contains("· 2 cached"), "the title says the answers came from the cache:\n{screen}");
 
     // Beta's text is edited on disk (as the variables pane would save it): one request, for beta.
     let edited = std::fs::read_to_string(&path).unwrap().replace("\"BETA-TEXT\"", "\"BETA-TEXT, again\"");
