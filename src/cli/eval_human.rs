@@ -237,14 +237,25 @@ pub fn failures(record: &EvalRecord) -> String {
 pub fn listed_line(eval: &Listed) -> String {
     let (date, time) = utc(eval.started_at_ms);
     let batch = eval.batch.as_ref().map(|tag| format!("  batch {tag}")).unwrap_or_default();
+    // The columns are named only when they say more than the prompts (a model, a twin).
+    let columns =
+        if eval.columns == eval.prompts { String::new() } else { format!("  [{}]", first_few(&eval.columns, " | ")) };
     format!(
-        "{}  {date} {time}  {}/{} passed  {}  [{}]{batch}",
+        "{}  {date} {time}  {}/{} passed  {}{columns}{batch}",
         eval.id,
         eval.passed,
         eval.cells,
-        eval.prompts.join(", "),
-        eval.columns.join(" | ")
+        first_few(&eval.prompts, ", "),
     )
+}
+
+/// The first three names joined, and how many more there are.
+fn first_few(names: &[String], separator: &str) -> String {
+    let shown = names.iter().take(3).map(String::as_str).collect::<Vec<_>>().join(separator);
+    match names.len().saturating_sub(3) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
 }
 
 /// `eval diff A B`: the prompts' edits, each column's figures, then every case that changed.
