@@ -6,7 +6,7 @@ use crate::eval::score::Verdict;
 use crate::tui::eval_state::EvalView;
 
 /// The review's keys, as the bar and the status line show them.
-pub const KEYS: &str = "a accept · r reject · s skip · ↑/↓ scroll · esc stop";
+pub const KEYS: &str = "a accept · r reject · s skip · t truncation · esc stop";
 
 /// A review of the eval screen's rows.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -47,7 +47,8 @@ pub(super) fn frame_of<'a>(spans: Vec<Span<'a>>, theme: &Theme) -> Block<'a> {
 
 /// The title's figures: pass rate, mean F1 (from the record's totals once it ended), the baseline delta.
 fn title<'a>(view: &EvalView, theme: &Theme) -> Vec<Span<'a>> {
-    let mut spans = vec![Span::styled(format!(" eval · {} ", view.column), theme.title)];
+    let column = clip(&escape_controls(&view.column), 24);
+    let mut spans = vec![Span::styled(format!(" eval · {column} "), theme.title)];
     let (scored, passed) = view.counts();
     let totals = view.totals.as_ref().or(view.record.as_ref().map(|r| &r.totals)).and_then(|t| t.first());
     match totals {
@@ -61,7 +62,13 @@ fn title<'a>(view: &EvalView, theme: &Theme) -> Vec<Span<'a>> {
     }
     match (&view.baseline, &view.phase) {
         (Some(delta), _) => spans.push(Span::styled(
-            format!("· vs {}: {} improved, {} regressed ", delta.baseline, delta.improved, delta.regressed),
+            // The id's time (`YYYYMMDD-HHMMSS`) names the baseline well enough on screen.
+            format!(
+                "· vs {}: {} improved, {} regressed ",
+                escape_controls(&delta.baseline).chars().take(15).collect::<String>(),
+                delta.improved,
+                delta.regressed
+            ),
             if delta.regressed > 0 { theme.warning } else { theme.dim },
         )),
         (None, EvalPhase::Done) => spans.push(Span::styled("· no baseline yet ", theme.dim)),

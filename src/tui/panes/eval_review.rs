@@ -29,8 +29,11 @@ pub fn bar(frame: &mut Frame, area: Rect, view: &EvalView, theme: &Theme) {
         Span::styled(format!(" review {}/{} ", review.at + 1, review.queue.len()), theme.title),
         Span::styled(format!("{} ", why(view, row).unwrap_or("changed")), theme.warning),
         Span::styled(format!("· {} · ", escape_controls(&name)), theme.text),
-        Span::styled(format!("{KEYS} · "), theme.dim),
-        Span::styled(Review::summary(&Review { at: review.queue.len(), ..review.clone() }), theme.dim),
+        Span::styled(
+            format!("{} · ", Review::summary(&Review { at: review.queue.len(), ..review.clone() })),
+            theme.dim,
+        ),
+        Span::styled(KEYS, theme.dim),
     ]);
     frame.render_widget(Paragraph::new(line), area);
 }
