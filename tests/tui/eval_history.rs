@@ -192,3 +192,33 @@ fn stable(state: &mut State, dir: &std::path::Path) {
         }
     }
 }
+
+#[test]
+fn what_cannot_be_shown_says_why() {
+    without_local_model();
+    let dir = folder();
+    let mut state = state_for(&dir.path().join("definitions.toml")).unwrap();
+    // m outside the history, or on a run: nothing marked.
+    update(&mut state, key('m'));
+    assert!(state.eval_marked.is_none());
+    // An eval record that does not read: the note names the error, the screen stays closed.
+    state.eval.id = 3;
+    update(&mut state, Msg::Eval { id: 3, news: EvalNews::Opened(Err("x.json: not an eval record".into())) });
+    assert!(!state.eval.open);
+    assert!(state.note.as_deref().unwrap_or_default().contains("not an eval record"), "{:?}", state.note);
+    // A listing that failed is said; the history keeps its runs.
+    update(&mut state, Msg::EvalsListed(Err("evals: permission denied".into())));
+    assert!(state.note.as_deref().unwrap_or_default().contains("permission denied"));
+    // On the eval screen before any eval ended: no diff, no truncation, no review.
+    update(&mut state, alt('e'));
+    assert!(state.eval.running());
+    assert!(update(&mut state, key('d')).is_empty());
+    assert!(state.note.as_deref().unwrap_or_default().contains("needs a finished eval"), "{:?}", state.note);
+    assert!(update(&mut state, key('t')).is_empty());
+    assert!(state.note.as_deref().unwrap_or_default().contains("open a case first"), "{:?}", state.note);
+    assert!(update(&mut state, key('r')).is_empty());
+    assert!(state.note.as_deref().unwrap_or_default().contains("wait until"), "{:?}", state.note);
+    // Sweep news of another row or an older eval is dropped.
+    update(&mut state, Msg::Eval { id: 99, news: EvalNews::Swept { row: 0, sweep: Err("old".into()) } });
+    assert!(state.eval.sweep.is_none());
+}

@@ -53,13 +53,13 @@ pub fn summary(frame: &mut Frame, area: Rect, view: &EvalView, theme: &Theme) {
         Line::from(Span::styled(review.summary(), theme.text)),
         Line::from(Span::styled("any key: back", theme.dim)),
     ];
-    for (at, &row) in review.queue.iter().enumerate() {
+    for &row in &review.queue {
         let name = view.rows.get(row).cloned().flatten().unwrap_or_else(|| "(variables)".into());
         let (word, style) = if review.accepted.contains(&row) {
             ("accepted", theme.valid)
         } else if review.rejected.contains(&row) {
             ("rejected", theme.invalid)
-        } else if at < review.at && review.skipped.contains(&row) {
+        } else if review.skipped.contains(&row) {
             ("skipped", theme.dim)
         } else {
             ("not seen", theme.dim)
