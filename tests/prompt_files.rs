@@ -300,3 +300,56 @@ fn cli_bad_input_exits_2_naming_the_file_and_value() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `answer` to `case` of `prompt`, played by the replay provider through the run engine.
+fn replayed(prompt: &PromptFile, case: &str, answer: &str) -> tunebench::run::RunRecord {
+    use tunebench::run::{ReplayFrom, RunSetup, SetupOptions};
+    use tunebench::truncate::transcript::{Chunk, End, Header, Transcript};
+    let transcript = Transcript {
+        header: Header { transcript: 1, provider: "replay".into(), model: "recorded".into(), request: Value::Null },
+        chunks: vec![Chunk { t_ms: 5, delta: answer.to_string(), token: None, ..Chunk::default() }],
+        end: Some(End { t_ms: 9, finish_reason: Some("stop".into()), usage: None, error: None }),
+    };
+    let options = SetupOptions {
+        overrides: tunebench::prompt::file::ProviderSettings { name: Some("replay".into()), ..Default::default() },
+        max_turns: Some(1),
+        replay: Some(ReplayFrom::Transcript(Box::new(transcript))),
+        ..SetupOptions::default()
+    };
+    let setup = RunSetup::new(prompt.clone(), &samples_dir().join("x.toml"), options).unwrap();
+    let plan = setup.plan(Some(case)).unwrap();
+    let provider = setup.provider(Some(case)).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(tunebench::run::run(&*provider, &plan, |_| {}))
+}
+
+#[test]
+fn every_sample_case_has_expectations_its_own_expected_answer_passes() {
+    use tunebench::eval::score::{score_record, Expectations, Verdict};
+    use tunebench::prompt::expect::resolve::{validate_expectations, ExpectedAnswer};
+    for (_, prompt) in all_samples() {
+        validate_expectations(&prompt, &samples_dir()).unwrap_or_else(|e| panic!("{e}"));
+        for case in &prompt.cases {
+            let at = format!("{} / {}", prompt.id, case.name);
+            let expectations = Expectations::for_case(&prompt, &samples_dir(), Some(&case.name))
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            assert!(!expectations.is_empty(), "{at}: nothing to score against");
+            // Every case but one says what the answer is; that one (nothing, or only foods, is right)
+            // has checks only.
+            let checks_only = prompt.id.starts_with("ontology-extract") && case.name == "no-recipe";
+            assert_eq!(expectations.expected.is_none(), checks_only, "{at}");
+            // The expected answer itself, written as the model would, passes.
+            let answer = match (&expectations.expected, prompt.response_type) {
+                (None, ResponseType::Json) => "[]".to_string(),
+                (None, _) => String::new(),
+                (Some(ExpectedAnswer::Items(items)), ResponseType::Jsonl) => {
+                    items.iter().map(|item| format!("{item}\n")).collect()
+                }
+                (Some(ExpectedAnswer::Items(items)), _) => Value::Array(items.clone()).to_string(),
+                (Some(ExpectedAnswer::Value(value)), _) => value.to_string(),
+            };
+            let score = score_record(&expectations, &replayed(&prompt, &case.name, &answer));
+            assert_eq!(score.verdict, Verdict::Pass, "{at}: {score:?}");
+        }
+    }
+}

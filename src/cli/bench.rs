@@ -51,25 +51,6 @@ pub struct BenchArgs {
     pub eval_cases: usize,
 }
 
-/// The eval section: scoring and a fully answered re-run, each against its baseline.
-fn measure_eval(args: &BenchArgs) -> anyhow::Result<crate::eval::bench::EvalFigures> {
-    let dir = std::env::temp_dir().join(format!("tunebench-bench-eval-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let render = |record: &crate::eval::EvalRecord| super::eval_human::report(record);
-    let figures = crate::eval::bench::measure(&dir, args.eval_answers, args.eval_cases, args.runs, &render);
-    let _ = std::fs::remove_dir_all(&dir);
-    figures
-}
-
-fn human_eval(f: &crate::eval::bench::EvalFigures) -> String {
-    format!(
-        "eval (median of the runs):\n\
-         \x20 score {} imported answers   {:>9.1} ms  (baseline, serde_json reading them: {:.1} ms → {:.2}×)\n\
-         \x20 re-run a {}-case eval, every answer at hand, matrix printed  {:>6.1} ms  (baseline, the run engine alone: {:.1} ms → {:.2}×)\n",
-        f.answers, f.scoring_ms, f.scoring_baseline_ms, f.scoring_ratio, f.cases, f.rerun_ms, f.rerun_baseline_ms, f.rerun_ratio
-    )
-}
-
 /// The local model's section: its figures, or why it was skipped.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
@@ -161,7 +142,7 @@ pub struct Figures {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local: Option<LocalSection>,
     /// Scoring imported answers, and a fully answered eval re-run.
-    pub eval: crate::eval::bench::EvalFigures,
+    pub eval: super::bench_eval::EvalSection,
 }
 
 /// The sweep's cost against one full parse, and how it grows with the answer.
@@ -185,11 +166,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         return tui_only(args);
     }
     if args.eval_only {
-        let figures = measure_eval(args)?;
+        let figures = super::bench_eval::measure(args)?;
         if args.json {
             super::print_json(&json!({ "eval": figures }))?;
         } else {
-            super::say!("{}", human_eval(&figures));
+            super::say!("{}", super::bench_eval::human(&figures));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -249,7 +230,7 @@ fn measure(args: &BenchArgs) -> anyhow::Result<Figures> {
         #[cfg(feature = "tui")]
         tui: Some(crate::tui::bench::measure(args.tui_tokens)?),
         local: (!args.no_local).then(measure_local),
-        eval: measure_eval(args)?,
+        eval: super::bench_eval::measure(args)?,
     })
 }
 
@@ -326,7 +307,7 @@ fn human(f: &Figures) -> String {
         f.ttft.tunebench_median_us,
         f.replay_chunks_per_s,
         f.local.as_ref().map(human_local).unwrap_or_default(),
-    ) + &human_eval(&f.eval)
+    ) + &super::bench_eval::human(&f.eval)
 }
 
 /// `--tui-only`: the workbench's figures alone.

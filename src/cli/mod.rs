@@ -6,6 +6,8 @@
 pub mod batch;
 #[cfg(feature = "testing")]
 pub mod bench;
+#[cfg(feature = "testing")]
+pub mod bench_eval;
 pub mod compare;
 mod compare_human;
 pub mod eval;

@@ -55,7 +55,7 @@ impl Provider for Answered {
 
 /// The answer of case `i`: five definitions, one of them wrong on even cases (so cells fail and
 /// differences are listed, as in a real eval).
-fn answer(i: usize) -> String {
+pub fn answer(i: usize) -> String {
     (0..5)
         .map(|k| {
             let definition = if k == 4 && i.is_multiple_of(2) { "Something else." } else { "A thing." };
@@ -65,7 +65,7 @@ fn answer(i: usize) -> String {
 }
 
 /// A jsonl prompt with `cases` cases, each expecting five items.
-fn prompt_text(cases: usize) -> String {
+pub fn prompt_text(cases: usize) -> String {
     let mut text = String::from(
         "id = \"bench\"\nresponse_type = \"jsonl\"\ntemplate = \"Define: {{text}}\"\n\
          schema = '''{\"type\": \"object\", \"properties\": {\"entity\": {\"type\": \"string\"}, \"definition\": {\"type\": \"string\"}}, \"required\": [\"entity\", \"definition\"]}'''\n\

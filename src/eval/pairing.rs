@@ -135,14 +135,20 @@ fn display_key(item: &Value, key: &PairKey) -> String {
     if *key == PairKey::Answer {
         return "the answer".to_string();
     }
+    // A union's key names every branch's field; the ones this item does not have are left out.
     let parts: Vec<String> = key
         .parts(item)
         .iter()
-        .map(|p| match at(item, p) {
+        .map(|p| at(item, p))
+        .filter(|v| !v.is_null())
+        .map(|v| match v {
             Value::String(s) => s.clone(),
             other => quote(other, KEY_WIDTH),
         })
         .collect();
+    if parts.is_empty() {
+        return "nothing".to_string();
+    }
     super::values::cut(&parts.join(" / "), KEY_WIDTH)
 }
 

@@ -15,9 +15,19 @@
 //! text = "..."
 //! [terms]                            # TrustGraph's global terms: under the variables
 //! [provider]                         # name, model, base_url, temperature, max_tokens, structured, stop
+//! [eval]                             # how cases are scored: match, pass_f1, pass_fields,
+//!                                    # compare_fields | ignore_fields, tolerance, exact
+//! [[checks]]                         # checks of every case's answer (see `prompt::expect`)
+//! kind = "unique"
+//! path = "/entity"
 //! [[cases]]                          # named test cases: name, variables, expect (notes)
 //! name = "astronomy"
 //! variables = { text = "..." }
+//! [cases.expected]                   # the expected answer: items | value | expected_file, match
+//! items = [{entity = "pulsar", definition = "..."}]
+//! [[cases.checks]]                   # checks of this case only
+//! kind = "items"
+//! min = 1
 //! ```
 
 mod error;

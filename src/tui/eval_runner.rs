@@ -11,7 +11,7 @@ use super::runner::Runner;
 use crate::eval::pipeline::{self, Pipeline};
 use crate::eval::{diff, store, EvalOptions, EvalPlan, Expectations};
 use crate::provider::replay::Pace;
-use crate::run::{ReplayFrom, SetupOptions, Stop};
+use crate::run::{CacheMode, ReplayFrom, SetupOptions, Stop};
 
 /// Starts the eval on the runner's runtime; an error says why it cannot start.
 pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
@@ -27,6 +27,8 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
                 request.max_tokens,
             ),
             replay: request.transcript.clone().map(|path| ReplayFrom::File(path, Pace::Instant)),
+            // A re-run asks the model only for the cases whose rendered request changed.
+            cache: CacheMode::Use,
             ..SetupOptions::default()
         },
         ..EvalOptions::default()

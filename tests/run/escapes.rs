@@ -160,7 +160,10 @@ fn a_prompt_id_never_writes_outside_the_transcripts_folder() {
         .arg(&file)
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    // Imported, and scored against the cases' hand-written expected answers, which a/b are not (exit 1).
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("imported 2 of 2 requests from 2 lines: 2 ok"), "{stderr}");
     let written: Vec<String> =
         std::fs::read_dir(&answers).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(written.len(), ids.len(), "{written:?}");

@@ -205,3 +205,66 @@ fn a_click_selects_a_row_and_esc_cancels_a_running_eval() {
     assert_eq!(effects, vec![Effect::CancelEval]);
     assert!(!state.eval.open);
 }
+
+/// A streamed chat completion of `answer`, as an OpenAI-compatible server sends it.
+fn streamed(answer: &str) -> tunebench::provider::wire_server::Reply {
+    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+        let chunk = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {chunk}\n\n")
+    };
+    tunebench::provider::wire_server::Reply::chunked("text/event-stream")
+        .chunk(chunk(serde_json::json!({"content": answer}), None))
+        .chunk(chunk(serde_json::json!({}), Some("stop")))
+        .chunk("data: [DONE]\n\n")
+        .end()
+}
+
+/// On a real server: the first run asks for every case; ctrl-r with nothing edited asks for none (every
+/// cell `cached`, the same verdicts); an edit to one case's text asks for that case only.
+#[test]
+fn a_rerun_asks_the_server_only_for_changed_cases() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let routes = vec![
+        ("ALPHA-TEXT".to_string(), streamed("{\"entity\": \"Alpha\", \"definition\": \"The first letter.\"}\n")),
+        ("BETA-TEXT".to_string(), streamed("{\"entity\": \"Beta\", \"definition\": \"The second letter.\"}\n")),
+    ];
+    let server = runtime.block_on(tunebench::provider::wire_server::WireServer::start_routed(routes)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("definitions.toml");
+    // A template no earlier test run sent (the response cache outlives the test).
+    let nonce = format!("{:?}", std::time::SystemTime::now());
+    let text = PROMPT.replace("Define every entity in:", &format!("Define every entity ({nonce}) in:"))
+        + &format!("\n[provider]\nname = \"openai\"\nbase_url = \"{}/v1\"\n", server.url());
+    std::fs::write(&path, text).unwrap();
+    without_local_model();
+    let mut state = state_for(&path).unwrap();
+    assert_eq!(state.choice.provider, "openai");
+    let effects = update(&mut state, alt('e'));
+    drive(&mut state, effects);
+    assert_eq!(state.eval.phase, EvalPhase::Done, "{:?}", state.note);
+    assert_eq!(server.received().len(), 2);
+    let cached = |state: &State| -> Vec<bool> {
+        state.eval.cells.iter().map(|c| c.scored.as_ref().is_some_and(|s| s.run.cached)).collect()
+    };
+    assert_eq!(cached(&state), [false, false]);
+    assert_eq!((verdict(&state, 0), verdict(&state, 1)), (Some(Verdict::Pass), Some(Verdict::Fail)));
+
+    let effects = update(&mut state, ctrl('r'));
+    drive(&mut state, effects);
+    assert_eq!(server.received().len(), 2, "nothing changed: every answer from the cache");
+    assert_eq!(cached(&state), [true, true]);
+    assert_eq!((verdict(&state, 0), verdict(&state, 1)), (Some(Verdict::Pass), Some(Verdict::Fail)));
+    let screen = draw(&state, 120, 40);
+    assert!(screen.contains("· 2 cached"), "the title says the answers came from the cache:\n{screen}");
+
+    // Beta's text is edited on disk (as the variables pane would save it): one request, for beta.
+    let edited = std::fs::read_to_string(&path).unwrap().replace("\"BETA-TEXT\"", "\"BETA-TEXT, again\"");
+    std::fs::write(&path, edited).unwrap();
+    let mut state = state_for(&path).unwrap();
+    let effects = update(&mut state, alt('e'));
+    drive(&mut state, effects);
+    assert_eq!(server.received().len(), 3);
+    assert!(server.received()[2].body.contains("BETA-TEXT, again"));
+    assert_eq!(cached(&state), [true, false]);
+}

@@ -57,6 +57,9 @@ fn title<'a>(view: &EvalView, theme: &Theme) -> Vec<Span<'a>> {
             if let Some(f1) = t.mean_f1 {
                 spans.push(Span::styled(format!("· mean F1 {f1:.2} "), theme.text));
             }
+            if t.cached > 0 {
+                spans.push(Span::styled(format!("· {} cached ", t.cached), theme.dim));
+            }
         }
         None => spans.push(Span::styled(format!("{passed}/{scored} pass, {} cases ", view.rows.len()), theme.text)),
     }
