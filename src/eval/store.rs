@@ -101,6 +101,9 @@ pub struct Listed {
     pub passed: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch: Option<String>,
+    /// The prompt files as a set ([`EvalRecord::prompt_set`]): which evals are of one prompt.
+    #[serde(skip)]
+    pub prompt_set: Vec<String>,
 }
 
 /// The record files in `dir`, newest first (by name, which starts with the time).
@@ -134,6 +137,7 @@ pub fn list_in(dir: &Path) -> Result<(Vec<Listed>, Vec<String>), EvalError> {
                 cells: record.cells.len(),
                 passed: record.cells.iter().filter(|c| c.score.verdict == super::score::Verdict::Pass).count(),
                 batch: record.batch.clone(),
+                prompt_set: record.prompt_set(),
                 path,
             }),
             Err(error) => warnings.push(format!("skipped: {error}")),

@@ -1,9 +1,12 @@
 //! The eval screen's effects: the saved prompt planned by `eval::plan`, run by `eval::pipeline` on
 //! the runner's runtime (every cell scored by the core as it ends), recorded in the eval store as
-//! `tunebench eval` records it, its deltas from `eval::diff`; and one row scored again after approve.
-//! Everything comes back as `Msg::Eval`.
+//! `tunebench eval` records it, its deltas from `eval::diff`; one row scored again after approve; the
+//! store's evals of the prompt listed, and one read back. Everything comes back as `Msg::Eval`
+//! (the listing as `Msg::EvalsListed`).
 
-use super::msg::{EvalDone, EvalNews, EvalRequest, Msg, RescoreRequest};
+use std::path::PathBuf;
+
+use super::msg::{EvalDone, EvalNews, EvalRequest, Msg, OpenedEval, RescoreRequest};
 use super::runner::Runner;
 use crate::eval::pipeline::{self, Pipeline};
 use crate::eval::{diff, store, EvalOptions, EvalPlan, Expectations};
@@ -35,7 +38,8 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
         Some(baseline) => Some(baseline),
         None => {
             let set = crate::eval::record::prompt_set(plan.prompts.iter().map(|p| p.path.as_path()));
-            store::find("last", Some(&set)).ok().map(Box::new)
+            let dir = runner.data_dir.as_ref().map(|d| d.join(store::EVALS_DIR));
+            dir.and_then(|dir| store::find_in(&dir, "last", Some(&set)).ok()).map(Box::new)
         }
     };
     let column = plan.columns.first().map(|c| c.column.model_label()).unwrap_or_default();
@@ -46,7 +50,7 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
     let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
     runner.eval_cancel = Some(cancel);
     let previous = request.previous;
-    let save = runner.data_dir.is_some();
+    let save = runner.data_dir.as_ref().map(|d| d.join(store::EVALS_DIR));
     // As for compare: the pipeline's future runs on a blocking thread of the runtime.
     let handle = runner.runtime.handle().clone();
     runner.eval_task = Some(runner.runtime.spawn_blocking(move || {
@@ -71,10 +75,9 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
                         let _ = tx.send(Msg::Note(warning));
                     }
                     let record = ran.record;
-                    let saved = if save {
-                        store::save(&record).map_err(|e| e.to_string())
-                    } else {
-                        Err("the eval store is off in this session".to_string())
+                    let saved = match &save {
+                        Some(dir) => store::save_in(dir, &record).map_err(|e| e.to_string()),
+                        None => Err("the eval store is off in this session".to_string()),
                     };
                     Ok(Box::new(EvalDone {
                         baseline: baseline.as_deref().map(|b| diff::delta(b, &record)),
@@ -105,4 +108,33 @@ pub fn rescore(request: &RescoreRequest) -> Msg {
         Err(e) => return Msg::Note(format!("not scored again: {e}")),
     };
     Msg::Eval { id: request.id, news }
+}
+
+/// Lists the evals of the prompt file `path` (newest first) on a thread; no data directory: none.
+pub fn list(runner: &Runner, path: PathBuf) {
+    let (tx, dir) = (runner.tx.clone(), runner.data_dir.as_ref().map(|d| d.join(store::EVALS_DIR)));
+    std::thread::spawn(move || {
+        let Some(dir) = dir else {
+            let _ = tx.send(Msg::EvalsListed(Ok(Vec::new())));
+            return;
+        };
+        let absolute = std::fs::canonicalize(&path).unwrap_or(path);
+        let set = crate::eval::record::prompt_set(std::iter::once(absolute.as_path()));
+        let listed = store::list_in(&dir)
+            .map(|(listed, _)| listed.into_iter().filter(|l| l.prompt_set == set).collect())
+            .map_err(|e| e.to_string());
+        let _ = tx.send(Msg::EvalsListed(listed));
+    });
+}
+
+/// Reads the eval record `file` (and `against`) on a thread, back as `EvalNews::Opened`.
+pub fn open(runner: &Runner, id: u64, file: PathBuf, against: Option<PathBuf>) {
+    let tx = runner.tx.clone();
+    std::thread::spawn(move || {
+        let opened = store::load_file(&file).and_then(|record| {
+            let against = against.as_deref().map(store::load_file).transpose()?;
+            Ok(Box::new(OpenedEval { record, against }))
+        });
+        let _ = tx.send(Msg::Eval { id, news: EvalNews::Opened(opened.map_err(|e| e.to_string())) });
+    });
 }

@@ -3,9 +3,10 @@
 //! last eval of the saved prompt; to the previous run on this screen), the selection, the drill-down
 //! and the approve confirmation. Nothing here scores: the cells come from `eval::pipeline`.
 
-use crate::eval::diff::{Change, Delta};
+use crate::eval::diff::{Change, Delta, EvalDiff};
 use crate::eval::{CellRecord, EvalRecord};
 use crate::run::RunRecord;
+use crate::truncate::sweep::Sweep;
 
 /// Where the eval is.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -46,6 +47,28 @@ pub enum EvalOverlay {
     Case,
     /// Approve was asked: `text` is what will be written as the case's expected answer.
     ConfirmApprove { row: usize, text: String },
+    /// Review: the case under review opened, with the review's keys (a accept, r reject, s skip).
+    Review,
+    /// The review ended: what was accepted, rejected and skipped.
+    ReviewDone,
+    /// The eval diff of the shown eval against its baseline (the core's `eval::diff`), scrolled by `scroll`.
+    Diff(Box<EvalDiff>),
+    /// The truncation view of the selected case's answer (see [`CellSweep`]).
+    Truncation,
+}
+
+/// The truncation view of one cell's answer: the core's sweep over its chunk ends, the cut shown.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CellSweep {
+    pub row: usize,
+    /// The sweep (`None` while it is computed), or why there is none.
+    pub sweep: Option<Result<Box<Sweep>, String>>,
+    /// The chart's step lines, made once when the sweep arrives.
+    pub series: [Vec<(f64, f64)>; 3],
+    /// Chunks kept.
+    pub cut: usize,
+    /// Where the answer's chunks end (bytes), from the run's transcript.
+    pub chunk_ends: Vec<usize>,
 }
 
 /// The eval screen.
@@ -75,6 +98,16 @@ pub struct EvalView {
     pub scroll: usize,
     /// The baseline record, read before the first run (kept for re-runs).
     pub baseline_record: Option<Box<EvalRecord>>,
+    /// The review under way or last ended (see [`super::eval_review`]).
+    pub review: Option<super::eval_review::Review>,
+    /// The id of the eval opened from the history (shown read-only until ctrl-r runs it again).
+    pub opened: Option<String>,
+    /// The totals after a row was scored again (approve), summed up by the core; else the record's.
+    pub totals: Option<Vec<crate::eval::totals::ColumnTotals>>,
+    /// The truncation view of a case's answer (the last one asked for).
+    pub sweep: Option<CellSweep>,
+    /// The overlay to go back to when the truncation view closes (the case, or the review).
+    pub under: Option<Box<EvalOverlay>>,
 }
 
 impl EvalView {
@@ -87,6 +120,13 @@ impl EvalView {
     pub fn row_change(&self, row: usize) -> Option<Change> {
         let case = self.rows.get(row)?;
         self.previous.as_ref()?.cells.iter().find(|c| &c.case == case).map(|c| c.change)
+    }
+
+    /// The baseline's cell of `row`'s case (its first column and repeat), when there is a baseline.
+    pub fn baseline_cell(&self, row: usize) -> Option<&CellRecord> {
+        let case = self.rows.get(row)?;
+        let baseline = self.baseline_record.as_deref()?;
+        baseline.cells.iter().find(|c| &c.case == case && c.column == 0 && c.repeat <= 1)
     }
 
     /// The selected cell.

@@ -230,7 +230,11 @@ pub fn describe(action: Action) -> &'static str {
         Action::DeleteCase => "delete the selected case (asks)",
         Action::UndoCaseEdit => "undo the last case/variable change",
         Action::Eval => "eval screen: every case scored",
-        Action::Approve => "eval: approve the answer as expected",
+        Action::Approve => "approve answer as expected",
+        Action::Review => "review failing cases (a/r/s)",
+        Action::MarkEval => "mark an eval to compare",
+        Action::EvalDiff => "diff against the baseline",
+        Action::AnswerTruncation => "truncation of a case answer",
     }
 }
 

@@ -137,6 +137,15 @@ pub enum Action {
     Eval,
     /// On the eval screen: write the selected case's answer as its expected answer (after a confirmation).
     Approve,
+    /// On the eval screen: walk the failing, truncated and unexpected cases one by one (a accept, r
+    /// reject, s skip, esc stop).
+    Review,
+    /// In the history pane: mark the selected eval (enter on another one then compares the two).
+    MarkEval,
+    /// On the eval screen: the eval diff of the shown eval against its baseline (or the marked eval).
+    EvalDiff,
+    /// On the eval screen's case: the truncation view of its answer (every cut swept by the core).
+    AnswerTruncation,
 }
 
 /// Everything `update` accepts.
@@ -174,6 +183,8 @@ pub enum Msg {
     TokenizerLoaded { model: String, tokenizer: Result<Arc<LocalTokenizer>, String> },
     /// News of the eval number `id` (older evals' news is ignored).
     Eval { id: u64, news: EvalNews },
+    /// The evals of this prompt in the eval store (newest first), or why they could not be listed.
+    EvalsListed(Result<Vec<crate::eval::store::Listed>, String>),
 }
 
 /// What a running eval reports.
@@ -188,6 +199,18 @@ pub enum EvalNews {
     Done(Result<Box<EvalDone>, String>),
     /// Row `row` scored again after its expected answer was approved.
     Rescored { row: usize, scored: Box<crate::eval::CellRecord> },
+    /// An eval opened from the history, with the eval it is compared against, or why it did not read.
+    Opened(Result<Box<OpenedEval>, String>),
+    /// The truncation sweep of row `row`'s answer, or why there is none.
+    Swept { row: usize, sweep: Result<Box<crate::truncate::sweep::Sweep>, String> },
+}
+
+/// An eval read back from the eval store.
+#[derive(Clone, Debug)]
+pub struct OpenedEval {
+    pub record: crate::eval::EvalRecord,
+    /// The eval it is compared against (the marked one, else the one before it).
+    pub against: Option<crate::eval::EvalRecord>,
 }
 
 /// A finished eval.
@@ -256,6 +279,12 @@ pub enum Effect {
     CancelEval,
     /// Score one row's run again against the prompt (after approve).
     Rescore(Box<RescoreRequest>),
+    /// List the evals of the prompt file `path` in the eval store, in the background.
+    ListEvals { path: PathBuf },
+    /// Read the eval record `file` (and `against`, the one it is compared with) for eval screen `id`.
+    OpenEval { id: u64, file: PathBuf, against: Option<PathBuf> },
+    /// Sweep row `row`'s answer at every chunk cut for the eval screen `id`'s truncation view.
+    SweepCell { id: u64, row: usize, sweep: Box<SweepRequest> },
 }
 
 /// An eval to start: the saved prompt file under the workbench's run choices.

@@ -215,6 +215,22 @@ impl Runner {
                 Vec::new()
             }
             Effect::Rescore(request) => vec![super::eval_runner::rescore(&request)],
+            Effect::ListEvals { path } => {
+                super::eval_runner::list(self, path);
+                Vec::new()
+            }
+            Effect::OpenEval { id, file, against } => {
+                super::eval_runner::open(self, id, file, against);
+                Vec::new()
+            }
+            Effect::SweepCell { id, row, sweep } => {
+                let tx = self.tx.clone();
+                std::thread::spawn(move || {
+                    let sweep = compute_sweep(&sweep).map(Box::new);
+                    let _ = tx.send(Msg::Eval { id, news: super::msg::EvalNews::Swept { row, sweep } });
+                });
+                Vec::new()
+            }
             Effect::Quit => Vec::new(),
         }
     }

@@ -68,6 +68,8 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
     let mut app = App { state, theme, rx, runner, started, stats: LoopStats::default() };
     let follow = app.runner.execute(Effect::LoadHistory { prompt_id: app.state.saved.id.clone() });
     follow.into_iter().for_each(|m| app.handle(m));
+    let follow = app.runner.execute(Effect::ListEvals { path: app.state.path.clone() });
+    follow.into_iter().for_each(|m| app.handle(m));
     if app.state.fetch_model && !options.no_fetch {
         app.state.note = Some("local model: fetching it in the background (--no-fetch skips this)".into());
         let follow = app.runner.execute(Effect::FetchModel);

@@ -328,7 +328,12 @@ pub struct State {
     pub truncation: TruncationView,
     /// Past runs of this prompt, newest first.
     pub history: Vec<RunRecord>,
+    /// The selected history entry: the evals of this prompt first, then its runs.
     pub history_selected: usize,
+    /// The evals of this prompt in the eval store, newest first (listed above the runs).
+    pub evals: Vec<crate::eval::store::Listed>,
+    /// The eval marked in the history pane (enter on another compares the two).
+    pub eval_marked: Option<String>,
     pub selected_variable: usize,
     /// The last note for the status line.
     pub note: Option<String>,
@@ -414,6 +419,8 @@ impl State {
             truncation: TruncationView::default(),
             history: Vec::new(),
             history_selected: 0,
+            evals: Vec::new(),
+            eval_marked: None,
             selected_variable: 0,
             note: None,
             keymap: Keymap::default(),

@@ -1,6 +1,7 @@
 //! The real binary in a pseudo-terminal (portable-pty), the screen read back with a vt100 parser:
 //! type into the template, run the recorded answer, read the verdicts and the truncation chart,
-//! save, quit cleanly, and find the edit in the file.
+//! save, quit cleanly, and find the edit in the file; open the eval screen on a prompt with cases,
+//! run it on the replay provider, approve a failing case's answer and see its cell pass.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -46,7 +47,15 @@ type Child = Box<dyn portable_pty::Child + Send + Sync>;
 /// The workbench on a copy of the sample in a 120×40 pseudo-terminal, replaying at `speed`: the
 /// child, its screen, its keyboard, the prompt file.
 fn spawn(dir: &Path, speed: &str) -> (Child, Screen, Box<dyn Write + Send>, std::path::PathBuf) {
-    let prompt = copy_sample(dir);
+    spawn_on(dir, copy_sample(dir), speed)
+}
+
+/// The workbench on `prompt` (in `dir`), as [`spawn`].
+fn spawn_on(
+    dir: &Path,
+    prompt: std::path::PathBuf,
+    speed: &str,
+) -> (Child, Screen, Box<dyn Write + Send>, std::path::PathBuf) {
     let pty = native_pty_system();
     let pair = pty.openpty(PtySize { rows: 40, cols: 120, pixel_width: 0, pixel_height: 0 }).unwrap();
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_tunebench"));
@@ -159,4 +168,34 @@ fn cancel_stops_the_stream_and_keeps_the_partial_answer() {
     assert!(replayed.contains("history"), "{replayed}");
     send(b"\x11");
     assert!(wait_exit(&mut child, &screen).success());
+}
+
+#[test]
+fn eval_screen_runs_the_cases_and_an_approved_answer_passes() {
+    let dir = super::eval::folder();
+    let prompt = dir.path().join("definitions.toml");
+    let (mut child, screen, mut writer, _) = spawn_on(dir.path(), prompt.clone(), "20x");
+    let mut send = |bytes: &[u8]| {
+        writer.write_all(bytes).unwrap();
+        writer.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+    };
+    screen.wait("the workbench", |s| s.contains("template"));
+    send(b"\x1be"); // alt-e: the eval screen, run on the replay provider
+    let text = screen.wait("the matrix", |s| s.contains("1/2 pass") && s.contains("eval done"));
+    assert!(text.contains("alpha") && text.contains("beta") && text.contains("fail"), "{text}");
+    send(b"j"); // beta
+    send(b"a"); // approve: the confirmation shows the answer
+    screen.wait("the confirmation", |s| s.contains("approve as expected?") && s.contains("The second letter."));
+    send(b"y");
+    let text = screen.wait("the cell passing", |s| s.contains("2/2 pass (100%)"));
+    assert!(!text.contains("fail "), "{text}");
+    let saved = std::fs::read_to_string(&prompt).unwrap();
+    assert!(!saved.contains("Gamma"), "the approved answer is the expected one now:\n{saved}");
+    send(b"\x1b"); // esc: back to editing
+    screen.wait("the editors", |s| s.contains("template"));
+    send(b"\x11");
+    assert!(wait_exit(&mut child, &screen).success());
+    let evals = std::fs::read_dir(dir.path().join("data/evals")).unwrap().count();
+    assert_eq!(evals, 1, "the eval was recorded in the store");
 }

@@ -23,7 +23,7 @@ use tunebench::tui::update::update;
 
 use super::support::*;
 
-const PROMPT: &str = r#"id = "definitions"
+pub const PROMPT: &str = r#"id = "definitions"
 response_type = "jsonl"
 template = "Define every entity in: {{text}}"
 schema = '''{"type": "object", "properties": {"entity": {"type": "string"}, "definition": {"type": "string"}}, "required": ["entity", "definition"]}'''
@@ -50,7 +50,7 @@ items = [
 ]
 "#;
 
-fn transcript(answer: &str) -> String {
+pub fn transcript(answer: &str) -> String {
     let mut text = String::from(
         "{\"transcript\": 1, \"provider\": \"example\", \"model\": \"recorded\", \"request\": {\"prompt\": \"definitions\"}}\n",
     );
@@ -64,7 +64,7 @@ fn transcript(answer: &str) -> String {
 }
 
 /// The prompt in a fresh folder, each case's recorded answer beside it: alpha right, beta missing Gamma.
-fn folder() -> tempfile::TempDir {
+pub fn folder() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("definitions.toml"), PROMPT).unwrap();
     let answers = dir.path().join("answers");
@@ -78,10 +78,15 @@ fn folder() -> tempfile::TempDir {
 }
 
 /// Executes `effects` on a real runner and feeds every message back until the eval is done.
-fn drive(state: &mut State, effects: Vec<Effect>) {
+pub fn drive(state: &mut State, effects: Vec<Effect>) {
     let (tx, rx) = mpsc::channel();
     let mut runner = Runner::new(tx, None).unwrap();
     runner.record_history = false;
+    drive_on(state, effects, &mut runner, &rx);
+}
+
+/// As [`drive`], on `runner` (whose data directory keeps the eval records).
+pub fn drive_on(state: &mut State, effects: Vec<Effect>, runner: &mut Runner, rx: &mpsc::Receiver<Msg>) {
     let mut done = false;
     for effect in effects {
         for msg in runner.execute(effect) {
@@ -96,11 +101,11 @@ fn drive(state: &mut State, effects: Vec<Effect>) {
     }
 }
 
-fn verdict(state: &State, row: usize) -> Option<Verdict> {
+pub fn verdict(state: &State, row: usize) -> Option<Verdict> {
     state.eval.cells[row].scored.as_ref().map(|c| c.score.verdict)
 }
 
-fn evaluated(dir: &Path) -> State {
+pub fn evaluated(dir: &Path) -> State {
     without_local_model();
     let mut state = state_for(&dir.join("definitions.toml")).unwrap();
     assert_eq!(state.choice.provider, "replay");
@@ -112,7 +117,7 @@ fn evaluated(dir: &Path) -> State {
     state
 }
 
-fn draw(state: &State, width: u16, height: u16) -> String {
+pub fn draw(state: &State, width: u16, height: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     terminal.draw(|frame| render(frame, state, &Theme::named("mono").unwrap())).unwrap();
     let buffer = terminal.backend().buffer().clone();

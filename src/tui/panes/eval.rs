@@ -27,18 +27,30 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             matrix(frame, area, view, theme);
             confirm(frame, area, view, *row, text, theme);
         }
+        EvalOverlay::Review => {
+            let (bar, rest) = super::eval_review::split(area);
+            super::eval_review::bar(frame, bar, view, theme);
+            case(frame, rest, state, theme);
+        }
+        EvalOverlay::Diff(compared) => super::eval_diff::render(frame, area, compared, view.scroll, theme),
+        EvalOverlay::Truncation => super::eval_truncation::render(frame, area, view, theme),
+        EvalOverlay::ReviewDone => {
+            matrix(frame, area, view, theme);
+            super::eval_review::summary(frame, area, view, theme);
+        }
     }
 }
 
-fn frame_of<'a>(spans: Vec<Span<'a>>, theme: &Theme) -> Block<'a> {
+pub(super) fn frame_of<'a>(spans: Vec<Span<'a>>, theme: &Theme) -> Block<'a> {
     Block::default().borders(Borders::ALL).border_style(theme.border_focused).title(Line::from(spans))
 }
 
 /// The title's figures: pass rate, mean F1 (from the record's totals once it ended), the baseline delta.
 fn title<'a>(view: &EvalView, theme: &Theme) -> Vec<Span<'a>> {
-    let mut spans = vec![Span::styled(format!(" eval · {} ", view.column), theme.title)];
+    let column = clip(&escape_controls(&view.column), 24);
+    let mut spans = vec![Span::styled(format!(" eval · {column} "), theme.title)];
     let (scored, passed) = view.counts();
-    let totals = view.record.as_ref().and_then(|r| r.totals.first());
+    let totals = view.totals.as_ref().or(view.record.as_ref().map(|r| &r.totals)).and_then(|t| t.first());
     match totals {
         Some(t) => {
             spans.push(Span::styled(format!("{passed}/{scored} pass ({:.0}%) ", t.pass_rate * 100.0), theme.text));
@@ -53,7 +65,13 @@ fn title<'a>(view: &EvalView, theme: &Theme) -> Vec<Span<'a>> {
     }
     match (&view.baseline, &view.phase) {
         (Some(delta), _) => spans.push(Span::styled(
-            format!("· vs {}: {} improved, {} regressed ", delta.baseline, delta.improved, delta.regressed),
+            // The id's time (`YYYYMMDD-HHMMSS`) names the baseline well enough on screen.
+            format!(
+                "· vs {}: {} improved, {} regressed ",
+                escape_controls(&delta.baseline).chars().take(15).collect::<String>(),
+                delta.improved,
+                delta.regressed
+            ),
             if delta.regressed > 0 { theme.warning } else { theme.dim },
         )),
         (None, EvalPhase::Done) => spans.push(Span::styled("· no baseline yet ", theme.dim)),
@@ -69,15 +87,7 @@ fn title<'a>(view: &EvalView, theme: &Theme) -> Vec<Span<'a>> {
 
 fn verdict_text(cell: &EvalCell) -> (&'static str, Option<f64>) {
     match &cell.scored {
-        Some(scored) => (
-            match scored.score.verdict {
-                Verdict::Pass => "pass",
-                Verdict::Fail => "fail",
-                Verdict::Truncated => "truncated",
-                Verdict::Error => "error",
-            },
-            scored.score.f1(),
-        ),
+        Some(scored) => (verdict_word(scored.score.verdict), scored.score.f1()),
         None if cell.started => ("running", None),
         None => ("waiting", None),
     }
@@ -93,7 +103,7 @@ fn verdict_style(cell: &EvalCell, theme: &Theme) -> Style {
     }
 }
 
-fn change_text(change: Option<Change>) -> &'static str {
+pub(super) fn change_text(change: Option<Change>) -> &'static str {
     match change {
         Some(Change::Improved) => "improved",
         Some(Change::Regressed) => "regressed",
@@ -109,9 +119,15 @@ fn matrix(frame: &mut Frame, area: Rect, view: &EvalView, theme: &Theme) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let width = inner.width as usize;
-    let case_width = (width / 3).clamp(8, 28);
+    // The baseline's column (before) when there is a baseline: its verdict and F1 per case.
+    let before = view.baseline_record.is_some();
+    let case_width = if before { (width / 4).clamp(8, 24) } else { (width / 3).clamp(8, 28) };
+    let before_header = if before { format!("{:14} ", "baseline") } else { String::new() };
     let mut lines = vec![Line::from(Span::styled(
-        clip(&format!("  {:case_width$} {:9} {:>4}  {:9} why", "case", "verdict", "F1", "change"), width),
+        clip(
+            &format!("  {:case_width$} {before_header}{:9} {:>4}  {:9} why", "case", "verdict", "F1", "change"),
+            width,
+        ),
         theme.dim,
     ))];
     if let EvalPhase::Failed(message) = &view.phase {
@@ -128,12 +144,21 @@ fn matrix(frame: &mut Frame, area: Rect, view: &EvalView, theme: &Theme) {
         let name = clip(&escape_controls(name), case_width);
         let f1 = f1.map_or("   –".to_string(), |f| format!("{f:.2}"));
         let change = change_text(view.row_change(row));
-        let why = cell.scored.as_ref().map(|s| escape_controls(&s.score.reason).into_owned()).unwrap_or_default();
+        let mut why = cell.scored.as_ref().map(|s| escape_controls(&s.score.reason).into_owned()).unwrap_or_default();
+        if view.review.as_ref().is_some_and(|r| r.is_rejected(row)) {
+            why = format!("rejected · {why}");
+        }
         let selected = row == view.selected;
         let marker = if selected { "▶ " } else { "  " };
-        let fixed = 2 + case_width + 1 + 9 + 1 + 4 + 2 + 9 + 1;
-        let mut line = Line::from(vec![
-            Span::styled(format!("{marker}{name:case_width$} "), if selected { theme.selection } else { theme.text }),
+        let fixed = 2 + case_width + 1 + 9 + 1 + 4 + 2 + 9 + 1 + if before { 15 } else { 0 };
+        let mut spans = vec![Span::styled(
+            format!("{marker}{name:case_width$} "),
+            if selected { theme.selection } else { theme.text },
+        )];
+        if before {
+            spans.push(baseline_span(view, row, theme));
+        }
+        spans.extend([
             Span::styled(format!("{verdict:9} "), verdict_style(&cell, theme)),
             Span::styled(format!("{f1:>4}  "), theme.text),
             Span::styled(
@@ -146,6 +171,7 @@ fn matrix(frame: &mut Frame, area: Rect, view: &EvalView, theme: &Theme) {
             ),
             Span::styled(clip(&why, width.saturating_sub(fixed)), theme.dim),
         ]);
+        let mut line = Line::from(spans);
         if selected {
             line = line.style(theme.selection);
         }
@@ -154,8 +180,21 @@ fn matrix(frame: &mut Frame, area: Rect, view: &EvalView, theme: &Theme) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
+/// The baseline's verdict and F1 for `row` (`–` when the baseline has no such case).
+fn baseline_span<'a>(view: &EvalView, row: usize, theme: &Theme) -> Span<'a> {
+    match view.baseline_cell(row) {
+        Some(cell) => {
+            let cell = EvalCell { scored: Some(Box::new(cell.clone())), ..EvalCell::default() };
+            let (verdict, f1) = verdict_text(&cell);
+            let f1 = f1.map_or(String::new(), |f| format!("{f:.2}"));
+            Span::styled(format!("{:14} ", format!("{verdict} {f1}")), verdict_style(&cell, theme))
+        }
+        None => Span::styled(format!("{:14} ", "–"), theme.dim),
+    }
+}
+
 /// The selected case opened: answer on the left; expected items, differences and failed checks right.
-fn case(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+pub(super) fn case(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let view = &state.eval;
     let Some(cell) = view.selected_cell() else { return };
     let name = view.rows.get(view.selected).cloned().flatten().unwrap_or_else(|| "(variables)".into());
@@ -205,16 +244,7 @@ fn case(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     if let Some(scored) = &cell.scored {
         let score = &scored.score;
         lines.push(Line::from(Span::styled(escape_controls(&score.reason).into_owned(), theme.text)));
-        for difference in &score.differences {
-            let (style, text) = match difference {
-                Difference::Missing { key, expected } => (theme.invalid, format!("missing {key}: {expected}")),
-                Difference::Extra { key, got } => (theme.warning, format!("extra {key}: {got}")),
-                Difference::Field { key, field, expected, got } => {
-                    (theme.schema_error, format!("{key} {field}: expected {expected}, got {got}"))
-                }
-            };
-            lines.push(Line::from(Span::styled(escape_controls(&text).into_owned(), style)));
-        }
+        lines.extend(score.differences.iter().map(|d| difference_line("", d, theme)));
         for check in score.checks.iter().filter(|c| !c.passed) {
             let message = check.message.as_deref().unwrap_or("failed");
             let text = format!("✗ {} ({}): {message}", check.check, check.at);
@@ -227,6 +257,28 @@ fn case(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             .block(frame_of(vec![Span::styled(" differences · failed checks ", theme.title)], theme)),
         right[1],
     );
+}
+
+/// One field-level difference, escaped, after `lead`.
+pub(super) fn difference_line<'a>(lead: &str, difference: &Difference, theme: &Theme) -> Line<'a> {
+    let (style, text) = match difference {
+        Difference::Missing { key, expected } => (theme.invalid, format!("missing {key}: {expected}")),
+        Difference::Extra { key, got } => (theme.warning, format!("extra {key}: {got}")),
+        Difference::Field { key, field, expected, got } => {
+            (theme.schema_error, format!("{key} {field}: expected {expected}, got {got}"))
+        }
+    };
+    Line::from(Span::styled(format!("{lead}{}", escape_controls(&text)), style))
+}
+
+/// A verdict in words.
+pub(super) fn verdict_word(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Pass => "pass",
+        Verdict::Fail => "fail",
+        Verdict::Truncated => "truncated",
+        Verdict::Error => "error",
+    }
 }
 
 /// What approve will write, and the keys.

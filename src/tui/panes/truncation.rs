@@ -15,7 +15,7 @@ use super::{block, clip};
 use crate::safe_text::escape_controls;
 use crate::truncate::strategy::Strategy;
 use crate::truncate::sweep::Sweep;
-use crate::tui::state::{Pane, State};
+use crate::tui::state::{Pane, State, TruncationView};
 use crate::tui::theme::Theme;
 
 /// The strategies in the order the pane lists them.
@@ -85,9 +85,36 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         frame.render_widget(Paragraph::new(text).style(theme.dim).wrap(ratatui::widgets::Wrap { trim: true }), inner);
         return;
     }
+    let shown = Shown {
+        sweep,
+        live: view,
+        output: &state.run.output,
+        chunk_ends: &state.run.chunk_ends,
+        cut: view.cut,
+        series: &view.series,
+    };
+    body(frame, area, inner, &shown, theme);
+}
+
+/// What the pane's body shows: a finished sweep (or the live figures), the answer and its chunk ends,
+/// the cut, the chart's lines. The eval screen shows a case's answer with it too.
+pub struct Shown<'a> {
+    /// The whole answer's sweep; `None`: the live figures of `live`.
+    pub sweep: Option<&'a Sweep>,
+    pub live: &'a TruncationView,
+    pub output: &'a str,
+    pub chunk_ends: &'a [usize],
+    pub cut: usize,
+    pub series: &'a [Vec<(f64, f64)>; 3],
+}
+
+/// The cut line, each strategy's figures, the answer's last lines up to the cut, and the chart, drawn
+/// in `inner` (the inside of `area`'s frame).
+pub fn body(frame: &mut Frame, area: Rect, inner: Rect, shown: &Shown, theme: &Theme) {
+    let (sweep, view, total) = (shown.sweep, shown.live, shown.chunk_ends.len());
     let width = inner.width as usize;
     let cuts = sweep.map_or(total + 1, Sweep::cuts);
-    let cut = view.cut.min(cuts.saturating_sub(1));
+    let cut = shown.cut.min(cuts.saturating_sub(1));
     let mut rows = vec![Line::from(vec![
         Span::styled(format!("cut {cut}/{}", cuts.saturating_sub(1)), theme.cut),
         match sweep {
@@ -117,8 +144,8 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         }
         rows.push(Line::from(spans));
     }
-    let offset = if cut == 0 { 0 } else { state.run.chunk_ends.get(cut - 1).copied().unwrap_or(0) };
-    let prefix = crate::truncate::strategy::prefix(&state.run.output, offset);
+    let offset = if cut == 0 { 0 } else { shown.chunk_ends.get(cut - 1).copied().unwrap_or(0) };
+    let prefix = crate::truncate::strategy::prefix(shown.output, offset);
     let tail_lines: Vec<&str> = prefix.rsplit('\n').take(2).collect();
     for (i, line) in tail_lines.iter().rev().enumerate() {
         let mut spans =
@@ -132,7 +159,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     frame.render_widget(Paragraph::new(rows), header);
     if let Some((_, _, chart_area)) = plot_columns(area) {
         let x_max = sweep.map_or(total, |sweep| sweep.last_cut().unwrap_or(1));
-        render_chart(frame, chart_area, state, x_max, cut, theme);
+        render_chart(frame, chart_area, shown.series, x_max, cut, theme);
     }
 }
 
@@ -142,14 +169,14 @@ fn tail(line: &str, width: usize) -> String {
     line.chars().skip(count.saturating_sub(width.saturating_sub(2))).collect()
 }
 
-fn render_chart(frame: &mut Frame, area: Rect, state: &State, x_max: usize, cut: usize, theme: &Theme) {
+fn render_chart(frame: &mut Frame, area: Rect, series: &[Vec<(f64, f64)>; 3], x_max: usize, cut: usize, theme: &Theme) {
     let x_max = x_max.max(1) as f64;
-    let y_max = state.truncation.series.iter().flatten().map(|(_, y)| *y).fold(1.0_f64, f64::max);
+    let y_max = series.iter().flatten().map(|(_, y)| *y).fold(1.0_f64, f64::max);
     let marker = [(cut as f64, 0.0), (cut as f64, y_max)];
     let styles = [theme.series_json, theme.series_repair, theme.series_jsonl];
     let mut datasets: Vec<Dataset> = ORDER
         .iter()
-        .zip(state.truncation.series.iter())
+        .zip(series.iter())
         .zip(styles)
         .map(|((strategy, points), style)| {
             Dataset::default()

@@ -146,8 +146,9 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             cases::undo(state)
         }
         Action::Eval => super::eval::enter(state),
-        Action::Approve => {
-            state.note = Some("approve works on the eval screen (alt-e)".into());
+        Action::MarkEval => super::eval_history::mark(state),
+        Action::Approve | Action::Review | Action::EvalDiff | Action::AnswerTruncation => {
+            state.note = Some("approve and review work on the eval screen (alt-e)".into());
             Vec::new()
         }
     }

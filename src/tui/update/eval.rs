@@ -25,7 +25,7 @@ pub fn enter(state: &mut State) -> Vec<Effect> {
 }
 
 fn help_line() -> &'static str {
-    "eval: ↑/↓ case, enter open, a approve, ctrl-r re-run, esc back"
+    "eval: ↑/↓ case, enter open, a approve, r review, ctrl-r re-run, esc back"
 }
 
 /// Runs the whole matrix again (the edits saved first: the eval runs the saved file).
@@ -40,6 +40,10 @@ pub fn rerun(state: &mut State) -> Vec<Effect> {
     let view = &mut state.eval;
     let id = view.id + 1;
     let previous = view.record.take();
+    if view.opened.take().is_some() {
+        // An eval opened from the history runs again against the last eval of the saved prompt.
+        view.baseline_record = None;
+    }
     let baseline = view.baseline_record.clone();
     *view = EvalView {
         open: true,
@@ -84,6 +88,16 @@ pub fn leave(state: &mut State) -> Vec<Effect> {
 
 /// A key while the eval screen is shown (no editor takes typing here).
 pub fn key(state: &mut State, input: &Input) -> Vec<Effect> {
+    if state.eval.overlay == EvalOverlay::Truncation {
+        return super::eval_truncation::key(state, input);
+    }
+    let review = matches!(state.eval.overlay, EvalOverlay::Review | EvalOverlay::ReviewDone);
+    if review && state.keymap.eval_action(input) == Some(Action::AnswerTruncation) {
+        return super::eval_truncation::open(state);
+    }
+    if review {
+        return super::eval_review::key(state, input);
+    }
     if let EvalOverlay::ConfirmApprove { row, .. } = state.eval.overlay {
         return match input.key {
             ratatui_textarea::Key::Char('y') | ratatui_textarea::Key::Enter => approve(state, row),
@@ -104,13 +118,14 @@ pub fn key(state: &mut State, input: &Input) -> Vec<Effect> {
 pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
     let rows = state.eval.rows.len();
     let view = &mut state.eval;
+    let scrolled = view.overlay == EvalOverlay::Case || matches!(view.overlay, EvalOverlay::Diff(_));
     match action {
         Action::Eval | Action::CancelRun => return leave(state),
         Action::Run | Action::RunOneTurn => return rerun(state),
-        Action::Up if view.overlay == EvalOverlay::Case => view.scroll = view.scroll.saturating_sub(1),
-        Action::Down if view.overlay == EvalOverlay::Case => view.scroll += 1,
-        Action::PageUp if view.overlay == EvalOverlay::Case => view.scroll = view.scroll.saturating_sub(10),
-        Action::PageDown if view.overlay == EvalOverlay::Case => view.scroll += 10,
+        Action::Up if scrolled => view.scroll = view.scroll.saturating_sub(1),
+        Action::Down if scrolled => view.scroll += 1,
+        Action::PageUp if scrolled => view.scroll = view.scroll.saturating_sub(10),
+        Action::PageDown if scrolled => view.scroll += 10,
         Action::Up => view.selected = view.selected.saturating_sub(1),
         Action::Down => view.selected = (view.selected + 1).min(rows.saturating_sub(1)),
         Action::PageUp => view.selected = view.selected.saturating_sub(10),
@@ -123,6 +138,10 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Open => state.note = Some("this case has not ended yet".into()),
         Action::Approve => return ask_approve(state),
+        Action::Review => return super::eval_review::start(state),
+        Action::EvalDiff => return super::eval_history::show_diff(state),
+        Action::AnswerTruncation if view.overlay == EvalOverlay::Case => return super::eval_truncation::open(state),
+        Action::AnswerTruncation => state.note = Some("truncation: open a case first (enter), then t".into()),
         Action::Quit | Action::Save | Action::ToggleHelp | Action::NextProvider | Action::NextCase => {
             return super::act(state, action)
         }
@@ -147,6 +166,10 @@ pub fn click(state: &mut State, row: u16) -> Vec<Effect> {
 
 /// `a`: shows what approving the selected case would write.
 fn ask_approve(state: &mut State) -> Vec<Effect> {
+    if let Some(why) = read_only(state) {
+        state.note = Some(format!("approve: {why}"));
+        return Vec::new();
+    }
     let view = &state.eval;
     let row = view.selected;
     let Some(run) = view.selected_cell().and_then(|c| c.run.as_deref()) else {
@@ -165,11 +188,15 @@ fn ask_approve(state: &mut State) -> Vec<Effect> {
 
 /// Confirmed: the answer of `row` becomes its case's expected answer in the saved prompt (the
 /// editors' unsaved edits stay unsaved), written atomically, and the row is scored again.
-fn approve(state: &mut State, row: usize) -> Vec<Effect> {
+pub(super) fn approve(state: &mut State, row: usize) -> Vec<Effect> {
     state.eval.overlay = EvalOverlay::None;
     let Some(cell) = state.eval.cells.get(row) else { return Vec::new() };
-    let (Some(run), Some(scored)) = (cell.run.clone(), cell.scored.clone()) else { return Vec::new() };
-    let mut prompt = state.saved.clone();
+    let (Some(run), Some(scored)) = (cell.run.clone(), cell.scored.clone()) else {
+        state.note = Some("not approved: this case has no answer".into());
+        return Vec::new();
+    };
+    // On the prompt as last written: an approve whose save has not been confirmed yet is kept.
+    let mut prompt = state.pending_save.as_ref().map_or_else(|| state.saved.clone(), |pending| pending.0.clone());
     if let Err(e) = crate::eval::approve(&mut prompt, &run) {
         state.note = Some(format!("not approved: {e}"));
         return Vec::new();
@@ -195,6 +222,11 @@ fn approve(state: &mut State, row: usize) -> Vec<Effect> {
     ]
 }
 
+/// Why the shown eval cannot be changed (one opened from the history), or `None`.
+pub(super) fn read_only(state: &State) -> Option<String> {
+    state.eval.opened.as_ref().map(|id| format!("eval {id} is read-only: ctrl-r runs it again"))
+}
+
 /// News of eval `id`.
 pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
     let view = &mut state.eval;
@@ -218,16 +250,37 @@ pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
             state.note = Some(summary(done.previous.as_ref(), &done.saved));
             view.previous = done.previous;
             view.record = Some(Box::new(done.record));
+            // The eval's runs went to the history and its record to the store: both lists change.
+            return vec![
+                Effect::LoadHistory { prompt_id: state.saved.id.clone() },
+                Effect::ListEvals { path: state.path.clone() },
+            ];
         }
         EvalNews::Done(Err(message)) if view.running() => {
             view.phase = EvalPhase::Failed(message.clone());
             state.note = Some(format!("eval: {message}"));
         }
         EvalNews::Done(_) => {}
+        EvalNews::Opened(result) => super::eval_history::opened(state, result),
+        EvalNews::Swept { row, sweep } => super::eval_truncation::swept(state, row, sweep),
         EvalNews::Rescored { row, scored } => {
             if let Some(cell) = view.cells.get_mut(row) {
                 state.note = Some(format!("case scored again: {:?} ({})", scored.score.verdict, scored.score.reason));
                 cell.scored = Some(scored);
+            }
+            // The title's totals as the core sums up the cells shown (the record stays as it ran: the
+            // next run's changes are against it).
+            if let Some(record) = view.record.as_deref() {
+                let mut now = record.clone();
+                for cell in &mut now.cells {
+                    if let Some(scored) = view.cells.get(cell.row).and_then(|c| c.scored.as_deref()) {
+                        if cell.column == 0 && cell.repeat <= 1 {
+                            cell.score = scored.score.clone();
+                        }
+                    }
+                }
+                now.sum_up();
+                view.totals = Some(now.totals);
             }
         }
     }

@@ -7,6 +7,9 @@
 mod actions;
 mod compare;
 mod eval;
+mod eval_history;
+mod eval_review;
+mod eval_truncation;
 pub mod fetch;
 mod keys;
 mod mouse;
@@ -76,6 +79,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
         Msg::Action(action) => act(state, action),
         Msg::Compare { id, news } => compare::news(state, id, news),
         Msg::Eval { id, news } => eval::news(state, id, news),
+        Msg::EvalsListed(result) => eval_history::listed(state, result),
         Msg::Run { run, event, at_ms } => {
             if run != state.run_id {
                 return Vec::new();
@@ -118,7 +122,8 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
             match result {
                 Ok(runs) => {
                     state.history = runs;
-                    state.history_selected = state.history_selected.min(state.history.len().saturating_sub(1));
+                    state.history_selected =
+                        state.history_selected.min((state.evals.len() + state.history.len()).saturating_sub(1));
                 }
                 Err(e) => state.note = Some(e),
             }

@@ -13,7 +13,9 @@ pub(super) fn step(state: &mut State, by: i64) -> Vec<Effect> {
     };
     match state.focus {
         Pane::Lines => state.selected_line = clamp(state.selected_line, state.run.verdicts.len()),
-        Pane::History => state.history_selected = clamp(state.history_selected, state.history.len()),
+        Pane::History => {
+            state.history_selected = clamp(state.history_selected, state.evals.len() + state.history.len())
+        }
         Pane::Variables => {
             state.selected_variable = clamp(state.selected_variable, super::super::variables::row_count(state))
         }
@@ -44,8 +46,12 @@ pub fn set_cut(state: &mut State, cut: usize) {
 
 pub(super) fn open(state: &mut State) -> Vec<Effect> {
     match state.focus {
+        Pane::History if state.history_selected < state.evals.len() => {
+            super::eval_history::open(state, state.history_selected)
+        }
         Pane::History => {
-            let Some(record) = state.history.get(state.history_selected) else { return Vec::new() };
+            let run = state.history_selected - state.evals.len();
+            let Some(record) = state.history.get(run) else { return Vec::new() };
             match record.turns.last().map(|turn| turn.transcript.clone()) {
                 Some(transcript) => start_run(state, Some(1), Some(ReplaySource::Record(Box::new(transcript)))),
                 None => {
