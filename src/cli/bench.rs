@@ -110,7 +110,10 @@ fn sample_workload() -> anyhow::Result<crate::provider::local::bench::Workload> 
     let prompt = PromptFile::from_toml_str(SAMPLE, path)?;
     // Unconstrained as llama.cpp's figures were taken: no repetition penalty, so the answer runs to
     // 1,024 tokens; constrained as the workbench runs it (the local default penalty).
-    let request = |structured: &str, repeat_penalty: Option<f64>| -> anyhow::Result<crate::provider::Request> {
+    let request = |structured: &str,
+                   repeat_penalty: Option<f64>,
+                   case: Option<&str>|
+     -> anyhow::Result<crate::provider::Request> {
         let overrides = ProviderSettings {
             name: Some("local".into()),
             structured: Some(structured.into()),
@@ -120,12 +123,13 @@ fn sample_workload() -> anyhow::Result<crate::provider::local::bench::Workload> 
             ..ProviderSettings::default()
         };
         let setup = RunSetup::new(prompt.clone(), path, SetupOptions { overrides, ..SetupOptions::default() })?;
-        Ok(setup.plan(None)?.request)
+        Ok(setup.plan(case)?.request)
     };
     Ok(crate::provider::local::bench::Workload {
         name: NAME.into(),
-        unconstrained: request("none", Some(1.0))?,
-        constrained: request("constrained", None)?,
+        unconstrained: request("none", Some(1.0), None)?,
+        constrained: request("constrained", None, None)?,
+        next_case: request("constrained", None, Some("computing-history"))?,
     })
 }
 
@@ -153,6 +157,21 @@ fn human_workload(w: &crate::provider::local::bench::WorkloadFigures) -> String 
             r.read_gb_per_s,
         );
     }
+    let f = &w.first_token;
+    out += &format!(
+        "\x20   time to first token, constrained, {} threads: load {:.0} ms with the weights rebuilt, {:.0} ms read back \
+         stored; first run as `tunebench run` (load + grammar + prompt) {:.0} ms; the workbench's first run (loaded \
+         and the prompt run in the background at start) {:.0} ms; next run {:.0} ms; next case {:.0} ms ({} prompt \
+         tokens reused)\n",
+        w.runs.first().map_or(0, |_| crate::provider::local::threads::configured()),
+        f.load_rebuilt_ms,
+        f.load_stored_ms,
+        f.cli_first_run_ms,
+        f.workbench_first_run_ms,
+        f.next_run_ms,
+        f.next_case_ms,
+        f.next_case_reused_tokens,
+    );
     out
 }
 

@@ -76,6 +76,26 @@ pub struct Workload {
     pub name: String,
     pub unconstrained: Request,
     pub constrained: Request,
+    /// The constrained request of another case (the variables differ: the next case of an eval).
+    pub next_case: Request,
+}
+
+/// Time to the first token of the constrained sample run, as a user meets it (the default threads).
+#[derive(Clone, Debug, Serialize)]
+pub struct FirstToken {
+    /// Loading with the weights rebuilt from the GGUF (no stored weights), and read back from them.
+    pub load_rebuilt_ms: f64,
+    pub load_stored_ms: f64,
+    /// `tunebench run`'s first run: the model loaded (stored weights), the grammar built, the prompt
+    /// run, the first token.
+    pub cli_first_run_ms: f64,
+    /// The workbench's first run: the model was loaded and the prompt run through it in the background
+    /// when the workbench started ([`Engine::warm`]); from ctrl-r to the first token.
+    pub workbench_first_run_ms: f64,
+    /// The same prompt again (its prefix cached), and the next case (only what differs run).
+    pub next_run_ms: f64,
+    pub next_case_ms: f64,
+    pub next_case_reused_tokens: usize,
 }
 
 /// One run of a workload request at one thread count.
@@ -106,6 +126,7 @@ pub struct WorkloadRun {
 pub struct WorkloadFigures {
     pub name: String,
     pub runs: Vec<WorkloadRun>,
+    pub first_token: FirstToken,
     /// One thread summing a buffer the size of the weights (the same as the section's).
     pub memory_read_gb_per_s: f64,
     /// Peak resident memory after the workload, MB.
@@ -210,8 +231,54 @@ fn workload_run(engine: &mut Engine, mode: &str, request: &Request, threads: usi
     })
 }
 
+/// Milliseconds from `started` to the first token of `request` on `engine` (the cache as it is), and
+/// the prompt tokens that came from the cache.
+fn ttft_ms(engine: &mut Engine, request: &Request, started: Instant) -> Result<(f64, usize), LocalError> {
+    let mut first: Option<Instant> = None;
+    let mut one = request.clone();
+    one.max_tokens = Some(1);
+    let generated = engine.generate(&one, &mut |event| {
+        if let Event::Token { .. } = event {
+            first.get_or_insert_with(Instant::now);
+        }
+        true
+    })?;
+    let first = first.unwrap_or_else(Instant::now);
+    Ok((first.duration_since(started).as_secs_f64() * 1e3, generated.reused_tokens))
+}
+
+/// The first-token figures of the constrained sample run, on fresh engines loaded from `path`.
+fn first_token(path: &Path, workload: &Workload) -> Result<FirstToken, LocalError> {
+    let rebuilt = LoadOptions { stored_weights: None, ..LoadOptions::default() };
+    let started = Instant::now();
+    drop(Engine::load(path, &rebuilt)?);
+    let load_rebuilt_ms = started.elapsed().as_secs_f64() * 1e3;
+    // Makes sure the stored weights exist (a first start writes them).
+    drop(Engine::load(path, &LoadOptions::default())?);
+    let started = Instant::now();
+    let mut engine = Engine::load(path, &LoadOptions::default())?;
+    let load_stored_ms = started.elapsed().as_secs_f64() * 1e3;
+    engine.prepare_constraints()?;
+    let (cli_first_run_ms, _) = ttft_ms(&mut engine, &workload.constrained, started)?;
+    drop(engine);
+    let mut engine = Engine::load(path, &LoadOptions::default())?;
+    engine.warm(&workload.constrained)?;
+    let (workbench_first_run_ms, _) = ttft_ms(&mut engine, &workload.constrained, Instant::now())?;
+    let (next_run_ms, _) = ttft_ms(&mut engine, &workload.constrained, Instant::now())?;
+    let (next_case_ms, next_case_reused_tokens) = ttft_ms(&mut engine, &workload.next_case, Instant::now())?;
+    Ok(FirstToken {
+        load_rebuilt_ms,
+        load_stored_ms,
+        cli_first_run_ms,
+        workbench_first_run_ms,
+        next_run_ms,
+        next_case_ms,
+        next_case_reused_tokens,
+    })
+}
+
 /// The workload at 1 and 2 threads (one after the other for each request, so both meet the same machine).
-fn measure_workload(engine: &mut Engine, workload: &Workload) -> Result<WorkloadFigures, LocalError> {
+fn measure_workload(path: &Path, engine: &mut Engine, workload: &Workload) -> Result<WorkloadFigures, LocalError> {
     let threads = engine.threads();
     engine.prepare_constraints()?;
     let mut runs = Vec::new();
@@ -221,9 +288,11 @@ fn measure_workload(engine: &mut Engine, workload: &Workload) -> Result<Workload
         }
     }
     engine.set_threads(threads)?;
+    let first_token = first_token(path, workload)?;
     Ok(WorkloadFigures {
         name: workload.name.clone(),
         runs,
+        first_token,
         memory_read_gb_per_s: memory_read_gb_per_s(engine.weight_bytes()),
         peak_rss_mb: peak_rss_mb(),
     })
@@ -242,7 +311,7 @@ pub fn measure(path: &Path, workload: Option<&Workload>) -> Result<LocalFigures,
     let unconstrained = speed(&mut engine, &story())?;
     let masked = speed(&mut engine, &extraction(StructuredMode::JsonSchema))?;
     let constrained = speed(&mut engine, &extraction(StructuredMode::Constrained))?;
-    let workload = workload.map(|w| measure_workload(&mut engine, w)).transpose()?;
+    let workload = workload.map(|w| measure_workload(path, &mut engine, w)).transpose()?;
     let peak_rss_mb = peak_rss_mb();
     let weights = engine.weight_bytes();
     let threads = engine.threads();
