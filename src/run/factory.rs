@@ -162,6 +162,13 @@ pub fn fetch_local_model(progress: &mut dyn FnMut(String)) -> Result<PathBuf, St
 /// The local model of [`local_model_file`], loaded once per process and shared by every run that names it.
 #[cfg(feature = "local")]
 fn local_provider(model: &str) -> Result<Arc<dyn Provider>, RunError> {
+    Ok(Arc::new(loaded_local(model)?))
+}
+
+/// The local model `model` names, loaded on the first call for its file (later calls, from any
+/// thread, share it; a call made while another loads it waits for that load).
+#[cfg(feature = "local")]
+fn loaded_local(model: &str) -> Result<crate::provider::local::Local, RunError> {
     use crate::provider::local::Local;
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
@@ -170,11 +177,24 @@ fn local_provider(model: &str) -> Result<Arc<dyn Provider>, RunError> {
     let loaded = LOADED.get_or_init(Default::default);
     let mut loaded = loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(local) = loaded.get(&path) {
-        return Ok(Arc::new(local.clone()));
+        return Ok(local.clone());
     }
     let local = Local::open(Some(&path)).map_err(ProviderError::from)?;
     loaded.insert(path, local.clone());
-    Ok(Arc::new(local))
+    Ok(local)
+}
+
+/// Loads the local model `model` names (as a run would) and runs `request`'s prompt through it, so
+/// that a run of it soon after starts with the model in memory and its prompt's keys and values cached
+/// (it runs only what differs). The workbench calls this in the background when it starts.
+#[cfg(feature = "local")]
+pub fn warm_local_model(model: &str, request: &crate::provider::Request) -> Result<(), RunError> {
+    loaded_local(model)?.warm(request).map_err(|e| RunError::Provider(ProviderError::from(e)))
+}
+
+#[cfg(not(feature = "local"))]
+pub fn warm_local_model(_model: &str, _request: &crate::provider::Request) -> Result<(), RunError> {
+    Ok(())
 }
 
 /// The GGUF file the local provider runs for `model`: a file path, or empty (or the default model's

@@ -49,7 +49,8 @@ mod turn;
 pub use cache::CacheMode;
 pub use engine::{run, run_batch, run_batch_each, run_batch_until, run_until, Job};
 pub use factory::{
-    env_var, fetch_local_model, local_model, transcript_path, LocalModel, Lookup, ProviderChoice, ReplaySequence,
+    env_var, fetch_local_model, local_model, transcript_path, warm_local_model, LocalModel, Lookup, ProviderChoice,
+    ReplaySequence,
 };
 pub use limits::{Limits, Stop};
 pub use plan::{Expected, LiveSweep, Reading, RunPlan, RunSettings};

@@ -109,8 +109,13 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
     let engine_only = engine_only(&prompt_path, &transcript)?;
 
     let start = Instant::now();
-    let options =
-        Options { data_dir: Some(dir.join("data")), pace: Some(Pace::Instant), run_now: false, no_fetch: true };
+    let options = Options {
+        data_dir: Some(dir.join("data")),
+        pace: Some(Pace::Instant),
+        run_now: false,
+        no_fetch: true,
+        warm_model: false,
+    };
     let (mut app, tx) = build(&prompt_path, options)?;
     app.state.choice.provider = "replay".into();
     let mut terminal = Terminal::new(TestBackend::new(120, 40))?;

@@ -260,6 +260,9 @@ pub enum Effect {
     ComputeSweep(Box<SweepRequest>),
     /// Fetch the local model in the background (progress and the end come back as `Msg::ModelFetch`).
     FetchModel,
+    /// Load the local model in the background and run this run's prompt through it, so that the run
+    /// starts with the model loaded and its prompt cached (a failure is left for the run to report).
+    WarmModel(Box<RunRequest>),
     /// Read this prompt's past runs from the history file, in the background.
     LoadHistory { prompt_id: String },
     /// Put text on the terminal's clipboard (OSC 52) and in a file of the data directory.

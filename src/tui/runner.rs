@@ -131,6 +131,17 @@ impl Runner {
                 });
                 Vec::new()
             }
+            Effect::WarmModel(request) => {
+                let pace = self.pace;
+                std::thread::spawn(move || {
+                    let Ok(setup) = super::request::setup(&request, pace) else { return };
+                    if let Ok(plan) = setup.plan(request.case.as_deref()) {
+                        // Errors reach the user when the run meets them.
+                        let _ = crate::run::warm_local_model(&setup.settings.model, &plan.request);
+                    }
+                });
+                Vec::new()
+            }
             Effect::FetchModel => {
                 let tx = self.tx.clone();
                 std::thread::spawn(move || {

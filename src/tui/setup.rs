@@ -28,6 +28,9 @@ pub struct Options {
     pub run_now: bool,
     /// Do not fetch a missing local model in the background (`--no-fetch`).
     pub no_fetch: bool,
+    /// Load the local model (when it is the provider) in the background at once, and run the prompt
+    /// through it, so the first run starts warm (the terminal workbench; off in tests).
+    pub warm_model: bool,
 }
 
 /// The workbench on the prompt at `path`, ready to loop (no terminal needed).
@@ -74,6 +77,13 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
         app.state.note = Some("local model: fetching it in the background (--no-fetch skips this)".into());
         let follow = app.runner.execute(Effect::FetchModel);
         follow.into_iter().for_each(|m| app.handle(m));
+    }
+    // The local model loads (and the prompt runs through it) while the user reads the screen.
+    if options.warm_model && app.state.choice.provider == "local" && !app.state.fetch_model && !options.run_now {
+        if let Ok(request) = super::request::run_request(&app.state, None, None) {
+            let follow = app.runner.execute(Effect::WarmModel(Box::new(request)));
+            follow.into_iter().for_each(|m| app.handle(m));
+        }
     }
     if options.run_now && app.state.overlay == Overlay::None {
         app.handle(Msg::Action(super::msg::Action::Run));

@@ -25,7 +25,7 @@ pub fn start(prompt: Option<PathBuf>, no_fetch: bool) -> anyhow::Result<ExitCode
         Some(path) => path,
         None => sample::ensure(&paths::data_dir().map_err(anyhow::Error::msg)?).map_err(anyhow::Error::msg)?,
     };
-    let (mut app, tx) = build(&path, Options { run_now, no_fetch, ..Options::default() })?;
+    let (mut app, tx) = build(&path, Options { run_now, no_fetch, warm_model: true, ..Options::default() })?;
     app.runner.clipboard = true;
     let mut terminal = ratatui::init();
     let previous = std::panic::take_hook();

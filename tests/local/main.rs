@@ -3,7 +3,7 @@
 //! it is not there (pip, as `tunebench model fetch`). Tokenizer round
 //! trips, constrained json and jsonl runs that validate, greedy fidelity against `truncate`, seeded
 //! sampling, cancellation mid-generation, our forward pass against candle's, and the response cache in
-//! front of the model.
+//! front of the model; the interleaved weights stored on disk, and a prompt warmed in advance.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
 #![cfg(feature = "local")]
@@ -14,5 +14,6 @@ mod generation;
 mod probs;
 mod prompt_tokens;
 mod reference;
+mod stored;
 mod support;
 mod tokenizer;

@@ -18,7 +18,7 @@ fn load_on(backend: Backend, threads: usize) -> (Box<dyn Transformer>, TextToken
     let mut reader = BufReader::new(File::open(&path).expect("the model opens"));
     let content = Content::read(&mut reader).expect("the model is a GGUF file");
     let tokenizer = TextTokenizer::from_gguf(&content).expect("the tokenizer loads");
-    (model::load(&content, &mut reader, backend, 512, threads).expect("the model loads"), tokenizer)
+    (model::load(&content, &mut reader, backend, 512, threads, None).expect("the model loads"), tokenizer)
 }
 
 /// Cosine similarity of two logit vectors.

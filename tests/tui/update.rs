@@ -289,8 +289,15 @@ fn a_model_fetched_during_the_example_replay_runs_when_the_replay_ends() {
     assert!(state.running());
 
     let effects = update(&mut state, Msg::ModelFetch(FetchNews::Done(Ok("/cache/model.gguf".into()))));
-    // The model's tokenizer is read for the status line's token count; no run starts yet.
-    assert!(effects.iter().all(|e| matches!(e, Effect::LoadTokenizer { .. })), "the replay plays on: {effects:?}");
+    // No run starts yet: the model is loaded and the prompt run through it while the replay plays on
+    // (the run that follows finds both ready), and its tokenizer read for the status line's token count.
+    assert!(
+        effects.iter().all(|e| matches!(e, Effect::LoadTokenizer { .. } | Effect::WarmModel(_))),
+        "the replay plays on: {effects:?}"
+    );
+    let warm = effects.iter().find_map(|e| if let Effect::WarmModel(r) = e { Some(r) } else { None });
+    let warm = warm.expect("the model is warmed while the example plays");
+    assert_eq!((warm.provider.as_str(), warm.structured.as_deref()), ("local", Some("constrained")));
     assert_eq!(state.choice.provider, "local");
     assert!(state.note.as_deref().unwrap_or("").contains("runs when the example ends"), "{:?}", state.note);
     let replay_run = state.run_id;

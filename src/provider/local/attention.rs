@@ -261,7 +261,18 @@ mod avx512 {
         let mut inverse = [0f32; G];
         for (g, inverse) in inverse.iter_mut().enumerate() {
             let scores = &mut scores[g * width..(g + 1) * width];
-            let max = scores[..n].iter().fold(f32::NEG_INFINITY, |m, s| m.max(*s));
+            // The largest score, sixteen lanes at a time (the same value as the portable fold: a
+            // maximum of finite numbers does not depend on the order, but for the sign of a zero,
+            // which `s − max` and `exp` do not see).
+            let mut most = _mm512_set1_ps(f32::NEG_INFINITY);
+            for tile in 0..tiles {
+                let live = (n - tile * TILE).min(TILE);
+                let mask: __mmask16 = if live == TILE { u16::MAX } else { (1u16 << live) - 1 };
+                // SAFETY: the live scores of tile `tile`, inside `scores`.
+                let s = unsafe { _mm512_mask_loadu_ps(most, mask, scores.as_ptr().add(tile * TILE)) };
+                most = _mm512_max_ps(most, s);
+            }
+            let max = _mm512_reduce_max_ps(most);
             let mut lanes = _mm512_setzero_ps();
             for tile in 0..tiles {
                 let live = (n - tile * TILE).min(TILE);

@@ -64,6 +64,73 @@ pub struct LocalFigures {
     pub memory_read_gb_per_s: f64,
     /// Peak resident memory of this process (VmHWM), MB.
     pub peak_rss_mb: f64,
+    /// The sample prompt's workload (a real answer), at 1 and 2 threads; absent when not asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadFigures>,
+}
+
+/// The requests of a real answer: the workbench's sample prompt, 1,024 tokens, greedy, unconstrained,
+/// and the same prompt constrained to its schema line by line (its plan adds the schema's instructions).
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub name: String,
+    pub unconstrained: Request,
+    pub constrained: Request,
+    /// The constrained request of another case (the variables differ: the next case of an eval).
+    pub next_case: Request,
+}
+
+/// Time to the first token of the constrained sample run, as a user meets it (the default threads).
+#[derive(Clone, Debug, Serialize)]
+pub struct FirstToken {
+    /// Loading with the weights rebuilt from the GGUF (no stored weights), and read back from them.
+    pub load_rebuilt_ms: f64,
+    pub load_stored_ms: f64,
+    /// `tunebench run`'s first run: the model loaded (stored weights), the grammar built, the prompt
+    /// run, the first token.
+    pub cli_first_run_ms: f64,
+    /// The workbench's first run: the model was loaded and the prompt run through it in the background
+    /// when the workbench started ([`Engine::warm`]); from ctrl-r to the first token.
+    pub workbench_first_run_ms: f64,
+    /// The same prompt again (its prefix cached), and the next case (only what differs run).
+    pub next_run_ms: f64,
+    pub next_case_ms: f64,
+    pub next_case_reused_tokens: usize,
+}
+
+/// One run of a workload request at one thread count.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadRun {
+    /// `unconstrained` or `constrained`.
+    pub mode: String,
+    pub threads: usize,
+    pub prompt_tokens: usize,
+    pub tokens: usize,
+    pub forced_tokens: usize,
+    pub finish: String,
+    /// From the request to the first token (the prompt run from scratch, the model loaded).
+    pub ttft_ms: f64,
+    /// Prompt tokens ÷ the time to the first token.
+    pub prompt_tokens_per_s: f64,
+    /// Generated tokens per second, from the first token to the last.
+    pub tokens_per_s: f64,
+    /// Megabytes one generated token reads on average: the weights and the key/value cache up to its
+    /// position.
+    pub mb_per_token: f64,
+    /// Those bytes × tokens/s.
+    pub read_gb_per_s: f64,
+}
+
+/// The workload's figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadFigures {
+    pub name: String,
+    pub runs: Vec<WorkloadRun>,
+    pub first_token: FirstToken,
+    /// One thread summing a buffer the size of the weights (the same as the section's).
+    pub memory_read_gb_per_s: f64,
+    /// Peak resident memory after the workload, MB.
+    pub peak_rss_mb: f64,
 }
 
 fn story() -> Request {
@@ -125,8 +192,114 @@ pub fn peak_rss_mb() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// Measures the model at `path`.
-pub fn measure(path: &Path) -> Result<LocalFigures, LocalError> {
+/// Runs `request` from an empty cache at `threads` threads.
+fn workload_run(engine: &mut Engine, mode: &str, request: &Request, threads: usize) -> Result<WorkloadRun, LocalError> {
+    engine.set_threads(threads)?;
+    engine.forget_cache();
+    let started = Instant::now();
+    let mut first: Option<Instant> = None;
+    let mut last = started;
+    let generated = engine.generate(request, &mut |event| {
+        if let Event::Token { .. } = event {
+            let now = Instant::now();
+            first.get_or_insert(now);
+            last = now;
+        }
+        true
+    })?;
+    let first = first.unwrap_or(last);
+    let (ttft, span) = (first.duration_since(started).as_secs_f64(), last.duration_since(first).as_secs_f64());
+    let tokens = generated.tokens.len();
+    let tokens_per_s = if span > 0.0 { tokens.saturating_sub(1) as f64 / span } else { 0.0 };
+    let c = engine.config();
+    // Keys and values as f16, every layer; a token at position p reads p + 1 positions.
+    let per_position = (c.layers * 2 * c.kv_heads * c.head_dim * 2) as f64;
+    let average_positions = generated.prompt_tokens as f64 + tokens as f64 / 2.0;
+    let bytes = engine.weight_bytes() as f64 + per_position * average_positions;
+    Ok(WorkloadRun {
+        mode: mode.into(),
+        threads: engine.threads(),
+        prompt_tokens: generated.prompt_tokens,
+        tokens,
+        forced_tokens: generated.forced_tokens,
+        finish: generated.finish.map(|f| format!("{f:?}").to_lowercase()).unwrap_or_default(),
+        ttft_ms: ttft * 1e3,
+        prompt_tokens_per_s: if ttft > 0.0 { generated.prompt_tokens as f64 / ttft } else { 0.0 },
+        tokens_per_s,
+        mb_per_token: bytes / 1e6,
+        read_gb_per_s: bytes * tokens_per_s / 1e9,
+    })
+}
+
+/// Milliseconds from `started` to the first token of `request` on `engine` (the cache as it is), and
+/// the prompt tokens that came from the cache.
+fn ttft_ms(engine: &mut Engine, request: &Request, started: Instant) -> Result<(f64, usize), LocalError> {
+    let mut first: Option<Instant> = None;
+    let mut one = request.clone();
+    one.max_tokens = Some(1);
+    let generated = engine.generate(&one, &mut |event| {
+        if let Event::Token { .. } = event {
+            first.get_or_insert_with(Instant::now);
+        }
+        true
+    })?;
+    let first = first.unwrap_or_else(Instant::now);
+    Ok((first.duration_since(started).as_secs_f64() * 1e3, generated.reused_tokens))
+}
+
+/// The first-token figures of the constrained sample run, on fresh engines loaded from `path`.
+fn first_token(path: &Path, workload: &Workload) -> Result<FirstToken, LocalError> {
+    let rebuilt = LoadOptions { stored_weights: None, ..LoadOptions::default() };
+    let started = Instant::now();
+    drop(Engine::load(path, &rebuilt)?);
+    let load_rebuilt_ms = started.elapsed().as_secs_f64() * 1e3;
+    // Makes sure the stored weights exist (a first start writes them).
+    drop(Engine::load(path, &LoadOptions::default())?);
+    let started = Instant::now();
+    let mut engine = Engine::load(path, &LoadOptions::default())?;
+    let load_stored_ms = started.elapsed().as_secs_f64() * 1e3;
+    engine.prepare_constraints()?;
+    let (cli_first_run_ms, _) = ttft_ms(&mut engine, &workload.constrained, started)?;
+    drop(engine);
+    let mut engine = Engine::load(path, &LoadOptions::default())?;
+    engine.warm(&workload.constrained)?;
+    let (workbench_first_run_ms, _) = ttft_ms(&mut engine, &workload.constrained, Instant::now())?;
+    let (next_run_ms, _) = ttft_ms(&mut engine, &workload.constrained, Instant::now())?;
+    let (next_case_ms, next_case_reused_tokens) = ttft_ms(&mut engine, &workload.next_case, Instant::now())?;
+    Ok(FirstToken {
+        load_rebuilt_ms,
+        load_stored_ms,
+        cli_first_run_ms,
+        workbench_first_run_ms,
+        next_run_ms,
+        next_case_ms,
+        next_case_reused_tokens,
+    })
+}
+
+/// The workload at 1 and 2 threads (one after the other for each request, so both meet the same machine).
+fn measure_workload(path: &Path, engine: &mut Engine, workload: &Workload) -> Result<WorkloadFigures, LocalError> {
+    let threads = engine.threads();
+    engine.prepare_constraints()?;
+    let mut runs = Vec::new();
+    for (mode, request) in [("unconstrained", &workload.unconstrained), ("constrained", &workload.constrained)] {
+        for n in [1, 2] {
+            runs.push(workload_run(engine, mode, request, n)?);
+        }
+    }
+    engine.set_threads(threads)?;
+    let first_token = first_token(path, workload)?;
+    Ok(WorkloadFigures {
+        name: workload.name.clone(),
+        runs,
+        first_token,
+        memory_read_gb_per_s: memory_read_gb_per_s(engine.weight_bytes()),
+        peak_rss_mb: peak_rss_mb(),
+    })
+}
+
+/// Measures the model at `path` (and `workload`, when given).
+pub fn measure(path: &Path, workload: Option<&Workload>) -> Result<LocalFigures, LocalError> {
     let started = Instant::now();
     let mut engine = Engine::load(path, &LoadOptions::default())?;
     let load_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -138,6 +311,7 @@ pub fn measure(path: &Path) -> Result<LocalFigures, LocalError> {
     let unconstrained = speed(&mut engine, &story())?;
     let masked = speed(&mut engine, &extraction(StructuredMode::JsonSchema))?;
     let constrained = speed(&mut engine, &extraction(StructuredMode::Constrained))?;
+    let workload = workload.map(|w| measure_workload(path, &mut engine, w)).transpose()?;
     let peak_rss_mb = peak_rss_mb();
     let weights = engine.weight_bytes();
     let threads = engine.threads();
@@ -171,6 +345,7 @@ pub fn measure(path: &Path) -> Result<LocalFigures, LocalError> {
         memory_read_gb_per_s,
         candle_unconstrained,
         peak_rss_mb,
+        workload,
     })
 }
 

@@ -10,7 +10,7 @@ use candle_core::quantized::gguf_file::Content;
 
 use super::chat::ChatTemplate;
 use super::constraint::{Constraint, Constraints, Grammar};
-use super::model::{Backend, Config, Transformer};
+use super::model::{Backend, Config, StoredWeights, Transformer, WeightsFrom};
 use super::sampler::{odds, Odds, RepeatPenalty, Sampler, Sampling};
 use super::tokenizer::{TextTokenizer, TokenId};
 use super::LocalError;
@@ -30,11 +30,18 @@ pub struct LoadOptions {
     pub context: usize,
     /// Threads of our forward pass (`TUNEBENCH_THREADS`, else the machine's available parallelism).
     pub threads: usize,
+    /// The folder our interleaved weights are stored in (`None`: rebuilt from the GGUF at every load).
+    pub stored_weights: Option<PathBuf>,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { backend: Backend::Native, context: 4096, threads: super::threads::configured() }
+        Self {
+            backend: Backend::Native,
+            context: 4096,
+            threads: super::threads::configured(),
+            stored_weights: crate::provider::cache_dir::cache_dir().map(|d| d.join("weights")),
+        }
     }
 }
 
@@ -145,7 +152,21 @@ impl Engine {
         };
         let source = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok());
         let template = ChatTemplate::new(source.map(String::as_str), &text(tokenizer.bos), &text(Some(tokenizer.eos)))?;
-        let model = super::model::load(&content, &mut reader, options.backend, options.context, options.threads)?;
+        // The stored weights: a file named by the GGUF's identity (which is checked again inside it).
+        let stored = match (&options.stored_weights, options.backend) {
+            (Some(dir), Backend::Native) => super::weights::Identity::of(path)
+                .ok()
+                .map(|identity| StoredWeights { file: super::weights::file_for(dir, path, &identity), identity }),
+            _ => None,
+        };
+        let model = super::model::load(
+            &content,
+            &mut reader,
+            options.backend,
+            options.context,
+            options.threads,
+            stored.as_ref(),
+        )?;
         Ok(Self {
             model,
             tokenizer,
@@ -170,6 +191,11 @@ impl Engine {
     /// Runs later generations on `threads` threads: the same tokens and logits, bit for bit.
     pub fn set_threads(&mut self, threads: usize) -> Result<(), LocalError> {
         self.model.set_threads(threads)
+    }
+
+    /// How the weights were loaded: read back from the stored file, or rebuilt from the GGUF (why).
+    pub fn weights_from(&self) -> WeightsFrom {
+        self.model.weights_from()
     }
 
     /// The model's shape.
@@ -229,6 +255,18 @@ impl Engine {
             at = end;
         }
         Ok((logits, reuse))
+    }
+
+    /// Runs `request`'s prompt through the model, keeping its keys and values for the next generation
+    /// (which then runs only the prompt's last block), and builds the grammar engine when `request` is
+    /// constrained. Returns the prompt's tokens.
+    pub fn warm(&mut self, request: &Request) -> Result<usize, LocalError> {
+        if Self::grammar(request).is_some() {
+            self.constraints()?;
+        }
+        let prompt = self.tokenizer.encode(&self.prompt_text(request)?)?;
+        self.prefill(&prompt)?;
+        Ok(prompt.len())
     }
 
     /// Empties the key/value cache (the next prompt runs from scratch).

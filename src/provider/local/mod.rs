@@ -6,6 +6,7 @@
 //! - [`engine`]: loading and the generation loop (prompt caching, forced tokens, sampling, UTF-8 hold-back).
 //! - [`model`]: the transformer (our forward pass: 4-bit weights as stored, [`kernels`] over [`quant`] blocks);
 //!   [`reference`]: the same on candle's quantized matmuls (the baseline and the tests' reference).
+//! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back.
 //! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses.
 //!
 //! - `bench` (feature `testing`): the model's speed figures for `tunebench bench`.
@@ -31,6 +32,7 @@ pub mod reference;
 pub mod sampler;
 pub mod threads;
 pub mod tokenizer;
+pub mod weights;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -107,6 +109,12 @@ impl Local {
     /// The model file's name (without `.gguf`).
     pub fn model(&self) -> &str {
         &self.model
+    }
+
+    /// Gets ready to answer `request`: its prompt run through the model (kept in the prompt cache, so
+    /// its run only runs the last block) and, for a constrained request, the grammar engine built.
+    pub fn warm(&self, request: &Request) -> Result<(), LocalError> {
+        lock(&self.engine).warm(request).map(|_| ())
     }
 
     /// Runs `f` with the engine (tests, bench).

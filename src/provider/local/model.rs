@@ -17,7 +17,42 @@ use super::kernels::{dot, groups, matmul_groups, Kernels};
 use super::math::silu_mul;
 use super::quant::{quantize_activations, vector, ActBlock, Matrix, BLOCK, ROWS};
 use super::threads::{Disjoint, Pool, PoolError};
+use super::weights::{self, Identity};
 use super::LocalError;
+
+/// Where a GGUF's interleaved weights are kept on disk, and the GGUF's identity.
+#[derive(Clone, Debug)]
+pub struct StoredWeights {
+    pub file: std::path::PathBuf,
+    pub identity: Identity,
+}
+
+/// How the weights were loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WeightsFrom {
+    /// Read back from the stored file.
+    Stored,
+    /// Rebuilt from the GGUF (no stored file asked for, or none usable: why), and stored when asked.
+    Gguf(String),
+}
+
+/// Tensor `name` from the stored weights, else read from the GGUF (`rebuilt` set).
+fn matrix_from<R: Read + Seek>(
+    stored: &mut std::collections::HashMap<String, Matrix>,
+    content: &Content,
+    reader: &mut R,
+    name: &str,
+    scratch: &mut Vec<u8>,
+    rebuilt: &mut bool,
+) -> Result<Matrix, LocalError> {
+    match stored.remove(name) {
+        Some(m) => Ok(m),
+        None => {
+            *rebuilt = true;
+            Matrix::read(content, reader, name, scratch)
+        }
+    }
+}
 
 /// Which forward pass runs the model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,6 +71,10 @@ pub trait Transformer: Send {
     fn config(&self) -> &Config;
     /// Bytes of the weight matrices generating one token reads (the embedding row aside).
     fn weight_bytes(&self) -> usize;
+    /// How the weights were loaded (candle's backends: always from the GGUF).
+    fn weights_from(&self) -> WeightsFrom {
+        WeightsFrom::Gguf("candle's backend stores nothing".into())
+    }
     /// Runs `tokens` at the positions after the cache and returns the logits after the last one.
     fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError>;
     /// Forgets every cached position from `len` on.
@@ -52,16 +91,19 @@ pub trait Transformer: Send {
 }
 
 /// Loads the weights of `content` (read from `reader`) for `backend`, with a cache of `context` positions,
-/// running on `threads` threads (ours; candle's matmuls keep their own setting).
+/// running on `threads` threads (ours; candle's matmuls keep their own setting). `stored`: where our
+/// interleaved weights are kept on disk (read from there when whole and of this GGUF, else rebuilt and
+/// written there).
 pub fn load<R: Read + Seek>(
     content: &Content,
     reader: &mut R,
     backend: Backend,
     context: usize,
     threads: usize,
+    stored: Option<&StoredWeights>,
 ) -> Result<Box<dyn Transformer>, LocalError> {
     Ok(match backend {
-        Backend::Native => Box::new(Llama::load(content, reader, context, threads)?),
+        Backend::Native => Box::new(Llama::load(content, reader, context, threads, stored)?),
         Backend::Candle => Box::new(super::reference::Llama::load(content, reader, context, true)?),
         Backend::CandleAsStored => Box::new(super::reference::Llama::load(content, reader, context, false)?),
     })
@@ -183,6 +225,7 @@ pub struct Llama {
     buffers: Buffers,
     pool: Pool,
     kernels: Kernels,
+    weights_from: WeightsFrom,
 }
 
 fn pool_err(error: PoolError) -> LocalError {
@@ -195,7 +238,16 @@ impl Llama {
         reader: &mut R,
         context: usize,
         threads: usize,
+        stored: Option<&StoredWeights>,
     ) -> Result<Self, LocalError> {
+        let (mut from_disk, mut why) = match stored {
+            Some(s) => match weights::load(&s.file, &s.identity) {
+                Ok(m) => (m, String::new()),
+                Err(why) => (Default::default(), why),
+            },
+            None => (Default::default(), "no stored weights asked for".to_string()),
+        };
+        let mut rebuilt = false;
         let mut config = Config::from_gguf(content)?;
         config.context = context.min(config.context).max(1);
         let (dim, kv_dim) = (config.dim, config.kv_dim());
@@ -205,7 +257,7 @@ impl Llama {
         for i in 0..config.layers {
             let mut matrix = |name: &str, rows: Option<usize>, cols: usize| {
                 let full = format!("blk.{i}.{name}.weight");
-                let m = Matrix::read(content, reader, &full, &mut scratch)?;
+                let m = matrix_from(&mut from_disk, content, reader, &full, &mut scratch, &mut rebuilt)?;
                 match rows {
                     Some(rows) if (m.rows, m.cols) != (rows, cols) => Err(shape_err(&full, &m, rows, cols)),
                     None if m.cols != cols => Err(shape_err(&full, &m, m.rows, cols)),
@@ -226,19 +278,22 @@ impl Llama {
             let cache = KvLayer::with_capacity(config.kv_shape(), config.context);
             layers.push(Layer { attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down, cache });
         }
-        let embeddings = Matrix::read(content, reader, "token_embd.weight", &mut scratch)?;
+        let embeddings = matrix_from(&mut from_disk, content, reader, "token_embd.weight", &mut scratch, &mut rebuilt)?;
         if embeddings.cols != dim {
             return Err(shape_err("token_embd.weight", &embeddings, embeddings.rows, dim));
         }
         let output = match content.tensor_infos.contains_key("output.weight") {
-            true => Some(Matrix::read(content, reader, "output.weight", &mut scratch)?),
+            true => Some(matrix_from(&mut from_disk, content, reader, "output.weight", &mut scratch, &mut rebuilt)?),
             false => None,
         };
         let norm = norm_vector(content, reader, "output_norm.weight", dim)?;
         let (cos, sin) = rope_tables(&config);
         let pool = Pool::new(threads).map_err(pool_err)?;
         let kernels = Kernels::detect();
-        Ok(Self {
+        if !rebuilt {
+            why.clear();
+        }
+        let mut model = Self {
             config,
             embeddings,
             layers,
@@ -251,7 +306,43 @@ impl Llama {
             buffers: Buffers::default(),
             pool,
             kernels,
-        })
+            weights_from: WeightsFrom::Stored,
+        };
+        if rebuilt {
+            if let Some(s) = stored {
+                // A cache: when it cannot be written, the next start rebuilds again (and says so).
+                let named = model.named_matrices();
+                let named: Vec<(&str, &Matrix)> = named.iter().map(|(n, m)| (n.as_str(), *m)).collect();
+                if let Err(e) = weights::save(&s.file, &s.identity, &named) {
+                    why = format!("{why}; not stored: {e}");
+                }
+            }
+            model.weights_from = WeightsFrom::Gguf(why);
+        }
+        Ok(model)
+    }
+
+    /// Every weight matrix with its tensor name.
+    fn named_matrices(&self) -> Vec<(String, &Matrix)> {
+        let mut out: Vec<(String, &Matrix)> = Vec::new();
+        for (i, l) in self.layers.iter().enumerate() {
+            for (m, name) in [
+                (&l.wq, "attn_q"),
+                (&l.wk, "attn_k"),
+                (&l.wv, "attn_v"),
+                (&l.wo, "attn_output"),
+                (&l.gate, "ffn_gate"),
+                (&l.up, "ffn_up"),
+                (&l.down, "ffn_down"),
+            ] {
+                out.push((format!("blk.{i}.{name}.weight"), m));
+            }
+        }
+        out.push(("token_embd.weight".into(), &self.embeddings));
+        if let Some(output) = &self.output {
+            out.push(("output.weight".into(), output));
+        }
+        out
     }
 
     fn matrix_bytes(&self) -> usize {
@@ -264,8 +355,9 @@ impl Llama {
     }
 
     fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
-        let Self { config: c, embeddings, layers, norm, output, ffn, cos, sin, cached, buffers: b, pool, kernels } =
-            self;
+        let Self {
+            config: c, embeddings, layers, norm, output, ffn, cos, sin, cached, buffers: b, pool, kernels, ..
+        } = self;
         let (seq, start, kernels, threads) = (tokens.len(), *cached, *kernels, pool.threads());
         let (dim, kv_dim, hd, ffn) = (c.dim, c.kv_dim(), c.head_dim, *ffn);
         let (eps, group, scale) = (c.eps as f32, c.heads / c.kv_heads, 1.0 / (hd as f32).sqrt());
@@ -452,6 +544,10 @@ impl Transformer for Llama {
 
     fn weight_bytes(&self) -> usize {
         self.matrix_bytes()
+    }
+
+    fn weights_from(&self) -> WeightsFrom {
+        self.weights_from.clone()
     }
 
     fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {

@@ -28,7 +28,10 @@ pub fn model_fetch(state: &mut State, news: FetchNews) -> Vec<Effect> {
             if state.running() {
                 state.model_run_due = true;
                 state.note = Some(format!("local model ready ({}): it runs when the example ends", path.display()));
-                Vec::new()
+                // Loaded, and the prompt run through it, while the example plays.
+                crate::tui::request::run_request(state, None, None)
+                    .map(|request| vec![Effect::WarmModel(Box::new(request))])
+                    .unwrap_or_default()
             } else {
                 update(state, Msg::Action(Action::Run))
             }

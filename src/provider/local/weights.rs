@@ -1,0 +1,303 @@
+//! The interleaved weights on disk: once a GGUF's matrices have been regrouped into the kernels' layout
+//! ([`super::quant`]), they are written to `<cache dir>/weights/` (atomically), so a later start reads
+//! them back instead of rebuilding them. A cache file names the GGUF it came from (its size, modified
+//! time and a hash of its first and last mebibyte) and ends with a checksum of everything before it:
+//! a file of another GGUF, of another layout version, or damaged (cut short, bytes changed) is never
+//! trusted; the weights are rebuilt from the GGUF and the file written again.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use half::f16;
+
+use super::quant::{Blocks, Matrix, Q4Block, Q4x16, Q8Block, Q8x16, ROWS};
+
+/// The first bytes of a cache file; the number is the layout's version (a change of the block layout
+/// bumps it, so older files are rebuilt).
+const MAGIC: &[u8; 16] = b"tunebench-wts-01";
+
+// The blocks are written as their bytes: plain data with no padding.
+const _: () = assert!(std::mem::size_of::<Q4x16>() == 4 * ROWS + 16 * ROWS);
+const _: () = assert!(std::mem::size_of::<Q8x16>() == 2 * ROWS + 32 * ROWS);
+
+/// What identifies a GGUF file: its size, modified time, and a hash of its first and last mebibyte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub len: u64,
+    pub modified_ns: u64,
+    pub ends_hash: u64,
+}
+
+impl Identity {
+    /// The identity of the file at `path`.
+    pub fn of(path: &Path) -> Result<Self, String> {
+        let io = |e: std::io::Error| format!("{}: {e}", path.display());
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        let modified_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as u64);
+        let len = meta.len();
+        let span = (1u64 << 20).min(len);
+        let mut ends = vec![0u8; 2 * span as usize];
+        file.read_exact(&mut ends[..span as usize]).map_err(io)?;
+        file.seek(SeekFrom::Start(len - span)).map_err(io)?;
+        file.read_exact(&mut ends[span as usize..]).map_err(io)?;
+        Ok(Self { len, modified_ns, ends_hash: checksum(&ends) })
+    }
+
+    fn bytes(&self) -> [u8; 24] {
+        let mut out = [0u8; 24];
+        out[..8].copy_from_slice(&self.len.to_le_bytes());
+        out[8..16].copy_from_slice(&self.modified_ns.to_le_bytes());
+        out[16..].copy_from_slice(&self.ends_hash.to_le_bytes());
+        out
+    }
+}
+
+/// The cache file of the GGUF at `gguf` in `dir`: its name and identity hash, so another GGUF (or
+/// this one changed) has another file.
+pub fn file_for(dir: &Path, gguf: &Path, identity: &Identity) -> PathBuf {
+    let stem = gguf.file_stem().map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned());
+    let stem: String =
+        stem.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+    dir.join(format!("{stem}.{:016x}.weights", checksum(&identity.bytes())))
+}
+
+/// A fast 64-bit hash of `bytes` (four lanes of multiply and shift; it finds damage, it is no
+/// defence against tampering, which a cache directory of the user's own needs none of).
+pub fn checksum(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut lanes = [K, K ^ 1, K ^ 2, K ^ 3];
+    let mix = |lane: &mut u64, word: u64| {
+        *lane = (*lane ^ word).wrapping_mul(K);
+        *lane ^= *lane >> 29;
+    };
+    let words = bytes.chunks_exact(32);
+    let tail = words.remainder();
+    for chunk in words {
+        for (i, lane) in lanes.iter_mut().enumerate() {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&chunk[8 * i..8 * i + 8]);
+            mix(lane, u64::from_le_bytes(word));
+        }
+    }
+    for (i, byte) in tail.iter().enumerate() {
+        mix(&mut lanes[i % 4], u64::from(*byte) | ((i as u64) << 8));
+    }
+    let mut out = bytes.len() as u64;
+    for lane in lanes {
+        mix(&mut out, lane);
+    }
+    out
+}
+
+/// The bytes of a slice of blocks.
+fn block_bytes<T: Copy>(blocks: &[T]) -> &[u8] {
+    // SAFETY: only called with Q4x16 and Q8x16: `repr(C)` plain data of f16, u8 and i8 without padding
+    // (asserted above), so every byte is initialised; the length is the slice's size in bytes.
+    unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast::<u8>(), std::mem::size_of_val(blocks)) }
+}
+
+/// Blocks from their bytes (`bytes.len()` a multiple of the block size).
+fn blocks_from<T: Copy>(bytes: &[u8], zero: T) -> Vec<T> {
+    let n = bytes.len() / std::mem::size_of::<T>();
+    let mut blocks = vec![zero; n];
+    // SAFETY: as above, every byte pattern is a valid Q4x16 or Q8x16 (f16, u8 and i8 have no invalid
+    // values); `n` blocks hold exactly `n · size_of::<T>()` ≤ `bytes.len()` bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), blocks.as_mut_ptr().cast::<u8>(), n * std::mem::size_of::<T>())
+    };
+    blocks
+}
+
+/// Writes `matrices` (by tensor name) for the GGUF of `identity` to `path`, atomically: a reader sees
+/// the old file or the whole new one.
+pub fn save(path: &Path, identity: &Identity, matrices: &[(&str, &Matrix)]) -> Result<(), String> {
+    let mut body = Vec::with_capacity(matrices.iter().map(|(_, m)| m.bytes() + 64).sum::<usize>() + 64);
+    body.extend_from_slice(MAGIC);
+    body.extend_from_slice(&identity.bytes());
+    body.extend_from_slice(&(matrices.len() as u64).to_le_bytes());
+    for (name, m) in matrices {
+        body.extend_from_slice(&(name.len() as u64).to_le_bytes());
+        body.extend_from_slice(name.as_bytes());
+        let (kind, bytes) = match &m.blocks {
+            Blocks::Q4x16(b) => (4u64, block_bytes(b)),
+            Blocks::Q8x16(b) => (8u64, block_bytes(b)),
+        };
+        for n in [kind, m.rows as u64, m.cols as u64, bytes.len() as u64] {
+            body.extend_from_slice(&n.to_le_bytes());
+        }
+        body.extend_from_slice(bytes);
+    }
+    let sum = checksum(&body);
+    body.extend_from_slice(&sum.to_le_bytes());
+    write_atomic(path, &body)
+}
+
+static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let temp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), NEXT_TEMP.fetch_add(1, Ordering::Relaxed)));
+    let written = std::fs::File::create(&temp)
+        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
+        .and_then(|()| std::fs::rename(&temp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(fail(e));
+    }
+    Ok(())
+}
+
+/// Reads a little-endian number at `*at`, moving past it.
+fn number(bytes: &[u8], at: &mut usize) -> Result<u64, String> {
+    let slice = bytes.get(*at..*at + 8).ok_or("cut short")?;
+    *at += 8;
+    let mut word = [0u8; 8];
+    word.copy_from_slice(slice);
+    Ok(u64::from_le_bytes(word))
+}
+
+/// The matrices of the cache file at `path`, by tensor name, if it is whole and made from the GGUF of
+/// `identity`; else why not (missing, another GGUF, another version, damaged).
+pub fn load(path: &Path, identity: &Identity) -> Result<HashMap<String, Matrix>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse(&bytes, identity).map_err(|why| format!("{}: {why}", path.display()))
+}
+
+fn parse(bytes: &[u8], identity: &Identity) -> Result<HashMap<String, Matrix>, String> {
+    if bytes.len() < MAGIC.len() + 24 + 16 || &bytes[..MAGIC.len()] != MAGIC {
+        return Err("not a weights cache of this version".into());
+    }
+    let (body, sum) = bytes.split_at(bytes.len() - 8);
+    let mut at = 0;
+    if number(sum, &mut at)? != checksum(body) {
+        return Err("damaged (checksum differs)".into());
+    }
+    let mut at = MAGIC.len();
+    if body.get(at..at + 24) != Some(&identity.bytes()[..]) {
+        return Err("made from another model file".into());
+    }
+    at += 24;
+    let count = number(body, &mut at)?;
+    let mut out = HashMap::new();
+    for _ in 0..count {
+        let len = number(body, &mut at)? as usize;
+        let name = body.get(at..at.saturating_add(len)).ok_or("cut short")?;
+        let name = String::from_utf8_lossy(name).into_owned();
+        at += len;
+        let (kind, rows, cols, len) =
+            (number(body, &mut at)?, number(body, &mut at)?, number(body, &mut at)?, number(body, &mut at)? as usize);
+        let data = body.get(at..at.saturating_add(len)).ok_or("cut short")?;
+        at += len;
+        let (rows, cols) = (rows as usize, cols as usize);
+        let groups = rows.div_ceil(ROWS) * (cols / super::quant::BLOCK);
+        let blocks = match kind {
+            4 if len == groups * std::mem::size_of::<Q4x16>() => {
+                Blocks::Q4x16(blocks_from(data, Q4x16::new([Q4Block::default(); ROWS])))
+            }
+            8 if len == groups * std::mem::size_of::<Q8x16>() => {
+                Blocks::Q8x16(blocks_from(data, Q8x16::new([Q8Block { d: f16::ZERO, qs: [0; 32] }; ROWS])))
+            }
+            _ => return Err(format!("tensor {name}: {len} bytes do not make {rows}×{cols} of kind {kind}")),
+        };
+        out.insert(name, Matrix { rows, cols, blocks });
+    }
+    if at != body.len() {
+        return Err("trailing bytes".into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrices() -> Vec<(String, Matrix)> {
+        let q4: Vec<Q4Block> = (0..40u8)
+            .map(|i| Q4Block {
+                d: f16::from_f32(f32::from(i) * 0.25),
+                m: f16::from_f32(-f32::from(i)),
+                qs: std::array::from_fn(|j| i.wrapping_mul(13).wrapping_add(j as u8)),
+            })
+            .collect();
+        let q8: Vec<Q8Block> = (0..20u8)
+            .map(|i| Q8Block { d: f16::from_f32(f32::from(i) + 0.5), qs: std::array::from_fn(|j| (i as i8) - j as i8) })
+            .collect();
+        vec![("a".into(), Matrix::from_q4(20, 64, &q4)), ("b".into(), Matrix::from_q8(10, 64, &q8))]
+    }
+
+    fn identity() -> Identity {
+        Identity { len: 98, modified_ns: 7, ends_hash: 42 }
+    }
+
+    fn saved(dir: &Path) -> PathBuf {
+        let path = dir.join("m.weights");
+        let all = matrices();
+        let refs: Vec<(&str, &Matrix)> = all.iter().map(|(n, m)| (n.as_str(), m)).collect();
+        save(&path, &identity(), &refs).unwrap();
+        path
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("tunebench-weights-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn saved_weights_read_back_the_same() {
+        let dir = temp_dir("same");
+        let loaded = load(&saved(&dir), &identity()).unwrap();
+        for (name, m) in matrices() {
+            assert_eq!(loaded[&name], m, "{name}");
+        }
+        assert_eq!(loaded.len(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn another_model_a_damaged_or_cut_file_is_never_trusted() {
+        let dir = temp_dir("damaged");
+        let path = saved(&dir);
+        let other = Identity { modified_ns: 8, ..identity() };
+        assert!(load(&path, &other).unwrap_err().contains("another model file"));
+        let good = std::fs::read(&path).unwrap();
+        for at in [0, 20, 60, good.len() / 2, good.len() - 9, good.len() - 1] {
+            let mut bad = good.clone();
+            bad[at] ^= 0x10;
+            std::fs::write(&path, &bad).unwrap();
+            assert!(load(&path, &identity()).is_err(), "byte {at} changed");
+        }
+        for len in [0, 10, 100, good.len() - 1] {
+            std::fs::write(&path, &good[..len]).unwrap();
+            assert!(load(&path, &identity()).is_err(), "cut at {len}");
+        }
+        assert!(load(&dir.join("missing.weights"), &identity()).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_identity_follows_the_file() {
+        let dir = temp_dir("identity");
+        let path = dir.join("m.gguf");
+        std::fs::write(&path, vec![1u8; 3000]).unwrap();
+        let first = Identity::of(&path).unwrap();
+        assert_eq!(first.len, 3000);
+        let mut changed = vec![1u8; 3000];
+        changed[2999] = 2;
+        std::fs::write(&path, &changed).unwrap();
+        assert_ne!(Identity::of(&path).unwrap().ends_hash, first.ends_hash);
+        assert_ne!(file_for(&dir, &path, &first), file_for(&dir, &path, &Identity::of(&path).unwrap()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

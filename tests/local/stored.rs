@@ -1,0 +1,72 @@
+//! The interleaved weights stored on disk: read back, they run the model to the same tokens and
+//! probabilities, bit for bit, as weights rebuilt from the GGUF; a damaged file is rebuilt (and written
+//! again), never trusted. A prompt warmed in advance answers as a cold one does.
+
+use tunebench::provider::local::model::WeightsFrom;
+use tunebench::provider::local::{Engine, LoadOptions};
+use tunebench::provider::Request;
+
+use super::support::{jsonl_request, model_file};
+
+/// The tokens and every event (text, probabilities) of `request` from an empty cache.
+fn answer(engine: &mut Engine, request: &Request) -> String {
+    engine.forget_cache();
+    let mut events = Vec::new();
+    let generated = engine.generate(request, &mut |e| {
+        events.push(format!("{e:?}"));
+        true
+    });
+    format!("{:?} {events:?}", generated.unwrap().tokens)
+}
+
+#[test]
+fn stored_weights_run_as_rebuilt_ones_and_a_damaged_file_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = LoadOptions { stored_weights: Some(dir.path().to_path_buf()), threads: 1, ..LoadOptions::default() };
+    let request = Request::new("").user("Name three colours and say why the sky is blue.").max_tokens(12);
+    let mut rebuilt = Engine::load(&model_file(), &options).unwrap();
+    assert!(matches!(rebuilt.weights_from(), WeightsFrom::Gguf(_)), "nothing stored yet");
+    let want = answer(&mut rebuilt, &request);
+    drop(rebuilt);
+    let stored: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    let [file] = stored.as_slice() else { panic!("one stored file: {stored:?}") };
+
+    let mut read_back = Engine::load(&model_file(), &options).unwrap();
+    assert_eq!(read_back.weights_from(), WeightsFrom::Stored);
+    assert_eq!(answer(&mut read_back, &request), want, "stored weights: the same bits");
+    drop(read_back);
+
+    let mut bytes = std::fs::read(file).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(file, &bytes).unwrap();
+    let mut damaged = Engine::load(&model_file(), &options).unwrap();
+    let WeightsFrom::Gguf(why) = damaged.weights_from() else { panic!("a damaged file was trusted") };
+    assert!(why.contains("damaged"), "{why}");
+    assert_eq!(answer(&mut damaged, &request), want, "rebuilt from the GGUF");
+    drop(damaged);
+    let again = Engine::load(&model_file(), &options).unwrap();
+    assert_eq!(again.weights_from(), WeightsFrom::Stored, "written again whole");
+}
+
+#[test]
+fn a_warmed_prompt_answers_as_a_cold_one() {
+    let options = LoadOptions { stored_weights: None, threads: 2, ..LoadOptions::default() };
+    let mut engine = Engine::load(&model_file(), &options).unwrap();
+    // A prompt of a few blocks (the schema's instructions and a long text), constrained line by line.
+    let mut request = jsonl_request(40);
+    let text = "Mitochondria are organelles that produce most of a cell's chemical energy. ".repeat(12);
+    request.messages.last_mut().unwrap().content.push_str(&text);
+    let cold = answer(&mut engine, &request);
+    engine.forget_cache();
+    let prompt_tokens = engine.warm(&request).unwrap();
+    assert_eq!(engine.cached_tokens(), prompt_tokens, "the whole prompt is cached");
+    let mut events = Vec::new();
+    let warm = engine.generate(&request, &mut |e| {
+        events.push(format!("{e:?}"));
+        true
+    });
+    let warm = warm.unwrap();
+    assert!(warm.reused_tokens > 0 && warm.reused_tokens < prompt_tokens, "{} reused", warm.reused_tokens);
+    assert_eq!(format!("{:?} {events:?}", warm.tokens), cold, "warmed: the same tokens and probabilities");
+}
