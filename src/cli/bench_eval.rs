@@ -8,7 +8,6 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::bench::BenchArgs;
 use crate::eval::bench::{answer, prompt_text, EvalFigures};
@@ -48,25 +47,11 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<EvalSection> {
     Ok(EvalSection { in_process: in_process?, binary: binary? })
 }
 
-/// A streamed chat completion of `text`, as an OpenAI-compatible server frames it.
-fn streamed(text: &str) -> Reply {
-    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
-        let usage = finish.map(|_| json!({"prompt_tokens": 40, "completion_tokens": 60, "total_tokens": 100}));
-        let chunk = json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "model": "bench",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": usage});
-        format!("data: {chunk}\n\n")
-    };
-    Reply::chunked("text/event-stream")
-        .chunk(chunk(json!({"role": "assistant", "content": text}), None))
-        .chunk(chunk(json!({}), Some("stop")))
-        .chunk("data: [DONE]\n\n")
-        .end()
-}
-
 fn measure_binary(dir: &Path, cases: usize, runs: usize) -> anyhow::Result<BinaryFigures> {
     let exe = std::env::current_exe()?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
-    let routes = (0..cases).map(|i| (format!("MARK-{i}-END"), streamed(&answer(i)))).collect();
+    let routes =
+        (0..cases).map(|i| (format!("MARK-{i}-END"), Reply::chat_stream(&answer(i), "stop", Some((40, 60))))).collect();
     let server = runtime.block_on(WireServer::start_routed(routes))?;
     let base_url = format!("{}/v1", server.url());
     let prompt = dir.join("bench-binary.toml");

@@ -84,19 +84,8 @@ fn line(record: &RunRecord) -> String {
 
 /// Milliseconds since the Unix epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
 fn utc(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, day_secs) = ((secs / 86_400) as i64, secs % 86_400);
-    // Days to a civil date (proleptic Gregorian), after Howard Hinnant's `civil_from_days`.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}", day_secs / 3600, day_secs / 60 % 60, day_secs % 60)
+    let (date, time) = crate::eval::store::utc(ms);
+    format!("{date} {time}")
 }
 
 #[cfg(test)]

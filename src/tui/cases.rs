@@ -206,7 +206,7 @@ pub fn answer_delete(state: &mut State, index: usize, name: &str, yes: bool) {
 }
 
 /// The key that takes a case change back, as the keymap writes it.
-fn undo_key(state: &State) -> String {
+pub fn undo_key(state: &State) -> String {
     let keys = state.keymap.keys(super::keymap::Scope::View, super::msg::Action::UndoCaseEdit);
     keys.first().cloned().unwrap_or_else(|| "undo-case-edit".into())
 }

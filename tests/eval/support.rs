@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
 use tunebench::provider::wire_server::{Reply, WireServer};
 
 /// The test prompt: two cases, each with expected items paired on `entity`; the request of each
@@ -46,18 +45,7 @@ pub const BETA_WRONG: &str =
 
 /// A streamed chat completion of `answer` in llama.cpp's framing (5 characters per chunk).
 pub fn sse_answer(answer: &str, finish: &str) -> Reply {
-    let event = |delta: serde_json::Value, finish: Option<&str>| {
-        let chunk = json!({"id": "chatcmpl-t", "object": "chat.completion.chunk", "model": "smollm2",
-            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
-            "usage": if finish.is_some() { json!({"prompt_tokens": 30, "completion_tokens": 12, "total_tokens": 42}) } else { json!(null) }});
-        format!("data: {chunk}\n\n")
-    };
-    let mut reply = Reply::chunked("text/event-stream; charset=utf-8").chunk(event(json!({"role": "assistant"}), None));
-    let chars: Vec<char> = answer.chars().collect();
-    for piece in chars.chunks(5) {
-        reply = reply.chunk(event(json!({"content": piece.iter().collect::<String>()}), None));
-    }
-    reply.chunk(event(json!({}), Some(finish))).chunk("data: [DONE]\n\n").end()
+    Reply::chat_stream(answer, finish, Some((30, 12)))
 }
 
 /// A server answering alpha's request with `alpha` and beta's with `beta`, on a runtime that keeps

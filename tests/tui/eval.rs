@@ -12,6 +12,7 @@ use ratatui::Terminal;
 use ratatui_textarea::Key;
 use tunebench::eval::diff::Change;
 use tunebench::eval::score::Verdict;
+use tunebench::provider::wire_server::Reply;
 use tunebench::tui::eval_state::{EvalOverlay, EvalPhase};
 use tunebench::tui::msg::{Effect, EvalNews, Msg};
 use tunebench::tui::panes::render;
@@ -206,28 +207,20 @@ fn a_click_selects_a_row_and_esc_cancels_a_running_eval() {
     assert!(!state.eval.open);
 }
 
-/// A streamed chat completion of `answer`, as an OpenAI-compatible server sends it.
-fn streamed(answer: &str) -> tunebench::provider::wire_server::Reply {
-    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
-        let chunk = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-        format!("data: {chunk}\n\n")
-    };
-    tunebench::provider::wire_server::Reply::chunked("text/event-stream")
-        .chunk(chunk(serde_json::json!({"content": answer}), None))
-        .chunk(chunk(serde_json::json!({}), Some("stop")))
-        .chunk("data: [DONE]\n\n")
-        .end()
-}
-
 /// On a real server: the first run asks for every case; ctrl-r with nothing edited asks for none (every
 /// cell `cached`, the same verdicts); an edit to one case's text asks for that case only.
 #[test]
 fn a_rerun_asks_the_server_only_for_changed_cases() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let routes = vec![
-        ("ALPHA-TEXT".to_string(), streamed("{\"entity\": \"Alpha\", \"definition\": \"The first letter.\"}\n")),
-        ("BETA-TEXT".to_string(), streamed("{\"entity\": \"Beta\", \"definition\": \"The second letter.\"}\n")),
+        (
+            "ALPHA-TEXT".to_string(),
+            Reply::chat_stream("{\"entity\": \"Alpha\", \"definition\": \"The first letter.\"}\n", "stop", None),
+        ),
+        (
+            "BETA-TEXT".to_string(),
+            Reply::chat_stream("{\"entity\": \"Beta\", \"definition\": \"The second letter.\"}\n", "stop", None),
+        ),
     ];
     let server = runtime.block_on(tunebench::provider::wire_server::WireServer::start_routed(routes)).unwrap();
     let dir = tempfile::tempdir().unwrap();

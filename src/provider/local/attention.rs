@@ -321,20 +321,8 @@ mod avx512 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::kernels::tests::values;
     use super::*;
-
-    /// Deterministic values in [-1, 1).
-    fn values(n: usize, seed: u32) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-        (0..n)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
-                (state % 2000) as f32 / 1000.0 - 1.0
-            })
-            .collect()
-    }
 
     fn cache(shape: KvShape, positions: usize) -> KvLayer {
         let mut cache = KvLayer::with_capacity(shape, positions);

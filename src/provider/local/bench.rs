@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::engine::{Engine, LoadOptions};
+use super::engine::{Engine, Generated, LoadOptions};
 use super::model::Backend;
 use super::LocalError;
 use crate::provider::{Event, Request, StructuredMode};
@@ -154,9 +154,10 @@ fn extraction(mode: StructuredMode) -> Request {
     request
 }
 
-fn speed(engine: &mut Engine, request: &Request) -> Result<Speed, LocalError> {
+/// One generation from an empty cache, timed: what it made, seconds to its first token, and seconds
+/// from the first token to the last.
+fn timed(engine: &mut Engine, request: &Request) -> Result<(Generated, f64, f64), LocalError> {
     engine.forget_cache();
-    let cpu = thread_cpu_s();
     let started = Instant::now();
     let mut first: Option<Instant> = None;
     let mut last = started;
@@ -169,7 +170,21 @@ fn speed(engine: &mut Engine, request: &Request) -> Result<Speed, LocalError> {
         true
     })?;
     let first = first.unwrap_or(last);
-    let span = last.duration_since(first).as_secs_f64();
+    Ok((generated, first.duration_since(started).as_secs_f64(), last.duration_since(first).as_secs_f64()))
+}
+
+/// Tokens after the first per second of `span`.
+fn per_s(tokens: usize, span: f64) -> f64 {
+    if span > 0.0 {
+        tokens.saturating_sub(1) as f64 / span
+    } else {
+        0.0
+    }
+}
+
+fn speed(engine: &mut Engine, request: &Request) -> Result<Speed, LocalError> {
+    let cpu = thread_cpu_s();
+    let (generated, ttft, span) = timed(engine, request)?;
     let tokens = generated.tokens.len();
     let cpu = thread_cpu_s().zip(cpu).map_or(0.0, |(end, start)| end - start);
     Ok(Speed {
@@ -177,8 +192,8 @@ fn speed(engine: &mut Engine, request: &Request) -> Result<Speed, LocalError> {
         tokens,
         forced_tokens: generated.forced_tokens,
         prompt_tokens: generated.prompt_tokens,
-        prefill_ms: first.duration_since(started).as_secs_f64() * 1e3,
-        tokens_per_s: if span > 0.0 { (tokens.saturating_sub(1)) as f64 / span } else { 0.0 },
+        prefill_ms: ttft * 1e3,
+        tokens_per_s: per_s(tokens, span),
     })
 }
 
@@ -195,22 +210,9 @@ pub fn peak_rss_mb() -> f64 {
 /// Runs `request` from an empty cache at `threads` threads.
 fn workload_run(engine: &mut Engine, mode: &str, request: &Request, threads: usize) -> Result<WorkloadRun, LocalError> {
     engine.set_threads(threads)?;
-    engine.forget_cache();
-    let started = Instant::now();
-    let mut first: Option<Instant> = None;
-    let mut last = started;
-    let generated = engine.generate(request, &mut |event| {
-        if let Event::Token { .. } = event {
-            let now = Instant::now();
-            first.get_or_insert(now);
-            last = now;
-        }
-        true
-    })?;
-    let first = first.unwrap_or(last);
-    let (ttft, span) = (first.duration_since(started).as_secs_f64(), last.duration_since(first).as_secs_f64());
+    let (generated, ttft, span) = timed(engine, request)?;
     let tokens = generated.tokens.len();
-    let tokens_per_s = if span > 0.0 { tokens.saturating_sub(1) as f64 / span } else { 0.0 };
+    let tokens_per_s = per_s(tokens, span);
     let c = engine.config();
     // Keys and values as f16, every layer; a token at position p reads p + 1 positions.
     let per_position = (c.layers * 2 * c.kv_heads * c.head_dim * 2) as f64;

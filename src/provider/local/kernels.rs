@@ -227,12 +227,12 @@ mod f32_avx2 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::quant::{quantize_activations, Q4Block, Q8Block};
     use super::*;
 
-    /// Deterministic values in [-1, 1).
-    fn values(n: usize, seed: u32) -> Vec<f32> {
+    /// Deterministic values in [-1, 1) (the local model's kernel tests share them).
+    pub(in crate::provider::local) fn values(n: usize, seed: u32) -> Vec<f32> {
         let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
         (0..n)
             .map(|_| {

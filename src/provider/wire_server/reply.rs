@@ -51,6 +51,28 @@ impl Reply {
         Self { steps: vec![Step::Write(head.into_bytes())] }
     }
 
+    /// A streamed chat completion of `answer` as an OpenAI-compatible server frames it (server-sent
+    /// events, five characters per chunk), ending with `finish` and, when given, the usage
+    /// (prompt, completion tokens) on the last chunk.
+    pub fn chat_stream(answer: &str, finish: &str, usage: Option<(u64, u64)>) -> Self {
+        let event = |delta: serde_json::Value, finish: Option<&str>| {
+            let usage = usage.filter(|_| finish.is_some()).map(|(prompt, completion)| {
+                serde_json::json!({"prompt_tokens": prompt, "completion_tokens": completion,
+                    "total_tokens": prompt + completion})
+            });
+            let chunk = serde_json::json!({"id": "chatcmpl-t", "object": "chat.completion.chunk", "model": "smollm2",
+                "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}], "usage": usage});
+            format!("data: {chunk}\n\n")
+        };
+        let mut reply = Self::chunked("text/event-stream; charset=utf-8")
+            .chunk(event(serde_json::json!({"role": "assistant"}), None));
+        let chars: Vec<char> = answer.chars().collect();
+        for piece in chars.chunks(5) {
+            reply = reply.chunk(event(serde_json::json!({"content": piece.iter().collect::<String>()}), None));
+        }
+        reply.chunk(event(serde_json::json!({}), Some(finish))).chunk("data: [DONE]\n\n").end()
+    }
+
     /// Adds one HTTP chunk carrying `data` (empty data is skipped: it would end the body).
     pub fn chunk(mut self, data: impl AsRef<[u8]>) -> Self {
         let data = data.as_ref();

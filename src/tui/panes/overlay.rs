@@ -33,7 +33,10 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
                 )),
                 Line::from("Its name, notes and variables go with it."),
                 Line::from(""),
-                Line::from("y  delete it (ctrl-s saves the prompt; u undoes)"),
+                Line::from(format!(
+                    "y  delete it (ctrl-s saves the prompt; {} undoes)",
+                    crate::tui::cases::undo_key(state)
+                )),
                 Line::from("any other key: keep it"),
             ];
             popup(frame, area, "delete case?", lines, theme, 60, 9);
