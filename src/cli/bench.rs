@@ -40,6 +40,10 @@ pub struct BenchArgs {
     /// Skip the local model's section.
     #[arg(long)]
     pub no_local: bool,
+    /// Write the sample workload's prompt as the model's token ids (JSON: `prompt`, `max_tokens`) to
+    /// FILE and stop: what `benches/llama-cpp/run.py` gives llama.cpp, so both run the same tokens.
+    #[arg(long, value_name = "FILE")]
+    pub workload_tokens: Option<std::path::PathBuf>,
     /// Measure only the eval figures (scoring imported answers, a fully answered re-run).
     #[arg(long, conflicts_with_all = ["tui_only", "local_only"])]
     pub eval_only: bool,
@@ -77,6 +81,28 @@ fn measure_local() -> LocalSection {
     }
     #[cfg(not(feature = "local"))]
     LocalSection::Skipped { skipped: "built without the `local` feature".into() }
+}
+
+/// `--workload-tokens FILE`: the unconstrained workload request's prompt tokens, written atomically.
+fn write_workload_tokens(file: &std::path::Path) -> anyhow::Result<()> {
+    #[cfg(feature = "local")]
+    {
+        use crate::provider::local::{fetch, Engine, LoadOptions};
+        let workload = sample_workload()?;
+        let engine = Engine::load(&fetch::installed_model()?, &LoadOptions::default())?;
+        let prompt = engine.tokenizer().encode(&engine.prompt_text(&workload.unconstrained)?)?;
+        let body = json!({
+            "workload": workload.name,
+            "model": engine.path.display().to_string(),
+            "prompt": prompt,
+            "max_tokens": workload.unconstrained.max_tokens,
+        });
+        crate::prompt::file::write_atomic(file, &format!("{body}\n"))?;
+        super::say!("wrote {} prompt tokens to {}\n", prompt.len(), file.display());
+        Ok(())
+    }
+    #[cfg(not(feature = "local"))]
+    anyhow::bail!("--workload-tokens {}: built without the `local` feature", file.display())
 }
 
 /// The workbench's sample prompt as `run --provider local` sends it: 1,024 tokens, greedy, unconstrained
@@ -143,7 +169,7 @@ fn human_workload(w: &crate::provider::local::bench::WorkloadFigures) -> String 
         "\x20   time to first token, constrained, {} threads: load {:.0} ms with the weights rebuilt, {:.0} ms read back \
          stored; first run as `tunebench run` (load + grammar + prompt) {:.0} ms; the workbench's first run (loaded \
          and the prompt run in the background at start) {:.0} ms; next run {:.0} ms; next case {:.0} ms ({} prompt \
-         tokens reused)\n",
+         tokens reused), or {:.0} ms when the workbench ran it on choosing the case\n",
         w.runs.first().map_or(0, |_| crate::provider::local::threads::configured()),
         f.load_rebuilt_ms,
         f.load_stored_ms,
@@ -152,6 +178,7 @@ fn human_workload(w: &crate::provider::local::bench::WorkloadFigures) -> String 
         f.next_run_ms,
         f.next_case_ms,
         f.next_case_reused_tokens,
+        f.next_case_chosen_ms,
     );
     out
 }
@@ -254,6 +281,10 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         } else {
             super::say!("{}", super::bench_eval::human(&figures));
         }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(file) = &args.workload_tokens {
+        write_workload_tokens(file)?;
         return Ok(ExitCode::SUCCESS);
     }
     if args.local_only {

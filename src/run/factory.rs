@@ -189,7 +189,7 @@ fn loaded_local(model: &str) -> Result<crate::provider::local::Local, RunError> 
 /// (it runs only what differs). The workbench calls this in the background when it starts.
 #[cfg(feature = "local")]
 pub fn warm_local_model(model: &str, request: &crate::provider::Request) -> Result<(), RunError> {
-    loaded_local(model)?.warm(request).map_err(|e| RunError::Provider(ProviderError::from(e)))
+    loaded_local(model)?.warm(request).map(|_| ()).map_err(|e| RunError::Provider(ProviderError::from(e)))
 }
 
 #[cfg(not(feature = "local"))]

@@ -47,3 +47,40 @@ fn a_repeated_request_to_the_local_model_is_played_from_the_cache() {
     assert!(!longer.turns[0].cached, "another max_tokens is another request");
     assert!(longer.turns[0].output.starts_with(&first.output));
 }
+
+/// A warm that waited for the engine while a later one was asked for gives way to it: only the newest
+/// prompt runs (the user moved on to another case), and the cache then holds it.
+#[test]
+fn a_warm_superseded_while_it_waits_gives_way_to_the_newer_one() {
+    let local = super::support::local();
+    let (first, second) = (super::support::jsonl_request(8), {
+        let mut request = super::support::jsonl_request(8);
+        request.messages.last_mut().unwrap().content.push_str(" Mitochondria produce energy.");
+        request
+    });
+    let (a, b) = local.with_engine(|_| {
+        // The engine is busy (held here) while two warms are asked for, one after the other.
+        let asked = local.warms_asked();
+        let older = std::thread::spawn({
+            let (local, first) = (local.clone(), first.clone());
+            move || local.warm(&first)
+        });
+        while local.warms_asked() < asked + 1 {
+            std::thread::yield_now();
+        }
+        let newer = std::thread::spawn({
+            let (local, second) = (local.clone(), second.clone());
+            move || local.warm(&second)
+        });
+        while local.warms_asked() < asked + 2 {
+            std::thread::yield_now();
+        }
+        (older, newer)
+    });
+    assert_eq!(a.join().unwrap(), Ok(false), "the older warm gave way");
+    assert_eq!(b.join().unwrap(), Ok(true), "the newer warm ran");
+    local.with_engine(|engine| {
+        let prompt = engine.tokenizer().encode(&engine.prompt_text(&second).unwrap()).unwrap();
+        assert_eq!(engine.cached_tokens(), prompt.len(), "the cache holds the newer prompt");
+    });
+}

@@ -83,6 +83,10 @@ fn every_thread_count_gives_the_same_logits() {
             assert_eq!(got, want, "three threads, one token at a time");
         }
     }
+    // Two threads, one token at a time: each token's attention split by key tile and dimension.
+    let (mut lone, _) = load_on(Backend::Native, 2);
+    let last = tokens.iter().map(|token| lone.forward(&[*token]).expect("runs")).last();
+    assert_eq!(last.as_ref(), Some(&want), "two threads, one token at a time");
     // The next token on each, after a thread count change.
     two.set_threads(1).expect("one thread");
     assert_eq!(two.forward(&tokens[..1]).expect("runs"), one.forward(&tokens[..1]).expect("runs"));

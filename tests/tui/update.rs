@@ -326,3 +326,28 @@ fn a_model_fetched_during_the_example_replay_runs_when_the_replay_ends() {
     let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
     assert_eq!(request.provider, "local");
 }
+
+/// Choosing another case with the local model runs its prompt through the model in the background
+/// (ctrl-r then finds it ready); with another provider, or while a run goes, nothing is warmed.
+#[test]
+fn choosing_a_case_on_the_local_model_warms_its_prompt() {
+    let mut state = sample_state();
+    state.choice.provider = "local".into();
+    let warms = |effects: Vec<Effect>| -> Vec<Box<tunebench::tui::msg::RunRequest>> {
+        effects.into_iter().filter_map(|e| if let Effect::WarmModel(r) = e { Some(r) } else { None }).collect()
+    };
+    let warmed = warms(update(&mut state, Msg::Action(Action::NextCase)));
+    let [request] = warmed.as_slice() else { panic!("one warm: {warmed:?}") };
+    assert_eq!(request.provider, "local");
+    assert!(request.case.is_some(), "the chosen case: {:?}", request.case);
+    assert_eq!(request.case, state.choice.case);
+
+    let mut replay = sample_state();
+    assert!(warms(update(&mut replay, Msg::Action(Action::NextCase))).is_empty(), "the replay provider loads nothing");
+
+    let mut running = sample_state();
+    update(&mut running, ctrl('r'));
+    assert!(running.running());
+    running.choice.provider = "local".into();
+    assert!(warms(update(&mut running, Msg::Action(Action::NextCase))).is_empty(), "a run is going");
+}

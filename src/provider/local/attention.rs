@@ -2,7 +2,9 @@
 //! and exact to convert back), the keys in tiles of sixteen positions laid out so that sixteen
 //! positions' scores are sixteen vector lanes, the values position after position.
 //!
-//! One call attends one token's query heads that share a key/value head. The numbers are made by
+//! [`attend`] attends one token's query heads that share a key/value head, in three steps that
+//! [`Heads`] also offers one by one, so a lone generated token's attention can be split across
+//! threads (scores by key tile, softmax by head, weighted values by dimension). The numbers are made by
 //! one fixed arithmetic — `q·scale`, per position four `fma` chains over the dimensions (`d mod 4`)
 //! added as `(c0 + c1) + (c2 + c3)`, `e^(s − max)` by [`super::math::exp`], the weights summed in
 //! sixteen lanes (position `p` in lane `p mod 16`), then per dimension one `fma` chain over the
@@ -83,13 +85,19 @@ impl KvLayer {
     }
 }
 
-/// The scratch one [`attend`] call needs: the scaled queries and every head's scores.
+/// Key tiles that hold `positions` positions.
+pub fn tiles(positions: usize) -> usize {
+    positions.div_ceil(TILE)
+}
+
+/// The scratch one [`attend`] call needs: the scaled queries, every head's scores and their sums.
 pub fn scratch_len(group: usize, head_dim: usize, positions: usize) -> usize {
-    group * (head_dim + positions.div_ceil(TILE) * TILE)
+    group * (head_dim + tiles(positions) * TILE + 1)
 }
 
 /// The `group` query heads in `queries` (`group × head_dim`) that share key/value head `kv`, attending
-/// the first `positions` cached positions, into `out` (`group × head_dim`).
+/// the first `positions` cached positions, into `out` (`group × head_dim`): [`Heads::scores`],
+/// [`Heads::softmax`] and [`Heads::weigh`] one after the other, on one thread.
 #[allow(clippy::too_many_arguments)]
 pub fn attend(
     kernels: Kernels,
@@ -103,37 +111,179 @@ pub fn attend(
     out: &mut [f32],
 ) {
     let (hd, group) = (shape.head_dim, queries.len() / shape.head_dim);
-    assert!(kv < shape.kv_heads && positions > 0, "key/value head {kv} of {}, {positions} positions", shape.kv_heads);
-    assert!(
-        cache.keys.len() >= positions.div_ceil(TILE) * shape.tile_len()
-            && cache.values.len() >= positions * shape.kv_dim(),
-        "{positions} positions are not all in the cache"
-    );
-    let (q, scores) = scratch[..scratch_len(group, hd, positions)].split_at_mut(group * hd);
-    for (scaled, q) in q.iter_mut().zip(queries) {
-        *scaled = q * scale;
-    }
-    let job = Job { keys: &cache.keys, values: &cache.values, shape, kv, positions };
-    let out = &mut out[..group * hd];
-    #[cfg(target_arch = "x86_64")]
-    match kernels.level() {
-        // SAFETY: `Kernels` at a level is made only on a CPU that runs it (`Kernels::at`).
-        Level::Avx512 if unsafe { avx512::attend(&job, q, scores, out) } => return,
-        // SAFETY: as above.
-        Level::Avx2 | Level::Avx512 => return unsafe { avx2_lanes(&job, q, scores, out) },
-        Level::Portable => {}
-    }
-    let _ = kernels;
-    job.lanes(q, scores, out)
+    let heads = Heads::new(cache, shape, kv, group, positions);
+    let (q, rest) = scratch[..scratch_len(group, hd, positions)].split_at_mut(group * hd);
+    let (scores, inverse) = rest.split_at_mut(group * tiles(positions) * TILE);
+    scale_queries(&queries[..group * hd], scale, q);
+    heads.scores(kernels, q, 0..tiles(positions), scores);
+    heads.softmax(kernels, scores, inverse);
+    heads.weigh(kernels, scores, inverse, 0..hd, &mut out[..group * hd]);
 }
 
-/// What one call reads.
-struct Job<'a> {
+/// `q·scale` into `out`: the queries as the scores use them.
+pub fn scale_queries(queries: &[f32], scale: f32, out: &mut [f32]) {
+    for (scaled, q) in out.iter_mut().zip(queries) {
+        *scaled = q * scale;
+    }
+}
+
+/// The `group` query heads that share key/value head `kv`, attending the first `positions` cached
+/// positions. Their scores are laid out tile after tile, each tile's sixteen lanes head after head
+/// (`(tile·group + g)·16 + p mod 16`), so a range of tiles is one run of memory: the three steps can
+/// each be split across threads (scores by tile, weighted values by dimension) and give the same bits.
+pub struct Heads<'a> {
     keys: &'a [f16],
     values: &'a [f16],
     shape: KvShape,
     kv: usize,
+    group: usize,
     positions: usize,
+}
+
+impl<'a> Heads<'a> {
+    /// Panics when `kv` is not a head of `shape` or `positions` are not all in the cache.
+    pub fn new(cache: &'a KvLayer, shape: KvShape, kv: usize, group: usize, positions: usize) -> Self {
+        assert!(
+            kv < shape.kv_heads && positions > 0,
+            "key/value head {kv} of {}, {positions} positions",
+            shape.kv_heads
+        );
+        assert!(
+            cache.keys.len() >= tiles(positions) * shape.tile_len() && cache.values.len() >= positions * shape.kv_dim(),
+            "{positions} positions are not all in the cache"
+        );
+        Self { keys: &cache.keys, values: &cache.values, shape, kv, group, positions }
+    }
+
+    /// Values of the scores of all the heads (`tiles · group · 16`).
+    pub fn scores_len(&self) -> usize {
+        tiles(self.positions) * self.group * TILE
+    }
+
+    /// The AVX-512 kernels' shape: up to 8 heads of 32, 64 or 128 dimensions.
+    #[cfg(target_arch = "x86_64")]
+    fn avx512_shape(&self) -> bool {
+        self.group <= 8 && matches!(self.shape.head_dim, 32 | 64 | 128)
+    }
+
+    /// Step 1: the scores of the scaled queries `q` (`group × head_dim`) in key tiles `tiles`, into
+    /// `out` (those tiles' part of the scores: `tiles.len() · group · 16`). Per position, four `fma`
+    /// chains over the dimensions (`d mod 4`) added as `(c0 + c1) + (c2 + c3)`.
+    pub fn scores(&self, kernels: Kernels, q: &[f32], tiles: std::ops::Range<usize>, out: &mut [f32]) {
+        let (hd, group) = (self.shape.head_dim, self.group);
+        assert!(q.len() >= group * hd && out.len() >= tiles.len() * group * TILE, "buffers too short");
+        assert!(tiles.end <= self::tiles(self.positions), "tiles {tiles:?} of {}", self.positions);
+        #[cfg(target_arch = "x86_64")]
+        match kernels.level() {
+            // SAFETY: `Kernels` at a level is made only on a CPU that runs it (`Kernels::at`).
+            Level::Avx512 if self.avx512_shape() => return unsafe { avx512::scores(self, q, tiles, out) },
+            // SAFETY: as above.
+            Level::Avx2 | Level::Avx512 => return unsafe { avx2::scores(self, q, tiles, out) },
+            Level::Portable => {}
+        }
+        let _ = kernels;
+        self.scores_lanes(q, tiles, out)
+    }
+
+    /// Step 2: each head's scores (all of `scores`) turned into `e^(s − max)` in place, and
+    /// `inverse[g]` = 1 / their sum (summed in sixteen lanes, position `p` in lane `p mod 16`).
+    pub fn softmax(&self, kernels: Kernels, scores: &mut [f32], inverse: &mut [f32]) {
+        assert!(scores.len() >= self.scores_len() && inverse.len() >= self.group, "buffers too short");
+        #[cfg(target_arch = "x86_64")]
+        match kernels.level() {
+            // SAFETY: `Kernels` at a level is made only on a CPU that runs it (`Kernels::at`).
+            Level::Avx512 => return unsafe { avx512::softmax(self, scores, inverse) },
+            // SAFETY: as above.
+            Level::Avx2 => return unsafe { avx2::softmax(self, scores, inverse) },
+            Level::Portable => {}
+        }
+        let _ = kernels;
+        self.softmax_lanes(scores, inverse)
+    }
+
+    /// Step 3: dimensions `dims` (whole sixteens) of each head's output, into `out` (`group ×
+    /// dims.len()`): per dimension one `fma` chain over the positions, times `inverse[g]`.
+    pub fn weigh(
+        &self,
+        kernels: Kernels,
+        weights: &[f32],
+        inverse: &[f32],
+        dims: std::ops::Range<usize>,
+        out: &mut [f32],
+    ) {
+        let width = dims.len();
+        assert!(weights.len() >= self.scores_len() && inverse.len() >= self.group, "buffers too short");
+        assert!(out.len() >= self.group * width && dims.end <= self.shape.head_dim, "dimensions {dims:?}");
+        #[cfg(target_arch = "x86_64")]
+        match kernels.level() {
+            // SAFETY: `Kernels` at a level is made only on a CPU that runs it (`Kernels::at`).
+            Level::Avx512 if self.avx512_shape() && dims.start.is_multiple_of(16) && matches!(width, 32 | 64 | 128) => {
+                return unsafe { avx512::weigh(self, weights, inverse, dims, out) }
+            }
+            // SAFETY: as above.
+            Level::Avx2 | Level::Avx512 => return unsafe { avx2::weigh(self, weights, inverse, dims, out) },
+            Level::Portable => {}
+        }
+        let _ = kernels;
+        self.weigh_lanes(weights, inverse, dims, out)
+    }
+
+    /// The reference arithmetic of step 1 (compiled as is for other CPUs, and for AVX2).
+    #[inline(always)]
+    fn scores_lanes(&self, q: &[f32], tiles: std::ops::Range<usize>, out: &mut [f32]) {
+        let (hd, group, tile_len) = (self.shape.head_dim, self.group, self.shape.tile_len());
+        for (tile, out) in tiles.zip(out.chunks_exact_mut(group * TILE)) {
+            let keys = &self.keys[tile * tile_len + self.kv * hd * TILE..][..hd * TILE];
+            for (q, scores) in q.chunks_exact(hd).zip(out.chunks_exact_mut(TILE)) {
+                let mut chains = [[0f32; TILE]; 4];
+                for (d, row) in keys.chunks_exact(TILE).enumerate() {
+                    let chain = &mut chains[d % 4];
+                    for (c, k) in chain.iter_mut().zip(row) {
+                        *c = q[d].mul_add(widen(*k), *c);
+                    }
+                }
+                for (l, s) in scores.iter_mut().enumerate() {
+                    *s = (chains[0][l] + chains[1][l]) + (chains[2][l] + chains[3][l]);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn softmax_lanes(&self, scores: &mut [f32], inverse: &mut [f32]) {
+        let (n, group) = (self.positions, self.group);
+        let tiles = tiles(n);
+        for (g, inverse) in inverse[..group].iter_mut().enumerate() {
+            let slot = |p: usize| (p / TILE * group + g) * TILE + p % TILE;
+            let max = (0..n).fold(f32::NEG_INFINITY, |m, p| m.max(scores[slot(p)]));
+            let mut lanes = [0f32; TILE];
+            for p in 0..tiles * TILE {
+                // Lanes past the last position weigh nothing.
+                let e = if p < n { exp(scores[slot(p)] - max) } else { 0.0 };
+                scores[slot(p)] = e;
+                lanes[p % TILE] += e;
+            }
+            *inverse = 1.0 / sum16(&lanes);
+        }
+    }
+
+    #[inline(always)]
+    fn weigh_lanes(&self, weights: &[f32], inverse: &[f32], dims: std::ops::Range<usize>, out: &mut [f32]) {
+        let (hd, group, kv_heads, width) = (self.shape.head_dim, self.group, self.shape.kv_heads, dims.len());
+        for (g, out) in out.chunks_exact_mut(width).take(group).enumerate() {
+            out.fill(0.0);
+            for p in 0..self.positions {
+                let e = weights[(p / TILE * group + g) * TILE + p % TILE];
+                let values = &self.values[(p * kv_heads + self.kv) * hd + dims.start..][..width];
+                for (o, v) in out.iter_mut().zip(values) {
+                    *o = e.mul_add(widen(*v), *o);
+                }
+            }
+            for o in out.iter_mut() {
+                *o *= inverse[g];
+            }
+        }
+    }
 }
 
 /// An f16 as f32, exactly, in operations that vectorize (subnormals by one multiply, which is exact).
@@ -150,138 +300,122 @@ fn widen(h: f16) -> f32 {
     f32::from_bits(value.to_bits() | ((bits & 0x8000) << 16))
 }
 
-impl Job<'_> {
-    /// The reference arithmetic (compiled as is for other CPUs, and for AVX2 by [`avx2_lanes`]).
-    #[inline(always)]
-    fn lanes(&self, q: &[f32], scores: &mut [f32], out: &mut [f32]) {
-        let (hd, n) = (self.shape.head_dim, self.positions);
-        let (tiles, tile_len, kv_heads) = (n.div_ceil(TILE), self.shape.tile_len(), self.shape.kv_heads);
-        for ((q, scores), out) in
-            q.chunks_exact(hd).zip(scores.chunks_exact_mut(tiles * TILE)).zip(out.chunks_exact_mut(hd))
-        {
-            for (tile, scores) in scores.chunks_exact_mut(TILE).enumerate() {
-                let keys = &self.keys[tile * tile_len + self.kv * hd * TILE..][..hd * TILE];
-                let mut chains = [[0f32; TILE]; 4];
-                for (d, row) in keys.chunks_exact(TILE).enumerate() {
-                    let chain = &mut chains[d % 4];
-                    for (c, k) in chain.iter_mut().zip(row) {
-                        *c = q[d].mul_add(widen(*k), *c);
-                    }
-                }
-                for (l, s) in scores.iter_mut().enumerate() {
-                    *s = (chains[0][l] + chains[1][l]) + (chains[2][l] + chains[3][l]);
-                }
-            }
-            let scores = &mut scores[..n];
-            let max = scores.iter().fold(f32::NEG_INFINITY, |m, s| m.max(*s));
-            let mut lanes = [0f32; TILE];
-            for (p, s) in scores.iter_mut().enumerate() {
-                *s = exp(*s - max);
-                lanes[p % TILE] += *s;
-            }
-            let inverse = 1.0 / sum16(&lanes);
-            out.fill(0.0);
-            for (p, e) in scores.iter().enumerate() {
-                let values = &self.values[(p * kv_heads + self.kv) * hd..][..hd];
-                for (o, v) in out.iter_mut().zip(values) {
-                    *o = e.mul_add(widen(*v), *o);
-                }
-            }
-            for o in out.iter_mut() {
-                *o *= inverse;
-            }
-        }
-    }
-}
-
-/// [`Job::lanes`] compiled for AVX2 (the same operations, so the same bits).
-///
-/// # Safety
-/// The CPU has AVX2, FMA and F16C.
+/// The reference arithmetic compiled for AVX2 (the same operations, so the same bits).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn avx2_lanes(job: &Job, q: &[f32], scores: &mut [f32], out: &mut [f32]) {
-    job.lanes(q, scores, out)
+mod avx2 {
+    use super::Heads;
+
+    /// # Safety
+    /// The CPU has AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn scores(heads: &Heads, q: &[f32], tiles: std::ops::Range<usize>, out: &mut [f32]) {
+        heads.scores_lanes(q, tiles, out)
+    }
+
+    /// # Safety
+    /// The CPU has AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn softmax(heads: &Heads, scores: &mut [f32], inverse: &mut [f32]) {
+        heads.softmax_lanes(scores, inverse)
+    }
+
+    /// # Safety
+    /// The CPU has AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn weigh(heads: &Heads, w: &[f32], inverse: &[f32], dims: std::ops::Range<usize>, out: &mut [f32]) {
+        heads.weigh_lanes(w, inverse, dims, out)
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
+    use std::ops::Range;
 
     use super::super::math::{exp512, sum16};
-    use super::{Job, TILE};
+    use super::{tiles, Heads, TILE};
 
-    /// Runs `job` if its shape has a kernel here (1 to 8 query heads per key/value head, 64 or 128
-    /// dimensions); `false` otherwise.
+    /// Step 1 for `G` heads.
     ///
     /// # Safety
-    /// The CPU has AVX-512 F, BW, VNNI and F16C.
+    /// The CPU has AVX-512 F, BW, VNNI and F16C; the shape is one of [`Heads::avx512_shape`].
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
-    pub unsafe fn attend(job: &Job, q: &[f32], scores: &mut [f32], out: &mut [f32]) -> bool {
-        let group = q.len() / job.shape.head_dim;
-        macro_rules! shapes {
+    pub unsafe fn scores(heads: &Heads, q: &[f32], tiles: Range<usize>, out: &mut [f32]) {
+        macro_rules! groups {
             ($($g:literal),*) => {
-                match (group, job.shape.head_dim) {
-                    $(
-                        ($g, 64) => run::<$g, 4>(job, q, scores, out),
-                        ($g, 128) => run::<$g, 8>(job, q, scores, out),
-                    )*
-                    _ => return false,
+                match heads.group {
+                    $($g => scores_of::<$g>(heads, q, tiles, out),)*
+                    _ => unreachable!("checked by avx512_shape"),
                 }
             };
         }
-        shapes!(1, 2, 3, 4, 5, 6, 7, 8);
-        true
+        groups!(1, 2, 3, 4, 5, 6, 7, 8)
     }
 
-    /// `G` query heads of `16·C` dimensions.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
-    fn run<const G: usize, const C: usize>(job: &Job, q: &[f32], scores: &mut [f32], out: &mut [f32]) {
-        let (hd, n) = (16 * C, job.positions);
-        let (tiles, tile_len, kv_heads) = (n.div_ceil(TILE), job.shape.tile_len(), job.shape.kv_heads);
-        let width = tiles * TILE;
-        assert!(q.len() >= G * hd && scores.len() >= G * width && out.len() >= G * hd, "buffers too short");
-        assert!(job.keys.len() >= tiles * tile_len && job.values.len() >= n * kv_heads * hd, "cache too short");
-        for tile in 0..tiles {
-            let at = tile * tile_len + job.kv * hd * TILE;
+    fn scores_of<const G: usize>(heads: &Heads, q: &[f32], tiles: Range<usize>, out: &mut [f32]) {
+        let (hd, tile_len) = (heads.shape.head_dim, heads.shape.tile_len());
+        assert!(q.len() >= G * hd && out.len() >= tiles.len() * G * TILE && hd % 4 == 0, "buffers too short");
+        assert!(heads.keys.len() >= tiles.end * tile_len, "cache too short");
+        for (i, tile) in tiles.enumerate() {
+            let at = tile * tile_len + heads.kv * hd * TILE;
             let mut chains = [[_mm512_setzero_ps(); 4]; G];
-            for d in 0..hd {
-                // SAFETY: sixteen f16 keys from `at + 16d`, inside the tiles checked above.
-                let keys = _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(job.keys.as_ptr().add(at + TILE * d).cast()) });
-                for (g, chains) in chains.iter_mut().enumerate() {
-                    chains[d % 4] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d]), keys, chains[d % 4]);
+            for d in (0..hd).step_by(4) {
+                for (j, _) in [(); 4].iter().enumerate() {
+                    // SAFETY: sixteen f16 keys from `at + 16(d + j)`, inside the tiles checked above.
+                    let keys = _mm512_cvtph_ps(unsafe {
+                        _mm256_loadu_si256(heads.keys.as_ptr().add(at + TILE * (d + j)).cast())
+                    });
+                    for (g, chains) in chains.iter_mut().enumerate() {
+                        chains[j] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d + j]), keys, chains[j]);
+                    }
                 }
             }
             for (g, c) in chains.iter().enumerate() {
                 let sum = _mm512_add_ps(_mm512_add_ps(c[0], c[1]), _mm512_add_ps(c[2], c[3]));
-                // SAFETY: sixteen scores at `g·width + 16·tile`, inside `scores` (checked above).
-                unsafe { _mm512_storeu_ps(scores.as_mut_ptr().add(g * width + tile * TILE), sum) };
+                // SAFETY: sixteen scores at `(i·G + g)·16`, inside `out` (checked above).
+                unsafe { _mm512_storeu_ps(out.as_mut_ptr().add((i * G + g) * TILE), sum) };
             }
         }
-        let mut inverse = [0f32; G];
-        for (g, inverse) in inverse.iter_mut().enumerate() {
-            let scores = &mut scores[g * width..(g + 1) * width];
+    }
+
+    /// Step 2, each head sixteen lanes at a time.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F, BW, VNNI and F16C.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+    pub unsafe fn softmax(heads: &Heads, scores: &mut [f32], inverse: &mut [f32]) {
+        let (n, group) = (heads.positions, heads.group);
+        let tiles = tiles(n);
+        assert!(scores.len() >= tiles * group * TILE && inverse.len() >= group, "buffers too short");
+        let live = |tile: usize| -> __mmask16 {
+            let live = (n - tile * TILE).min(TILE);
+            if live == TILE {
+                u16::MAX
+            } else {
+                (1u16 << live) - 1
+            }
+        };
+        for (g, inverse) in inverse[..group].iter_mut().enumerate() {
             // The largest score, sixteen lanes at a time (the same value as the portable fold: a
             // maximum of finite numbers does not depend on the order, but for the sign of a zero,
             // which `s − max` and `exp` do not see).
             let mut most = _mm512_set1_ps(f32::NEG_INFINITY);
             for tile in 0..tiles {
-                let live = (n - tile * TILE).min(TILE);
-                let mask: __mmask16 = if live == TILE { u16::MAX } else { (1u16 << live) - 1 };
-                // SAFETY: the live scores of tile `tile`, inside `scores`.
-                let s = unsafe { _mm512_mask_loadu_ps(most, mask, scores.as_ptr().add(tile * TILE)) };
+                // SAFETY: the live scores of head g in tile `tile`, inside `scores`.
+                let s =
+                    unsafe { _mm512_mask_loadu_ps(most, live(tile), scores.as_ptr().add((tile * group + g) * TILE)) };
                 most = _mm512_max_ps(most, s);
             }
-            let max = _mm512_reduce_max_ps(most);
+            let max = _mm512_set1_ps(_mm512_reduce_max_ps(most));
             let mut lanes = _mm512_setzero_ps();
             for tile in 0..tiles {
-                let live = (n - tile * TILE).min(TILE);
-                let mask: __mmask16 = if live == TILE { u16::MAX } else { (1u16 << live) - 1 };
-                // SAFETY: sixteen scores from `16·tile`, inside `scores`.
+                let at = (tile * group + g) * TILE;
+                // SAFETY: sixteen scores from `at`, inside `scores`.
                 unsafe {
-                    let s = _mm512_loadu_ps(scores.as_ptr().add(tile * TILE));
-                    let e = _mm512_maskz_mov_ps(mask, exp512(_mm512_sub_ps(s, _mm512_set1_ps(max))));
-                    _mm512_storeu_ps(scores.as_mut_ptr().add(tile * TILE), e);
+                    let s = _mm512_loadu_ps(scores.as_ptr().add(at));
+                    let e = _mm512_maskz_mov_ps(live(tile), exp512(_mm512_sub_ps(s, max)));
+                    _mm512_storeu_ps(scores.as_mut_ptr().add(at), e);
                     lanes = _mm512_add_ps(lanes, e);
                 }
             }
@@ -290,16 +424,53 @@ mod avx512 {
             unsafe { _mm512_storeu_ps(sums.as_mut_ptr(), lanes) };
             *inverse = 1.0 / sum16(&sums);
         }
+    }
+
+    /// Step 3 for `G` heads and 32, 64 or 128 dimensions.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F, BW, VNNI and F16C; the shape is one of [`Heads::avx512_shape`], `dims`
+    /// starts at a multiple of 16 and is 32, 64 or 128 wide.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+    pub unsafe fn weigh(heads: &Heads, w: &[f32], inverse: &[f32], dims: Range<usize>, out: &mut [f32]) {
+        macro_rules! shapes {
+            ($($g:literal),*) => {
+                match (heads.group, dims.len()) {
+                    $(
+                        ($g, 32) => weigh_of::<$g, 2>(heads, w, inverse, dims.start, out),
+                        ($g, 64) => weigh_of::<$g, 4>(heads, w, inverse, dims.start, out),
+                        ($g, 128) => weigh_of::<$g, 8>(heads, w, inverse, dims.start, out),
+                    )*
+                    _ => unreachable!("checked by the caller"),
+                }
+            };
+        }
+        shapes!(1, 2, 3, 4, 5, 6, 7, 8)
+    }
+
+    /// `G` heads, the `16·C` dimensions from `first`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+    fn weigh_of<const G: usize, const C: usize>(
+        heads: &Heads,
+        w: &[f32],
+        inverse: &[f32],
+        first: usize,
+        out: &mut [f32],
+    ) {
+        let (hd, n, kv_heads) = (heads.shape.head_dim, heads.positions, heads.shape.kv_heads);
+        assert!(w.len() >= tiles(n) * G * TILE && inverse.len() >= G && out.len() >= G * 16 * C, "buffers too short");
+        assert!(first + 16 * C <= hd && heads.values.len() >= n * kv_heads * hd, "cache too short");
         let mut acc = [[_mm512_setzero_ps(); C]; G];
         for p in 0..n {
-            let at = (p * kv_heads + job.kv) * hd;
+            let at = (p * kv_heads + heads.kv) * hd + first;
             let mut values = [_mm512_setzero_ps(); C];
             for (c, v) in values.iter_mut().enumerate() {
                 // SAFETY: sixteen f16 values from `at + 16c`, inside the positions checked above.
-                *v = _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(job.values.as_ptr().add(at + 16 * c).cast()) });
+                *v = _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(heads.values.as_ptr().add(at + 16 * c).cast()) });
             }
+            let lane = (p / TILE * G) * TILE + p % TILE;
             for (g, acc) in acc.iter_mut().enumerate() {
-                let weight = _mm512_set1_ps(scores[g * width + p]);
+                let weight = _mm512_set1_ps(w[lane + g * TILE]);
                 for (a, v) in acc.iter_mut().zip(values) {
                     *a = _mm512_fmadd_ps(weight, v, *a);
                 }
@@ -307,10 +478,10 @@ mod avx512 {
         }
         for (g, acc) in acc.iter().enumerate() {
             for (c, a) in acc.iter().enumerate() {
-                // SAFETY: sixteen floats at `g·hd + 16c`, inside `out` (checked above).
+                // SAFETY: sixteen floats at `g·16C + 16c`, inside `out` (checked above).
                 unsafe {
                     _mm512_storeu_ps(
-                        out.as_mut_ptr().add(g * hd + 16 * c),
+                        out.as_mut_ptr().add((g * C + c) * 16),
                         _mm512_mul_ps(*a, _mm512_set1_ps(inverse[g])),
                     )
                 };
@@ -367,6 +538,50 @@ mod tests {
                 let want: f64 = (0..positions).map(|p| weights[p] / total * value(p, d)).sum();
                 let got = f64::from(out[g * 64 + d]);
                 assert!((got - want).abs() < 1e-5, "head {g}, {d}: {got} vs {want}");
+            }
+        }
+    }
+
+    /// The steps one by one, the scores in two runs of tiles and the weighted values 32 dimensions at
+    /// a time (as threads share them), give `attend`'s bits.
+    #[test]
+    fn the_steps_split_across_threads_give_attends_bits() {
+        for (kv_heads, head_dim, group) in [(3, 64, 3), (2, 128, 1), (1, 32, 2), (2, 96, 2), (1, 18, 2)] {
+            let shape = KvShape { kv_heads, head_dim };
+            let cache = cache(shape, 70);
+            for positions in [1, 17, 33, 70] {
+                for kv in 0..kv_heads {
+                    let queries = values(group * head_dim, 3 + positions as u32 + kv as u32);
+                    for level in [Level::Portable, Level::Avx2, Level::Avx512] {
+                        let Some(kernels) = Kernels::at(level) else { continue };
+                        let mut scratch = vec![0f32; scratch_len(group, head_dim, positions)];
+                        let mut want = vec![0f32; group * head_dim];
+                        attend(kernels, &cache, shape, kv, &queries, positions, 0.1, &mut scratch, &mut want);
+                        let heads = Heads::new(&cache, shape, kv, group, positions);
+                        let mut q = vec![0f32; group * head_dim];
+                        scale_queries(&queries, 0.1, &mut q);
+                        let mut scores = vec![0f32; heads.scores_len()];
+                        let (all, half) = (tiles(positions), tiles(positions) / 2);
+                        let (first, second) = scores.split_at_mut(half * group * TILE);
+                        heads.scores(kernels, &q, 0..half, first);
+                        heads.scores(kernels, &q, half..all, second);
+                        let mut inverse = vec![0f32; group];
+                        heads.softmax(kernels, &mut scores, &mut inverse);
+                        let mut got = vec![0f32; group * head_dim];
+                        let width = if head_dim % 32 == 0 { 32 } else { head_dim };
+                        for start in (0..head_dim).step_by(width) {
+                            let mut part = vec![0f32; group * width];
+                            heads.weigh(kernels, &scores, &inverse, start..start + width, &mut part);
+                            for g in 0..group {
+                                got[g * head_dim + start..][..width].copy_from_slice(&part[g * width..][..width]);
+                            }
+                        }
+                        assert!(
+                            got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                            "{level:?}, {shape:?}, {positions} positions: the steps differ from attend"
+                        );
+                    }
+                }
             }
         }
     }

@@ -35,6 +35,7 @@ pub mod tokenizer;
 pub mod weights;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use engine::{Engine, Generated, LoadOptions};
@@ -78,6 +79,9 @@ impl From<LocalError> for ProviderError {
 pub struct Local {
     engine: Arc<Mutex<Engine>>,
     model: String,
+    /// Warms asked for so far: a warm that waited for the engine while a later one was asked for
+    /// gives way to it (the user moved on to another case or edit).
+    warms: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Local {
@@ -95,7 +99,7 @@ impl Local {
     pub fn load(path: &Path, options: &LoadOptions) -> Result<Self, LocalError> {
         let engine = Engine::load(path, options)?;
         let model = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-        Ok(Self { engine: Arc::new(Mutex::new(engine)), model })
+        Ok(Self { engine: Arc::new(Mutex::new(engine)), model, warms: Arc::new(AtomicU64::new(0)) })
     }
 
     /// Loads `path`, or the default model from the cache directory (an error says how to fetch it).
@@ -113,8 +117,20 @@ impl Local {
 
     /// Gets ready to answer `request`: its prompt run through the model (kept in the prompt cache, so
     /// its run only runs the last block) and, for a constrained request, the grammar engine built.
-    pub fn warm(&self, request: &Request) -> Result<(), LocalError> {
-        lock(&self.engine).warm(request).map(|_| ())
+    /// Returns `false`, having done nothing, when a later warm was asked for while this one waited
+    /// for the engine (only the newest prompt is worth running: the one the user will run).
+    pub fn warm(&self, request: &Request) -> Result<bool, LocalError> {
+        let ticket = self.warms.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut engine = lock(&self.engine);
+        if self.warms.load(Ordering::SeqCst) != ticket {
+            return Ok(false);
+        }
+        engine.warm(request).map(|_| true)
+    }
+
+    /// Warms asked for so far (tests).
+    pub fn warms_asked(&self) -> u64 {
+        self.warms.load(Ordering::SeqCst)
     }
 
     /// Runs `f` with the engine (tests, bench).

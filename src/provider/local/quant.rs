@@ -234,9 +234,7 @@ fn group4(rows: usize, n: usize, block: impl Fn(usize) -> Q4Block) -> Blocks {
     let per_row = n / rows.max(1);
     let at = |row: usize, b: usize| if row < rows { block(row * per_row + b) } else { Q4Block::default() };
     let group = |g: usize, b: usize| Q4x16::new(std::array::from_fn(|r| at(ROWS * g + r, b)));
-    Blocks::Q4x16(
-        (0..rows.div_ceil(ROWS)).flat_map(|g| (0..per_row).map(move |b| (g, b))).map(|(g, b)| group(g, b)).collect(),
-    )
+    Blocks::Q4x16(in_groups(rows, per_row, group))
 }
 
 /// The same for 8-bit blocks.
@@ -244,9 +242,17 @@ fn group8(rows: usize, n: usize, block: impl Fn(usize) -> Q8Block) -> Blocks {
     let per_row = n / rows.max(1);
     let at = |row: usize, b: usize| if row < rows { block(row * per_row + b) } else { Q8Block::default() };
     let group = |g: usize, b: usize| Q8x16::new(std::array::from_fn(|r| at(ROWS * g + r, b)));
-    Blocks::Q8x16(
-        (0..rows.div_ceil(ROWS)).flat_map(|g| (0..per_row).map(move |b| (g, b))).map(|(g, b)| group(g, b)).collect(),
-    )
+    Blocks::Q8x16(in_groups(rows, per_row, group))
+}
+
+/// `group(g, b)` for every row group `g` of `rows` rows and block `b` of `per_row`, group after group,
+/// in one allocation of the final size (a matrix is up to tens of megabytes: no regrowing and copying).
+fn in_groups<T>(rows: usize, per_row: usize, group: impl Fn(usize, usize) -> T) -> Vec<T> {
+    let mut out = Vec::with_capacity(rows.div_ceil(ROWS) * per_row);
+    for g in 0..rows.div_ceil(ROWS) {
+        out.extend((0..per_row).map(|b| group(g, b)));
+    }
+    out
 }
 
 /// Reads tensor `name` as f32 values, whatever its type (the norms).

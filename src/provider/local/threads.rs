@@ -287,6 +287,16 @@ impl<'a, T> Disjoint<'a, T> {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len()) }
     }
 
+    /// Elements `range`, to read (panics when out of bounds).
+    ///
+    /// # Safety
+    /// No thread writes any of these elements while the returned slice lives.
+    pub unsafe fn shared(&self, range: Range<usize>) -> &[T] {
+        assert!(range.start <= range.end && range.end <= self.len, "{range:?} is outside 0..{}", self.len);
+        // SAFETY: in bounds (checked above); unchanged while it lives, by the caller's promise.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(range.start), range.len()) }
+    }
+
     /// Writes element `i` (panics when out of bounds).
     ///
     /// # Safety

@@ -10,9 +10,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use half::f16;
-
-use super::quant::{Blocks, Matrix, Q4Block, Q4x16, Q8Block, Q8x16, ROWS};
+use super::quant::{Blocks, Matrix, Q4x16, Q8x16, ROWS};
 
 /// The first bytes of a cache file; the number is the layout's version (a change of the block layout
 /// bumps it, so older files are rebuilt).
@@ -104,13 +102,16 @@ fn block_bytes<T: Copy>(blocks: &[T]) -> &[u8] {
 }
 
 /// Blocks from their bytes (`bytes.len()` a multiple of the block size).
-fn blocks_from<T: Copy>(bytes: &[u8], zero: T) -> Vec<T> {
+fn blocks_from<T: Copy>(bytes: &[u8]) -> Vec<T> {
     let n = bytes.len() / std::mem::size_of::<T>();
-    let mut blocks = vec![zero; n];
+    // Written once: the bytes copied into fresh capacity (no zeroing pass over tens of megabytes first).
+    let mut blocks: Vec<T> = Vec::with_capacity(n);
     // SAFETY: as above, every byte pattern is a valid Q4x16 or Q8x16 (f16, u8 and i8 have no invalid
-    // values); `n` blocks hold exactly `n · size_of::<T>()` ≤ `bytes.len()` bytes.
+    // values); the capacity holds `n` blocks, exactly `n · size_of::<T>()` ≤ `bytes.len()` bytes, all
+    // written before the length is set.
     unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), blocks.as_mut_ptr().cast::<u8>(), n * std::mem::size_of::<T>())
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), blocks.as_mut_ptr().cast::<u8>(), n * std::mem::size_of::<T>());
+        blocks.set_len(n);
     };
     blocks
 }
@@ -201,12 +202,8 @@ fn parse(bytes: &[u8], identity: &Identity) -> Result<HashMap<String, Matrix>, S
         let (rows, cols) = (rows as usize, cols as usize);
         let groups = rows.div_ceil(ROWS) * (cols / super::quant::BLOCK);
         let blocks = match kind {
-            4 if len == groups * std::mem::size_of::<Q4x16>() => {
-                Blocks::Q4x16(blocks_from(data, Q4x16::new([Q4Block::default(); ROWS])))
-            }
-            8 if len == groups * std::mem::size_of::<Q8x16>() => {
-                Blocks::Q8x16(blocks_from(data, Q8x16::new([Q8Block { d: f16::ZERO, qs: [0; 32] }; ROWS])))
-            }
+            4 if len == groups * std::mem::size_of::<Q4x16>() => Blocks::Q4x16(blocks_from::<Q4x16>(data)),
+            8 if len == groups * std::mem::size_of::<Q8x16>() => Blocks::Q8x16(blocks_from::<Q8x16>(data)),
             _ => return Err(format!("tensor {name}: {len} bytes do not make {rows}×{cols} of kind {kind}")),
         };
         out.insert(name, Matrix { rows, cols, blocks });
@@ -219,6 +216,9 @@ fn parse(bytes: &[u8], identity: &Identity) -> Result<HashMap<String, Matrix>, S
 
 #[cfg(test)]
 mod tests {
+    use half::f16;
+
+    use super::super::quant::{Q4Block, Q8Block};
     use super::*;
 
     fn matrices() -> Vec<(String, Matrix)> {

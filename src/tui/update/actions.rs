@@ -109,7 +109,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             state.choice.case = names[at % names.len()].clone();
             state.selected_variable = at % names.len();
             state.note = Some(format!("case: {}", state.choice.case.as_deref().unwrap_or("(default variables)")));
-            Vec::new()
+            super::fetch::warm_choice(state)
         }
         Action::MoreTokens => {
             state.choice.max_tokens = Some(state.choice.max_tokens.map_or(256, |n| n.saturating_mul(2)));

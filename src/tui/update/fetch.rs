@@ -39,6 +39,18 @@ pub fn model_fetch(state: &mut State, news: FetchNews) -> Vec<Effect> {
     }
 }
 
+/// The case (or prompt) to run next changed: with the local model and no run going, its prompt runs
+/// through the model in the background now, so ctrl-r finds it ready and only runs the last block
+/// (a warm the user has already moved on from gives way to the newer one).
+pub fn warm_choice(state: &State) -> Vec<Effect> {
+    if state.choice.provider != "local" || state.running() {
+        return Vec::new();
+    }
+    crate::tui::request::run_request(state, None, None)
+        .map(|request| vec![Effect::WarmModel(Box::new(request))])
+        .unwrap_or_default()
+}
+
 /// The run that was going when the model arrived has ended (`cancelled`: by the user): the model's
 /// run follows it without a key press, unless the user cancelled it (then ctrl-r runs the model).
 pub fn replay_ended(state: &mut State, cancelled: bool) -> Vec<Effect> {

@@ -69,7 +69,7 @@ pub(super) fn open(state: &mut State) -> Vec<Effect> {
                 n => state.cases.get(n - 1).map(|c| c.name.clone()),
             };
             state.note = Some(format!("case: {}", state.choice.case.as_deref().unwrap_or("(default variables)")));
-            Vec::new()
+            super::fetch::warm_choice(state)
         }
         Pane::Lines => {
             if let Some(verdict) = state.run.verdicts.get(state.selected_line) {
