@@ -112,9 +112,11 @@ fn a_retry_reuses_the_cached_prompt_prefix() {
         let two = engine.generate(&second, &mut |_| true).unwrap();
         (one, two)
     });
-    assert_eq!(one.reused_tokens % 64, 0);
-    assert!(two.reused_tokens >= 64, "reused {} of {} prompt tokens", two.reused_tokens, two.prompt_tokens);
-    assert!(two.reused_tokens < two.prompt_tokens);
+    // The whole first prompt is reused (bar a boundary token the answer's text may merge with), not
+    // only whole blocks of it.
+    let reused = format!("reused {} of {} prompt tokens", two.reused_tokens, two.prompt_tokens);
+    assert!(two.reused_tokens + 1 >= one.prompt_tokens, "{reused}; the first prompt has {}", one.prompt_tokens);
+    assert!(two.reused_tokens < two.prompt_tokens, "{reused}");
 }
 
 #[test]

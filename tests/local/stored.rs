@@ -70,3 +70,39 @@ fn a_warmed_prompt_answers_as_a_cold_one() {
     assert!(warm.reused_tokens > 0 && warm.reused_tokens < prompt_tokens, "{} reused", warm.reused_tokens);
     assert_eq!(format!("{:?} {events:?}", warm.tokens), cold, "warmed: the same tokens and probabilities");
 }
+
+/// The next case: the cache holds another case's prompt, and only the tokens from the first one that
+/// differs run (not whole blocks of 64); the answer is the cold one, bit for bit, on one and two threads.
+#[test]
+fn the_next_case_runs_only_from_its_first_changed_token_and_answers_as_a_cold_one() {
+    let options = LoadOptions { stored_weights: None, threads: 2, ..LoadOptions::default() };
+    let mut engine = Engine::load(&model_file(), &options).unwrap();
+    let case = |text: &str| {
+        let mut request = jsonl_request(24);
+        let last = request.messages.last_mut().unwrap();
+        last.content.push_str(&" Cells are the basic units of life.".repeat(6));
+        last.content.push_str(text);
+        request
+    };
+    let (first, next) = (case(" Mitochondria produce energy."), case(" Chloroplasts capture light."));
+    for threads in [1, 2] {
+        engine.set_threads(threads).unwrap();
+        let cold = answer(&mut engine, &next);
+        answer(&mut engine, &first);
+        let mut events = Vec::new();
+        let warm = engine
+            .generate(&next, &mut |e| {
+                events.push(format!("{e:?}"));
+                true
+            })
+            .unwrap();
+        let shared = {
+            let encode = |r: &Request| engine.tokenizer().encode(&engine.prompt_text(r).unwrap()).unwrap();
+            let (a, b) = (encode(&first), encode(&next));
+            a.iter().zip(&b).take_while(|(x, y)| x == y).count()
+        };
+        assert_eq!(warm.reused_tokens, shared, "{threads} threads: every shared token reused");
+        assert!(shared % 64 != 0 && shared > 64, "a prefix that is not whole blocks: {shared} tokens");
+        assert_eq!(format!("{:?} {events:?}", warm.tokens), cold, "{threads} threads: the cold answer");
+    }
+}

@@ -16,8 +16,10 @@ use super::tokenizer::{TextTokenizer, TokenId};
 use super::LocalError;
 use crate::provider::{Alternative, Event, FinishReason, ModeReport, Request, StructuredMode, TokenProb, Usage};
 
-/// Prompt positions are run in blocks that start at multiples of this, whether or not a prefix was
-/// cached, so a cached prefix gives bit-for-bit the same numbers as a fresh run (greedy fidelity).
+/// Prompt positions are run in blocks that end at multiples of this (the first one from where the
+/// cached prefix ends). A token's numbers do not depend on the batch it runs in (the kernels' and
+/// attention's fixed arithmetic), so a cached prefix of any length gives bit-for-bit the numbers of a
+/// fresh run (greedy fidelity), and the next case or edit runs only from its first changed token.
 const PREFILL_BLOCK: usize = 64;
 /// The answer length when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
@@ -241,8 +243,8 @@ impl Engine {
     /// Runs the prompt through the model, reusing the cached prefix; returns the logits after it.
     fn prefill(&mut self, prompt: &[TokenId]) -> Result<(Vec<f32>, usize), LocalError> {
         let common = self.cached.iter().zip(prompt).take_while(|(a, b)| a == b).count();
-        // Keep whole blocks only, and always run at least the last prompt token.
-        let reuse = (common.min(prompt.len().saturating_sub(1)) / PREFILL_BLOCK) * PREFILL_BLOCK;
+        // Always run at least the last prompt token (its logits start the answer).
+        let reuse = common.min(prompt.len().saturating_sub(1));
         self.model.truncate_cache(reuse);
         self.cached.truncate(reuse);
         let mut logits = Vec::new();

@@ -65,8 +65,9 @@ impl Shared {
             if epoch_of(current) != epoch {
                 return None;
             }
-            // If the claim word still holds `current` when the exchange below succeeds, job `epoch`
-            // still had units left, so these are its size and chunk.
+            // If the claim word still holds `current` when the exchange below succeeds, these are job
+            // `epoch`'s size and chunk: `split` changes the word (closes it) before it stores the next
+            // job's.
             let (units, chunk) = (self.units.load(Ordering::Acquire), self.chunk.load(Ordering::Acquire));
             let next = (current & u64::from(u32::MAX)) as usize;
             if next >= units {
@@ -170,6 +171,12 @@ impl Pool {
             return Err(PoolError(format!("{units} units of work are more than a pool splits")));
         }
         let shared = &*self.shared;
+        // First close the last job's claim word (a passing epoch whose next unit is past any job's
+        // end): a worker still trying to claim from the last job read its word before this store, so
+        // its exchange now fails and it never takes units of the job set up below with the last
+        // job's word (it would run them a second time, or with a closure whose frame is gone).
+        self.epoch = self.epoch.wrapping_add(1);
+        shared.claim.store((u64::from(self.epoch) << 32) | u64::from(u32::MAX), Ordering::SeqCst);
         self.epoch = self.epoch.wrapping_add(1);
         let work: Work<'_> = work;
         // The workers dereference this only while they hold an unfinished chunk, and this call returns
@@ -350,6 +357,33 @@ mod tests {
         }
         assert_eq!(count.load(Ordering::Relaxed), 30);
         drop(pool);
+    }
+
+    /// Job after job of different sizes, as a generated token's layers make them (3 units, then 6,
+    /// then hundreds): every unit of a job runs once, within the job, and before `split` returns — a
+    /// worker that was still looking for work in a finished job never takes units of the next one.
+    #[test]
+    fn back_to_back_jobs_of_every_size_run_each_unit_once_inside_its_job() {
+        for threads in [2, 3] {
+            let mut pool = Pool::new(threads).unwrap();
+            for round in 0..1_000_000usize {
+                let units = [3, 6, 1, 2, 195, 7][round % 6];
+                let counts: Vec<AtomicUsize> = (0..units).map(|_| AtomicUsize::new(0)).collect();
+                pool.split(units, 1, &|_, range| {
+                    for i in range {
+                        counts[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+                .unwrap_or_else(|e| panic!("{threads} threads, round {round}: {e:?}"));
+                for (i, count) in counts.iter().enumerate() {
+                    assert_eq!(
+                        count.load(Ordering::Relaxed),
+                        1,
+                        "{threads} threads, round {round}, unit {i} of {units}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
