@@ -48,6 +48,22 @@ fn a_repeated_request_to_the_local_model_is_played_from_the_cache() {
     assert!(longer.turns[0].output.starts_with(&first.output));
 }
 
+/// A warm asked for on another thread, once it has taken its turn (it then waits for the engine).
+fn warm_waiting(
+    local: &tunebench::provider::local::Local,
+    request: &tunebench::provider::Request,
+) -> std::thread::JoinHandle<Result<bool, tunebench::provider::local::LocalError>> {
+    let asked = local.warms_asked();
+    let warm = std::thread::spawn({
+        let (local, request) = (local.clone(), request.clone());
+        move || local.warm(&request)
+    });
+    while local.warms_asked() <= asked {
+        std::thread::yield_now();
+    }
+    warm
+}
+
 /// A warm that waited for the engine while a later one was asked for gives way to it: only the newest
 /// prompt runs (the user moved on to another case), and the cache then holds it.
 #[test]
@@ -58,29 +74,28 @@ fn a_warm_superseded_while_it_waits_gives_way_to_the_newer_one() {
         request.messages.last_mut().unwrap().content.push_str(" Mitochondria produce energy.");
         request
     });
-    let (a, b) = local.with_engine(|_| {
-        // The engine is busy (held here) while two warms are asked for, one after the other.
-        let asked = local.warms_asked();
-        let older = std::thread::spawn({
-            let (local, first) = (local.clone(), first.clone());
-            move || local.warm(&first)
-        });
-        while local.warms_asked() < asked + 1 {
-            std::thread::yield_now();
-        }
-        let newer = std::thread::spawn({
-            let (local, second) = (local.clone(), second.clone());
-            move || local.warm(&second)
-        });
-        while local.warms_asked() < asked + 2 {
-            std::thread::yield_now();
-        }
-        (older, newer)
-    });
+    // The engine is busy (held here) while two warms are asked for, one after the other.
+    let (a, b) = local.with_engine(|_| (warm_waiting(local, &first), warm_waiting(local, &second)));
     assert_eq!(a.join().unwrap(), Ok(false), "the older warm gave way");
     assert_eq!(b.join().unwrap(), Ok(true), "the newer warm ran");
     local.with_engine(|engine| {
         let prompt = engine.tokenizer().encode(&engine.prompt_text(&second).unwrap()).unwrap();
         assert_eq!(engine.cached_tokens(), prompt.len(), "the cache holds the newer prompt");
     });
+}
+
+/// A run asked for while a warm waits for the engine: the warm gives way (the run needs the engine
+/// now, and runs its own prompt).
+#[test]
+fn a_warm_waiting_when_a_run_is_asked_for_gives_way() {
+    use tunebench::provider::Provider;
+    let local = super::support::local();
+    let request = super::support::jsonl_request(8);
+    let warm = local.with_engine(|_| {
+        let warm = warm_waiting(local, &request);
+        // Asking for the run is enough (its stream is not read here).
+        drop(local.stream(&request));
+        warm
+    });
+    assert_eq!(warm.join().unwrap(), Ok(false), "the warm gave way to the run");
 }

@@ -242,6 +242,11 @@ impl Engine {
 
     /// Runs the prompt through the model, reusing the cached prefix; returns the logits after it.
     fn prefill(&mut self, prompt: &[TokenId]) -> Result<(Vec<f32>, usize), LocalError> {
+        self.prefill_while(prompt, &|| true)
+    }
+
+    /// [`Self::prefill`], block after block while `go_on()` (the blocks run stay cached).
+    fn prefill_while(&mut self, prompt: &[TokenId], go_on: &dyn Fn() -> bool) -> Result<(Vec<f32>, usize), LocalError> {
         let common = self.cached.iter().zip(prompt).take_while(|(a, b)| a == b).count();
         // Always run at least the last prompt token (its logits start the answer).
         let reuse = common.min(prompt.len().saturating_sub(1));
@@ -249,7 +254,7 @@ impl Engine {
         self.cached.truncate(reuse);
         let mut logits = Vec::new();
         let mut at = reuse;
-        while at < prompt.len() {
+        while at < prompt.len() && go_on() {
             let end = ((at / PREFILL_BLOCK + 1) * PREFILL_BLOCK).min(prompt.len());
             let block = prompt.get(at..end).unwrap_or_default();
             logits = self.model.forward(block).inspect_err(|_| self.forget())?;
@@ -263,11 +268,17 @@ impl Engine {
     /// (which then runs only the prompt's last block), and builds the grammar engine when `request` is
     /// constrained. Returns the prompt's tokens.
     pub fn warm(&mut self, request: &Request) -> Result<usize, LocalError> {
+        self.warm_while(request, &|| true)
+    }
+
+    /// [`Self::warm`], stopping between blocks of the prompt once `go_on()` is false (a run or a newer
+    /// warm is waiting: what was run stays cached).
+    pub fn warm_while(&mut self, request: &Request, go_on: &dyn Fn() -> bool) -> Result<usize, LocalError> {
         if Self::grammar(request).is_some() {
             self.constraints()?;
         }
         let prompt = self.tokenizer.encode(&self.prompt_text(request)?)?;
-        self.prefill(&prompt)?;
+        self.prefill_while(&prompt, go_on)?;
         Ok(prompt.len())
     }
 

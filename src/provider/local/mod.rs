@@ -116,19 +116,21 @@ impl Local {
     }
 
     /// Gets ready to answer `request`: its prompt run through the model (kept in the prompt cache, so
-    /// its run only runs the last block) and, for a constrained request, the grammar engine built.
-    /// Returns `false`, having done nothing, when a later warm was asked for while this one waited
-    /// for the engine (only the newest prompt is worth running: the one the user will run).
+    /// its run only runs the last token) and, for a constrained request, the grammar engine built.
+    /// Returns `false`, having done nothing, when a later warm or a run was asked for while this one
+    /// waited for the engine (only the newest prompt is worth running: the one the user will run); a
+    /// warm under way stops at the end of its block when one is.
     pub fn warm(&self, request: &Request) -> Result<bool, LocalError> {
         let ticket = self.warms.fetch_add(1, Ordering::SeqCst) + 1;
+        let newest = || self.warms.load(Ordering::SeqCst) == ticket;
         let mut engine = lock(&self.engine);
-        if self.warms.load(Ordering::SeqCst) != ticket {
+        if !newest() {
             return Ok(false);
         }
-        engine.warm(request).map(|_| true)
+        engine.warm_while(request, &newest).map(|_| true)
     }
 
-    /// Warms asked for so far (tests).
+    /// Warms and runs asked for so far (tests).
     pub fn warms_asked(&self) -> u64 {
         self.warms.load(Ordering::SeqCst)
     }
@@ -145,6 +147,8 @@ impl Provider for Local {
     }
 
     fn stream(&self, request: &Request) -> EventStream {
+        // A warm waiting for the engine, or under way, gives way to the run.
+        self.warms.fetch_add(1, Ordering::SeqCst);
         let engine = Arc::clone(&self.engine);
         let request = request.clone();
         generate(move |emit| async move {
