@@ -14,6 +14,7 @@
 //! Generation runs on its own thread; dropping the stream cancels it before the next token.
 
 pub mod attention;
+pub mod attention_split;
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
 #[cfg(target_arch = "x86_64")]
@@ -79,8 +80,8 @@ impl From<LocalError> for ProviderError {
 pub struct Local {
     engine: Arc<Mutex<Engine>>,
     model: String,
-    /// Warms asked for so far: a warm that waited for the engine while a later one was asked for
-    /// gives way to it (the user moved on to another case or edit).
+    /// Warms and runs asked for so far: a warm that waited for the engine while a later warm or a run
+    /// was asked for gives way to it (the user moved on to another case, or ran).
     warms: Arc<AtomicU64>,
 }
 

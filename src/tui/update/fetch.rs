@@ -1,6 +1,7 @@
 //! The background fetch of the local model as `update` sees it: progress in the status line, and
 //! once the model is there, runs move from the recorded answer to it: a run starts at once when none
-//! is going, or as soon as the example replay that is playing ends ([`replay_ended`]).
+//! is going, or as soon as the example replay that is playing ends ([`replay_ended`]); a case chosen
+//! on the model runs its prompt through it in the background ([`warm_choice`]).
 
 use super::update;
 use crate::tui::msg::{Action, Effect, FetchNews, Msg};
