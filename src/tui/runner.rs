@@ -10,7 +10,7 @@ use super::log::Log;
 use super::msg::{CompareNews, Effect, FetchNews, Msg, RunRequest, SweepRequest};
 use super::recovery;
 use super::request::{prepare, Env};
-use crate::prompt::file::write_atomic;
+use crate::prompt::file::{named, write_atomic};
 use crate::prompt::reading::setup_for_prompt;
 use crate::provider::replay::Pace;
 use crate::run::{engine, history, Stop};
@@ -96,7 +96,8 @@ impl Runner {
             Effect::Save { path, prompt, schema_file } => {
                 let result = (|| -> Result<PathBuf, String> {
                     if let Some((file, text)) = &schema_file {
-                        let file = path.parent().unwrap_or(Path::new(".")).join(file);
+                        let base_dir = path.parent().unwrap_or(Path::new("."));
+                        let file = named::resolve(base_dir, "schema_file", file, None).map_err(|e| e.to_string())?;
                         write_atomic(&file, text).map_err(|e| e.to_string())?;
                     }
                     prompt.save(&path).map_err(|e| e.to_string())?;
