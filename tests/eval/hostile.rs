@@ -1,8 +1,10 @@
 //! Hostile files around `tunebench eval`: a prompt's files stay inside its folder (a `..`, an absolute
 //! path or a link out is refused and the file's content shows nowhere), pipes and devices are refused
-//! without blocking, and a report never replaces an input.
+//! without blocking, a report never replaces an input, and a cache entry edited by hand is not served.
 
 use std::path::{Path, PathBuf};
+
+use tunebench::eval::score::Verdict;
 
 use crate::support::*;
 
@@ -143,4 +145,40 @@ fn a_report_that_would_replace_an_input_is_refused() {
     assert_eq!(std::fs::read_to_string(&prompt).unwrap(), before);
     assert!(std::fs::read_to_string(&gold).unwrap().contains("The first letter."));
     assert!(server.received().is_empty(), "refused before anything ran");
+}
+
+#[test]
+fn a_cache_entry_edited_by_hand_is_asked_again_and_scored_for_real() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = prompt_in(dir.path(), PROMPT);
+    let (_runtime, server) = server(ALPHA_RIGHT, BETA_RIGHT);
+    let first = record(&eval(dir.path(), &prompt, &server, &["--json"]));
+    assert_eq!(first.cells.iter().map(|c| c.score.verdict).collect::<Vec<_>>(), vec![Verdict::Pass, Verdict::Pass]);
+    assert_eq!(server.received().len(), 2);
+    // Alpha's recorded answer edited on disk: "Alpha" becomes "Zlpha" (a wrong item).
+    let mut entries = Vec::new();
+    let mut stack = vec![dir.path().join("cache/responses")];
+    while let Some(folder) = stack.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().map(Result::unwrap) {
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else {
+                entries.push(entry.path());
+            }
+        }
+    }
+    let edited: Vec<&PathBuf> =
+        entries.iter().filter(|p| std::fs::read_to_string(p).unwrap().contains("Alp")).collect();
+    let [entry] = edited.as_slice() else { panic!("one entry with alpha's answer: {entries:?}") };
+    std::fs::write(entry, std::fs::read_to_string(entry).unwrap().replace("Alp", "Zlp")).unwrap();
+
+    let second = record(&eval(dir.path(), &prompt, &server, &["--json"]));
+    assert_eq!(server.received().len(), 3, "the edited entry is a miss: alpha is asked again");
+    assert!(server.received()[2].body.contains("ALPHA-TEXT"));
+    let cells: Vec<(Verdict, bool)> = second.cells.iter().map(|c| (c.score.verdict, c.run.cached)).collect();
+    assert_eq!(cells, vec![(Verdict::Pass, false), (Verdict::Pass, true)], "the real answer's verdict");
+    // The fresh answer was stored again: a third run asks nothing.
+    let third = record(&eval(dir.path(), &prompt, &server, &["--json"]));
+    assert_eq!(server.received().len(), 3);
+    assert!(third.cells.iter().all(|c| c.run.cached && c.score.verdict == Verdict::Pass));
 }

@@ -196,7 +196,7 @@ async fn a_damaged_entry_is_a_miss_and_is_written_again() {
         assert!(!record.turns[0].cached && record.ok, "{damage:?}");
         assert_eq!(record.result, first.result);
         let rewritten = std::fs::read_to_string(&entry).unwrap();
-        assert!(rewritten.starts_with("{\"response_cache\":1,") && rewritten.len() > whole.len() / 2, "{rewritten}");
+        assert!(rewritten.starts_with("{\"response_cache\":2,") && rewritten.len() > whole.len() / 2, "{rewritten}");
     }
     assert_eq!(server.received().len(), 4);
     assert!(run_setup(&setup).await.turns[0].cached);

@@ -1,12 +1,15 @@
 //! The response cache on disk: one file per request, `<dir>/<2 hex>/<64 hex>.jsonl` named by the key's
 //! SHA-256, holding a first line with the key's text and then the answer's transcript (CLI.md's
-//! format). Writes go through a temporary file and a rename (`prompt::file::write_atomic`), so
-//! concurrent writers of one entry leave one whole entry; an entry that cannot be read is a miss and
-//! is removed. Nothing here fails a run: every problem is a miss or an entry not written.
+//! format). The first line also holds a SHA-256 of the key and the transcript, so an entry edited by
+//! hand is never served as an answer. Writes go through a temporary file and a rename
+//! (`prompt::file::write_atomic`), so concurrent writers of one entry leave one whole entry; an entry
+//! that cannot be read or whose checksum differs is a miss and is removed (the next answer is stored
+//! anew). Nothing here fails a run: every problem is a miss or an entry not written.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use super::key::CacheKey;
 use crate::files;
@@ -19,14 +22,25 @@ pub const RESPONSES_DIR: &str = "responses";
 /// The largest entry written or read (the answer cap, `--max-answer-bytes`, is 16 MiB by default;
 /// an entry also holds the request and one line per chunk).
 pub const MAX_ENTRY_BYTES: u64 = files::CACHE_ENTRY.bytes;
-/// The entry format: a change here makes every older entry a miss.
-const ENTRY_VERSION: u32 = 1;
+/// The entry format: a change here makes every older entry a miss (2: the checksum).
+const ENTRY_VERSION: u32 = 2;
 
 /// An entry's first line.
 #[derive(Serialize, Deserialize)]
 struct Head {
     response_cache: u32,
     key: String,
+    /// SHA-256 (hex) of [`checksum`]'s text: the key and the transcript as written.
+    sha256: String,
+}
+
+/// The checksum an entry of `key` holding `transcript` (its text after the first line) carries.
+fn checksum(key: &str, transcript: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(key.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(transcript.as_bytes());
+    hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 /// The response cache in one folder.
@@ -57,10 +71,10 @@ impl ResponseCache {
         self.dir.join(shard).join(format!("{}.jsonl", key.hash))
     }
 
-    /// The recorded answer to `key`, if there is a whole one. An unreadable entry (cut, edited, of
-    /// another format, not a complete answer, not a regular file, past [`MAX_ENTRY_BYTES`]) is
-    /// removed; an entry of another key with the same hash is left alone (the next answer to `key`
-    /// replaces it).
+    /// The recorded answer to `key`, if there is a whole one. An unreadable entry (cut, of another
+    /// format, edited (its checksum differs), not a complete answer, not a regular file, past
+    /// [`MAX_ENTRY_BYTES`]) is removed; an entry of another key with the same hash is left alone (the
+    /// next answer to `key` replaces it).
     pub fn get(&self, key: &CacheKey) -> Option<Transcript> {
         let path = self.entry_path(key);
         let read = match files::read_text(&path, files::CACHE_ENTRY) {
@@ -70,7 +84,8 @@ impl ResponseCache {
         let entry = read.as_deref().and_then(|text| {
             let (head, transcript) = text.split_once('\n')?;
             let head: Head = serde_json::from_str(head).ok()?;
-            (head.response_cache == ENTRY_VERSION).then_some((head.key, transcript))
+            let whole = head.response_cache == ENTRY_VERSION && head.sha256 == checksum(&head.key, transcript);
+            whole.then_some((head.key, transcript))
         });
         let Some((stored_key, transcript)) = entry else {
             remove(&path);
@@ -94,9 +109,10 @@ impl ResponseCache {
         if !is_complete(transcript) {
             return false;
         }
-        let head = Head { response_cache: ENTRY_VERSION, key: key.text.clone() };
+        let body = transcript.to_jsonl();
+        let head = Head { response_cache: ENTRY_VERSION, key: key.text.clone(), sha256: checksum(&key.text, &body) };
         let Ok(head) = serde_json::to_string(&head) else { return false };
-        let text = format!("{head}\n{}", transcript.to_jsonl());
+        let text = format!("{head}\n{body}");
         if text.len() as u64 > MAX_ENTRY_BYTES {
             return false;
         }
@@ -177,6 +193,25 @@ mod tests {
         assert_eq!(cache.get(&key), None);
         assert!(path.exists());
         assert!(cache.get(&other).is_some());
+    }
+
+    #[test]
+    fn an_entry_edited_by_hand_is_a_miss_and_is_stored_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ResponseCache::at(dir.path());
+        let key = key_of("a");
+        let mut answer = transcript(Some("stop"));
+        answer.chunks[0].delta = "{\"rock\": \"basalt\"}".into();
+        assert!(cache.put(&key, &answer));
+        let path = cache.entry_path(&key);
+        let whole = std::fs::read_to_string(&path).unwrap();
+        assert!(whole.contains("basalt"), "{whole}");
+        // The same length, still a complete transcript: only the checksum tells.
+        std::fs::write(&path, whole.replace("basalt", "gabbro")).unwrap();
+        assert_eq!(cache.get(&key), None, "an edited answer is not served");
+        assert!(!path.exists(), "and is removed");
+        assert!(cache.put(&key, &answer));
+        assert_eq!(cache.get(&key), Some(answer));
     }
 
     #[cfg(unix)]
