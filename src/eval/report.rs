@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::record::{CellRecord, EvalRecord};
 use super::score::{Difference, Verdict};
 use super::totals::CellGroup;
+use crate::safe_text::escape_controls;
 
 /// `text` made safe inside XML 1.0 text and attribute values: the five special characters as
 /// entities, and every character XML 1.0 cannot hold (controls other than tab, newline and carriage
@@ -141,11 +142,14 @@ pub fn verdict_name(verdict: Verdict) -> &'static str {
     }
 }
 
-/// One CSV field: quoted when it holds a comma, a quote, a line break or leading/trailing spaces
-/// (quotes doubled). A text field starting with `=`, `+`, `-` or `@` gets a leading `'` so a
-/// spreadsheet does not run it as a formula (numbers are written as numbers).
+/// One CSV field: control characters other than newline and tab written as visible escapes (ESC as
+/// `\u{1b}`, as the terminal output does: `cat` of the file runs no escape sequence), then quoted when
+/// it holds a comma, a quote, a line break or leading/trailing spaces (quotes doubled). A text field
+/// starting with `=`, `+`, `-` or `@` gets a leading `'` so a spreadsheet does not run it as a formula
+/// (numbers are written as numbers).
 pub fn csv_field(text: &str) -> String {
-    let guarded = if text.starts_with(['=', '+', '-', '@']) { format!("'{text}") } else { text.to_string() };
+    let text = escape_controls(text);
+    let guarded = if text.starts_with(['=', '+', '-', '@']) { format!("'{text}") } else { text.into_owned() };
     if guarded.contains([',', '"', '\n', '\r']) || guarded.starts_with(' ') || guarded.ends_with(' ') {
         format!("\"{}\"", guarded.replace('"', "\"\""))
     } else {
@@ -226,5 +230,7 @@ mod tests {
         assert_eq!(csv_field("say \"hi\"\nbye"), "\"say \"\"hi\"\"\nbye\"");
         assert_eq!(csv_field("=SUM(A1)"), "'=SUM(A1)");
         assert_eq!(csv_field(" padded"), "\" padded\"");
+        assert_eq!(csv_field("\u{1b}]0;pwned\u{7}"), "\\u{1b}]0;pwned\\u{7}");
+        assert_eq!(csv_field("csi\u{9b}2J, cr\r"), "\"csi\\u{9b}2J, cr\\r\"");
     }
 }

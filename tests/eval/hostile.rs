@@ -1,6 +1,7 @@
 //! Hostile files around `tunebench eval`: a prompt's files stay inside its folder (a `..`, an absolute
 //! path or a link out is refused and the file's content shows nowhere), pipes and devices are refused
-//! without blocking, a report never replaces an input, and a cache entry edited by hand is not served.
+//! without blocking, a report never replaces an input, a cache entry edited by hand is not served,
+//! and the CSV report carries no terminal escape.
 
 use std::path::{Path, PathBuf};
 
@@ -181,4 +182,22 @@ fn a_cache_entry_edited_by_hand_is_asked_again_and_scored_for_real() {
     let third = record(&eval(dir.path(), &prompt, &server, &["--json"]));
     assert_eq!(server.received().len(), 3);
     assert!(third.cells.iter().all(|c| c.run.cached && c.score.verdict == Verdict::Pass));
+}
+
+#[test]
+fn the_csv_report_carries_no_terminal_escape_and_still_parses() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = "alpha\u{1b}]0;pwned\u{7}";
+    let prompt = prompt_in(dir.path(), &PROMPT.replace("name = \"alpha\"", "name = \"alpha\\u001b]0;pwned\\u0007\""));
+    let (_runtime, server) = server(ALPHA_RIGHT, BETA_RIGHT);
+    let csv = dir.path().join("cells.csv");
+    let output = eval(dir.path(), &prompt, &server, &["--json", "--csv", csv.to_str().unwrap()]);
+    assert_eq!(record(&output).rows[0].as_deref(), Some(hostile), "{}", stderr(&output));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(!text.contains(['\u{1b}', '\u{7}']), "{text:?}");
+    let mut reader = csv::Reader::from_path(&csv).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(&rows[0][0], "alpha\\u{1b}]0;pwned\\u{7}");
+    assert_eq!(&rows[1][0], BETA);
 }
