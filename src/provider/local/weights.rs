@@ -3,7 +3,9 @@
 //! them back instead of rebuilding them. A cache file names the GGUF it came from (its size, modified
 //! time and a hash of its first and last mebibyte) and ends with a checksum of everything before it:
 //! a file of another GGUF, of another layout version, or damaged (cut short, bytes changed) is never
-//! trusted; the weights are rebuilt from the GGUF and the file written again.
+//! trusted; the weights are rebuilt from the GGUF and the file written again. Writing one removes the
+//! others (older models' files, half-written files of processes that ended): one model's weights are
+//! kept.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -137,7 +139,53 @@ pub fn save(path: &Path, identity: &Identity, matrices: &[(&str, &Matrix)]) -> R
     }
     let sum = checksum(&body);
     body.extend_from_slice(&sum.to_le_bytes());
-    write_atomic(path, &body)
+    write_atomic(path, &body)?;
+    remove_others(path);
+    Ok(())
+}
+
+/// Removes what the folder of `kept` holds of ours besides it: the stored weights of other models (or
+/// of this one before its file changed), and half-written files whose writer is no longer running.
+/// A file another process is reading stays readable to it (it has it open); one it is about to read
+/// is a miss there, rebuilt as any missing file is.
+fn remove_others(kept: &Path) {
+    let Some(dir) = kept.parent() else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let stale = match temp_writer(&name) {
+            Some(pid) => !process_is_running(pid),
+            None => name.ends_with(".weights") && !name.starts_with('.') && path != kept,
+        };
+        if stale && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+/// The process writing a temporary file of [`write_atomic`] (`.<name>.weights.<pid>.<n>.tmp`).
+fn temp_writer(name: &str) -> Option<u32> {
+    let inner = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let mut parts = inner.rsplitn(3, '.');
+    let (_n, pid, file) = (parts.next()?, parts.next()?, parts.next()?);
+    file.ends_with(".weights").then(|| pid.parse().ok()).flatten()
+}
+
+/// Whether a process `pid` exists (where that cannot be told: yes, so nothing of it is removed).
+fn process_is_running(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else { return true };
+        // SAFETY: signal 0 sends nothing; kill only reports whether the process exists.
+        let answer = unsafe { libc::kill(pid, 0) };
+        answer == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
 }
 
 static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
@@ -306,6 +354,33 @@ mod tests {
         std::fs::write(&path, &changed).unwrap();
         assert_ne!(Identity::of(&path).unwrap().ends_hash, first.ends_hash);
         assert_ne!(file_for(&dir, &path, &first), file_for(&dir, &path, &Identity::of(&path).unwrap()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn writing_one_models_weights_removes_the_others_and_dead_writers_half_files() {
+        let dir = temp_dir("others");
+        let older = dir.join("model.00000000000000aa.weights");
+        let other = dir.join("other-model.00000000000000bb.weights");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let ended = child.id();
+        child.wait().unwrap();
+        let dead = dir.join(format!(".model.00000000000000aa.weights.{ended}.0.tmp"));
+        let live = dir.join(format!(".other-model.00000000000000bb.weights.{}.7.tmp", std::process::id()));
+        let unrelated = dir.join("notes.txt");
+        for path in [&older, &other, &dead, &live, &unrelated] {
+            std::fs::write(path, b"old").unwrap();
+        }
+        let kept = dir.join("model.00000000000000cc.weights");
+        let all = matrices();
+        let refs: Vec<(&str, &Matrix)> = all.iter().map(|(n, m)| (n.as_str(), m)).collect();
+        save(&kept, &identity(), &refs).unwrap();
+        let mut left: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        left.sort();
+        let live_name = live.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(left, vec![live_name, "model.00000000000000cc.weights".to_string(), "notes.txt".to_string()]);
+        assert_eq!(load(&kept, &identity()).unwrap().len(), 2);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
