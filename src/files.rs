@@ -130,17 +130,29 @@ pub fn read_text(path: &Path, limit: Limit) -> Result<String, FileError> {
 }
 
 /// At most `limit` bytes from `reader` (standard input, a file whose length said nothing, such as one
-/// in `/proc`), refused past it; `path` names it in errors. `expected` sizes the buffer.
+/// in `/proc`), refused past it; `path` names it in errors. `expected` sizes the buffer; when it is
+/// short, the buffer doubles but never past the cap, so memory stays within the cap and one chunk.
 pub fn read_from(reader: impl Read, path: &Path, limit: Limit, expected: u64) -> Result<Vec<u8>, FileError> {
-    let mut bytes = Vec::with_capacity(expected.min(limit.bytes) as usize);
-    reader
-        .take(limit.bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| FileError::new(path, Problem::Read(e)))?;
-    if bytes.len() as u64 > limit.bytes {
-        return Err(FileError::new(path, Problem::TooLarge(limit)));
+    let most = usize::try_from(limit.bytes).unwrap_or(usize::MAX);
+    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(usize::MAX).min(most));
+    let mut reader = reader.take(limit.bytes.saturating_add(1));
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return Ok(bytes),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(FileError::new(path, Problem::Read(e))),
+        };
+        if bytes.len().saturating_add(n) > most {
+            return Err(FileError::new(path, Problem::TooLarge(limit)));
+        }
+        if bytes.capacity() - bytes.len() < n {
+            let grown = bytes.capacity().saturating_mul(2).max(bytes.len() + n).min(most);
+            bytes.reserve_exact(grown - bytes.len());
+        }
+        bytes.extend_from_slice(chunk.get(..n).unwrap_or_default());
     }
-    Ok(bytes)
 }
 
 /// `bytes` as text, or the place of the first byte that is not UTF-8.
