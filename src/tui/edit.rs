@@ -1,11 +1,12 @@
 //! The prompt as edited: the editors' texts turned back into a prompt file (for runs and saving), the
 //! live schema lint, and the recovery snapshot. Pure functions over the state.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use super::msg::{Effect, SchemaFileSave};
 use super::recovery::{RecoveredVariables, Recovery};
 use super::state::{Lint, SchemaKind, State};
-use crate::prompt::file::PromptFile;
+use crate::prompt::file::{OnDisk, PromptFile};
 use crate::prompt::signature;
 use crate::schema::lint_schema_text;
 
@@ -48,16 +49,34 @@ pub fn prompt_for_run(state: &State) -> Result<PromptFile, String> {
     Ok(edited_prompt(state)?.0)
 }
 
-/// The prompt as the editors hold it, for saving, and the schema file to write beside it (if the
-/// schema lives in its own file).
-pub fn prompt_for_save(state: &State) -> Result<(PromptFile, Option<(PathBuf, String)>), String> {
+/// The save of the prompt as the editors hold it: written in place over the file as last read or
+/// written, with the schema file beside it when the schema lives in its own file. Also returns the
+/// prompt written (it becomes the saved one when the save succeeds).
+pub fn save_effect(state: &State) -> Result<(Effect, PromptFile), String> {
     let (mut prompt, file) = edited_prompt(state)?;
-    if let Some((path, text)) = file {
-        prompt.schema = None;
-        prompt.schema_file = state.saved.schema_file.clone();
-        return Ok((prompt, Some((path, text))));
-    }
-    Ok((prompt, None))
+    let [.., schema] = state.texts();
+    let mut schema_text = None;
+    let schema_file = match file {
+        Some((path, text)) => {
+            prompt.schema = None;
+            prompt.schema_file = state.saved.schema_file.clone();
+            Some(SchemaFileSave { path, base: state.saved_texts[2].clone(), text })
+        }
+        None => {
+            if matches!(state.schema_kind, SchemaKind::Inline | SchemaKind::None) {
+                schema_text = Some(schema);
+            }
+            None
+        }
+    };
+    let effect = Effect::Save {
+        path: state.path.clone(),
+        base: Box::new(OnDisk { text: state.saved_text.clone(), prompt: state.saved.clone() }),
+        prompt: Box::new(prompt.clone()),
+        schema_text,
+        schema_file,
+    };
+    Ok((effect, prompt))
 }
 
 fn edited_prompt(state: &State) -> Result<(PromptFile, Option<(PathBuf, String)>), String> {
@@ -125,4 +144,27 @@ pub fn restore(state: &mut State, recovery: &Recovery) {
     }
     relint(state);
     edited(state);
+}
+
+/// The text the schema editor starts with, and what it is: an inline schema as the file writes it
+/// (JSON text in a string), so a save writes back what the author sees.
+pub fn schema_text(file: &OnDisk, path: &Path) -> anyhow::Result<(String, SchemaKind)> {
+    let prompt = &file.prompt;
+    if let Some(signature) = &prompt.signature {
+        return Ok((signature.clone(), SchemaKind::Signature));
+    }
+    if let Some(file) = &prompt.schema_file {
+        let full = path.parent().unwrap_or(Path::new(".")).join(file);
+        let text = std::fs::read_to_string(&full)
+            .map_err(|e| anyhow::anyhow!("{}: schema_file {}: {e}", path.display(), full.display()))?;
+        return Ok((text, SchemaKind::File(file.clone())));
+    }
+    if let Some(schema) = &prompt.schema {
+        let text = match file.written_schema() {
+            Some(written) => written.trim_end().to_string(),
+            None => serde_json::to_string_pretty(schema)?,
+        };
+        return Ok((text, SchemaKind::Inline));
+    }
+    Ok((String::new(), SchemaKind::None))
 }

@@ -7,10 +7,10 @@ use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 use super::log::Log;
-use super::msg::{CompareNews, Effect, FetchNews, Msg, RunRequest, SweepRequest};
+use super::msg::{CompareNews, Effect, FetchNews, Msg, RunRequest, SaveFailed, SchemaFileSave, SweepRequest};
 use super::recovery;
 use super::request::{prepare, Env};
-use crate::prompt::file::write_atomic;
+use crate::prompt::file::{write_atomic, write_over, OnDisk, PromptError, PromptFile};
 use crate::prompt::reading::setup_for_prompt;
 use crate::provider::replay::Pace;
 use crate::run::{engine, history, Stop};
@@ -65,6 +65,31 @@ impl Runner {
         })
     }
 
+    /// Starts watching the prompt's files: every half second each is looked at, and when its size or
+    /// time of change moved its text is sent as [`Msg::OnDisk`] (the update decides what it means).
+    /// The watch ends with the workbench (its channel closed).
+    pub fn watch(&self, paths: Vec<PathBuf>) {
+        let tx = self.tx.clone();
+        std::thread::spawn(move || {
+            let stamp = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.len(), m.modified().ok()));
+            let mut seen: Vec<_> = paths.iter().map(|p| stamp(p)).collect();
+            loop {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                for (path, last) in paths.iter().zip(seen.iter_mut()) {
+                    let now = stamp(path);
+                    if now == *last {
+                        continue;
+                    }
+                    *last = now;
+                    let Ok(text) = read_watched(path) else { continue };
+                    if tx.send(Msg::OnDisk { path: path.clone(), text }).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
     /// Executes `effect`; messages that follow at once (a save's result) are returned, the rest arrive
     /// on the channel.
     pub fn execute(&mut self, effect: Effect) -> Vec<Msg> {
@@ -93,16 +118,9 @@ impl Runner {
                 self.log.line("run cancelled");
                 vec![Msg::RunCancelled]
             }
-            Effect::Save { path, prompt, schema_file } => {
-                let result = (|| -> Result<PathBuf, String> {
-                    if let Some((file, text)) = &schema_file {
-                        let file = path.parent().unwrap_or(Path::new(".")).join(file);
-                        write_atomic(&file, text).map_err(|e| e.to_string())?;
-                    }
-                    prompt.save(&path).map_err(|e| e.to_string())?;
-                    Ok(path.clone())
-                })();
-                self.log.line(&format!("save {}: {result:?}", path.display()));
+            Effect::Save { path, base, prompt, schema_text, schema_file } => {
+                let result = save(&path, &base, &prompt, schema_text.as_deref(), schema_file.as_ref());
+                self.log.line(&format!("save {}: {:?}", path.display(), result.as_ref().map(|_| ())));
                 vec![Msg::Saved(result)]
             }
             Effect::WriteRecovery(mut edits) => {
@@ -335,4 +353,42 @@ mod tests {
         assert_eq!(super::base64(b"foo"), "Zm9v");
         assert_eq!(super::base64(b"foobar"), "Zm9vYmFy");
     }
+}
+
+/// Writes the prompt in place over `base` (and the schema file beside it over its own last text);
+/// a file changed on disk since is reported with what it holds now, and not written.
+fn save(
+    path: &Path,
+    base: &OnDisk,
+    prompt: &PromptFile,
+    schema_text: Option<&str>,
+    schema_file: Option<&SchemaFileSave>,
+) -> Result<Box<OnDisk>, SaveFailed> {
+    let failed = |e: PromptError| match e {
+        PromptError::ChangedOutside { path } => match read_watched(&path) {
+            Ok(text) => SaveFailed::ChangedOutside { path, text },
+            Err(e) => SaveFailed::Error(e),
+        },
+        other => SaveFailed::Error(other.to_string()),
+    };
+    if let Some(file) = schema_file {
+        let full = path.parent().unwrap_or(Path::new(".")).join(&file.path);
+        if file.text != file.base {
+            write_over(&full, &file.base, &file.text).map_err(failed)?;
+        }
+    }
+    base.save(path, prompt, schema_text).map(Box::new).map_err(failed)
+}
+
+/// The largest prompt or schema file the workbench reads back from disk.
+const WATCHED_MAX_BYTES: u64 = 64 << 20;
+
+/// A watched file's text: a regular file of at most [`WATCHED_MAX_BYTES`], as UTF-8.
+fn read_watched(path: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() || meta.len() > WATCHED_MAX_BYTES {
+        return Err(format!("{}: not a regular file of at most {WATCHED_MAX_BYTES} bytes", path.display()));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()))
 }

@@ -8,7 +8,7 @@ use ratatui_textarea::{TextArea, WrapMode};
 use super::keymap::Keymap;
 use super::recovery::Recovery;
 use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
-use crate::prompt::file::PromptFile;
+use crate::prompt::file::{OnDisk, PromptFile};
 use crate::provider::{FinishReason, ModeReport, TokenProb, Usage};
 use crate::run::RunRecord;
 use crate::truncate::sweep::Sweep;
@@ -89,6 +89,8 @@ pub enum Overlay {
     ConfirmQuit,
     /// Unsaved edits of this prompt were found from an earlier session.
     Recovery(Box<Recovery>),
+    /// A file of this prompt changed on disk while it had unsaved edits, or a save found it changed.
+    ChangedOutside(Box<super::update::outside::OutsideChange>),
     /// Delete was asked for the case at `index` (into `State::cases`) named `name`.
     ConfirmDeleteCase {
         index: usize,
@@ -298,6 +300,9 @@ pub struct State {
     pub path: PathBuf,
     /// The prompt as last loaded or saved.
     pub saved: PromptFile,
+    /// The prompt file's text as last loaded or saved: what a save edits in place, and what a change
+    /// made outside the workbench is noticed against.
+    pub saved_text: String,
     pub system: TextArea<'static>,
     pub template: TextArea<'static>,
     pub schema: TextArea<'static>,
@@ -376,8 +381,9 @@ pub struct State {
 }
 
 impl State {
-    /// The workbench on `prompt` loaded from `path`.
-    pub fn new(path: PathBuf, prompt: PromptFile, schema_text: String, schema_kind: SchemaKind) -> State {
+    /// The workbench on the prompt file read from `path`.
+    pub fn new(path: PathBuf, file: OnDisk, schema_text: String, schema_kind: SchemaKind) -> State {
+        let OnDisk { text: saved_text, prompt } = file;
         let system = prompt.system.clone().unwrap_or_default();
         let template = prompt.template.clone();
         let transcript = None;
@@ -399,6 +405,7 @@ impl State {
             template: editor(&template),
             schema: editor(&schema_text),
             saved: prompt,
+            saved_text,
             schema_kind,
             lint: Lint::default(),
             dirty: false,

@@ -17,11 +17,12 @@ fn typing_in_the_template_marks_unsaved_and_save_writes_the_edit() {
     assert!(state.dirty);
     assert!(state.texts()[1].starts_with("Be brief. "), "{}", state.texts()[1]);
     let effects = update(&mut state, ctrl('s'));
-    let [Effect::Save { prompt, path, schema_file: None }] = effects.as_slice() else { panic!("{effects:?}") };
+    let [effect @ Effect::Save { prompt, path, schema_file: None, .. }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
     assert_eq!(path, &state.path);
     assert!(prompt.template.starts_with("Be brief. "));
-    let path = state.path.clone();
-    let effects = update(&mut state, Msg::Saved(Ok(path)));
+    let effects = update(&mut state, saved(effect));
     assert_eq!(effects, [Effect::ClearRecovery]);
     assert!(!state.dirty);
     assert_eq!(state.saved.template, state.texts()[1]);

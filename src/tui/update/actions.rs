@@ -160,10 +160,10 @@ pub(super) fn focus(state: &mut State, pane: Pane) -> Vec<Effect> {
 }
 
 pub(super) fn save(state: &mut State) -> Vec<Effect> {
-    match edit::prompt_for_save(state) {
-        Ok((prompt, schema_file)) => {
-            state.pending_save = Some(Box::new((prompt.clone(), state.texts())));
-            vec![Effect::Save { path: state.path.clone(), prompt: Box::new(prompt), schema_file }]
+    match edit::save_effect(state) {
+        Ok((effect, prompt)) => {
+            state.pending_save = Some(Box::new((prompt, state.texts())));
+            vec![effect]
         }
         Err(e) => {
             state.note = Some(format!("not saved: {e}"));

@@ -1,0 +1,205 @@
+//! Files changed outside the workbench (another editor, `git checkout`): the prompt file and its
+//! schema file are reloaded when they have no unsaved edits; otherwise the author chooses: reload,
+//! keep mine (the next save writes the edits over the file as it is now, its other changes kept), or
+//! show the difference. A save never writes over a change nobody was told of.
+
+use std::path::{Path, PathBuf};
+
+use ratatui_textarea::{Input, Key};
+
+use super::super::edit::{is_dirty, relint, schema_text};
+use super::super::msg::Effect;
+use super::super::state::{editor, Overlay, SchemaKind, State};
+use crate::prompt::file::{OnDisk, PromptFile};
+
+/// A file of the prompt that changed on disk, and what the overlay shows of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutsideChange {
+    pub path: PathBuf,
+    /// What the file holds now.
+    pub text: String,
+    /// A save found it (the author asked to write); otherwise the watch noticed it.
+    pub refused_save: bool,
+    /// The difference from what the workbench last read or wrote (unified, a few lines of context),
+    /// once asked for.
+    pub diff: Option<Vec<String>>,
+    pub scroll: usize,
+}
+
+/// The files the workbench watches: the prompt file, and its schema file when it has one.
+pub fn watched(state: &State) -> Vec<PathBuf> {
+    std::iter::once(state.path.clone()).chain(schema_file(state)).collect()
+}
+
+/// The schema file the schema pane edits, as a path beside the prompt.
+fn schema_file(state: &State) -> Option<PathBuf> {
+    match &state.schema_kind {
+        SchemaKind::File(file) => Some(state.path.parent().unwrap_or(Path::new(".")).join(file)),
+        _ => None,
+    }
+}
+
+/// What the workbench last read or wrote of `path` (`None`: not one of the prompt's files).
+fn known(state: &State, path: &Path) -> Option<String> {
+    if path == state.path {
+        return Some(state.saved_text.clone());
+    }
+    (schema_file(state).as_deref() == Some(path)).then(|| state.saved_texts[2].clone())
+}
+
+/// Whether `path` has edits not written yet.
+fn unsaved(state: &State, path: &Path) -> bool {
+    if path == state.path {
+        return state.dirty || state.pending_save.is_some();
+    }
+    state.texts()[2] != state.saved_texts[2]
+}
+
+/// The watch saw `path` holding `text`: nothing when that is what the workbench knows, a reload
+/// when nothing of it is unsaved, else the question.
+pub fn noticed(state: &mut State, path: PathBuf, text: String) -> Vec<Effect> {
+    if known(state, &path).is_none_or(|known| known == text) {
+        return Vec::new();
+    }
+    if let Overlay::ChangedOutside(change) = &mut state.overlay {
+        if change.path == path {
+            change.text = text;
+            change.diff = None;
+            return Vec::new();
+        }
+    }
+    if unsaved(state, &path) {
+        ask(state, path, text, false);
+        return Vec::new();
+    }
+    reload(state, &path, text);
+    Vec::new()
+}
+
+/// A save found `path` changed on disk and wrote nothing: always asked.
+pub fn refused(state: &mut State, path: PathBuf, text: String) {
+    ask(state, path, text, true);
+}
+
+fn ask(state: &mut State, path: PathBuf, text: String, refused_save: bool) {
+    state.overlay =
+        Overlay::ChangedOutside(Box::new(OutsideChange { path, text, refused_save, diff: None, scroll: 0 }));
+}
+
+/// A key on the question: r reloads, k keeps mine (and saves when a save was refused), d shows the
+/// difference (↑/↓ scroll it), any other key leaves it for the next save to ask again.
+pub fn answer(state: &mut State, mut change: OutsideChange, input: &Input) -> Vec<Effect> {
+    match input.key {
+        Key::Char('r') => {
+            state.overlay = Overlay::None;
+            reload(state, &change.path, change.text);
+            Vec::new()
+        }
+        Key::Char('k') => {
+            state.overlay = Overlay::None;
+            keep_mine(state, &change)
+        }
+        Key::Char('d') => {
+            change.diff = match change.diff {
+                Some(_) => None,
+                None => Some(difference(&known(state, &change.path).unwrap_or_default(), &change.text)),
+            };
+            change.scroll = 0;
+            state.overlay = Overlay::ChangedOutside(Box::new(change));
+            Vec::new()
+        }
+        Key::Up | Key::Down if change.diff.is_some() => {
+            let lines = change.diff.as_ref().map_or(0, Vec::len);
+            change.scroll = match input.key {
+                Key::Up => change.scroll.saturating_sub(1),
+                _ => (change.scroll + 1).min(lines.saturating_sub(1)),
+            };
+            state.overlay = Overlay::ChangedOutside(Box::new(change));
+            Vec::new()
+        }
+        _ => {
+            state.overlay = Overlay::None;
+            state.note =
+                Some(format!("{} changed on disk: your edits are not saved; ctrl-s asks again", change.path.display()));
+            Vec::new()
+        }
+    }
+}
+
+/// The lines of a unified difference from `before` to `after`.
+fn difference(before: &str, after: &str) -> Vec<String> {
+    let diff = similar::TextDiff::from_lines(before, after);
+    let text = diff.unified_diff().context_radius(2).header("as last read or written", "on disk now").to_string();
+    text.lines().map(|line| crate::safe_text::escape_controls(line).into_owned()).collect()
+}
+
+/// The file as it is now becomes the base of the next save; the edits stay in the editors.
+fn keep_mine(state: &mut State, change: &OutsideChange) -> Vec<Effect> {
+    if change.path == state.path {
+        match PromptFile::from_toml_str(&change.text, &change.path) {
+            Ok(prompt) => {
+                state.saved = prompt;
+                state.saved_text = change.text.clone();
+            }
+            Err(e) => {
+                state.note = Some(format!("cannot keep your edits over it: the file on disk does not read ({e})"));
+                return Vec::new();
+            }
+        }
+    } else {
+        state.saved_texts[2] = change.text.clone();
+    }
+    state.dirty = is_dirty(state);
+    state.note = Some(format!(
+        "keeping your edits: a save writes them over {} as it is now (its other changes stay)",
+        change.path.display()
+    ));
+    if change.refused_save {
+        return super::actions::save(state);
+    }
+    Vec::new()
+}
+
+/// The file's new text into the workbench: the editors, variables and cases of the prompt file, or
+/// the schema pane for its schema file. A prompt file that does not read is left for the author.
+fn reload(state: &mut State, path: &Path, text: String) {
+    if path != state.path {
+        state.schema = editor(&text);
+        state.saved_texts[2] = text;
+        relint(state);
+        state.dirty = is_dirty(state);
+        state.note = Some(format!("reloaded {}: it changed on disk", path.display()));
+        return;
+    }
+    let prompt = match PromptFile::from_toml_str(&text, path) {
+        Ok(prompt) => prompt,
+        Err(e) => {
+            state.note = Some(format!("{} changed on disk and does not read ({e}); not reloaded", path.display()));
+            return;
+        }
+    };
+    let file = OnDisk { text, prompt };
+    let (schema, kind) = match schema_text(&file, path) {
+        Ok(schema) => schema,
+        Err(e) => {
+            state.note = Some(format!("{} changed on disk: {e}; not reloaded", path.display()));
+            return;
+        }
+    };
+    let system = file.prompt.system.clone().unwrap_or_default();
+    let template = file.prompt.template.clone();
+    state.system = editor(&system);
+    state.template = editor(&template);
+    state.schema = editor(&schema);
+    state.saved_texts = [system, template, schema];
+    state.schema_kind = kind;
+    state.variables = file.prompt.variables.clone();
+    state.cases = file.prompt.cases.clone();
+    state.case_undo.clear();
+    state.saved = file.prompt;
+    state.saved_text = file.text;
+    state.pending_save = None;
+    relint(state);
+    state.dirty = is_dirty(state);
+    state.note = Some(format!("reloaded {}: it changed on disk", path.display()));
+}
