@@ -46,11 +46,13 @@ fn on_disk(path: &Path) -> Msg {
 fn a_change_on_disk_with_nothing_unsaved_is_reloaded() {
     let dir = tempfile::tempdir().unwrap();
     let (path, mut state) = own_copy(dir.path());
-    let outside = std::fs::read_to_string(&path).unwrap().replace("Answer in English.", "Answer in French.");
+    let outside =
+        std::fs::read_to_string(&path).unwrap().replace("Analyse the text below", "Analyse the passage below");
     std::fs::write(&path, &outside).unwrap();
-    assert!(update(&mut state, on_disk(&path)).is_empty());
+    let effects = update(&mut state, on_disk(&path));
+    assert!(!effects.iter().any(|e| matches!(e, Effect::Save { .. })), "{effects:?}");
     assert_eq!(state.overlay, Overlay::None);
-    assert!(state.texts()[1].starts_with("Answer in French."), "{}", state.texts()[1]);
+    assert!(state.texts()[1].starts_with("Analyse the passage below"), "{}", state.texts()[1]);
     assert_eq!(state.saved_text, outside);
     assert!(!state.dirty);
     assert!(state.note.as_deref().unwrap_or("").contains("reloaded"), "{:?}", state.note);
@@ -59,9 +61,9 @@ fn a_change_on_disk_with_nothing_unsaved_is_reloaded() {
     let effects = update(&mut state, ctrl('s'));
     execute(&mut state, effects);
     assert!(!state.dirty);
-    let note = state.note.clone();
+    let (note, texts) = (state.note.clone(), state.texts());
     assert!(update(&mut state, on_disk(&path)).is_empty());
-    assert_eq!((state.overlay.clone(), state.note.clone()), (Overlay::None, note));
+    assert_eq!((state.overlay.clone(), state.note.clone(), state.texts()), (Overlay::None, note, texts));
 }
 
 #[test]
@@ -70,10 +72,12 @@ fn a_change_on_disk_under_unsaved_edits_asks_and_keep_mine_keeps_both() {
     let (path, mut state) = own_copy(dir.path());
     type_text(&mut state, "Be brief. ");
     let read = std::fs::read_to_string(&path).unwrap();
-    let outside = read.replace("[provider]\n", "[provider]\ntemperature = 0.25\n");
+    let outside = read
+        .replace("[provider]\ntemperature = 0.0\n", "[provider]\ntemperature = 0.25\n")
+        .replace("You are a helpful assistant.", "You are a careful assistant.");
     assert_ne!(outside, read, "the sample has a [provider] table");
     std::fs::write(&path, &outside).unwrap();
-    assert!(update(&mut state, on_disk(&path)).is_empty());
+    update(&mut state, on_disk(&path));
     let Overlay::ChangedOutside(change) = &state.overlay else { panic!("{:?}", state.overlay) };
     assert!(!change.refused_save);
     assert!(state.texts()[1].starts_with("Be brief. "), "the edits are untouched while asked");
@@ -87,12 +91,14 @@ fn a_change_on_disk_under_unsaved_edits_asks_and_keep_mine_keeps_both() {
     update(&mut state, key('k'));
     assert_eq!(state.overlay, Overlay::None);
     assert!(state.dirty);
+    assert_eq!(state.texts()[0], "You are a careful assistant.", "a text I did not edit takes theirs");
     let effects = update(&mut state, ctrl('s'));
     let seen = execute(&mut state, effects);
     assert!(matches!(seen.as_slice(), [Msg::Saved(Ok(_))]), "{seen:?}");
     let written = std::fs::read_to_string(&path).unwrap();
     assert!(written.contains("temperature = 0.25\n"), "their change stays:\n{written}");
-    assert!(written.contains("Be brief. Answer in English."), "my edit is written:\n{written}");
+    assert!(written.contains("You are a careful assistant."), "their change stays:\n{written}");
+    assert!(written.contains("Be brief. Analyse the text below"), "my edit is written:\n{written}");
     assert_eq!(written.lines().count(), outside.lines().count(), "one line changed, none added");
     assert!(!state.dirty);
 }
@@ -103,7 +109,8 @@ fn a_save_over_a_file_changed_on_disk_writes_nothing_and_asks() {
     let (path, mut state) = own_copy(dir.path());
     type_text(&mut state, "Be brief. ");
     // `git checkout` of another version while the workbench is open, not yet seen by the watch.
-    let outside = std::fs::read_to_string(&path).unwrap().replace("Answer in English.", "Answer in Dutch.");
+    let outside =
+        std::fs::read_to_string(&path).unwrap().replace("Analyse the text below", "Analyse the article below");
     std::fs::write(&path, &outside).unwrap();
     let effects = update(&mut state, ctrl('s'));
     let seen = execute(&mut state, effects);
@@ -121,7 +128,7 @@ fn a_save_over_a_file_changed_on_disk_writes_nothing_and_asks() {
     // r reloads: their version in the editors, mine dropped.
     update(&mut state, key('r'));
     assert_eq!(state.overlay, Overlay::None);
-    assert!(state.texts()[1].starts_with("Answer in Dutch."), "{}", state.texts()[1]);
+    assert!(state.texts()[1].starts_with("Analyse the article below"), "{}", state.texts()[1]);
     assert!(!state.dirty);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), outside);
 }

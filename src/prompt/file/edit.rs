@@ -92,7 +92,7 @@ fn set(table: &mut Table, key: &str, value: &Json) -> Result<(), String> {
 }
 
 /// The cases: matched by name (a renamed case by its place), each changed case edited where it is,
-/// removed ones removed, new ones appended.
+/// removed ones removed, new ones inserted after the case they follow.
 fn edit_cases(root: &mut Table, before: Option<&Json>, after: &Json) -> Result<(), String> {
     let empty = Vec::new();
     let old = before.and_then(Json::as_array).unwrap_or(&empty);
@@ -100,15 +100,67 @@ fn edit_cases(root: &mut Table, before: Option<&Json>, after: &Json) -> Result<(
     if !root.contains_key("cases") {
         return set(root, "cases", after);
     }
-    let name = |case: &Json| case.get("name").and_then(Json::as_str).map(str::to_string);
-    let old_names: Vec<Option<String>> = old.iter().map(name).collect();
-    let new_names: Vec<Option<String>> = new.iter().map(name).collect();
+    let pairs = pair_cases(old, new);
+    let Some(item) = root.get_mut("cases") else { return Ok(()) };
+    let mut list = match CaseList::of(item) {
+        Some(list) => list,
+        None => return reconcile_item(item, "cases", after),
+    };
+    let old_name = |i: usize| case_name(&old[i]);
+    // Gone: the old cases no new one continues.
+    let mut gone: Vec<usize> =
+        (0..old.len()).filter(|i| !pairs.contains(&Some(*i))).filter_map(|i| list.find(&old_name(i))).collect();
+    gone.sort_unstable();
+    gone.dedup();
+    for at in gone.into_iter().rev() {
+        list.remove(at);
+    }
+    // Changed: edited where they are.
+    let index: std::collections::HashMap<Option<String>, usize> =
+        list.names().into_iter().enumerate().map(|(i, n)| (n, i)).rev().collect();
+    for (new_case, pair) in new.iter().zip(&pairs) {
+        let Some(old_case) = *pair else { continue };
+        if old.get(old_case) == Some(new_case) {
+            continue;
+        }
+        if let Some(&at) = index.get(&old_name(old_case)) {
+            list.reconcile(at, new_case)?;
+        }
+    }
+    // New: after the case they follow in the new order (first of all when they lead).
+    let mut names = list.names();
+    let mut after_at: Option<usize> = None;
+    for (new_case, pair) in new.iter().zip(&pairs) {
+        if pair.is_some() {
+            let wanted = case_name(new_case);
+            after_at = names.iter().position(|n| *n == wanted).or(after_at);
+            continue;
+        }
+        let at = after_at.map_or(0, |a| a + 1).min(names.len());
+        list.insert(at, new_case)?;
+        names.insert(at, case_name(new_case));
+        after_at = Some(at);
+    }
+    if new.is_empty() {
+        root.remove("cases");
+    }
+    Ok(())
+}
+
+fn case_name(case: &Json) -> Option<String> {
+    case.get("name").and_then(Json::as_str).map(str::to_string)
+}
+
+/// For each new case, the old case it continues: the same name, else (a rename) the same place when
+/// that old case is not kept under its own name. Each old case is continued at most once.
+fn pair_cases(old: &[Json], new: &[Json]) -> Vec<Option<usize>> {
+    let old_names: Vec<Option<String>> = old.iter().map(case_name).collect();
+    let new_names: Vec<Option<String>> = new.iter().map(case_name).collect();
     let old_index: std::collections::HashMap<&str, usize> =
         old_names.iter().enumerate().filter_map(|(i, n)| n.as_deref().map(|n| (n, i))).collect();
-    // The old case each new one continues: the same name, else (a rename) the same place when that
-    // old case is not kept under its own name.
     let kept: std::collections::HashSet<&str> = new_names.iter().flatten().map(String::as_str).collect();
-    let mut pairs: Vec<Option<usize>> = new_names
+    let mut taken = std::collections::HashSet::new();
+    new_names
         .iter()
         .enumerate()
         .map(|(i, n)| {
@@ -116,79 +168,80 @@ fn edit_cases(root: &mut Table, before: Option<&Json>, after: &Json) -> Result<(
                 .and_then(|n| old_index.get(n).copied())
                 .or_else(|| old_names.get(i).filter(|o| o.as_deref().is_none_or(|o| !kept.contains(o))).map(|_| i))
         })
-        .collect();
-    // A place taken twice (a rename onto a place whose case was also matched by name) pairs once.
-    let mut taken = std::collections::HashSet::new();
-    for pair in pairs.iter_mut() {
-        if let Some(i) = *pair {
-            if !taken.insert(i) {
-                *pair = None;
-            }
+        .map(|pair| pair.filter(|i| taken.insert(*i)))
+        .collect()
+}
+
+/// The file's cases, as `[[cases]]` tables or an inline array of tables.
+enum CaseList<'a> {
+    Tables(&'a mut ArrayOfTables),
+    Inline(&'a mut Array),
+}
+
+impl<'a> CaseList<'a> {
+    fn of(item: &'a mut Item) -> Option<CaseList<'a>> {
+        match item {
+            Item::ArrayOfTables(tables) => Some(CaseList::Tables(tables)),
+            Item::Value(Value::Array(values)) => Some(CaseList::Inline(values)),
+            _ => None,
         }
     }
-    let Some(item) = root.get_mut("cases") else { return Ok(()) };
-    let doc_names: Vec<Option<String>> = match &*item {
-        Item::ArrayOfTables(tables) => {
-            tables.iter().map(|t| t.get("name").and_then(Item::as_str).map(str::to_string)).collect()
-        }
-        Item::Value(Value::Array(values)) => values
-            .iter()
-            .map(|v| v.as_inline_table().and_then(|t| t.get("name")).and_then(Value::as_str).map(str::to_string))
-            .collect(),
-        _ => return reconcile_item(item, "cases", after),
-    };
-    let doc_at = |old_case: usize| {
-        let wanted = old_names.get(old_case).cloned().flatten();
-        doc_names.iter().position(|n| *n == wanted)
-    };
-    for (new_case, pair) in new.iter().zip(&pairs) {
-        let Some(old_case) = *pair else { continue };
-        if old.get(old_case) == Some(new_case) {
-            continue;
-        }
-        let Some(at) = doc_at(old_case) else { continue };
-        match item {
-            Item::ArrayOfTables(tables) => {
-                if let (Some(table), Json::Object(map)) = (tables.get_mut(at), new_case) {
-                    reconcile_table(table, map)?;
-                }
+
+    fn names(&self) -> Vec<Option<String>> {
+        match self {
+            CaseList::Tables(tables) => {
+                tables.iter().map(|t| t.get("name").and_then(Item::as_str).map(str::to_string)).collect()
             }
-            Item::Value(Value::Array(values)) => {
-                if let Some(value) = values.get_mut(at) {
-                    reconcile_value(value, new_case)?;
-                }
-            }
-            _ => {}
+            CaseList::Inline(values) => values
+                .iter()
+                .map(|v| v.as_inline_table().and_then(|t| t.get("name")).and_then(Value::as_str).map(str::to_string))
+                .collect(),
         }
     }
-    let mut gone: Vec<usize> = (0..old.len()).filter(|i| !pairs.contains(&Some(*i))).filter_map(doc_at).collect();
-    gone.sort_unstable();
-    for at in gone.into_iter().rev() {
-        match item {
-            Item::ArrayOfTables(tables) => {
+
+    fn find(&self, name: &Option<String>) -> Option<usize> {
+        self.names().iter().position(|n| n == name)
+    }
+
+    fn remove(&mut self, at: usize) {
+        match self {
+            CaseList::Tables(tables) => {
                 tables.remove(at);
             }
-            Item::Value(Value::Array(values)) => {
+            CaseList::Inline(values) => {
                 values.remove(at);
             }
-            _ => {}
         }
     }
-    for (new_case, _) in new.iter().zip(&pairs).filter(|(_, p)| p.is_none()) {
-        match item {
-            Item::ArrayOfTables(tables) => {
-                if let Json::Object(map) = new_case {
-                    tables.push(new_table(map)?);
+
+    fn reconcile(&mut self, at: usize, case: &Json) -> Result<(), String> {
+        match (self, case) {
+            (CaseList::Tables(tables), Json::Object(map)) => match tables.get_mut(at) {
+                Some(table) => reconcile_table(table, map),
+                None => Ok(()),
+            },
+            (CaseList::Inline(values), case) => match values.get_mut(at) {
+                Some(value) => reconcile_value(value, case),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    fn insert(&mut self, at: usize, case: &Json) -> Result<(), String> {
+        match (self, case) {
+            (CaseList::Tables(tables), Json::Object(map)) => tables.insert(at, new_table(map)?),
+            (CaseList::Inline(values), case) => {
+                let mut value = new_value(case)?;
+                if let Some(like) = values.get(at.min(values.len().saturating_sub(1))) {
+                    *value.decor_mut() = like.decor().clone();
                 }
+                values.insert_formatted(at, value);
             }
-            Item::Value(Value::Array(values)) => push_like_siblings(values, new_value(new_case)?),
             _ => {}
         }
+        Ok(())
     }
-    if new.is_empty() {
-        root.remove("cases");
-    }
-    Ok(())
 }
 
 /// The inline schema: JSON text in a string keeps its quoting (and is the author's text when given),

@@ -240,6 +240,28 @@ fn a_case_added_is_appended_and_one_deleted_removes_only_its_lines() {
     assert!(text.starts_with(HAND_WRITTEN), "{text}");
     let back = PromptFile::from_toml_str(&text, Path::new("dir/p.toml")).unwrap();
     assert_eq!(back.cases, new.cases);
+    // A copy lands right after its original, the rest untouched.
+    let copy = new.cases.pop().unwrap();
+    new.cases.insert(1, copy);
+    let text = on_disk.edited(&new, None).unwrap();
+    let back = PromptFile::from_toml_str(&text, Path::new("dir/p.toml")).unwrap();
+    assert_eq!(back.cases, new.cases);
+    let (removed, _) = changed_lines(HAND_WRITTEN, &text);
+    assert!(removed.is_empty(), "{removed:?}\n{text}");
+    let first = new.cases.remove(0);
+    new.cases.insert(1, first.clone());
+    new.cases.insert(
+        0,
+        PromptFile::from_toml_str("template = 'x'\n[[cases]]\nname = 'lead'\n", Path::new("p.toml"))
+            .unwrap()
+            .cases
+            .remove(0),
+    );
+    let back = PromptFile::from_toml_str(&on_disk.edited(&new, None).unwrap(), Path::new("dir/p.toml")).unwrap();
+    assert_eq!(
+        back.cases.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        ["lead", "two-lines copy", "two-lines", "empty"]
+    );
 
     let mut new = on_disk.prompt.clone();
     new.cases.remove(0);

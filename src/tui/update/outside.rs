@@ -1,8 +1,9 @@
 //! Files changed outside the workbench (another editor, `git checkout`): the prompt file and its
 //! schema file are reloaded when they have no unsaved edits; otherwise the author chooses: reload,
-//! keep mine (the next save writes the edits over the file as it is now, its other changes kept), or
-//! show the difference. A save never writes over a change nobody was told of.
+//! keep mine (merged over the file as it is now: what I did not change takes their version, and the
+//! next save writes the rest), or show the difference. A save never writes over a change nobody was told of.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use ratatui_textarea::{Input, Key};
@@ -10,7 +11,7 @@ use ratatui_textarea::{Input, Key};
 use super::super::edit::{is_dirty, relint, schema_text};
 use super::super::msg::Effect;
 use super::super::state::{editor, Overlay, SchemaKind, State};
-use crate::prompt::file::{OnDisk, PromptFile};
+use crate::prompt::file::{Case, OnDisk, PromptFile};
 
 /// A file of the prompt that changed on disk, and what the overlay shows of it.
 #[derive(Clone, Debug, PartialEq)]
@@ -133,19 +134,51 @@ fn difference(before: &str, after: &str) -> Vec<String> {
     text.lines().map(|line| crate::safe_text::escape_controls(line).into_owned()).collect()
 }
 
-/// The file as it is now becomes the base of the next save; the edits stay in the editors.
+/// Keeps my edits over the file as it is now: it becomes the base of the next save, and what I did
+/// not change takes their version (a text I did not edit, the variables, each case by name: theirs
+/// unless I changed it; cases they added stay, cases I added are kept).
 fn keep_mine(state: &mut State, change: &OutsideChange) -> Vec<Effect> {
     if change.path == state.path {
-        match PromptFile::from_toml_str(&change.text, &change.path) {
-            Ok(prompt) => {
-                state.saved = prompt;
-                state.saved_text = change.text.clone();
-            }
+        let theirs = match PromptFile::from_toml_str(&change.text, &change.path) {
+            Ok(prompt) => OnDisk { text: change.text.clone(), prompt },
             Err(e) => {
                 state.note = Some(format!("cannot keep your edits over it: the file on disk does not read ({e})"));
                 return Vec::new();
             }
+        };
+        let their_schema = match schema_text(&theirs, &change.path) {
+            Ok(schema) => schema,
+            Err(e) => {
+                state.note = Some(format!("cannot keep your edits over it: {e}"));
+                return Vec::new();
+            }
+        };
+        let their_texts =
+            [theirs.prompt.system.clone().unwrap_or_default(), theirs.prompt.template.clone(), their_schema.0.clone()];
+        let mine = state.texts();
+        for (at, (mine, (saved, theirs))) in
+            mine.iter().zip(state.saved_texts.clone().iter().zip(&their_texts)).enumerate()
+        {
+            if mine == saved && mine != theirs {
+                let editor_at = match at {
+                    0 => &mut state.system,
+                    1 => &mut state.template,
+                    _ => &mut state.schema,
+                };
+                *editor_at = editor(theirs);
+                if at == 2 {
+                    state.schema_kind = their_schema.1.clone();
+                }
+            }
         }
+        state.saved_texts = their_texts;
+        if state.variables == state.saved.variables {
+            state.variables = theirs.prompt.variables.clone();
+        }
+        state.cases = merge_cases(&state.saved.cases, &state.cases, &theirs.prompt.cases);
+        state.saved = theirs.prompt;
+        state.saved_text = theirs.text;
+        relint(state);
     } else {
         state.saved_texts[2] = change.text.clone();
     }
@@ -158,6 +191,32 @@ fn keep_mine(state: &mut State, change: &OutsideChange) -> Vec<Effect> {
         return super::actions::save(state);
     }
     Vec::new()
+}
+
+/// The cases after keeping mine over theirs, from `base` (what both started from): theirs in their
+/// order, each replaced by mine where I changed it (a case they changed and I deleted stays), then
+/// the cases I added (and those I changed that they deleted).
+fn merge_cases(base: &[Case], mine: &[Case], theirs: &[Case]) -> Vec<Case> {
+    let by_name =
+        |cases: &[Case]| -> HashMap<String, Case> { cases.iter().map(|c| (c.name.clone(), c.clone())).collect() };
+    let (base_by, mine_by) = (by_name(base), by_name(mine));
+    let their_names: HashSet<&str> = theirs.iter().map(|c| c.name.as_str()).collect();
+    let mut merged: Vec<Case> = theirs
+        .iter()
+        .filter_map(|t| match (base_by.get(&t.name), mine_by.get(&t.name)) {
+            (Some(b), Some(m)) => Some(if m == b { t.clone() } else { m.clone() }),
+            (Some(b), None) => (t != b).then(|| t.clone()),
+            (None, Some(m)) => Some(m.clone()),
+            (None, None) => Some(t.clone()),
+        })
+        .collect();
+    merged.extend(
+        mine.iter()
+            .filter(|m| !their_names.contains(m.name.as_str()))
+            .filter(|m| base_by.get(&m.name).is_none_or(|b| b != *m))
+            .cloned(),
+    );
+    merged
 }
 
 /// The file's new text into the workbench: the editors, variables and cases of the prompt file, or
