@@ -297,11 +297,11 @@ impl OnDisk {
     /// read, and writes nothing that would not read back as `new`. Returns what the file holds now.
     pub fn save(&self, path: &Path, new: &PromptFile, schema_text: Option<&str>) -> Result<OnDisk, PromptError> {
         let text = self.edited(new, schema_text)?;
-        edit::reads_back(&text, path, new)?;
+        let prompt = edit::reads_back(&text, path, new)?;
         if text != self.text || read_text(path).ok().as_deref() != Some(self.text.as_str()) {
             write_over(path, &self.text, &text)?;
         }
-        Ok(OnDisk { prompt: PromptFile::from_toml_str(&text, path)?, text })
+        Ok(OnDisk { prompt, text })
     }
 
     /// The inline schema's JSON text as the file writes it (a string holding JSON), so an editor can

@@ -56,12 +56,12 @@ pub(super) fn written_schema(text: &str) -> Option<String> {
     doc.get("schema").and_then(Item::as_str).map(str::to_string)
 }
 
-/// Checks that `text`, the result of an edit, reads back as `new` (else nothing may be written).
-pub(super) fn reads_back(text: &str, path: &std::path::Path, new: &PromptFile) -> Result<(), PromptError> {
-    let back = PromptFile::from_toml_str(text, path)?;
-    let (back, new_fields) = (fields(&back)?, fields(new)?);
+/// `text`, the result of an edit, read back: it must say what `new` says (else nothing may be written).
+pub(super) fn reads_back(text: &str, path: &std::path::Path, new: &PromptFile) -> Result<PromptFile, PromptError> {
+    let prompt = PromptFile::from_toml_str(text, path)?;
+    let (back, new_fields) = (fields(&prompt)?, fields(new)?);
     match new_fields.iter().find(|(k, v)| !back.get(*k).is_some_and(|b| same(b, v))) {
-        None if back.len() == new_fields.len() => Ok(()),
+        None if back.len() == new_fields.len() => Ok(prompt),
         found => Err(PromptError::NotToml {
             id: new.id.clone(),
             message: format!(
