@@ -9,6 +9,7 @@
 #![cfg(feature = "local")]
 
 mod cache;
+mod fetch;
 mod fidelity;
 mod generation;
 mod probs;
