@@ -185,7 +185,7 @@ fn cache_mode(args: &EvalRunArgs) -> CacheMode {
 pub fn baseline(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<Option<EvalRecord>> {
     let Some(which) = &args.baseline else { return Ok(None) };
     let set = crate::eval::record::prompt_set(plan.prompts.iter().map(|p| p.path.as_path()));
-    Ok(Some(store::find(which, Some(&set)).with_context(|| format!("--baseline {which}"))?))
+    Ok(Some(store::baseline(which, &set, &plan.columns()).with_context(|| format!("--baseline {which}"))?))
 }
 
 fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
