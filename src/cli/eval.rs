@@ -95,7 +95,7 @@ pub struct EvalRunArgs {
     /// Whose rules turn the answers into JSON [default: each prompt's, else lenient].
     #[arg(long, value_enum)]
     pub profile: Option<Profile>,
-    /// The sampling seed of the local model.
+    /// The sampling seed (with --temperature above 0): repeat k uses the seed + k; without it each run a fresh one.
     #[arg(long)]
     pub seed: Option<u64>,
     /// Local model: do not fetch the default model when it is missing (fail instead).
