@@ -18,6 +18,7 @@
 //! - [`history`]: the data directory and the history file.
 //! - [`limits`]: what the client holds on its own side (deadline, answer cap, max_tokens counted by us).
 //! - [`repeats`]: a jsonl answer's guard: repeated lines reported and not counted, `max_items`.
+//! - [`seed`]: the sampling seed: a fresh one for a sampling run given none, seed + k for repeat k.
 //! - [`setup`]: one run setup for every front end: a prompt and the front end's options to settings,
 //!   the reading, each case's plan and its provider ([`RunSetup`]).
 //! - [`cache`]: the response cache, a provider wrapper: a request answered before is played from its
@@ -43,6 +44,7 @@ pub mod plan;
 pub mod prompt_tokens;
 pub mod record;
 pub mod repeats;
+pub mod seed;
 pub mod setup;
 mod turn;
 
