@@ -13,6 +13,7 @@
 //!   back into run records.
 //! - `bench_data` (tests, feature `testing`): the synthetic answers and schema the speed figures are
 //!   measured on.
+//! - [`files`]: every file read: regular files only, a cap per kind; a prompt's files inside its folder.
 //! - [`names`]: a name from a file, answer or server made a file name that stays inside its folder.
 //! - `cli` (feature `cli`, on by default): the headless subcommands; JSON on stdout, logs on stderr.
 //! - `tui` (feature `tui`, on by default): the workbench; nothing above imports it.
@@ -24,6 +25,7 @@ pub mod bench_data;
 pub mod cli;
 pub mod compare;
 pub mod eval;
+pub mod files;
 pub mod names;
 pub mod output;
 pub mod prompt;

@@ -141,7 +141,7 @@ impl Manifest {
 
     /// Reads a manifest, naming the file and what is wrong with it.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read manifest {}", path.display()))?;
+        let text = crate::files::read_text(path, crate::files::MANIFEST)?;
         serde_json::from_str(&text)
             .with_context(|| format!("manifest {} is not a tunebench batch manifest", path.display()))
     }

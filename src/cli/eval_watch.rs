@@ -11,16 +11,21 @@ use std::time::Duration;
 use super::eval::{self as cmd, EvalRunArgs};
 use super::eval_human as human;
 use crate::eval::{diff, EvalPlan, EvalRecord};
+use crate::files::{self, Limit};
 
 /// How often the watched files are read.
 const POLL: Duration = Duration::from_millis(200);
+
+/// A watched file is read within the largest cap of a prompt's files (an expected file's): a pipe, a
+/// device or a huge file is "cannot be read", and the eval that reads it says why.
+const WATCHED: Limit = Limit { kind: "a watched file", bytes: files::EXPECTED_FILE.bytes };
 
 /// What a file holds now (`None`: it cannot be read).
 fn fingerprint(files: &[PathBuf]) -> Vec<Option<u64>> {
     files
         .iter()
         .map(|path| {
-            std::fs::read(path).ok().map(|bytes| {
+            files::read(path, WATCHED).ok().map(|bytes| {
                 let mut hasher = std::collections::hash_map::DefaultHasher::new();
                 bytes.hash(&mut hasher);
                 hasher.finish()

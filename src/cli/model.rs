@@ -103,10 +103,10 @@ fn info(model: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
         Some(path) => path,
         None => fetch::installed_model()?,
     };
-    let mut file = std::fs::File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
+    let (mut file, metadata) = crate::files::open(&path, crate::files::GGUF)?;
     let content =
         Content::read(&mut file).with_context(|| format!("{} is not a readable GGUF file", path.display()))?;
-    let bytes = std::fs::metadata(&path)?.len();
+    let bytes = metadata.len();
     let sha256 = fetch::sha256_file(&path)?;
     let mut types = std::collections::BTreeMap::<String, usize>::new();
     for info in content.tensor_infos.values() {

@@ -192,8 +192,8 @@ impl EvalPlan {
         let mut prompts = Vec::new();
         let mut loaded = Vec::new();
         for path in &options.prompts {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| EvalError::Input(format!("{}: cannot read the prompt file: {e}", path.display())))?;
+            let text = crate::files::read_text(path, crate::files::PROMPT_FILE)
+                .map_err(|e| EvalError::Input(e.to_string()))?;
             let prompt = PromptFile::from_toml_str(&text, path).map_err(|e| EvalError::Input(e.to_string()))?;
             let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
             prompts.push(PromptText { path: absolute, id: prompt.id.clone(), text });

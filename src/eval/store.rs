@@ -69,8 +69,7 @@ pub fn save(record: &EvalRecord) -> Result<PathBuf, EvalError> {
 
 /// Reads an eval record from `path`, naming the file and what is wrong with it.
 pub fn load_file(path: &Path) -> Result<EvalRecord, EvalError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| EvalError::Input(format!("{}: cannot read the eval record: {e}", path.display())))?;
+    let text = crate::files::read_text(path, crate::files::EVAL_RECORD).map_err(|e| EvalError::Input(e.to_string()))?;
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         EvalError::Input(format!("{}:{}:{}: not an eval record: {e}", path.display(), e.line(), e.column()))
     })?;

@@ -32,6 +32,7 @@
 
 mod edit;
 mod error;
+pub mod named;
 mod position;
 mod save;
 
@@ -41,6 +42,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toml::Spanned;
+
+use crate::files::Problem;
 
 pub use error::PromptError;
 use position::{line_col, parse_schema_text};
@@ -256,23 +259,15 @@ impl PromptFile {
     }
 }
 
-/// A prompt file's text; errors name the file (and, for bytes that are not UTF-8, the line and column).
+/// A prompt file's text, through the bounded reader; errors name the file (and, for bytes that are not
+/// UTF-8, the line and column).
 fn read_text(path: &Path) -> Result<String, PromptError> {
-    let bytes =
-        std::fs::read(path).map_err(|e| PromptError::Read { path: path.to_path_buf(), message: e.to_string() })?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        let good = String::from_utf8_lossy(e.as_bytes().get(..at).unwrap_or_default()).into_owned();
-        let (line, column) = line_col(&good, good.len());
-        let byte = e.as_bytes().get(at).copied().unwrap_or_default();
-        PromptError::Invalid {
-            path: path.to_path_buf(),
-            line,
-            column,
-            message: format!("not UTF-8 (byte 0x{byte:02x})"),
+    crate::files::read_text(path, crate::files::PROMPT_FILE).map_err(|e| match e.problem {
+        Problem::NotUtf8 { line, column, byte } => {
+            PromptError::Invalid { path: e.path, line, column, message: format!("not UTF-8 (byte 0x{byte:02x})") }
         }
-    })?;
-    Ok(text)
+        problem => PromptError::Read { path: e.path, message: problem.to_string() },
+    })
 }
 
 /// A prompt file as it was read (or last written): its text, which a save edits in place, and the
@@ -346,6 +341,12 @@ impl PromptFile {
                     "both `{first}` and `{second}` are set; a prompt has one of schema, schema_file or signature"
                 ),
             });
+        }
+        if let Some(file) = &raw.schema_file {
+            if let Some(message) = named::refused_as_written("schema_file", file.get_ref()) {
+                let (path, line, column) = at(file.span());
+                return Err(PromptError::Invalid { path, line, column, message });
+            }
         }
         let schema = match raw.schema {
             Some(spanned) => {
@@ -458,9 +459,7 @@ impl PromptFile {
             return Ok(Some(ResolvedSchema { schema: schema.clone(), origin: SchemaOrigin::Inline }));
         }
         if let Some(file) = &self.schema_file {
-            let path = base_dir.join(file);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| PromptError::Read { path: path.clone(), message: e.to_string() })?;
+            let (path, text) = named::read(base_dir, "schema_file", file, None, crate::files::SCHEMA_FILE)?;
             let text_no_bom = text.strip_prefix('\u{feff}').unwrap_or(&text);
             let schema: Value = serde_json::from_str(text_no_bom).map_err(|e| PromptError::SchemaFile {
                 path: path.clone(),

@@ -3,12 +3,12 @@
 //! and the check of one item (what a truncation sweep counts). The CLI, the workbench, batches and
 //! the run setup all resolve a prompt through here.
 
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
 
+use crate::files;
 use crate::output::{Profile, ResponseType};
 use crate::prompt::file::PromptFile;
 use crate::prompt::signature::json_mode::AnswerCheck;
@@ -124,12 +124,11 @@ pub fn load_schema(path: &Path) -> anyhow::Result<CompiledSchema> {
 
 /// Reads a file (or standard input for `-`) as UTF-8, naming the file and where bad bytes are.
 pub fn read_text(path: &Path) -> anyhow::Result<String> {
-    let mut bytes = Vec::new();
-    if path == Path::new("-") {
-        std::io::stdin().read_to_end(&mut bytes).context("reading standard input")?;
+    let bytes = if path == Path::new("-") {
+        files::read_from(std::io::stdin(), Path::new("standard input"), files::INPUT_TEXT, 0)?
     } else {
-        bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    }
+        files::read(path, files::INPUT_TEXT)?
+    };
     match String::from_utf8(bytes) {
         Ok(text) => Ok(text),
         Err(e) => {

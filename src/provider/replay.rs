@@ -63,7 +63,7 @@ impl Replay {
     /// Reads a transcript file; errors name the file and line.
     pub fn from_file(path: &Path, pace: Pace) -> Result<Self, ProviderError> {
         let config = |message: String| ProviderError::Config { provider: NAME.to_string(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| config(format!("cannot read {}: {e}", path.display())))?;
+        let text = crate::files::read_text(path, crate::files::TRANSCRIPT).map_err(|e| config(e.to_string()))?;
         let transcript = Transcript::parse(&text).map_err(|e| config(format!("{}: {e}", path.display())))?;
         Ok(Self::new(transcript, pace))
     }

@@ -60,7 +60,12 @@ pub fn append_to(path: &Path, record: &RunRecord) -> Result<(), HistoryError> {
     line.push('\n');
     let mut file = std::fs::OpenOptions::new().create(true).append(true).read(true).open(path).map_err(io)?;
     file.lock().map_err(io)?;
-    let length = file.metadata().map_err(io)?.len();
+    let metadata = file.metadata().map_err(io)?;
+    if !metadata.is_file() {
+        let message = "not a regular file: the history is appended to a regular file only".to_string();
+        return Err(HistoryError::Io { path: path.to_path_buf(), message });
+    }
+    let length = metadata.len();
     if length > 0 && last_byte(&mut file, length).map_err(io)? != b'\n' {
         line.insert(0, '\n');
     }
@@ -130,10 +135,10 @@ impl History {
 /// a stray line, a record this build cannot read) is skipped and reported in [`History::skipped`] with
 /// serde's reason, never fatal: an append-only log stays readable whatever happened to one write.
 pub fn read(path: &Path) -> Result<History, HistoryError> {
-    let bytes = match std::fs::read(path) {
+    let bytes = match crate::files::read(path, crate::files::HISTORY) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(History::default()),
-        Err(e) => return Err(HistoryError::Io { path: path.to_path_buf(), message: e.to_string() }),
+        Err(e) if e.is_not_found() => return Ok(History::default()),
+        Err(e) => return Err(HistoryError::Io { path: e.path, message: e.problem.to_string() }),
     };
     let mut history = History::default();
     for (index, line) in bytes.split(|b| *b == b'\n').enumerate() {

@@ -139,7 +139,7 @@ impl LocalTokenizer {
         use crate::provider::local::chat::ChatTemplate;
         use crate::provider::local::tokenizer::{TextTokenizer, TokenId};
         use candle_core::quantized::gguf_file::Content;
-        let file = std::fs::File::open(&path).map_err(|e| format!("cannot open the model {}: {e}", path.display()))?;
+        let (file, _) = crate::files::open(&path, crate::files::GGUF).map_err(|e| e.to_string())?;
         let content = Content::read(&mut std::io::BufReader::new(file))
             .map_err(|e| format!("{} is not a readable GGUF file: {e}", path.display()))?;
         let tokenizer = TextTokenizer::from_gguf(&content).map_err(|e| e.to_string())?;

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use super::msg::{Effect, SchemaFileSave};
 use super::recovery::{RecoveredVariables, Recovery};
 use super::state::{Lint, SchemaKind, State};
-use crate::prompt::file::{OnDisk, PromptFile};
+use crate::files;
+use crate::prompt::file::{named, OnDisk, PromptFile};
 use crate::prompt::signature;
 use crate::schema::lint_schema_text;
 
@@ -154,9 +155,9 @@ pub fn schema_text(file: &OnDisk, path: &Path) -> anyhow::Result<(String, Schema
         return Ok((signature.clone(), SchemaKind::Signature));
     }
     if let Some(file) = &prompt.schema_file {
-        let full = path.parent().unwrap_or(Path::new(".")).join(file);
-        let text = std::fs::read_to_string(&full)
-            .map_err(|e| anyhow::anyhow!("{}: schema_file {}: {e}", path.display(), full.display()))?;
+        let base_dir = path.parent().unwrap_or(Path::new("."));
+        let (_, text) = named::read(base_dir, "schema_file", file, None, files::SCHEMA_FILE)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         return Ok((text, SchemaKind::File(file.clone())));
     }
     if let Some(schema) = &prompt.schema {

@@ -58,10 +58,10 @@ pub fn write(data_dir: &Path, recovery: &Recovery) -> Result<PathBuf, String> {
 /// The edits saved for `prompt`, if any; a damaged file is an error naming it.
 pub fn read(data_dir: &Path, prompt: &Path) -> Result<Option<Recovery>, String> {
     let path = recovery_path(data_dir, prompt);
-    match std::fs::read_to_string(&path) {
+    match crate::files::read_text(&path, crate::files::RECOVERY) {
         Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| format!("recovery file {}: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.to_string()),
     }
 }
 

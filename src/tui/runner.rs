@@ -10,7 +10,7 @@ use super::log::Log;
 use super::msg::{CompareNews, Effect, FetchNews, Msg, RunRequest, SaveFailed, SchemaFileSave, SweepRequest};
 use super::recovery;
 use super::request::{prepare, Env};
-use crate::prompt::file::{write_atomic, write_over, OnDisk, PromptError, PromptFile};
+use crate::prompt::file::{named, write_atomic, write_over, OnDisk, PromptError, PromptFile};
 use crate::prompt::reading::setup_for_prompt;
 use crate::provider::replay::Pace;
 use crate::run::{engine, history, Stop};
@@ -343,18 +343,6 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn base64_matches_the_standard() {
-        assert_eq!(super::base64(b""), "");
-        assert_eq!(super::base64(b"f"), "Zg==");
-        assert_eq!(super::base64(b"fo"), "Zm8=");
-        assert_eq!(super::base64(b"foo"), "Zm9v");
-        assert_eq!(super::base64(b"foobar"), "Zm9vYmFy");
-    }
-}
-
 /// Writes the prompt in place over `base` (and the schema file beside it over its own last text);
 /// a file changed on disk since is reported with what it holds now, and not written.
 fn save(
@@ -372,7 +360,8 @@ fn save(
         other => SaveFailed::Error(other.to_string()),
     };
     if let Some(file) = schema_file {
-        let full = path.parent().unwrap_or(Path::new(".")).join(&file.path);
+        let base_dir = path.parent().unwrap_or(Path::new("."));
+        let full = named::resolve(base_dir, "schema_file", &file.path, None).map_err(failed)?;
         if file.text != file.base {
             write_over(&full, &file.base, &file.text).map_err(failed)?;
         }
@@ -380,15 +369,19 @@ fn save(
     base.save(path, prompt, schema_text).map(Box::new).map_err(failed)
 }
 
-/// The largest prompt or schema file the workbench reads back from disk.
-const WATCHED_MAX_BYTES: u64 = 64 << 20;
-
-/// A watched file's text: a regular file of at most [`WATCHED_MAX_BYTES`], as UTF-8.
+/// A watched file's text, through the bounded reader (a regular file within a prompt file's cap).
 fn read_watched(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() || meta.len() > WATCHED_MAX_BYTES {
-        return Err(format!("{}: not a regular file of at most {WATCHED_MAX_BYTES} bytes", path.display()));
+    crate::files::read_text(path, crate::files::PROMPT_FILE).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_matches_the_standard() {
+        assert_eq!(super::base64(b""), "");
+        assert_eq!(super::base64(b"f"), "Zg==");
+        assert_eq!(super::base64(b"fo"), "Zm8=");
+        assert_eq!(super::base64(b"foo"), "Zm9v");
+        assert_eq!(super::base64(b"foobar"), "Zm9vYmFy");
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8", path.display()))
 }

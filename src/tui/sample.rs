@@ -30,6 +30,6 @@ pub fn ensure(data_dir: &Path) -> Result<PathBuf, String> {
 pub fn transcript_for(prompt: &Path) -> Option<PathBuf> {
     let stem = prompt.file_stem()?;
     let path = prompt.parent().unwrap_or(Path::new(".")).join("answers").join(Path::new(stem).with_extension("jsonl"));
-    let text = std::fs::read_to_string(&path).ok()?;
+    let text = crate::files::read_text(&path, crate::files::TRANSCRIPT).ok()?;
     crate::truncate::transcript::Transcript::is_transcript(&text).then_some(path)
 }

@@ -13,6 +13,7 @@ use super::runner::{absolute, Runner};
 use super::state::{Overlay, State};
 use super::theme::Theme;
 use super::{paths, recovery, sample};
+use crate::files;
 use crate::prompt::file::PromptFile;
 use crate::provider::replay::Pace;
 use crate::run::{local_model, LocalModel};
@@ -39,7 +40,7 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
     let mut state = state_for(path)?;
     let mut notes: Vec<String> = Vec::new();
     let config = paths::config_dir();
-    let user_keymap = config.as_ref().and_then(|d| std::fs::read_to_string(d.join("keymap.toml")).ok());
+    let user_keymap = config.as_ref().and_then(|d| settings_file(&d.join("keymap.toml"), &mut notes));
     match Keymap::from_toml(DEFAULT_KEYMAP, user_keymap.as_deref()) {
         Ok(keymap) => state.keymap = keymap,
         Err(e) => notes.push(format!("{e} (default keys used)")),
@@ -102,6 +103,18 @@ pub fn state_for(path: &Path) -> anyhow::Result<State> {
     Ok(state)
 }
 
+/// The text of a keymap or theme file, if there is one (a file that cannot be read is a note).
+fn settings_file(path: &Path, notes: &mut Vec<String>) -> Option<String> {
+    match files::read_text(path, files::SETTINGS) {
+        Ok(text) => Some(text),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => {
+            notes.push(format!("{e} (ignored)"));
+            None
+        }
+    }
+}
+
 /// The theme: `TUNEBENCH_THEME`, else `theme.toml` in the config directory, else dark; NO_COLOR strips colours.
 fn load_theme(config: Option<&Path>, notes: &mut Vec<String>) -> Theme {
     let mut theme = match std::env::var(paths::THEME_VAR).ok().filter(|t| !t.is_empty()) {
@@ -110,7 +123,8 @@ fn load_theme(config: Option<&Path>, notes: &mut Vec<String>) -> Theme {
             Theme::default()
         }),
         None => {
-            match config.map(|d| d.join("theme.toml")).and_then(|p| std::fs::read_to_string(&p).ok().map(|t| (p, t))) {
+            let path = config.map(|d| d.join("theme.toml"));
+            match path.and_then(|p| settings_file(&p, notes).map(|t| (p, t))) {
                 Some((path, text)) => Theme::from_user_file(&text, &path.display().to_string()).unwrap_or_else(|e| {
                     notes.push(e);
                     Theme::default()

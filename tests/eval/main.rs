@@ -1,6 +1,7 @@
 //! Eval tests: `tunebench eval` driven as a binary against the in-process wire server (the matrix,
 //! the record read back, JUnit and CSV read back by real parsers, exit codes), baselines and `eval
-//! diff`, `--watch` on a file change, and imported batches scored as evals.
+//! diff`, `--watch` on a file change, imported batches scored as evals, and hostile files (a prompt's
+//! files outside its folder, pipes and devices).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
 
@@ -8,5 +9,6 @@ mod baseline;
 mod batch;
 mod cache;
 mod cli;
+mod hostile;
 mod support;
 mod watch;

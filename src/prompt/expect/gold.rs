@@ -7,7 +7,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{At, Place};
-use crate::prompt::file::PromptError;
+use crate::files;
+use crate::prompt::file::{named, PromptError};
 
 /// What the file holds: items or one value, each with its place.
 pub(crate) enum Gold {
@@ -15,10 +16,11 @@ pub(crate) enum Gold {
     Value(Value, At),
 }
 
-/// Reads `path` (already resolved against the prompt's directory).
-pub(crate) fn read(path: &Path) -> Result<Gold, PromptError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| PromptError::Read { path: path.to_path_buf(), message: format!("expected_file: {e}") })?;
+/// Reads the expected file `name` (relative to `base_dir`, the prompt's folder, and inside it) of the
+/// `[cases.expected]` table written at `at`.
+pub(crate) fn read(base_dir: &Path, name: &Path, at: Option<&Place>) -> Result<Gold, PromptError> {
+    let (path, text) = named::read(base_dir, "expected_file", name, at, files::EXPECTED_FILE)?;
+    let path = path.as_path();
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let place = |line: usize, column: usize| At(Some(Place { path: path.to_path_buf(), line, column }));
     let invalid = |line: usize, column: usize, message: String| PromptError::Invalid {

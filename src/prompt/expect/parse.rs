@@ -157,6 +157,11 @@ pub(crate) fn parse_expected(
             return Err((table, format!("`[cases.expected]` has both `{first}` and `{second}`; it takes one of them")))
         }
     }
+    if let Some(file) = &raw.expected_file {
+        if let Some(message) = crate::prompt::file::named::refused_as_written("expected_file", file.get_ref()) {
+            return Err((file.span(), message));
+        }
+    }
     let match_on = match raw.match_on {
         Some(spanned) => Some(check_fields("match", spanned)?),
         None => None,

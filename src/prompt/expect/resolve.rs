@@ -167,7 +167,7 @@ impl<'a> Resolver<'a> {
         let (answer, places) = match (&table.items, &table.value, &table.expected_file) {
             (Some(items), _, _) => (ExpectedAnswer::Items(items.clone()), table.item_at.0.clone()),
             (None, Some(value), _) => (ExpectedAnswer::Value(value.clone()), table.item_at.0.clone()),
-            (None, None, Some(file)) => match gold::read(&self.base_dir.join(file))? {
+            (None, None, Some(file)) => match gold::read(self.base_dir, file, table.at.0.as_ref())? {
                 Gold::Items(items, places) => (ExpectedAnswer::Items(items), places),
                 Gold::Value(value, place) => (ExpectedAnswer::Value(value), vec![place]),
             },

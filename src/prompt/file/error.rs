@@ -8,9 +8,14 @@ use crate::prompt::template::TemplateError;
 /// A prompt file that cannot be read, parsed, resolved, rendered or written.
 #[derive(Debug, thiserror::Error)]
 pub enum PromptError {
-    /// The file cannot be read (missing, unreadable, not UTF-8).
+    /// The file cannot be read (missing, unreadable, not a regular file, past its cap, not UTF-8).
     #[error("{}: {message}", .path.display())]
     Read { path: PathBuf, message: String },
+    /// A file the prompt names (`schema_file`, `expected_file`) is not inside the prompt's folder: an
+    /// absolute path, a `..` that climbs out, or a link out. The message names the field, the value,
+    /// why, the folder and, when known, the file:line where it is written.
+    #[error("{message}")]
+    Outside { field: &'static str, name: PathBuf, message: String },
     /// The TOML does not parse or has a wrong or unknown key (the message names it).
     #[error("{}:{line}:{column}: {message}", .path.display())]
     Toml { path: PathBuf, line: usize, column: usize, message: String },

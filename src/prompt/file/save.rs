@@ -231,10 +231,10 @@ fn remove_stale_temps(dir: &Path, name: &str) {
 /// otherwise [`PromptError::ChangedOutside`] and nothing is written. A missing file counts as changed
 /// unless `expected` is empty.
 pub fn write_over(path: &Path, expected: &str, text: &str) -> Result<(), PromptError> {
-    let now = match std::fs::read(path) {
+    let now = match crate::files::read(path, crate::files::PROMPT_FILE) {
         Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(PromptError::Read { path: path.to_path_buf(), message: e.to_string() }),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => return Err(PromptError::Read { path: path.to_path_buf(), message: e.problem.to_string() }),
     };
     let unchanged = match &now {
         Some(bytes) => bytes.as_slice() == expected.as_bytes(),

@@ -202,7 +202,8 @@ fn speed(engine: &mut Engine, request: &Request) -> Result<Speed, LocalError> {
 
 /// Peak resident memory (VmHWM of /proc/self/status), MB; 0 where there is no /proc.
 pub fn peak_rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let status =
+        crate::files::read_text(Path::new("/proc/self/status"), crate::files::SYSTEM_STATUS).unwrap_or_default();
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
@@ -378,7 +379,7 @@ fn memory_read_gb_per_s(bytes: usize) -> f64 {
 
 /// CPU seconds this thread has used (user + system, from /proc/thread-self/stat).
 fn thread_cpu_s() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let stat = crate::files::read_text(Path::new("/proc/thread-self/stat"), crate::files::SYSTEM_STATUS).ok()?;
     // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
     let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;

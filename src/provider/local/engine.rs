@@ -143,8 +143,7 @@ impl Engine {
     pub fn load(path: &Path, options: &LoadOptions) -> Result<Self, LocalError> {
         set_candle_threads();
         let started = Instant::now();
-        let file = std::fs::File::open(path)
-            .map_err(|e| LocalError::Model(format!("cannot open the model {}: {e}", path.display())))?;
+        let (file, _) = crate::files::open(path, crate::files::GGUF).map_err(|e| LocalError::Model(e.to_string()))?;
         let mut reader = std::io::BufReader::new(file);
         let content = Content::read(&mut reader)
             .map_err(|e| LocalError::Model(format!("{} is not a readable GGUF file: {e}", path.display())))?;

