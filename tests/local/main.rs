@@ -3,12 +3,14 @@
 //! it is not there (pip, as `tunebench model fetch`). Tokenizer round
 //! trips, constrained json and jsonl runs that validate, greedy fidelity against `truncate`, seeded
 //! sampling, cancellation mid-generation, our forward pass against candle's, and the response cache in
-//! front of the model; the interleaved weights stored on disk, and a prompt warmed in advance.
+//! front of the model; the interleaved weights stored on disk, a prompt warmed in advance, and objects
+//! held to the keys their schema lists.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
 #![cfg(feature = "local")]
 
 mod cache;
+mod closed;
 mod fidelity;
 mod generation;
 mod probs;
