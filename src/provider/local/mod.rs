@@ -8,7 +8,8 @@
 //!   [`reference`]: the same on candle's quantized matmuls (the baseline and the tests' reference).
 //! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back.
 //! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses; [`closed`]: objects
-//!   held to the keys their schema lists.
+//!   held to the keys their schema lists; [`decodable`]: whether the decoder accepts a schema, asked
+//!   before any model is loaded.
 //!
 //! - `bench` (feature `testing`): the model's speed figures for `tunebench bench`.
 //!
@@ -25,6 +26,7 @@ pub mod bench;
 pub mod chat;
 pub mod closed;
 pub mod constraint;
+pub mod decodable;
 pub mod engine;
 pub mod fetch;
 pub mod kernels;
