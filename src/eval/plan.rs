@@ -376,8 +376,11 @@ fn column_for(
             None => options.overrides.model = spec.model.clone(),
         }
     }
-    let setup =
-        RunSetup::new(prompt, path, options).map_err(|e| EvalError::Input(format!("{}: {e:#}", path.display())))?;
+    let setup = RunSetup::new(prompt, path, options).map_err(|e| {
+        // An error that names the prompt file already is not named twice.
+        let (file, message) = (path.display().to_string(), format!("{e:#}"));
+        EvalError::Input(if message.starts_with(&file) { message } else { format!("{file}: {message}") })
+    })?;
     let settings = &setup.settings;
     let mut column = Column {
         label: String::new(),

@@ -21,6 +21,8 @@
 //! - [`seed`]: the sampling seed: a fresh one for a sampling run given none, seed + k for repeat k.
 //! - [`setup`]: one run setup for every front end: a prompt and the front end's options to settings,
 //!   the reading, each case's plan and its provider ([`RunSetup`]).
+//! - [`decodable`]: whether the local model's constrained decoder accepts a prompt's schema, asked
+//!   before any model is loaded (and by the workbench's schema lint).
 //! - [`cache`]: the response cache, a provider wrapper: a request answered before is played from its
 //!   recorded transcript ([`CacheMode`]: off, use, refresh).
 //! - [`factory`]: a provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`).
@@ -35,6 +37,7 @@
 #[cfg(feature = "testing")]
 pub mod bench;
 pub mod cache;
+pub mod decodable;
 pub mod engine;
 pub mod factory;
 pub mod feedback;
@@ -125,4 +128,10 @@ pub enum RunError {
     /// The provider cannot be set up (missing key, bad URL, unreadable transcript).
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    /// The local model's constrained decoder cannot compile the prompt's schema: `issue` names the part
+    /// (a JSON Pointer) and why. Found before any model is loaded.
+    #[error(
+        "{prompt}: schema {issue}; change the schema, or run with --structured none (the model is then not held to it)"
+    )]
+    Undecodable { prompt: String, issue: crate::schema::LintIssue },
 }

@@ -3,16 +3,21 @@
 
 use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
 use super::msg::{Effect, SchemaFileSave};
 use super::recovery::{RecoveredVariables, Recovery};
 use super::state::{Lint, SchemaKind, State};
 use crate::files;
 use crate::prompt::file::{named, OnDisk, PromptFile};
 use crate::prompt::signature;
+use crate::run::{decodable, RunSettings};
 use crate::schema::lint_schema_text;
 
 /// Lints the schema editor's text: JSON syntax errors at line:column, schema errors at their path,
-/// signature errors with their column.
+/// signature errors with their column; and, when the next run holds the answer to the schema (the
+/// local model under json-schema or constrained), what the constrained decoder refuses, at its path.
+/// Again when the provider or the structured mode changes.
 pub fn relint(state: &mut State) {
     let text = state.schema.lines().join("\n");
     state.lint = match state.schema_kind {
@@ -27,11 +32,20 @@ pub fn relint(state: &mut State) {
         _ => Lint {
             what: "JSON Schema",
             issues: match lint_schema_text(&text) {
-                Ok(_) => Vec::new(),
+                Ok(schema) => refused_by_decoder(state, schema.source()),
                 Err(issues) => issues.iter().map(ToString::to_string).collect(),
             },
         },
     };
+}
+
+/// What the constrained decoder refuses in `schema` under the workbench's choices (the run would be
+/// refused for it: the same check).
+fn refused_by_decoder(state: &State, schema: &Value) -> Vec<String> {
+    let choice = &state.choice;
+    let overrides = super::request::overrides(&choice.provider, &choice.model, &choice.structured, choice.max_tokens);
+    let Ok(settings) = RunSettings::resolve(&state.saved, &overrides, None, None) else { return Vec::new() };
+    decodable::refusal(&settings, state.saved.response_type, Some(schema)).iter().map(ToString::to_string).collect()
 }
 
 /// Records that an editor or a variable changed: dirty when they differ from the saved ones.

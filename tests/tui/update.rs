@@ -54,6 +54,26 @@ fn schema_is_linted_as_typed_with_line_and_column() {
 }
 
 #[test]
+fn what_the_local_models_decoder_refuses_is_linted_at_its_path() {
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::FocusSchema));
+    state.schema = tunebench::tui::state::editor(
+        r#"{"type": "object", "properties": {"code": {"type": "string", "pattern": "^(?=.*[A-Z]).+$"}}}"#,
+    );
+    type_text(&mut state, " ");
+    assert!(state.lint.issues.is_empty(), "a replay holds the answer to nothing: {:?}", state.lint);
+    // On the local model, constrained: what its decoder refuses is a schema problem, at its path.
+    tunebench::tui::update::fetch::use_local_model(&mut state);
+    let [issue] = state.lint.issues.as_slice() else { panic!("{:?}", state.lint) };
+    assert!(issue.starts_with("at \"/properties/code/pattern\":") && issue.contains("look-around"), "{issue}");
+    // Another provider holds no answer to it.
+    while state.choice.provider != "openai" {
+        update(&mut state, Msg::Action(Action::NextProvider));
+    }
+    assert!(state.lint.issues.is_empty(), "{:?}", state.lint);
+}
+
+#[test]
 fn run_streams_into_output_and_lines_and_its_sweep_into_the_chart() {
     let mut state = sample_state();
     assert_eq!(state.choice.provider, "replay");

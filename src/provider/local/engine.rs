@@ -229,14 +229,7 @@ impl Engine {
 
     /// The grammar a request's mode asks for (`None`: unconstrained).
     fn grammar(request: &Request) -> Option<Grammar> {
-        let schema = match request.structured {
-            StructuredMode::None => return None,
-            StructuredMode::JsonObject => serde_json::json!({"type": "object"}),
-            StructuredMode::JsonSchema | StructuredMode::Constrained => {
-                request.schema.clone().unwrap_or_else(|| serde_json::json!({"type": "object"}))
-            }
-        };
-        Some(if request.jsonl { Grammar::Jsonl(schema) } else { Grammar::Json(schema) })
+        Grammar::of(request.structured, request.schema.as_ref(), request.jsonl)
     }
 
     /// Runs the prompt through the model, reusing the cached prefix; returns the logits after it.

@@ -7,7 +7,9 @@
 //! - [`model`]: the transformer (our forward pass: 4-bit weights as stored, [`kernels`] over [`quant`] blocks);
 //!   [`reference`]: the same on candle's quantized matmuls (the baseline and the tests' reference).
 //! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back.
-//! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses.
+//! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses; [`closed`]: objects
+//!   held to the keys their schema lists; [`decodable`]: whether the decoder accepts a schema, asked
+//!   before any model is loaded.
 //!
 //! - `bench` (feature `testing`): the model's speed figures for `tunebench bench`.
 //!
@@ -22,7 +24,9 @@ pub mod avx512;
 #[cfg(feature = "testing")]
 pub mod bench;
 pub mod chat;
+pub mod closed;
 pub mod constraint;
+pub mod decodable;
 pub mod engine;
 pub mod fetch;
 pub mod kernels;
