@@ -10,6 +10,7 @@
 
 mod cache;
 mod fetch;
+mod gguf;
 mod fidelity;
 mod generation;
 mod probs;

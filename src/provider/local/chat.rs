@@ -1,8 +1,12 @@
 //! The prompt the model sees: the GGUF's own chat template (`tokenizer.chat_template`, Jinja) rendered
 //! with minijinja over the request's messages, ending with the assistant's turn opened.
 
+use std::path::Path;
+
+use candle_core::quantized::gguf_file::Content;
 use minijinja::{context, Environment, Error, ErrorKind};
 
+use super::tokenizer::{TextTokenizer, TokenId};
 use super::LocalError;
 use crate::provider::Message;
 
@@ -13,6 +17,8 @@ const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['r
 /// A compiled chat template.
 pub struct ChatTemplate {
     env: Environment<'static>,
+    /// What errors call it: "the chat template of FILE.gguf".
+    name: String,
     bos: String,
     eos: String,
 }
@@ -30,11 +36,25 @@ fn raise_exception(message: String) -> Result<String, Error> {
 impl ChatTemplate {
     /// Compiles `source` (ChatML when `None`); `bos`/`eos` are the texts of those tokens.
     pub fn new(source: Option<&str>, bos: &str, eos: &str) -> Result<Self, LocalError> {
+        Self::named("the GGUF's chat template".into(), source, bos, eos)
+    }
+
+    /// The chat template of the GGUF at `path` (`content`: its header, `tokenizer`: its tokenizer).
+    pub fn of_gguf(path: &Path, content: &Content, tokenizer: &TextTokenizer) -> Result<Self, LocalError> {
+        let text = |id: Option<TokenId>| {
+            id.map(|t| String::from_utf8_lossy(tokenizer.token_bytes(t)).into_owned()).unwrap_or_default()
+        };
+        let source = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok());
+        let name = format!("the chat template of {} (tokenizer.chat_template)", path.display());
+        Self::named(name, source.map(String::as_str), &text(tokenizer.bos), &text(Some(tokenizer.eos)))
+    }
+
+    fn named(name: String, source: Option<&str>, bos: &str, eos: &str) -> Result<Self, LocalError> {
         let mut env = Environment::new();
         env.add_function("raise_exception", raise_exception);
         env.add_template_owned("chat", source.unwrap_or(CHATML).to_string())
-            .map_err(|e| LocalError::Model(format!("the GGUF's chat template does not compile: {e}")))?;
-        Ok(Self { env, bos: bos.to_string(), eos: eos.to_string() })
+            .map_err(|e| LocalError::Model(format!("{name} does not compile: {e}")))?;
+        Ok(Self { env, name, bos: bos.to_string(), eos: eos.to_string() })
     }
 
     /// The conversation as the model's prompt text, with the assistant's turn opened.
@@ -42,6 +62,7 @@ impl ChatTemplate {
         let template = self.env.get_template("chat").map_err(|e| LocalError::Model(e.to_string()))?;
         let messages: Vec<_> =
             messages.iter().map(|m| context! { role => m.role.as_str(), content => m.content.as_str() }).collect();
+        let name = &self.name;
         template
             .render(context! {
                 messages => messages,
@@ -49,7 +70,7 @@ impl ChatTemplate {
                 bos_token => self.bos.as_str(),
                 eos_token => self.eos.as_str(),
             })
-            .map_err(|e| LocalError::Model(format!("rendering the chat template failed: {e}")))
+            .map_err(|e| LocalError::Model(format!("rendering {name} failed: {e}")))
     }
 }
 
