@@ -1,5 +1,6 @@
 //! The prompt the model sees: the GGUF's own chat template (`tokenizer.chat_template`, Jinja) rendered
-//! with minijinja over the request's messages, ending with the assistant's turn opened.
+//! with minijinja over the request's messages, ending with the assistant's turn opened. The template
+//! comes with the file, so it renders within the steps every template gets ([`RENDER_FUEL`]).
 
 use std::path::Path;
 
@@ -8,6 +9,7 @@ use minijinja::{context, Environment, Error, ErrorKind};
 
 use super::tokenizer::{TextTokenizer, TokenId};
 use super::LocalError;
+use crate::prompt::template::RENDER_FUEL;
 use crate::provider::Message;
 
 /// ChatML, for a GGUF that carries no template.
@@ -51,6 +53,7 @@ impl ChatTemplate {
 
     fn named(name: String, source: Option<&str>, bos: &str, eos: &str) -> Result<Self, LocalError> {
         let mut env = Environment::new();
+        env.set_fuel(Some(RENDER_FUEL));
         env.add_function("raise_exception", raise_exception);
         env.add_template_owned("chat", source.unwrap_or(CHATML).to_string())
             .map_err(|e| LocalError::Model(format!("{name} does not compile: {e}")))?;
@@ -70,7 +73,12 @@ impl ChatTemplate {
                 bos_token => self.bos.as_str(),
                 eos_token => self.eos.as_str(),
             })
-            .map_err(|e| LocalError::Model(format!("rendering {name} failed: {e}")))
+            .map_err(|e| match e.kind() {
+                ErrorKind::OutOfFuel => LocalError::Model(format!(
+                    "{name} did not finish within {RENDER_FUEL} steps (a loop too long to render): stopped"
+                )),
+                _ => LocalError::Model(format!("rendering {name} failed: {e}")),
+            })
     }
 }
 
@@ -94,5 +102,16 @@ mod tests {
         assert!(broken.contains("chat template"), "{broken}");
         let raising = ChatTemplate::new(Some("{{ raise_exception('no system role') }}"), "", "").unwrap();
         assert!(raising.render(&messages).unwrap_err().to_string().contains("no system role"));
+    }
+
+    /// A GGUF's template of three nested loops of 100,000 (10^15 steps) stops at the bound.
+    #[test]
+    fn a_template_that_would_loop_for_ever_stops_with_its_name() {
+        let loops = "{% for a in range(100000) %}{% for b in range(100000) %}{% for c in range(100000) %}\
+                     {{ a }}{% endfor %}{% endfor %}{% endfor %}";
+        let template = ChatTemplate::new(Some(loops), "", "").unwrap();
+        let error = template.render(&[Message { role: Role::User, content: "hi".into() }]).unwrap_err().to_string();
+        assert!(error.contains("the GGUF's chat template did not finish within"), "{error}");
+        assert!(error.contains(&RENDER_FUEL.to_string()), "{error}");
     }
 }
