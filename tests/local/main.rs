@@ -15,6 +15,7 @@ mod closed;
 mod fetch;
 mod fidelity;
 mod generation;
+mod gguf;
 mod probs;
 mod prompt_tokens;
 mod reference;

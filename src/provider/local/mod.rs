@@ -6,6 +6,7 @@
 //! - [`engine`]: loading and the generation loop (prompt caching, forced tokens, sampling, UTF-8 hold-back).
 //! - [`model`]: the transformer (our forward pass: 4-bit weights as stored, [`kernels`] over [`quant`] blocks);
 //!   [`reference`]: the same on candle's quantized matmuls (the baseline and the tests' reference).
+//! - [`gguf`]: a GGUF file's header read with every size checked against the file (every loader opens it there).
 //! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back.
 //! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses; [`closed`]: objects
 //!   held to the keys their schema lists; [`decodable`]: whether the decoder accepts a schema, asked
@@ -29,6 +30,7 @@ pub mod constraint;
 pub mod decodable;
 pub mod engine;
 pub mod fetch;
+pub mod gguf;
 pub mod kernels;
 pub mod math;
 pub mod model;
