@@ -1,7 +1,8 @@
 //! Every file tunebench reads goes through here: opened without blocking (a FIFO cannot hang the
 //! open), refused unless it is a regular file, and read to at most a cap that fits its kind, so a
 //! name that points at `/dev/zero`, a pipe or a huge file is an error naming the file and the cap.
-//! Also the one check that a file a prompt names stays inside the prompt's folder ([`inside`]).
+//! Also the one check that a file a prompt names stays inside the prompt's folder ([`inside`]) and
+//! the one comparison of an output with the inputs ([`refuse_overwriting`]).
 
 use std::fs::{File, Metadata};
 use std::io::Read;
@@ -230,6 +231,19 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
+    }
+}
+
+/// An output (`flag`'s file) that is one of `inputs` (links followed) is refused: writing it would
+/// replace an input. The error names the flag, the output and the input.
+pub fn refuse_overwriting(flag: &str, output: &Path, inputs: &[PathBuf]) -> Result<(), String> {
+    match inputs.iter().find(|input| same_file(output, input)) {
+        Some(input) => Err(format!(
+            "{flag} {}: that is {}, an input of this command; an output never replaces an input",
+            output.display(),
+            input.display()
+        )),
+        None => Ok(()),
     }
 }
 

@@ -197,6 +197,10 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         None,
         args.structured.clone(),
     );
+    let inputs: Vec<PathBuf> = args.prompts.iter().chain(&args.cases_file).cloned().collect();
+    for output in [args.output.clone(), Manifest::beside(&args.output)] {
+        crate::files::refuse_overwriting("--output", &output, &inputs).map_err(anyhow::Error::msg)?;
+    }
     let file_cases = match &args.cases_file {
         Some(path) => Some(read_cases_file(path, &variables)?),
         None => None,

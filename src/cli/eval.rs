@@ -198,6 +198,7 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         return finish(args, &record);
     }
     let plan = EvalPlan::new(&options(args)?)?;
+    refuse_overwriting_inputs(args, &plan)?;
     let base = baseline(args, &plan)?;
     fetch_local_model(args, &plan)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -207,6 +208,19 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
     }
     save(&record);
     finish(args, &record).map(super::interrupt::exit_code)
+}
+
+/// `--junit` and `--csv` never name an input: a prompt file, a file a prompt names, the transcript
+/// (bad input, before anything runs).
+pub fn refuse_overwriting_inputs(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<()> {
+    let mut inputs = plan.watched_files();
+    inputs.extend(args.transcript.clone());
+    for (flag, output) in [("--junit", &args.junit), ("--csv", &args.csv)] {
+        if let Some(output) = output {
+            crate::files::refuse_overwriting(flag, output, &inputs).map_err(anyhow::Error::msg)?;
+        }
+    }
+    Ok(())
 }
 
 /// Fetches the default local model when a column needs it and it is missing (as `run` does).

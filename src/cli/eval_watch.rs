@@ -47,6 +47,7 @@ pub fn watch(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
             Ok(plan) => {
                 files = plan.watched_files();
                 if first {
+                    cmd::refuse_overwriting_inputs(args, &plan)?;
                     previous = cmd::baseline(args, &plan)?;
                     cmd::fetch_local_model(args, &plan)?;
                     first = false;

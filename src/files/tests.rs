@@ -91,3 +91,19 @@ fn links_are_followed_before_the_folder_check() {
     assert!(same_file(&folder.join("alias.json"), &folder.join("gold/a.json")));
     assert!(!same_file(&folder.join("alias.json"), &folder.join("gold/missing.json")));
 }
+
+#[cfg(unix)]
+#[test]
+fn an_output_that_is_an_input_is_refused_however_it_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = dir.path().join("a.toml");
+    std::fs::write(&prompt, "template = 'x'").unwrap();
+    std::os::unix::fs::symlink(&prompt, dir.path().join("link.xml")).unwrap();
+    let inputs = vec![prompt.clone()];
+    for output in [prompt.clone(), dir.path().join("./a.toml"), dir.path().join("link.xml")] {
+        let error = refuse_overwriting("--junit", &output, &inputs).unwrap_err();
+        assert!(error.starts_with(&format!("--junit {}: that is ", output.display())), "{error}");
+        assert!(error.contains("an input of this command"), "{error}");
+    }
+    assert_eq!(refuse_overwriting("--csv", &dir.path().join("cells.csv"), &inputs), Ok(()), "not written yet");
+}

@@ -1,6 +1,6 @@
 //! Hostile files around `tunebench eval`: a prompt's files stay inside its folder (a `..`, an absolute
-//! path or a link out is refused and the file's content shows nowhere), and pipes and devices are
-//! refused without blocking.
+//! path or a link out is refused and the file's content shows nowhere), pipes and devices are refused
+//! without blocking, and a report never replaces an input.
 
 use std::path::{Path, PathBuf};
 
@@ -115,4 +115,32 @@ fn pipes_and_devices_are_refused_at_once_with_the_files_name() {
     let said = stderr(&eval(top.path(), &huge, &server, &["--json"]));
     assert!(said.contains("huge.toml: larger than 64 MiB, the most a prompt file may hold"), "{said}");
     assert!(server.received().is_empty());
+}
+
+#[test]
+fn a_report_that_would_replace_an_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("gold.json"), "[{\"entity\": \"Alpha\", \"definition\": \"The first letter.\"}]")
+        .unwrap();
+    let prompt = prompt_in(dir.path(), &with_expected_file("gold.json"));
+    let (_runtime, server) = server(ALPHA_RIGHT, BETA_RIGHT);
+    let before = std::fs::read_to_string(&prompt).unwrap();
+    let gold = dir.path().join("gold.json");
+    // `eval --junit a.toml a.toml`, and a report over a file the prompt names (given another way).
+    let other_name = dir.path().join(".").join("gold.json");
+    for (flag, path) in [("--junit", &prompt), ("--csv", &prompt), ("--csv", &other_name)] {
+        let output = tunebench(dir.path())
+            .arg("eval")
+            .args([flag, path.to_str().unwrap()])
+            .arg(&prompt)
+            .args(["--provider", "openai", "--base-url", &base_url(&server)])
+            .output()
+            .unwrap();
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{flag} {}: {said}", path.display());
+        assert!(said.contains(flag) && said.contains("an input of this command"), "{said}");
+    }
+    assert_eq!(std::fs::read_to_string(&prompt).unwrap(), before);
+    assert!(std::fs::read_to_string(&gold).unwrap().contains("The first letter."));
+    assert!(server.received().is_empty(), "refused before anything ran");
 }

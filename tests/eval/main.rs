@@ -1,7 +1,7 @@
 //! Eval tests: `tunebench eval` driven as a binary against the in-process wire server (the matrix,
 //! the record read back, JUnit and CSV read back by real parsers, exit codes), baselines and `eval
 //! diff`, `--watch` on a file change, imported batches scored as evals, and hostile files (a prompt's
-//! files outside its folder, pipes and devices).
+//! files outside its folder, pipes and devices, reports over inputs).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
 

@@ -219,6 +219,21 @@ fn export_errors_name_the_bad_value() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--twins") && stderr.contains("twin"), "{stderr}");
+    // The output over the prompt it exports: refused, the prompt left as it was.
+    let prompt = dir.path().join("topics.toml");
+    std::fs::copy(sample("extract-topics"), &prompt).unwrap();
+    let before = std::fs::read(&prompt).unwrap();
+    let output = tunebench(dir.path())
+        .args(["batch", "export"])
+        .arg(&prompt)
+        .args(["--provider", "openai", "--model", "m", "-o"])
+        .arg(&prompt)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--output") && stderr.contains("an input of this command"), "{stderr}");
+    assert_eq!(std::fs::read(&prompt).unwrap(), before);
 }
 
 #[test]
