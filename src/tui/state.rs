@@ -90,12 +90,26 @@ pub enum Overlay {
     /// Unsaved edits of this prompt were found from an earlier session.
     Recovery(Box<Recovery>),
     /// A file of this prompt changed on disk while it had unsaved edits, or a save found it changed.
-    ChangedOutside(Box<super::update::outside::OutsideChange>),
+    ChangedOutside(Box<OutsideChange>),
     /// Delete was asked for the case at `index` (into `State::cases`) named `name`.
     ConfirmDeleteCase {
         index: usize,
         name: String,
     },
+}
+
+/// A file of the prompt that changed on disk, and what the overlay shows of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutsideChange {
+    pub path: PathBuf,
+    /// What the file holds now.
+    pub text: String,
+    /// A save found it (the author asked to write); otherwise the watch noticed it.
+    pub refused_save: bool,
+    /// The difference from what the workbench last read or wrote (unified, a few lines of context),
+    /// once asked for.
+    pub diff: Option<Vec<String>>,
+    pub scroll: usize,
 }
 
 /// Where the run is.

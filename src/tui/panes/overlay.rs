@@ -8,9 +8,8 @@ use ratatui::Frame;
 
 use super::clip;
 use crate::tui::keymap::Scope;
-use crate::tui::state::{Overlay, State};
+use crate::tui::state::{OutsideChange, Overlay, State};
 use crate::tui::theme::Theme;
-use crate::tui::update::outside::OutsideChange;
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     match &state.overlay {

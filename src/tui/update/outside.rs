@@ -10,22 +10,8 @@ use ratatui_textarea::{Input, Key};
 
 use super::super::edit::{is_dirty, relint, schema_text};
 use super::super::msg::Effect;
-use super::super::state::{editor, Overlay, SchemaKind, State};
+use super::super::state::{editor, OutsideChange, Overlay, SchemaKind, State};
 use crate::prompt::file::{Case, OnDisk, PromptFile};
-
-/// A file of the prompt that changed on disk, and what the overlay shows of it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OutsideChange {
-    pub path: PathBuf,
-    /// What the file holds now.
-    pub text: String,
-    /// A save found it (the author asked to write); otherwise the watch noticed it.
-    pub refused_save: bool,
-    /// The difference from what the workbench last read or wrote (unified, a few lines of context),
-    /// once asked for.
-    pub diff: Option<Vec<String>>,
-    pub scroll: usize,
-}
 
 /// The files the workbench watches: the prompt file, and its schema file when it has one.
 pub fn watched(state: &State) -> Vec<PathBuf> {
