@@ -250,6 +250,7 @@ fn spec(label: &str, prompt: PromptFile, path: &Path, profile: Option<Profile>) 
     let setup = prompt_setup(&prompt, path, profile)?;
     Ok(SideSpec {
         label: label.to_string(),
+        path: path.to_path_buf(),
         base_dir: base_dir(path),
         reading: crate::run::Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check },
         item_check: setup.item_check,

@@ -95,7 +95,7 @@ pub struct EvalRunArgs {
     /// Whose rules turn the answers into JSON [default: each prompt's, else lenient].
     #[arg(long, value_enum)]
     pub profile: Option<Profile>,
-    /// The sampling seed of the local model.
+    /// The sampling seed (with --temperature above 0): repeat k uses the seed + k; without it each run a fresh one.
     #[arg(long)]
     pub seed: Option<u64>,
     /// Local model: do not fetch the default model when it is missing (fail instead).
@@ -185,7 +185,7 @@ fn cache_mode(args: &EvalRunArgs) -> CacheMode {
 pub fn baseline(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<Option<EvalRecord>> {
     let Some(which) = &args.baseline else { return Ok(None) };
     let set = crate::eval::record::prompt_set(plan.prompts.iter().map(|p| p.path.as_path()));
-    Ok(Some(store::find(which, Some(&set)).with_context(|| format!("--baseline {which}"))?))
+    Ok(Some(store::baseline(which, &set, &plan.columns()).with_context(|| format!("--baseline {which}"))?))
 }
 
 fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {

@@ -1,5 +1,5 @@
 //! `tunebench eval`'s human output: the matrix (a row per case, a column per prompt version × model,
-//! a cell's verdict and F1, k/N with repeats, ▲/▼ against a baseline), the totals, the failures with
+//! a cell's verdict and F1, k/N with repeats, ▲/▼/↔ against a baseline), the totals, the failures with
 //! their differences, a baseline's summary, `eval list` lines and `eval diff`. Text only: the caller
 //! writes it through the escaping writers.
 
@@ -64,11 +64,12 @@ fn cell_text(group: &CellGroup) -> String {
     format!("{name}{f1}")
 }
 
-/// ▲ improved, ▼ regressed, + new, nothing when the same.
+/// ▲ improved, ▼ regressed, ↔ changed beside (fail ↔ truncated), + new, nothing when the same.
 fn mark(change: Change) -> &'static str {
     match change {
         Change::Improved => " ▲",
         Change::Regressed => " ▼",
+        Change::Changed => " ↔",
         Change::New => " +",
         Change::Same | Change::Gone => "",
     }
@@ -171,11 +172,16 @@ pub fn totals(record: &EvalRecord) -> String {
     out
 }
 
-/// `against eval ID: 2 improved, 1 regressed, 5 same`, and each column's figures before → after.
+/// `against eval ID: 2 improved, 1 regressed, 5 same`, and each column (with its model on each
+/// side) and its figures before → after.
 pub fn delta_summary(delta: &Delta) -> String {
     let same = delta.cells.iter().filter(|c| c.change == Change::Same).count();
+    let changed = match delta.changed {
+        0 => String::new(),
+        n => format!(", {n} changed (fail ↔ truncated)"),
+    };
     let mut out = format!(
-        "against eval {}: {} improved, {} regressed, {same} same\n",
+        "against eval {}: {} improved, {} regressed{changed}, {same} same\n",
         delta.baseline, delta.improved, delta.regressed
     );
     let percent = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.0}%", v * 100.0));
@@ -183,8 +189,9 @@ pub fn delta_summary(delta: &Delta) -> String {
     for column in &delta.columns {
         let _ = writeln!(
             out,
-            "  {}: pass rate {} → {}, mean F1 {} → {}",
+            "  {}{}: pass rate {} → {}, mean F1 {} → {}",
             column.column,
+            column_models(column),
             percent(column.pass_rate_before),
             percent(column.pass_rate_after),
             f1(column.mean_f1_before),
@@ -195,6 +202,17 @@ pub fn delta_summary(delta: &Delta) -> String {
         let _ = writeln!(out, "  regressed: {} × {}", cell.case.as_deref().unwrap_or("(default)"), cell.column);
     }
     out
+}
+
+/// A column's model on each side: ` (local, constrained)`, or what has no counterpart.
+fn column_models(column: &crate::eval::diff::ColumnDelta) -> String {
+    match (&column.model_before, &column.model_after) {
+        (Some(before), Some(after)) if before == after => format!(" ({after})"),
+        (Some(before), Some(after)) => format!(" ({before} → {after})"),
+        (None, Some(after)) => format!(" ({after}; new: no such column in the baseline)"),
+        (Some(before), None) => format!(" ({before}; gone: no such column now)"),
+        (None, None) => String::new(),
+    }
 }
 
 /// Every cell that did not pass: its reason, failed checks, differences and what a cut kept.
@@ -249,6 +267,17 @@ pub fn listed_line(eval: &Listed) -> String {
     )
 }
 
+/// The models an eval ran on, each once: `local, constrained; openai:gpt-4o-mini, json-schema`.
+fn models(record: &EvalRecord) -> String {
+    let mut models: Vec<String> = Vec::new();
+    for model in record.columns.iter().map(crate::eval::plan::Column::model_and_mode) {
+        if !models.contains(&model) {
+            models.push(model);
+        }
+    }
+    models.join("; ")
+}
+
 /// The first three names joined, and how many more there are.
 fn first_few(names: &[String], separator: &str) -> String {
     let shown = names.iter().take(3).map(String::as_str).collect::<Vec<_>>().join(separator);
@@ -262,7 +291,13 @@ fn first_few(names: &[String], separator: &str) -> String {
 pub fn eval_diff(a: &EvalRecord, b: &EvalRecord, diff: &EvalDiff) -> String {
     let (date_a, time_a) = utc(a.started_at_ms);
     let (date_b, time_b) = utc(b.started_at_ms);
-    let mut out = format!("A: eval {} ({date_a} {time_a})\nB: eval {} ({date_b} {time_b})\n", diff.a, diff.b);
+    let mut out = format!(
+        "A: eval {} ({date_a} {time_a}) on {}\nB: eval {} ({date_b} {time_b}) on {}\n",
+        diff.a,
+        models(a),
+        diff.b,
+        models(b)
+    );
     for edit in &diff.prompts {
         let _ = write!(out, "\nprompt {} changed:\n{}", edit.prompt, edit.diff);
     }
@@ -272,11 +307,16 @@ pub fn eval_diff(a: &EvalRecord, b: &EvalRecord, diff: &EvalDiff) -> String {
         columns: diff.columns.clone(),
         improved: diff.improved,
         regressed: diff.regressed,
+        changed: diff.changed,
     };
     out.push('\n');
     let summary = delta_summary(&summary);
     let columns = summary.split_once('\n').map_or("", |(_, rest)| rest);
-    let _ = write!(out, "B against A: {} improved, {} regressed\n{columns}", diff.improved, diff.regressed);
+    let changed = match diff.changed {
+        0 => String::new(),
+        n => format!(", {n} changed (fail ↔ truncated)"),
+    };
+    let _ = write!(out, "B against A: {} improved, {} regressed{changed}\n{columns}", diff.improved, diff.regressed);
     if diff.cases.is_empty() {
         out.push_str("no case changed\n");
     }

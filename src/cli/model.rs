@@ -5,7 +5,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use candle_core::quantized::gguf_file::{Content, Value};
 use serde_json::json;
 
@@ -103,16 +102,14 @@ fn info(model: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
         Some(path) => path,
         None => fetch::installed_model()?,
     };
-    let (mut file, metadata) = crate::files::open(&path, crate::files::GGUF)?;
-    let content =
-        Content::read(&mut file).with_context(|| format!("{} is not a readable GGUF file", path.display()))?;
-    let bytes = metadata.len();
+    let (content, _) = crate::provider::local::gguf::open(&path)?;
+    let bytes = std::fs::metadata(&path)?.len();
     let sha256 = fetch::sha256_file(&path)?;
     let mut types = std::collections::BTreeMap::<String, usize>::new();
     for info in content.tensor_infos.values() {
         *types.entry(format!("{:?}", info.ggml_dtype)).or_default() += 1;
     }
-    let parameters: usize = content.tensor_infos.values().map(|i| i.shape.elem_count()).sum();
+    let parameters = content.tensor_infos.values().map(|i| i.shape.elem_count() as u64).fold(0, u64::saturating_add);
     let report = json!({
         "path": path,
         "bytes": bytes,

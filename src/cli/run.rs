@@ -27,7 +27,7 @@ pub struct RunArgs {
     pub prompt: PathBuf,
     #[command(flatten)]
     pub options: RunOptions,
-    /// The sampling seed of the local model (with --temperature above 0; the same seed, the same answer).
+    /// The sampling seed (with --temperature above 0; without it a fresh seed, kept in the run record).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Local model: do not fetch the default model when it is missing (fail instead).

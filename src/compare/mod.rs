@@ -50,6 +50,8 @@ pub struct SideSpec {
     /// What the side is called in reports: its response type (`json`, `jsonl`), or its prompt's id.
     pub label: String,
     pub prompt: PromptFile,
+    /// The prompt file (a derived twin: the file it was derived from); errors name it.
+    pub path: PathBuf,
     /// The prompt file's directory (for `schema_file`).
     pub base_dir: PathBuf,
     /// The reader and the check of the whole answer (as `run` uses them).

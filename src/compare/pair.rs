@@ -9,6 +9,7 @@ use std::path::Path;
 use crate::prompt::template::Variables;
 use crate::provider::replay::{Pace, Replay};
 use crate::provider::ProviderError;
+use crate::run::decodable;
 use crate::run::factory::{concurrency_for, transcript_path, Concurrency};
 use crate::run::{run_batch, Job, ProviderChoice, RunError, RunEvent, RunPlan, RunRecord, RunSettings};
 use crate::truncate::transcript::Transcript;
@@ -31,13 +32,17 @@ pub fn pairing(settings: &RunSettings) -> Concurrency {
 }
 
 /// The plans of both sides for each case (`None`: the prompt's own variables), rendered with the
-/// same `overrides` and `settings`.
+/// same `overrides` and `settings`; on the local model, each side's schema checked against the
+/// constrained decoder first.
 pub fn plans(
     specs: [&SideSpec; 2],
     cases: &[Option<String>],
     overrides: &Variables,
     settings: &RunSettings,
 ) -> Result<Vec<[RunPlan; 2]>, RunError> {
+    for spec in specs {
+        decodable::check_prompt(&spec.prompt, &spec.path, &spec.base_dir, settings)?;
+    }
     cases
         .iter()
         .map(|case| {

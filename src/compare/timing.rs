@@ -48,6 +48,7 @@ fn spec(label: &str, response_type: ResponseType, schema: serde_json::Value) -> 
     SideSpec {
         label: label.into(),
         prompt,
+        path: PathBuf::from(format!("{label}.toml")),
         base_dir: PathBuf::from("."),
         reading: Reading { response_type, profile: Profile::Lenient, check: Some(Arc::new(compiled)) },
         item_check: Some(item),

@@ -25,7 +25,7 @@ pub fn record_of_import(manifest: &Manifest, records: &[RunRecord]) -> Result<Ev
     let entries: HashMap<&str, &crate::batch::manifest::Entry> =
         manifest.entries.iter().map(|e| (e.custom_id.as_str(), e)).collect();
     let mut columns: Vec<Column> = Vec::new();
-    let mut column_of: HashMap<(usize, String, String), usize> = HashMap::new();
+    let mut column_of: HashMap<(usize, String, String, crate::provider::StructuredMode), usize> = HashMap::new();
     let mut rows: Vec<Option<String>> = Vec::new();
     let mut expectations: HashMap<(usize, Option<String>), Expectations> = HashMap::new();
     let mut cells = Vec::new();
@@ -35,7 +35,7 @@ pub fn record_of_import(manifest: &Manifest, records: &[RunRecord]) -> Result<Ev
             continue;
         };
         let settings = &entry.settings;
-        let key = (entry.prompt, settings.provider.name().to_string(), settings.model.clone());
+        let key = (entry.prompt, settings.provider.name().to_string(), settings.model.clone(), settings.structured);
         let column = *column_of.entry(key).or_insert_with(|| {
             columns.push(Column {
                 label: String::new(),
@@ -46,6 +46,7 @@ pub fn record_of_import(manifest: &Manifest, records: &[RunRecord]) -> Result<Ev
                 provider: manifest.engine.provider().to_string(),
                 model: settings.model.clone(),
                 base_url: None,
+                structured: Some(settings.structured),
             });
             columns.len() - 1
         });

@@ -66,7 +66,7 @@ pub fn run(check: &Prepared, answer: &Answer<'_>, comparison: Comparison, at: St
         _ => value_check(check, at_path(answer.whole, spec.pointer()), comparison)
             .map_err(|why| format!("{}: {why}", shown_path(spec.pointer()))),
     };
-    CheckResult { check: spec.label(), at, passed: outcome.is_ok(), message: outcome.err() }
+    CheckResult { check: spec.label(), key: spec.identity(), at, passed: outcome.is_ok(), message: outcome.err() }
 }
 
 /// The value at `pointer`, `None` when missing.

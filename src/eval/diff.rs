@@ -1,9 +1,11 @@
-//! Two evals compared: the baseline delta (each row × column improved, regressed or the same: by pass
-//! rate, then verdict order, then F1; per column the figures before and after), and `eval diff A B`
-//! (case by case, check by check, field by field, with the prompts' edits).
+//! Two evals compared: the baseline delta (each row × column improved, regressed, changed or the
+//! same: by pass rate, then the verdict order of `verdict.rs`, then F1; per column the figures before
+//! and after), and `eval diff A B` (case by case, check by check, field by field, with the prompts'
+//! edits).
 
 use serde::{Deserialize, Serialize};
 
+use super::plan::Column;
 use super::record::EvalRecord;
 use super::score::{CheckResult, Difference, Verdict};
 use super::totals::CellGroup;
@@ -14,6 +16,9 @@ use super::totals::CellGroup;
 pub enum Change {
     Improved,
     Regressed,
+    /// The verdict changed to one beside it in the verdict order (fail ↔ truncated): neither better
+    /// nor worse.
+    Changed,
     Same,
     /// Not in the baseline.
     New,
@@ -55,12 +60,21 @@ pub struct CellDelta {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ColumnDelta {
     pub column: String,
+    /// The model and structured mode on each side (`openai:gpt-4o-mini, json-schema`; `None`: the
+    /// column is not on that side).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_after: Option<String>,
     pub pass_rate_before: Option<f64>,
     pub pass_rate_after: Option<f64>,
     pub mean_f1_before: Option<f64>,
     pub mean_f1_after: Option<f64>,
     pub improved: usize,
     pub regressed: usize,
+    /// Verdicts that moved beside themselves (fail ↔ truncated): neither improved nor regressed.
+    #[serde(default)]
+    pub changed: usize,
     pub same: usize,
 }
 
@@ -73,16 +87,19 @@ pub struct Delta {
     pub columns: Vec<ColumnDelta>,
     pub improved: usize,
     pub regressed: usize,
+    #[serde(default)]
+    pub changed: usize,
 }
 
-/// Which column of `baseline` each column of `current` is: the same prompt, type, provider and model;
-/// failing that, when each eval has one column, that one (a prompt whose id changed).
-fn column_pairs(baseline: &EvalRecord, current: &EvalRecord) -> Vec<(Option<usize>, Option<usize>)> {
+/// Which column of `baseline` each column of `current` is (`None` on a side: no counterpart, shown
+/// as new or gone): the same prompt version on the same model and structured mode
+/// ([`super::plan::Column::same_as`]); failing that, when each eval has one column on the same model
+/// and mode, that one (a prompt whose id changed). A column on another model is never a counterpart.
+pub fn column_pairs(baseline: &EvalRecord, current: &EvalRecord) -> Vec<(Option<usize>, Option<usize>)> {
     let mut pairs = Vec::new();
-    let single = baseline.columns.len() == 1 && current.columns.len() == 1;
     let mut matched = vec![false; baseline.columns.len()];
-    for (index, column) in current.columns.iter().enumerate() {
-        let found = baseline.columns.iter().position(|b| b.key() == column.key()).or(single.then_some(0));
+    for index in 0..current.columns.len() {
+        let found = counterpart(&baseline.columns, &current.columns, index);
         if let Some(b) = found {
             matched[b] = true;
         }
@@ -96,27 +113,50 @@ fn column_pairs(baseline: &EvalRecord, current: &EvalRecord) -> Vec<(Option<usiz
     pairs
 }
 
-/// How `after` compares with `before`: pass rate, then worst verdict, then F1 (a change of F1 below
-/// 1e-9 is none).
+/// The column of `baseline` that is column `index` of `current` (see [`column_pairs`]).
+pub fn counterpart(baseline: &[Column], current: &[Column], index: usize) -> Option<usize> {
+    let column = current.get(index)?;
+    baseline.iter().position(|b| b.same_as(column)).or_else(|| {
+        let single = baseline.len() == 1 && current.len() == 1;
+        baseline.first().filter(|b| single && b.same_model(column)).map(|_| 0)
+    })
+}
+
+/// How `after` compares with `before`: pass rate, then the worst verdict in the verdict order (two
+/// verdicts beside each other, fail and truncated, are `Changed`), then F1 (a change of F1 below 1e-9
+/// is none).
 pub fn change_of(before: &CellGroup, after: &CellGroup) -> Change {
-    let (b, a) = (before.rank(), after.rank());
-    let order = (a.0 - b.0)
-        .abs()
-        .gt(&1e-9)
-        .then(|| a.0.total_cmp(&b.0))
-        .or_else(|| (a.1 != b.1).then(|| a.1.cmp(&b.1)))
-        .or_else(|| ((a.2 - b.2).abs() > 1e-9).then(|| a.2.total_cmp(&b.2)));
+    use std::cmp::Ordering;
+    let (b, a) = (before.pass_rate(), after.pass_rate());
+    let order = if (a - b).abs() > 1e-9 {
+        Some(a.total_cmp(&b))
+    } else if after.verdict != before.verdict {
+        match after.verdict.partial_cmp(&before.verdict) {
+            None => return Change::Changed,
+            order => order,
+        }
+    } else {
+        let (b, a) = (before.f1.unwrap_or(0.0), after.f1.unwrap_or(0.0));
+        ((a - b).abs() > 1e-9).then(|| a.total_cmp(&b))
+    };
     match order {
-        Some(std::cmp::Ordering::Greater) => Change::Improved,
-        Some(std::cmp::Ordering::Less) => Change::Regressed,
+        Some(Ordering::Greater) => Change::Improved,
+        Some(Ordering::Less) => Change::Regressed,
         _ => Change::Same,
     }
 }
 
-/// `current` against `baseline`, row × column by row × column (rows matched by case).
-pub fn delta(baseline: &EvalRecord, current: &EvalRecord) -> Delta {
-    let mut cells = Vec::new();
-    let mut columns = Vec::new();
+/// One pair of columns compared: their indices on each side, its cells and its figures.
+struct Paired {
+    before: Option<usize>,
+    after: Option<usize>,
+    cells: Vec<CellDelta>,
+    column: ColumnDelta,
+}
+
+/// Every pair of columns ([`column_pairs`]) compared row by row (rows matched by case).
+fn paired(baseline: &EvalRecord, current: &EvalRecord) -> Vec<Paired> {
+    let mut out = Vec::new();
     for (before_column, after_column) in column_pairs(baseline, current) {
         let label = match (before_column, after_column) {
             (_, Some(a)) => current.column_label(a).to_string(),
@@ -133,9 +173,9 @@ pub fn delta(baseline: &EvalRecord, current: &EvalRecord) -> Delta {
         };
         let before = groups_of(baseline, before_column);
         let after = groups_of(current, after_column);
-        let mut counts = (0, 0, 0);
         let mut cases: Vec<Option<String>> = after.iter().map(|(c, _)| c.clone()).collect();
         cases.extend(before.iter().map(|(c, _)| c.clone()).filter(|c| !after.iter().any(|(a, _)| a == c)));
+        let mut cells = Vec::new();
         for case in cases {
             let b = before.iter().find(|(c, _)| *c == case).map(|(_, g)| g);
             let a = after.iter().find(|(c, _)| *c == case).map(|(_, g)| g);
@@ -144,12 +184,6 @@ pub fn delta(baseline: &EvalRecord, current: &EvalRecord) -> Delta {
                 (None, _) => Change::New,
                 (_, None) => Change::Gone,
             };
-            match change {
-                Change::Improved => counts.0 += 1,
-                Change::Regressed => counts.1 += 1,
-                Change::Same => counts.2 += 1,
-                _ => {}
-            }
             cells.push(CellDelta {
                 case,
                 column: label.clone(),
@@ -158,24 +192,46 @@ pub fn delta(baseline: &EvalRecord, current: &EvalRecord) -> Delta {
                 after: a.map(Side::from),
             });
         }
+        let count = |change: Change| cells.iter().filter(|c| c.change == change).count();
         let figures = |record: &EvalRecord, column: Option<usize>| {
             column.and_then(|c| record.totals.iter().find(|t| t.column == c)).map(|t| (t.pass_rate, t.mean_f1))
         };
+        let model = |record: &EvalRecord, column: Option<usize>| {
+            column.and_then(|c| record.columns.get(c)).map(Column::model_and_mode)
+        };
         let (b, a) = (figures(baseline, before_column), figures(current, after_column));
-        columns.push(ColumnDelta {
+        let column = ColumnDelta {
             column: label,
+            model_before: model(baseline, before_column),
+            model_after: model(current, after_column),
             pass_rate_before: b.map(|f| f.0),
             pass_rate_after: a.map(|f| f.0),
             mean_f1_before: b.and_then(|f| f.1),
             mean_f1_after: a.and_then(|f| f.1),
-            improved: counts.0,
-            regressed: counts.1,
-            same: counts.2,
-        });
+            improved: count(Change::Improved),
+            regressed: count(Change::Regressed),
+            changed: count(Change::Changed),
+            same: count(Change::Same),
+        };
+        out.push(Paired { before: before_column, after: after_column, cells, column });
     }
-    let improved = cells.iter().filter(|c| c.change == Change::Improved).count();
-    let regressed = cells.iter().filter(|c| c.change == Change::Regressed).count();
-    Delta { baseline: baseline.id.clone(), cells, columns, improved, regressed }
+    out
+}
+
+/// `current` against `baseline`, row × column by row × column (columns paired by [`column_pairs`],
+/// rows matched by case).
+pub fn delta(baseline: &EvalRecord, current: &EvalRecord) -> Delta {
+    let paired = paired(baseline, current);
+    let cells: Vec<CellDelta> = paired.iter().flat_map(|p| p.cells.iter().cloned()).collect();
+    let count = |change: Change| cells.iter().filter(|c| c.change == change).count();
+    Delta {
+        baseline: baseline.id.clone(),
+        improved: count(Change::Improved),
+        regressed: count(Change::Regressed),
+        changed: count(Change::Changed),
+        columns: paired.into_iter().map(|p| p.column).collect(),
+        cells,
+    }
 }
 
 /// A check whose result differs between the two evals (or that only one ran).
@@ -220,62 +276,76 @@ pub struct EvalDiff {
     pub cases: Vec<CaseDiff>,
     pub improved: usize,
     pub regressed: usize,
+    pub changed: usize,
 }
 
 /// A compared with B: every row × column that changed, with its checks and field differences.
 pub fn diff(a: &EvalRecord, b: &EvalRecord) -> EvalDiff {
-    let delta = delta(a, b);
-    let first_cell = |record: &EvalRecord, label: &str, case: &Option<String>| {
-        let column = record.columns.iter().position(|c| c.label == label);
-        record.cells.iter().find(|c| Some(c.column) == column && &c.case == case).cloned()
+    let first_cell = |record: &EvalRecord, column: Option<usize>, case: &Option<String>| {
+        let column = column?;
+        record.cells.iter().find(|c| c.column == column && &c.case == case).cloned()
     };
-    let pairs = column_pairs(a, b);
+    let paired = paired(a, b);
     let mut cases = Vec::new();
-    for cell in &delta.cells {
-        // The baseline side's column may carry another label: find it through the column pairing.
-        let b_index = b.columns.iter().position(|c| c.label == cell.column);
-        let a_index = pairs
-            .iter()
-            .find(|(_, after)| *after == b_index && b_index.is_some())
-            .and_then(|(before, _)| *before)
-            .or_else(|| a.columns.iter().position(|c| c.label == cell.column));
-        let before = a_index.and_then(|i| first_cell(a, a.column_label(i), &cell.case));
-        let after = first_cell(b, &cell.column, &cell.case);
-        let checks_before = before.as_ref().map(|c| c.score.checks.clone()).unwrap_or_default();
-        let checks_after = after.as_ref().map(|c| c.score.checks.clone()).unwrap_or_default();
-        let diffs_before = before.as_ref().map(|c| c.score.differences.clone()).unwrap_or_default();
-        let diffs_after = after.as_ref().map(|c| c.score.differences.clone()).unwrap_or_default();
-        let checks = check_changes(&checks_before, &checks_after);
-        let fixed: Vec<Difference> = diffs_before.iter().filter(|d| !diffs_after.contains(d)).cloned().collect();
-        let introduced: Vec<Difference> = diffs_after.iter().filter(|d| !diffs_before.contains(d)).cloned().collect();
-        if cell.change == Change::Same && checks.is_empty() && fixed.is_empty() && introduced.is_empty() {
-            continue;
+    for pair in &paired {
+        for cell in &pair.cells {
+            let before = first_cell(a, pair.before, &cell.case);
+            let after = first_cell(b, pair.after, &cell.case);
+            let checks_before = before.as_ref().map(|c| c.score.checks.clone()).unwrap_or_default();
+            let checks_after = after.as_ref().map(|c| c.score.checks.clone()).unwrap_or_default();
+            let diffs_before = before.as_ref().map(|c| c.score.differences.clone()).unwrap_or_default();
+            let diffs_after = after.as_ref().map(|c| c.score.differences.clone()).unwrap_or_default();
+            let checks = check_changes(&checks_before, &checks_after);
+            let fixed: Vec<Difference> = diffs_before.iter().filter(|d| !diffs_after.contains(d)).cloned().collect();
+            let introduced: Vec<Difference> =
+                diffs_after.iter().filter(|d| !diffs_before.contains(d)).cloned().collect();
+            if cell.change == Change::Same && checks.is_empty() && fixed.is_empty() && introduced.is_empty() {
+                continue;
+            }
+            cases.push(CaseDiff {
+                delta: cell.clone(),
+                reason_before: before.map(|c| c.score.reason),
+                reason_after: after.map(|c| c.score.reason),
+                checks,
+                fixed,
+                introduced,
+            });
         }
-        cases.push(CaseDiff {
-            delta: cell.clone(),
-            reason_before: before.map(|c| c.score.reason),
-            reason_after: after.map(|c| c.score.reason),
-            checks,
-            fixed,
-            introduced,
-        });
     }
+    let count = |change: Change| paired.iter().flat_map(|p| &p.cells).filter(|c| c.change == change).count();
     EvalDiff {
         a: a.id.clone(),
         b: b.id.clone(),
         prompts: prompt_edits(a, b),
-        columns: delta.columns,
+        improved: count(Change::Improved),
+        regressed: count(Change::Regressed),
+        changed: count(Change::Changed),
+        columns: paired.into_iter().map(|p| p.column).collect(),
         cases,
-        improved: delta.improved,
-        regressed: delta.regressed,
     }
 }
 
-/// Checks (by what they are and where) whose result differs, or that one side did not run.
+/// Whether two check results are of the same check: by what it is (its name, else its kind and
+/// content), never by the line it is written on; by its label when a record is older than the key.
+fn same_check(a: &CheckResult, b: &CheckResult) -> bool {
+    if a.key.is_empty() || b.key.is_empty() {
+        a.check == b.check
+    } else {
+        a.key == b.key
+    }
+}
+
+/// Checks whose result differs, or that one side did not run; each result paired with the first
+/// unpaired result of the same check on the other side ([`same_check`]).
 fn check_changes(before: &[CheckResult], after: &[CheckResult]) -> Vec<CheckChange> {
     let mut changes = Vec::new();
+    let mut paired = vec![false; before.len()];
     for check in after {
-        let old = before.iter().find(|b| b.check == check.check && b.at == check.at);
+        let old = before.iter().enumerate().position(|(i, b)| !paired[i] && same_check(b, check));
+        if let Some(i) = old {
+            paired[i] = true;
+        }
+        let old = old.and_then(|i| before.get(i));
         if old.map(|o| o.passed) != Some(check.passed) {
             changes.push(CheckChange {
                 check: check.check.clone(),
@@ -286,16 +356,14 @@ fn check_changes(before: &[CheckResult], after: &[CheckResult]) -> Vec<CheckChan
             });
         }
     }
-    for check in before {
-        if !after.iter().any(|a| a.check == check.check && a.at == check.at) {
-            changes.push(CheckChange {
-                check: check.check.clone(),
-                at: check.at.clone(),
-                before: Some(check.passed),
-                after: None,
-                message: check.message.clone(),
-            });
-        }
+    for (check, _) in before.iter().zip(&paired).filter(|(_, paired)| !**paired) {
+        changes.push(CheckChange {
+            check: check.check.clone(),
+            at: check.at.clone(),
+            before: Some(check.passed),
+            after: None,
+            message: check.message.clone(),
+        });
     }
     changes
 }
@@ -324,3 +392,6 @@ fn prompt_edits(a: &EvalRecord, b: &EvalRecord) -> Vec<PromptEdit> {
     }
     edits
 }
+
+#[cfg(test)]
+mod tests;

@@ -148,7 +148,7 @@ fn jobs(plan: &EvalPlan, wrap: Option<Wrap<'_>>) -> Result<Vec<Job>, EvalError> 
     for cell in &plan.cells {
         let Some(column) = plan.columns.get(cell.column) else { continue };
         let case = plan.rows.get(cell.row).cloned().flatten();
-        let run_plan = match plans.get(&(cell.row, cell.column)) {
+        let mut run_plan = match plans.get(&(cell.row, cell.column)) {
             Some(run_plan) => Clone::clone(run_plan),
             None => {
                 let run_plan = column.setup.plan(case.as_deref()).map_err(|e| setup_error(column, e))?;
@@ -156,6 +156,10 @@ fn jobs(plan: &EvalPlan, wrap: Option<Wrap<'_>>) -> Result<Vec<Job>, EvalError> 
                 run_plan
             }
         };
+        // Repeat k samples with the seed + k (a run given no seed gets a fresh one from the engine).
+        if crate::run::seed::samples(&run_plan.request) {
+            run_plan.request.seed = run_plan.request.seed.map(|seed| crate::run::seed::for_repeat(seed, cell.repeat));
+        }
         let provider = match shared.get(cell.column).cloned().flatten() {
             Some(provider) => provider,
             None => {

@@ -12,6 +12,7 @@ use crate::compare::{twin_of, twin_type};
 use crate::output::ResponseType;
 use crate::prompt::file::PromptFile;
 use crate::provider::kind::ProviderKind;
+use crate::provider::StructuredMode;
 use crate::run::{RunSetup, SetupOptions};
 
 /// A `--model` value: `local`, `openai:gpt-4o-mini`, `ollama:qwen2.5`, `vllm:NAME`, a `.gguf` path
@@ -78,12 +79,29 @@ pub struct Column {
     pub model: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// The structured-output mode asked for (`None` in records written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<StructuredMode>,
 }
 
 impl Column {
-    /// What matches a column across evals (a baseline, `eval diff`): prompt, type, provider, model.
-    pub fn key(&self) -> String {
-        format!("{}|{:?}|{}|{}", self.prompt, self.response_type, self.provider, self.model)
+    /// Whether `other` is this column in another eval (a baseline, `eval diff`): the same prompt
+    /// version (id and response type) on the same model ([`Self::same_model`]).
+    pub fn same_as(&self, other: &Column) -> bool {
+        self.prompt == other.prompt && self.same_model(other)
+    }
+
+    /// Whether `other` runs on the same model as this column: the same response type, provider, model
+    /// and structured mode (a record that did not keep its mode matches any).
+    pub fn same_model(&self, other: &Column) -> bool {
+        let modes = match (self.structured, other.structured) {
+            (Some(mine), Some(theirs)) => mine == theirs,
+            _ => true,
+        };
+        self.response_type == other.response_type
+            && self.provider == other.provider
+            && self.model == other.model
+            && modes
     }
 
     /// `provider:model`, or the provider alone when it names no model.
@@ -92,6 +110,15 @@ impl Column {
             self.provider.clone()
         } else {
             format!("{}:{}", self.provider, self.model)
+        }
+    }
+
+    /// The model and how its answer is held: `openai:gpt-4o-mini, json-schema` (the model alone when
+    /// the record did not keep its mode).
+    pub fn model_and_mode(&self) -> String {
+        match self.structured {
+            Some(mode) => format!("{}, {}", self.model_label(), mode.as_str()),
+            None => self.model_label(),
         }
     }
 }
@@ -349,8 +376,11 @@ fn column_for(
             None => options.overrides.model = spec.model.clone(),
         }
     }
-    let setup =
-        RunSetup::new(prompt, path, options).map_err(|e| EvalError::Input(format!("{}: {e:#}", path.display())))?;
+    let setup = RunSetup::new(prompt, path, options).map_err(|e| {
+        // An error that names the prompt file already is not named twice.
+        let (file, message) = (path.display().to_string(), format!("{e:#}"));
+        EvalError::Input(if message.starts_with(&file) { message } else { format!("{file}: {message}") })
+    })?;
     let settings = &setup.settings;
     let mut column = Column {
         label: String::new(),
@@ -361,6 +391,7 @@ fn column_for(
         provider: settings.provider.name().to_string(),
         model: settings.model.clone(),
         base_url: settings.base_url.clone(),
+        structured: Some(settings.structured),
     };
     let mut label = if *twin { format!("{name} ({})", type_name(column.response_type)) } else { name.to_string() };
     if several_models {

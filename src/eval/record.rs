@@ -87,6 +87,9 @@ pub struct RunBrief {
     /// The `custom_id` of the batch request it was imported from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<String>,
+    /// The sampling seed the run was sent (`run --seed` with it reproduces the cell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The run's one-line summary (`RunRecord::summary_line`).
@@ -121,6 +124,7 @@ impl RunBrief {
             // Cached when every turn was answered from the response cache.
             cached: !record.turns.is_empty() && record.turns.iter().all(|t| t.cached),
             batch: record.batch.clone(),
+            seed: record.seed,
             error: record.error.clone(),
             summary: record.summary_line(),
         }

@@ -23,8 +23,9 @@ use crate::prompt::expect::EvalSettings;
 use crate::prompt::file::{PromptError, PromptFile};
 use crate::schema::Check;
 
-/// A cell's verdict, best first (a baseline delta compares them in this order: pass > truncated > fail > error).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// A cell's verdict. Their order is partial and written down once, in `verdict.rs` (`PartialOrd`):
+/// pass above fail and truncated, both above error; fail and truncated beside each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// No answer at all: the provider could not be reached, an HTTP error, a timeout. Never a `fail`.
@@ -70,6 +71,10 @@ pub enum Difference {
 pub struct CheckResult {
     /// The check as written, e.g. `regex /entity`, and where: `prompt.toml:41`.
     pub check: String,
+    /// What the check is, wherever it is written (`CheckSpec::identity`): `eval diff` pairs results
+    /// by it, so a check moved in its file is the same check (empty in older records).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key: String,
     pub at: String,
     pub passed: bool,
     /// When it failed: the path, what was expected and what came.

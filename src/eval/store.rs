@@ -192,6 +192,39 @@ pub fn find_in(dir: &Path, which: &str, prompt_set: Option<&[String]>) -> Result
     }
 }
 
+/// The baseline of an eval of `prompt_set` on `columns`: as [`find_in`], except that `last` is the
+/// newest eval of these prompt files that has one of `columns` (the same prompt version on the same
+/// model and structured mode, [`super::plan::Column::same_as`]): an eval on another model is never
+/// the baseline of this one.
+pub fn baseline_in(
+    dir: &Path,
+    which: &str,
+    prompt_set: &[String],
+    columns: &[super::plan::Column],
+) -> Result<EvalRecord, EvalError> {
+    if which.trim() != "last" {
+        return find_in(dir, which, Some(prompt_set));
+    }
+    for path in files(dir)? {
+        let Ok(record) = load_file(&path) else { continue };
+        let shares = record.columns.iter().any(|old| columns.iter().any(|new| new.same_as(old)));
+        if record.prompt_set() == prompt_set && shares {
+            return Ok(record);
+        }
+    }
+    let models: Vec<String> = columns.iter().map(super::plan::Column::model_and_mode).collect();
+    Err(EvalError::Input(format!(
+        "--baseline last: no earlier eval of these prompt files on {} in {}",
+        models.join("; "),
+        dir.display()
+    )))
+}
+
+/// [`baseline_in`] the data directory's evals folder.
+pub fn baseline(which: &str, prompt_set: &[String], columns: &[super::plan::Column]) -> Result<EvalRecord, EvalError> {
+    baseline_in(&evals_dir()?, which, prompt_set, columns)
+}
+
 /// [`find_in`] the data directory's evals folder.
 pub fn find(which: &str, prompt_set: Option<&[String]>) -> Result<EvalRecord, EvalError> {
     find_in(&evals_dir()?, which, prompt_set)

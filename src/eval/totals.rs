@@ -46,7 +46,7 @@ pub struct CellGroup {
     pub column: usize,
     pub runs: u32,
     pub passes: u32,
-    /// The worst verdict of its runs.
+    /// The worst verdict of its runs ([`Verdict::worst`]).
     pub verdict: Verdict,
     /// The mean F1 of its runs (`None`: no expected answer).
     pub f1: Option<f64>,
@@ -63,9 +63,9 @@ impl CellGroup {
         format!("{}/{}", self.passes, self.runs)
     }
 
-    /// The figures a baseline compares, best last: pass rate, then the worst verdict, then F1.
-    pub fn rank(&self) -> (f64, Verdict, f64) {
-        (f64::from(self.passes) / f64::from(self.runs.max(1)), self.verdict, self.f1.unwrap_or(0.0))
+    /// passes / runs (0 with no run).
+    pub fn pass_rate(&self) -> f64 {
+        f64::from(self.passes) / f64::from(self.runs.max(1))
     }
 }
 
@@ -95,7 +95,7 @@ fn group_of((row, column): (usize, usize), cells: &[&CellRecord]) -> CellGroup {
         column,
         runs,
         passes,
-        verdict: cells.iter().map(|c| c.score.verdict).min().unwrap_or(Verdict::Error),
+        verdict: Verdict::worst(cells.iter().map(|c| c.score.verdict)).unwrap_or(Verdict::Error),
         f1: mean(&f1s),
         pass_all: rate.powi(runs as i32),
         flaky: passes > 0 && passes < runs,

@@ -1,5 +1,8 @@
 //! A cell's verdict: the answer read from the run record, scored against the expected answer,
-//! checked, and judged (`error` / `truncated` / `pass` / `fail`) with its reason in one line.
+//! checked, and judged (`error` / `truncated` / `pass` / `fail`) with its reason in one line; and the
+//! verdict order every comparison uses (`PartialOrd for Verdict`, [`Verdict::worst`]).
+
+use std::cmp::Ordering;
 
 use serde_json::Value;
 
@@ -228,5 +231,49 @@ fn passed_reason(scores: Option<&ItemScores>, checks: usize) -> String {
         "a valid answer (nothing expected)".to_string()
     } else {
         parts.join("; ")
+    }
+}
+
+/// The verdict order, the one every comparison uses (a baseline's delta, `eval diff`, the eval screen,
+/// the CLI): ARCHITECTURE.md, "Evaluation", says why.
+///
+/// ```text
+///            pass
+///          /      \
+///       fail    truncated
+///          \      /
+///            error
+/// ```
+///
+/// `pass` is above every other verdict (the answer is right), `error` below every other (no answer at
+/// all). `fail` and `truncated` are beside each other, neither above: a truncated answer was stopped
+/// by the token limit before it could be judged on what it says, so it is a different problem from a
+/// wrong answer, not a better or a worse one (`partial_cmp` is `None`).
+impl PartialOrd for Verdict {
+    fn partial_cmp(&self, other: &Verdict) -> Option<Ordering> {
+        let level = |verdict: &Verdict| match verdict {
+            Verdict::Error => 0,
+            Verdict::Fail | Verdict::Truncated => 1,
+            Verdict::Pass => 2,
+        };
+        match level(self).cmp(&level(other)) {
+            Ordering::Equal if self != other => None,
+            order => Some(order),
+        }
+    }
+}
+
+impl Verdict {
+    /// The worst of `verdicts` (a cell's repeats), `None` when there is none: `error` if any, else
+    /// `fail`, else `truncated`, else `pass`. Of `fail` and `truncated`, which are beside each other,
+    /// `fail` is shown: a wrong answer is looked at before a cut one.
+    pub fn worst(verdicts: impl IntoIterator<Item = Verdict>) -> Option<Verdict> {
+        let shown = |verdict: Verdict| match verdict {
+            Verdict::Error => 0,
+            Verdict::Fail => 1,
+            Verdict::Truncated => 2,
+            Verdict::Pass => 3,
+        };
+        verdicts.into_iter().min_by_key(|&verdict| shown(verdict))
     }
 }

@@ -1,3 +1,4 @@
+//! Tests of the bounded reader: caps, non-regular files, names that leave their folder.
 use super::*;
 
 const SMALL: Limit = Limit { kind: "a test file", bytes: 16 };

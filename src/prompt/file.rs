@@ -30,6 +30,7 @@
 //! min = 1
 //! ```
 
+mod edit;
 mod error;
 pub mod named;
 mod position;
@@ -46,7 +47,7 @@ use crate::files::Problem;
 
 pub use error::PromptError;
 use position::{line_col, parse_schema_text};
-pub use save::write_atomic;
+pub use save::{write_atomic, write_over};
 
 use super::expect::{
     parse_check, parse_eval, parse_expected, At, CheckSpec, EvalSettings, Expected, Place, RawCheck, RawEval,
@@ -248,16 +249,69 @@ impl PromptFile {
 
     /// Reads and checks a prompt file; errors name the file, line and column.
     pub fn load(path: impl AsRef<Path>) -> Result<PromptFile, PromptError> {
-        let path = path.as_ref();
-        let text = crate::files::read_text(path, crate::files::PROMPT_FILE).map_err(|e| match e.problem {
-            Problem::NotUtf8 { line, column, byte } => {
-                PromptError::Invalid { path: e.path, line, column, message: format!("not UTF-8 (byte 0x{byte:02x})") }
-            }
-            problem => PromptError::Read { path: e.path, message: problem.to_string() },
-        })?;
-        Self::from_toml_str(&text, path)
+        Ok(Self::read(path)?.prompt)
     }
 
+    /// Reads and checks a prompt file, keeping its text for a save in place ([`OnDisk::save`]).
+    pub fn read(path: impl AsRef<Path>) -> Result<OnDisk, PromptError> {
+        let text = read_text(path.as_ref())?;
+        Ok(OnDisk { prompt: Self::from_toml_str(&text, path.as_ref())?, text })
+    }
+}
+
+/// A prompt file's text, through the bounded reader; errors name the file (and, for bytes that are not
+/// UTF-8, the line and column).
+fn read_text(path: &Path) -> Result<String, PromptError> {
+    crate::files::read_text(path, crate::files::PROMPT_FILE).map_err(|e| match e.problem {
+        Problem::NotUtf8 { line, column, byte } => {
+            PromptError::Invalid { path: e.path, line, column, message: format!("not UTF-8 (byte 0x{byte:02x})") }
+        }
+        problem => PromptError::Read { path: e.path, message: problem.to_string() },
+    })
+}
+
+/// A prompt file as it was read (or last written): its text, which a save edits in place, and the
+/// prompt that text says.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OnDisk {
+    pub text: String,
+    pub prompt: PromptFile,
+}
+
+impl OnDisk {
+    /// The file's text with `new` written over it: keys whose value did not change stay byte for
+    /// byte, with their comments, quoting and order; a changed value is rewritten down to the parts
+    /// that differ (one case of many, one item of a list, a string in its own quoting style).
+    /// `schema_text` is the inline schema as the author typed it, written as is when it changed.
+    pub fn edited(&self, new: &PromptFile, schema_text: Option<&str>) -> Result<String, PromptError> {
+        edit::edit(&self.text, &self.prompt, new, schema_text)
+    }
+
+    /// Saves `new` over the file at `path` in place ([`OnDisk::edited`]), atomically and through a
+    /// symlink; refuses with [`PromptError::ChangedOutside`] when the file no longer holds the text
+    /// read, and writes nothing that would not read back as `new`. Returns what the file holds now.
+    pub fn save(&self, path: &Path, new: &PromptFile, schema_text: Option<&str>) -> Result<OnDisk, PromptError> {
+        let text = self.edited(new, schema_text)?;
+        let prompt = edit::reads_back(&text, path, new)?;
+        if text != self.text || read_text(path).ok().as_deref() != Some(self.text.as_str()) {
+            write_over(path, &self.text, &text)?;
+        }
+        Ok(OnDisk { prompt, text })
+    }
+
+    /// The inline schema's JSON text as the file writes it (a string holding JSON), so an editor can
+    /// show the author's own layout; `None` when the schema is a TOML table or not inline.
+    pub fn written_schema(&self) -> Option<String> {
+        edit::written_schema(&self.text)
+    }
+
+    /// The file's text when it differs from what was read (`None`: unchanged, or unreadable now).
+    pub fn changed_on_disk(&self, path: &Path) -> Option<String> {
+        read_text(path).ok().filter(|now| *now != self.text)
+    }
+}
+
+impl PromptFile {
     /// Parses a prompt file's text; `path` names it in errors and gives the default id.
     pub fn from_toml_str(text: &str, path: &Path) -> Result<PromptFile, PromptError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -462,10 +516,21 @@ impl PromptFile {
         save::to_toml(self)
     }
 
-    /// Writes the file atomically: a temporary file in the same directory, synced, then renamed
-    /// over `path`, so a reader sees the old file or the new one, never half of one.
+    /// Writes the prompt to `path`, atomically: a new file as TOML in the fixed key order; a prompt
+    /// file already there edited in place, only what differs rewritten ([`OnDisk::save`]). A file
+    /// there that does not read as a prompt is not written over.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), PromptError> {
-        save::write_atomic(path.as_ref(), &self.to_toml_string()?)
+        let path = path.as_ref();
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => write_over(path, "", &self.to_toml_string()?),
+            _ => {
+                let on_disk = PromptFile::read(path).map_err(|e| PromptError::Write {
+                    path: path.to_path_buf(),
+                    message: format!("it is there and is not a prompt file ({e}), so it is not written over"),
+                })?;
+                on_disk.save(path, self, None).map(|_| ())
+            }
+        }
     }
 }
 

@@ -27,6 +27,11 @@ pub type Variables = serde_json::Map<String, serde_json::Value>;
 /// Deepest nesting of a variable's value accepted (deeper is an error, never a stack overflow).
 pub const MAX_VALUE_DEPTH: usize = 128;
 
+/// The steps (minijinja's fuel: about one per instruction) any template may take to render: a
+/// prompt's, and the chat template a GGUF file brings. A loop over 100,000 items takes well under
+/// it; three nested `range(100000)` loops stop at it with an error instead of running for ever.
+pub const RENDER_FUEL: u64 = 10_000_000;
+
 /// What a prompt renders to: the system message (if the prompt has one) and the user message.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct RenderedPrompt {
@@ -134,7 +139,13 @@ impl Template {
         if let Some(name) = undefined_name(detail) {
             return TemplateError::Undefined { part, name, line: e.line().unwrap_or(1) };
         }
-        let message = if detail.is_empty() { e.kind().to_string() } else { format!("{}: {detail}", e.kind()) };
+        let message = match e.kind() {
+            ErrorKind::OutOfFuel => {
+                format!("did not finish within {RENDER_FUEL} steps (a loop too long to render): stopped")
+            }
+            _ if detail.is_empty() => e.kind().to_string(),
+            kind => format!("{kind}: {detail}"),
+        };
         TemplateError::Render { part, line: e.line(), message }
     }
 }
@@ -170,6 +181,7 @@ fn undefined_name(detail: &str) -> Option<String> {
 fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_fuel(Some(RENDER_FUEL));
     env.set_auto_escape_callback(|_| AutoEscape::None);
     env.set_debug(true);
     if let Ok(syntax) = minijinja::syntax::SyntaxConfig::builder().keep_trailing_newline(true).build() {

@@ -140,6 +140,9 @@ fn body(request: &Request) -> Value {
     if let Some(temperature) = request.temperature {
         options.insert("temperature".into(), json!(temperature));
     }
+    if let Some(seed) = request.seed {
+        options.insert("seed".into(), json!(seed));
+    }
     if !request.stop.is_empty() {
         options.insert("stop".into(), json!(request.stop));
     }

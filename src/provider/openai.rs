@@ -191,6 +191,9 @@ pub fn chat_body(request: &Request) -> Value {
     if let Some(temperature) = request.temperature {
         body["temperature"] = json!(temperature);
     }
+    if let Some(seed) = request.seed {
+        body["seed"] = json!(seed);
+    }
     if !request.stop.is_empty() {
         body["stop"] = json!(request.stop);
     }

@@ -50,6 +50,8 @@ where
     // Counted only when a retry needs it (the tokenizer is not loaded for runs that pass at once).
     let mut budget: Option<u64> = None;
     let mut request = plan.request.clone();
+    // A sampling run given no seed gets a fresh one, kept for its retries and in its record.
+    super::seed::choose(&mut request);
     let mut exchanges: Vec<Exchange> = Vec::new();
     let mut turns: Vec<Turn> = Vec::new();
     let mut no_room = false;
@@ -77,11 +79,12 @@ where
         };
         turn.feedback = Some(message.clone());
         sink(RunEvent::Feedback { turn: number, message });
-        request = Request { messages, ..plan.request.clone() };
+        request = Request { messages, seed: request.seed, ..plan.request.clone() };
         turns.push(turn);
     }
     let mut record = record_of(provider.name(), plan, turns, started_at_ms);
     record.duration_ms = started.elapsed().as_millis() as u64;
+    record.seed = request.seed;
     if let Some(stop) = stopped {
         record.cancelled = true;
         record.ok = false;
@@ -133,6 +136,7 @@ fn record_of(provider: &str, plan: &RunPlan, turns: Vec<Turn>, started_at_ms: u6
         duration_ms: 0,
         cancelled: false,
         batch: None,
+        seed: None,
         turns,
     }
 }

@@ -18,8 +18,11 @@
 //! - [`history`]: the data directory and the history file.
 //! - [`limits`]: what the client holds on its own side (deadline, answer cap, max_tokens counted by us).
 //! - [`repeats`]: a jsonl answer's guard: repeated lines reported and not counted, `max_items`.
+//! - [`seed`]: the sampling seed: a fresh one for a sampling run given none, seed + k for repeat k.
 //! - [`setup`]: one run setup for every front end: a prompt and the front end's options to settings,
 //!   the reading, each case's plan and its provider ([`RunSetup`]).
+//! - [`decodable`]: whether the local model's constrained decoder accepts a prompt's schema, asked
+//!   before any model is loaded (and by the workbench's schema lint).
 //! - [`cache`]: the response cache, a provider wrapper: a request answered before is played from its
 //!   recorded transcript ([`CacheMode`]: off, use, refresh).
 //! - [`factory`]: a provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`).
@@ -34,6 +37,7 @@
 #[cfg(feature = "testing")]
 pub mod bench;
 pub mod cache;
+pub mod decodable;
 pub mod engine;
 pub mod factory;
 pub mod feedback;
@@ -43,6 +47,7 @@ pub mod plan;
 pub mod prompt_tokens;
 pub mod record;
 pub mod repeats;
+pub mod seed;
 pub mod setup;
 mod turn;
 
@@ -123,4 +128,10 @@ pub enum RunError {
     /// The provider cannot be set up (missing key, bad URL, unreadable transcript).
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    /// The local model's constrained decoder cannot compile the prompt's schema: `issue` names the part
+    /// (a JSON Pointer) and why. Found before any model is loaded.
+    #[error(
+        "{prompt}: schema {issue}; change the schema, or run with --structured none (the model is then not held to it)"
+    )]
+    Undecodable { prompt: String, issue: crate::schema::LintIssue },
 }

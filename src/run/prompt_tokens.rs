@@ -137,18 +137,10 @@ impl LocalTokenizer {
     #[cfg(feature = "local")]
     fn read(path: PathBuf) -> Result<Self, String> {
         use crate::provider::local::chat::ChatTemplate;
-        use crate::provider::local::tokenizer::{TextTokenizer, TokenId};
-        use candle_core::quantized::gguf_file::Content;
-        let (file, _) = crate::files::open(&path, crate::files::GGUF).map_err(|e| e.to_string())?;
-        let content = Content::read(&mut std::io::BufReader::new(file))
-            .map_err(|e| format!("{} is not a readable GGUF file: {e}", path.display()))?;
+        use crate::provider::local::tokenizer::TextTokenizer;
+        let (content, _) = crate::provider::local::gguf::open(&path).map_err(|e| e.to_string())?;
         let tokenizer = TextTokenizer::from_gguf(&content).map_err(|e| e.to_string())?;
-        let text = |id: Option<TokenId>| {
-            id.map(|t| String::from_utf8_lossy(tokenizer.token_bytes(t)).into_owned()).unwrap_or_default()
-        };
-        let source = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok());
-        let template = ChatTemplate::new(source.map(String::as_str), &text(tokenizer.bos), &text(Some(tokenizer.eos)))
-            .map_err(|e| e.to_string())?;
+        let template = ChatTemplate::of_gguf(&path, &content, &tokenizer).map_err(|e| e.to_string())?;
         let context = content
             .metadata
             .get("llama.context_length")

@@ -58,6 +58,10 @@ pub struct RunRecord {
     /// The `custom_id` of the provider batch request this run was imported from (`batch import`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<String>,
+    /// The sampling seed sent (given, a repeat's seed + k, or fresh at a temperature above 0):
+    /// `run --seed` with it asks for this answer again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     pub turns: Vec<Turn>,
 }
 

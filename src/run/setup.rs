@@ -111,7 +111,8 @@ impl RunSetup {
     }
 
     /// `prompt` whose settings were resolved before (a batch manifest keeps each request's): the
-    /// reading compiled once, for plans made with [`Self::plan_as`].
+    /// reading compiled once, for plans made with [`Self::plan_as`]; on the local model, its schema
+    /// checked against the constrained decoder ([`super::decodable`]).
     pub fn with_settings(
         prompt: PromptFile,
         path: &Path,
@@ -120,6 +121,7 @@ impl RunSetup {
     ) -> anyhow::Result<Self> {
         let base_dir = base_dir(path);
         let setup = setup_for_prompt(&prompt, path, &base_dir, profile)?;
+        super::decodable::check_prompt(&prompt, path, &base_dir, &settings)?;
         let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
         Ok(Self {
             prompt,

@@ -113,6 +113,7 @@ fn spec(prompt: PromptFile, path: &Path, base_dir: &Path) -> Result<SideSpec, St
     let setup = setup_for_prompt(&prompt, path, base_dir, None).map_err(|e| format!("{e:#}"))?;
     Ok(SideSpec {
         label: super::compare_state::LABELS[usize::from(setup.response_type == ResponseType::Jsonl)].to_string(),
+        path: path.to_path_buf(),
         base_dir: base_dir.to_path_buf(),
         reading: Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check },
         item_check: setup.item_check,

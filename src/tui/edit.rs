@@ -1,16 +1,23 @@
 //! The prompt as edited: the editors' texts turned back into a prompt file (for runs and saving), the
 //! live schema lint, and the recovery snapshot. Pure functions over the state.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use serde_json::Value;
+
+use super::msg::{Effect, SchemaFileSave};
 use super::recovery::{RecoveredVariables, Recovery};
 use super::state::{Lint, SchemaKind, State};
-use crate::prompt::file::PromptFile;
+use crate::files;
+use crate::prompt::file::{named, OnDisk, PromptFile};
 use crate::prompt::signature;
+use crate::run::{decodable, RunSettings};
 use crate::schema::lint_schema_text;
 
 /// Lints the schema editor's text: JSON syntax errors at line:column, schema errors at their path,
-/// signature errors with their column.
+/// signature errors with their column; and, when the next run holds the answer to the schema (the
+/// local model under json-schema or constrained), what the constrained decoder refuses, at its path.
+/// Again when the provider or the structured mode changes.
 pub fn relint(state: &mut State) {
     let text = state.schema.lines().join("\n");
     state.lint = match state.schema_kind {
@@ -25,11 +32,20 @@ pub fn relint(state: &mut State) {
         _ => Lint {
             what: "JSON Schema",
             issues: match lint_schema_text(&text) {
-                Ok(_) => Vec::new(),
+                Ok(schema) => refused_by_decoder(state, schema.source()),
                 Err(issues) => issues.iter().map(ToString::to_string).collect(),
             },
         },
     };
+}
+
+/// What the constrained decoder refuses in `schema` under the workbench's choices (the run would be
+/// refused for it: the same check).
+fn refused_by_decoder(state: &State, schema: &Value) -> Vec<String> {
+    let choice = &state.choice;
+    let overrides = super::request::overrides(&choice.provider, &choice.model, &choice.structured, choice.max_tokens);
+    let Ok(settings) = RunSettings::resolve(&state.saved, &overrides, None, None) else { return Vec::new() };
+    decodable::refusal(&settings, state.saved.response_type, Some(schema)).iter().map(ToString::to_string).collect()
 }
 
 /// Records that an editor or a variable changed: dirty when they differ from the saved ones.
@@ -48,16 +64,34 @@ pub fn prompt_for_run(state: &State) -> Result<PromptFile, String> {
     Ok(edited_prompt(state)?.0)
 }
 
-/// The prompt as the editors hold it, for saving, and the schema file to write beside it (if the
-/// schema lives in its own file).
-pub fn prompt_for_save(state: &State) -> Result<(PromptFile, Option<(PathBuf, String)>), String> {
+/// The save of the prompt as the editors hold it: written in place over the file as last read or
+/// written, with the schema file beside it when the schema lives in its own file. Also returns the
+/// prompt written (it becomes the saved one when the save succeeds).
+pub fn save_effect(state: &State) -> Result<(Effect, PromptFile), String> {
     let (mut prompt, file) = edited_prompt(state)?;
-    if let Some((path, text)) = file {
-        prompt.schema = None;
-        prompt.schema_file = state.saved.schema_file.clone();
-        return Ok((prompt, Some((path, text))));
-    }
-    Ok((prompt, None))
+    let [.., schema] = state.texts();
+    let mut schema_text = None;
+    let schema_file = match file {
+        Some((path, text)) => {
+            prompt.schema = None;
+            prompt.schema_file = state.saved.schema_file.clone();
+            Some(SchemaFileSave { path, base: state.saved_texts[2].clone(), text })
+        }
+        None => {
+            if matches!(state.schema_kind, SchemaKind::Inline | SchemaKind::None) {
+                schema_text = Some(schema);
+            }
+            None
+        }
+    };
+    let effect = Effect::Save {
+        path: state.path.clone(),
+        base: Box::new(OnDisk { text: state.saved_text.clone(), prompt: state.saved.clone() }),
+        prompt: Box::new(prompt.clone()),
+        schema_text,
+        schema_file,
+    };
+    Ok((effect, prompt))
 }
 
 fn edited_prompt(state: &State) -> Result<(PromptFile, Option<(PathBuf, String)>), String> {
@@ -125,4 +159,27 @@ pub fn restore(state: &mut State, recovery: &Recovery) {
     }
     relint(state);
     edited(state);
+}
+
+/// The text the schema editor starts with, and what it is: an inline schema as the file writes it
+/// (JSON text in a string), so a save writes back what the author sees.
+pub fn schema_text(file: &OnDisk, path: &Path) -> anyhow::Result<(String, SchemaKind)> {
+    let prompt = &file.prompt;
+    if let Some(signature) = &prompt.signature {
+        return Ok((signature.clone(), SchemaKind::Signature));
+    }
+    if let Some(file) = &prompt.schema_file {
+        let base_dir = path.parent().unwrap_or(Path::new("."));
+        let (_, text) = named::read(base_dir, "schema_file", file, None, files::SCHEMA_FILE)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        return Ok((text, SchemaKind::File(file.clone())));
+    }
+    if let Some(schema) = &prompt.schema {
+        let text = match file.written_schema() {
+            Some(written) => written.trim_end().to_string(),
+            None => serde_json::to_string_pretty(schema)?,
+        };
+        return Ok((text, SchemaKind::Inline));
+    }
+    Ok((String::new(), SchemaKind::None))
 }

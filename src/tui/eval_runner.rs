@@ -34,12 +34,16 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
         ..EvalOptions::default()
     };
     let plan = EvalPlan::new(&options).map_err(|e| e.to_string())?;
-    let baseline = match request.baseline {
+    // The baseline kept from the screen's first run, while it is of this model; else the last eval
+    // of the prompt on this model and structured mode (another model's eval is never the baseline).
+    let columns = plan.columns();
+    let kept = request.baseline.filter(|b| b.columns.iter().any(|old| columns.iter().any(|new| new.same_as(old))));
+    let baseline = match kept {
         Some(baseline) => Some(baseline),
         None => {
             let set = crate::eval::record::prompt_set(plan.prompts.iter().map(|p| p.path.as_path()));
             let dir = runner.data_dir.as_ref().map(|d| d.join(store::EVALS_DIR));
-            dir.and_then(|dir| store::find_in(&dir, "last", Some(&set)).ok()).map(Box::new)
+            dir.and_then(|dir| store::baseline_in(&dir, "last", &set, &columns).ok()).map(Box::new)
         }
     };
     let column = plan.columns.first().map(|c| c.column.model_label()).unwrap_or_default();

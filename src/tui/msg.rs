@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ratatui_textarea::Input;
 
-use crate::prompt::file::PromptFile;
+use crate::prompt::file::{OnDisk, PromptFile};
 use crate::run::prompt_tokens::LocalTokenizer;
 use crate::run::{RunEvent, RunRecord};
 use crate::truncate::sweep::Sweep;
@@ -169,8 +169,11 @@ pub enum Msg {
     SweepReady { run: u64, answer_len: usize, sweep: Result<Box<Sweep>, String> },
     /// Past runs of this prompt, newest first (or why they could not be read).
     HistoryLoaded(Result<Vec<RunRecord>, String>),
-    /// The prompt was written to disk (or why not).
-    Saved(Result<PathBuf, String>),
+    /// The prompt was written to disk (what it holds now), or why not.
+    Saved(Result<Box<OnDisk>, SaveFailed>),
+    /// A file of this prompt (the prompt file or its schema file) was seen on disk with this text
+    /// (polled while the workbench is open; the update compares it with what it last read or wrote).
+    OnDisk { path: PathBuf, text: String },
     /// A note from the outside world for the status line (clipboard, recovery file).
     Note(String),
     /// Time passed: `now_ms` since the workbench started.
@@ -185,6 +188,24 @@ pub enum Msg {
     Eval { id: u64, news: EvalNews },
     /// The evals of this prompt in the eval store (newest first), or why they could not be listed.
     EvalsListed(Result<Vec<crate::eval::store::Listed>, String>),
+}
+
+/// Why a save wrote nothing.
+#[derive(Clone, Debug)]
+pub enum SaveFailed {
+    /// The file at `path` is no longer what the workbench read: it holds `text` now.
+    ChangedOutside { path: PathBuf, text: String },
+    /// Any other reason, said.
+    Error(String),
+}
+
+/// A schema file written beside the prompt: its path (relative to the prompt's folder), its text as
+/// last read or written, and the text to write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SchemaFileSave {
+    pub path: PathBuf,
+    pub base: String,
+    pub text: String,
 }
 
 /// What a running eval reports.
@@ -250,8 +271,16 @@ pub enum Effect {
     StartRun(Box<RunRequest>),
     /// Stop the running run (drop its stream).
     CancelRun,
-    /// Write the prompt (and an edited schema file) atomically; forget the recovery file.
-    Save { path: PathBuf, prompt: Box<PromptFile>, schema_file: Option<(PathBuf, String)> },
+    /// Write the prompt in place over `base`, the file as last read or written (and an edited schema
+    /// file), atomically; a file changed on disk since is not written over.
+    Save {
+        path: PathBuf,
+        base: Box<OnDisk>,
+        prompt: Box<PromptFile>,
+        /// The inline schema as typed in the schema pane.
+        schema_text: Option<String>,
+        schema_file: Option<SchemaFileSave>,
+    },
     /// Write the unsaved edits to the recovery file.
     WriteRecovery(super::recovery::Recovery),
     /// Delete the recovery file (saved, or edits discarded on quit).

@@ -7,10 +7,10 @@ use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 use super::log::Log;
-use super::msg::{CompareNews, Effect, FetchNews, Msg, RunRequest, SweepRequest};
+use super::msg::{CompareNews, Effect, FetchNews, Msg, RunRequest, SaveFailed, SchemaFileSave, SweepRequest};
 use super::recovery;
 use super::request::{prepare, Env};
-use crate::prompt::file::{named, write_atomic};
+use crate::prompt::file::{named, write_atomic, write_over, OnDisk, PromptError, PromptFile};
 use crate::prompt::reading::setup_for_prompt;
 use crate::provider::replay::Pace;
 use crate::run::{engine, history, Stop};
@@ -65,6 +65,31 @@ impl Runner {
         })
     }
 
+    /// Starts watching the prompt's files: every half second each is looked at, and when its size or
+    /// time of change moved its text is sent as [`Msg::OnDisk`] (the update decides what it means).
+    /// The watch ends with the workbench (its channel closed).
+    pub fn watch(&self, paths: Vec<PathBuf>) {
+        let tx = self.tx.clone();
+        std::thread::spawn(move || {
+            let stamp = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.len(), m.modified().ok()));
+            let mut seen: Vec<_> = paths.iter().map(|p| stamp(p)).collect();
+            loop {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                for (path, last) in paths.iter().zip(seen.iter_mut()) {
+                    let now = stamp(path);
+                    if now == *last {
+                        continue;
+                    }
+                    *last = now;
+                    let Ok(text) = read_watched(path) else { continue };
+                    if tx.send(Msg::OnDisk { path: path.clone(), text }).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
     /// Executes `effect`; messages that follow at once (a save's result) are returned, the rest arrive
     /// on the channel.
     pub fn execute(&mut self, effect: Effect) -> Vec<Msg> {
@@ -93,17 +118,9 @@ impl Runner {
                 self.log.line("run cancelled");
                 vec![Msg::RunCancelled]
             }
-            Effect::Save { path, prompt, schema_file } => {
-                let result = (|| -> Result<PathBuf, String> {
-                    if let Some((file, text)) = &schema_file {
-                        let base_dir = path.parent().unwrap_or(Path::new("."));
-                        let file = named::resolve(base_dir, "schema_file", file, None).map_err(|e| e.to_string())?;
-                        write_atomic(&file, text).map_err(|e| e.to_string())?;
-                    }
-                    prompt.save(&path).map_err(|e| e.to_string())?;
-                    Ok(path.clone())
-                })();
-                self.log.line(&format!("save {}: {result:?}", path.display()));
+            Effect::Save { path, base, prompt, schema_text, schema_file } => {
+                let result = save(&path, &base, &prompt, schema_text.as_deref(), schema_file.as_ref());
+                self.log.line(&format!("save {}: {:?}", path.display(), result.as_ref().map(|_| ())));
                 vec![Msg::Saved(result)]
             }
             Effect::WriteRecovery(mut edits) => {
@@ -324,6 +341,37 @@ fn base64(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// Writes the prompt in place over `base` (and the schema file beside it over its own last text);
+/// a file changed on disk since is reported with what it holds now, and not written.
+fn save(
+    path: &Path,
+    base: &OnDisk,
+    prompt: &PromptFile,
+    schema_text: Option<&str>,
+    schema_file: Option<&SchemaFileSave>,
+) -> Result<Box<OnDisk>, SaveFailed> {
+    let failed = |e: PromptError| match e {
+        PromptError::ChangedOutside { path } => match read_watched(&path) {
+            Ok(text) => SaveFailed::ChangedOutside { path, text },
+            Err(e) => SaveFailed::Error(e),
+        },
+        other => SaveFailed::Error(other.to_string()),
+    };
+    if let Some(file) = schema_file {
+        let base_dir = path.parent().unwrap_or(Path::new("."));
+        let full = named::resolve(base_dir, "schema_file", &file.path, None).map_err(failed)?;
+        if file.text != file.base {
+            write_over(&full, &file.base, &file.text).map_err(failed)?;
+        }
+    }
+    base.save(path, prompt, schema_text).map(Box::new).map_err(failed)
+}
+
+/// A watched file's text, through the bounded reader (a regular file within a prompt file's cap).
+fn read_watched(path: &Path) -> Result<String, String> {
+    crate::files::read_text(path, crate::files::PROMPT_FILE).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

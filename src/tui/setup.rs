@@ -10,11 +10,11 @@ use super::app::{App, LoopStats};
 use super::keymap::{Keymap, DEFAULT_KEYMAP};
 use super::msg::{Effect, Msg};
 use super::runner::{absolute, Runner};
-use super::state::{Overlay, SchemaKind, State};
+use super::state::{Overlay, State};
 use super::theme::Theme;
 use super::{paths, recovery, sample};
 use crate::files;
-use crate::prompt::file::{named, PromptFile};
+use crate::prompt::file::PromptFile;
 use crate::provider::replay::Pace;
 use crate::run::{local_model, LocalModel};
 
@@ -70,6 +70,7 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
         .or_else(|| std::env::var("TUNEBENCH_REPLAY_SPEED").ok().and_then(|s| Pace::parse(&s)))
         .unwrap_or(Pace::Recorded);
     let mut app = App { state, theme, rx, runner, started, stats: LoopStats::default() };
+    app.runner.watch(super::update::outside::watched(&app.state));
     let follow = app.runner.execute(Effect::LoadHistory { prompt_id: app.state.saved.id.clone() });
     follow.into_iter().for_each(|m| app.handle(m));
     let follow = app.runner.execute(Effect::ListEvals { path: app.state.path.clone() });
@@ -95,28 +96,11 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
 /// The state of a fresh workbench on the prompt at `path` (default keys, provider chosen), no IO
 /// beyond reading the prompt (and its schema file and recorded answer).
 pub fn state_for(path: &Path) -> anyhow::Result<State> {
-    let prompt = PromptFile::load(path)?;
-    let (schema_text, schema_kind) = schema_text(&prompt, path)?;
-    let mut state = State::new(path.to_path_buf(), prompt, schema_text, schema_kind);
+    let file = PromptFile::read(path)?;
+    let (schema_text, schema_kind) = super::edit::schema_text(&file, path)?;
+    let mut state = State::new(path.to_path_buf(), file, schema_text, schema_kind);
     choose_provider(&mut state);
     Ok(state)
-}
-
-/// The text the schema editor starts with, and what it is.
-fn schema_text(prompt: &PromptFile, path: &Path) -> anyhow::Result<(String, SchemaKind)> {
-    if let Some(signature) = &prompt.signature {
-        return Ok((signature.clone(), SchemaKind::Signature));
-    }
-    if let Some(file) = &prompt.schema_file {
-        let base_dir = path.parent().unwrap_or(Path::new("."));
-        let (_, text) = named::read(base_dir, "schema_file", file, None, files::SCHEMA_FILE)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        return Ok((text, SchemaKind::File(file.clone())));
-    }
-    if let Some(schema) = &prompt.schema {
-        return Ok((serde_json::to_string_pretty(schema)?, SchemaKind::Inline));
-    }
-    Ok((String::new(), SchemaKind::None))
 }
 
 /// The text of a keymap or theme file, if there is one (a file that cannot be read is a note).

@@ -8,7 +8,7 @@ use ratatui_textarea::{TextArea, WrapMode};
 use super::keymap::Keymap;
 use super::recovery::Recovery;
 use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
-use crate::prompt::file::PromptFile;
+use crate::prompt::file::{OnDisk, PromptFile};
 use crate::provider::{FinishReason, ModeReport, TokenProb, Usage};
 use crate::run::RunRecord;
 use crate::truncate::sweep::Sweep;
@@ -89,11 +89,27 @@ pub enum Overlay {
     ConfirmQuit,
     /// Unsaved edits of this prompt were found from an earlier session.
     Recovery(Box<Recovery>),
+    /// A file of this prompt changed on disk while it had unsaved edits, or a save found it changed.
+    ChangedOutside(Box<OutsideChange>),
     /// Delete was asked for the case at `index` (into `State::cases`) named `name`.
     ConfirmDeleteCase {
         index: usize,
         name: String,
     },
+}
+
+/// A file of the prompt that changed on disk, and what the overlay shows of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutsideChange {
+    pub path: PathBuf,
+    /// What the file holds now.
+    pub text: String,
+    /// A save found it (the author asked to write); otherwise the watch noticed it.
+    pub refused_save: bool,
+    /// The difference from what the workbench last read or wrote (unified, a few lines of context),
+    /// once asked for.
+    pub diff: Option<Vec<String>>,
+    pub scroll: usize,
 }
 
 /// Where the run is.
@@ -298,6 +314,9 @@ pub struct State {
     pub path: PathBuf,
     /// The prompt as last loaded or saved.
     pub saved: PromptFile,
+    /// The prompt file's text as last loaded or saved: what a save edits in place, and what a change
+    /// made outside the workbench is noticed against.
+    pub saved_text: String,
     pub system: TextArea<'static>,
     pub template: TextArea<'static>,
     pub schema: TextArea<'static>,
@@ -376,8 +395,9 @@ pub struct State {
 }
 
 impl State {
-    /// The workbench on `prompt` loaded from `path`.
-    pub fn new(path: PathBuf, prompt: PromptFile, schema_text: String, schema_kind: SchemaKind) -> State {
+    /// The workbench on the prompt file read from `path`.
+    pub fn new(path: PathBuf, file: OnDisk, schema_text: String, schema_kind: SchemaKind) -> State {
+        let OnDisk { text: saved_text, prompt } = file;
         let system = prompt.system.clone().unwrap_or_default();
         let template = prompt.template.clone();
         let transcript = None;
@@ -399,6 +419,7 @@ impl State {
             template: editor(&template),
             schema: editor(&schema_text),
             saved: prompt,
+            saved_text,
             schema_kind,
             lint: Lint::default(),
             dirty: false,

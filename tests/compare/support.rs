@@ -23,6 +23,7 @@ pub fn spec(label: &str, prompt: PromptFile, path: &Path) -> SideSpec {
     let setup = prompt_setup(&prompt, path, None).expect("setup");
     SideSpec {
         label: label.to_string(),
+        path: path.to_path_buf(),
         base_dir: path.parent().expect("dir").to_path_buf(),
         reading: Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check },
         item_check: setup.item_check,

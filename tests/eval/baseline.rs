@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 use tunebench::eval::diff::Change;
+use tunebench::provider::wire_server::WireServer;
 
 use crate::support::*;
 
@@ -108,4 +109,76 @@ fn a_regression_above_the_threshold_fails_only_with_fail_on_regression() {
     assert_eq!(change_of(&record, BETA), Change::Regressed);
     let output = eval(dir.path(), &prompt, &worse, &["--baseline", &first, "--fail-on-regression"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+}
+
+/// `tunebench eval PROMPT --model openai:MODEL` on `server`, with `args`.
+fn eval_on(dir: &std::path::Path, model: &str, server: &WireServer, args: &[&str]) -> std::process::Output {
+    let prompt = dir.join("definitions.toml");
+    let mut all = vec!["--json", "--model", model];
+    all.extend_from_slice(args);
+    eval(dir, &prompt, server, &all)
+}
+
+#[test]
+fn a_baseline_is_an_eval_on_the_same_model_and_diff_names_the_models() {
+    let dir = tempfile::tempdir().unwrap();
+    prompt_in(dir.path(), PROMPT);
+    let (_runtime, right) = server(ALPHA_RIGHT, BETA_RIGHT);
+    let (_runtime, wrong) = server(ALPHA_RIGHT, BETA_WRONG);
+    let on_a = eval_on(dir.path(), "openai:model-a", &right, &[]);
+    assert_eq!(on_a.status.code(), Some(0), "{}", stderr(&on_a));
+    let on_a = record(&on_a);
+
+    // No eval on model-b yet: `--baseline last` is bad input naming the model, not model-a's eval.
+    let none = eval_on(dir.path(), "openai:model-b", &wrong, &["--baseline", "last"]);
+    assert_eq!(none.status.code(), Some(2), "{}", stderr(&none));
+    assert!(stderr(&none).contains("no earlier eval of these prompt files on openai:model-b"), "{}", stderr(&none));
+    let on_b = eval_on(dir.path(), "openai:model-b", &wrong, &[]);
+    assert_eq!(on_b.status.code(), Some(1), "beta fails on model-b: {}", stderr(&on_b));
+    let on_b = record(&on_b);
+
+    // model-a again: its baseline is the last eval on model-a, not the newer one on model-b.
+    let again = eval_on(dir.path(), "openai:model-a", &right, &["--baseline", "last"]);
+    let delta = record(&again).delta.unwrap();
+    assert_eq!((delta.baseline.as_str(), delta.improved, delta.regressed), (on_a.id.as_str(), 0, 0));
+
+    // model-b against model-a's eval by id: no column is the other's, so new and gone, never regressed.
+    let against_a = eval_on(dir.path(), "openai:model-b", &wrong, &["--baseline", &on_a.id]);
+    let delta = record(&against_a).delta.unwrap();
+    assert_eq!((delta.improved, delta.regressed), (0, 0), "{delta:?}");
+    let changes: Vec<Change> = delta.cells.iter().map(|c| c.change).collect();
+    assert_eq!(changes, [Change::New, Change::New, Change::Gone, Change::Gone]);
+
+    // eval diff names the model of each eval and of each column.
+    let diff = tunebench(dir.path()).args(["eval", "diff", &on_a.id, &on_b.id]).output().unwrap();
+    assert_eq!(diff.status.code(), Some(0), "{}", stderr(&diff));
+    let text = String::from_utf8(diff.stdout).unwrap();
+    let a_line = text.lines().find(|l| l.starts_with("A: eval")).unwrap_or_default();
+    let b_line = text.lines().find(|l| l.starts_with("B: eval")).unwrap_or_default();
+    assert!(a_line.contains("on openai:model-a") && b_line.contains("on openai:model-b"), "{text}");
+    assert!(text.contains("B against A: 0 improved, 0 regressed"), "{text}");
+    assert!(
+        text.contains("new: no such column in the baseline") && text.contains("gone: no such column now"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_check_moved_in_its_file_is_the_same_check_in_eval_diff() {
+    let check = "[[checks]]\nkind = \"regex\"\npath = \"/entity\"\npattern = \"^[A-Z]\"\n\n[[cases]]\nname = \"alpha\"";
+    let with_check = PROMPT.replacen("[[cases]]\nname = \"alpha\"", check, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = prompt_in(dir.path(), &with_check);
+    let (_runtime, wrong) = server(ALPHA_RIGHT, BETA_WRONG);
+    let first = record(&eval(dir.path(), &prompt, &wrong, &["--json"]));
+    assert!(first.cells.iter().all(|c| c.score.checks.len() == 1 && c.score.checks[0].passed), "{first:?}");
+    // The check moves three lines down (comments above it); nothing else changes.
+    prompt_in(dir.path(), &with_check.replacen("[[checks]]", "# one\n# two\n# three\n[[checks]]", 1));
+    let second = record(&eval(dir.path(), &prompt, &wrong, &["--json"]));
+    let at = |record: &tunebench::eval::EvalRecord| record.cells[0].score.checks[0].at.clone();
+    assert_ne!(at(&first), at(&second), "the check is written on another line");
+    let diff = tunebench(dir.path()).args(["eval", "diff", &first.id, &second.id, "--json"]).output().unwrap();
+    assert_eq!(diff.status.code(), Some(0), "{}", stderr(&diff));
+    let diff: Value = serde_json::from_slice(&diff.stdout).unwrap();
+    assert_eq!(diff["cases"], serde_json::json!([]), "no case changed: {diff}");
 }

@@ -9,6 +9,8 @@ use tunebench::provider::FinishReason;
 use tunebench::run::{CacheMode, RunRecord, RunSetup, SetupOptions};
 
 fn run_cached(cache: &Path, max_tokens: u32) -> RunRecord {
+    // The run looks the default model up in the cache directory: fetched first when it is not there.
+    super::support::model_file();
     let prompt = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-prompts/extract-definitions.toml");
     let overrides = ProviderSettings {
         name: Some("local".into()),

@@ -122,7 +122,8 @@ fn a_retry_reuses_the_cached_prompt_prefix() {
 #[test]
 fn dropping_the_stream_stops_generation() {
     // Its own copy of the model, so no other test's run changes the cache this test reads.
-    let provider = tunebench::provider::local::Local::open(None).expect("the default model is installed");
+    let model = super::support::model_file();
+    let provider = tunebench::provider::local::Local::open(Some(&model)).expect("the default model loads");
     let provider = &provider;
     let request = Request::new("")
         .user("Write a long, detailed story about a lighthouse keeper who finds a message in a bottle.")

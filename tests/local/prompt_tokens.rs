@@ -8,10 +8,12 @@ use tunebench::run::prompt_tokens::{LocalTokenizer, Tokenizer};
 use tunebench::tui::msg::Msg;
 use tunebench::tui::update::update;
 
-use super::support::{generate, jsonl_request, local};
+use super::support::{generate, jsonl_request, local, model_file};
 
 #[test]
 fn the_local_count_is_the_prompt_the_engine_reads() {
+    // The tokenizer is read from the default model in the cache directory: fetched first when it is not there.
+    model_file();
     let tokenizer = LocalTokenizer::open("").unwrap();
     let request = jsonl_request(1);
     let counted = Tokenizer::Local(Arc::clone(&tokenizer)).count(&request).unwrap();
@@ -28,6 +30,7 @@ fn the_local_count_is_the_prompt_the_engine_reads() {
 
 #[test]
 fn the_workbench_counts_with_the_local_tokenizer_once_it_is_read() {
+    model_file();
     let mut state = tunebench::tui::setup::state_for(Path::new("sample-prompts/extract-topics.toml")).unwrap();
     state.choice.provider = "local".into();
     update(&mut state, Msg::Tick { now_ms: 1 });

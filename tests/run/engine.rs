@@ -325,3 +325,33 @@ async fn the_live_sweep_is_opt_in_and_is_the_answers_sweep() {
         assert_eq!(sweep.figures(tunebench::truncate::strategy::Strategy::Jsonl)[cut].items, items.jsonl);
     }
 }
+
+/// At a temperature above 0 an OpenAI-compatible server is sent the seed: the one given, or a fresh
+/// one when none was; either way the record keeps the seed that was sent. Greedy runs send none.
+#[tokio::test]
+async fn a_sampling_run_sends_its_seed_and_records_it() {
+    let sampled = |temperature: f64| ProviderSettings {
+        name: Some("openai".into()),
+        temperature: Some(temperature),
+        ..ProviderSettings::default()
+    };
+    let replies = (0..4).map(|_| recorded("run/definitions_stream.txt")).collect();
+    let server = serve(replies).await;
+    let provider = openai(&server);
+    let prompt = sample("extract-definitions");
+
+    let mut given = plan_with(&prompt, None, &sampled(0.7), None);
+    given.request.seed = Some(7);
+    let (record, _) = run(provider.as_ref(), &given).await;
+    assert_eq!((record.seed, server.received()[0].json()["seed"].clone()), (Some(7), json!(7)));
+
+    let fresh = plan_with(&prompt, None, &sampled(0.7), None);
+    let (first, _) = run(provider.as_ref(), &fresh).await;
+    let (second, _) = run(provider.as_ref(), &fresh).await;
+    let sent: Vec<serde_json::Value> = server.received()[1..3].iter().map(|r| r.json()["seed"].clone()).collect();
+    assert_eq!(sent, [json!(first.seed.unwrap()), json!(second.seed.unwrap())], "the record keeps the seed sent");
+    assert_ne!(first.seed, second.seed, "each run given no seed samples with a fresh one");
+
+    let (greedy, _) = run(provider.as_ref(), &plan_with(&prompt, None, &sampled(0.0), None)).await;
+    assert_eq!((greedy.seed, server.received()[3].json().get("seed").cloned()), (None, None));
+}

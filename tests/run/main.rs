@@ -16,3 +16,4 @@ mod faults;
 mod guards;
 mod limits;
 mod support;
+mod undecodable;

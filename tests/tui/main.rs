@@ -8,6 +8,7 @@ mod e2e;
 mod eval;
 mod eval_history;
 mod eval_review;
+mod outside;
 mod preview;
 mod snapshots;
 mod support;

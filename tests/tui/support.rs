@@ -30,6 +30,28 @@ pub fn without_local_model() {
     ONCE.call_once(|| std::env::set_var("TUNEBENCH_CACHE_DIR", std::env::temp_dir().join("tunebench-tests-no-model")));
 }
 
+/// The runner's answer to a save effect when the file is as the workbench read it: what the file holds
+/// after the in-place save (nothing is written).
+pub fn saved(effect: &tunebench::tui::msg::Effect) -> Msg {
+    let tunebench::tui::msg::Effect::Save { path, base, prompt, schema_text, .. } = effect else {
+        panic!("not a save: {effect:?}")
+    };
+    let text = base.edited(prompt, schema_text.as_deref()).expect("the save edits the file");
+    let prompt = tunebench::prompt::file::PromptFile::from_toml_str(&text, path).expect("the saved file reads back");
+    Msg::Saved(Ok(Box::new(tunebench::prompt::file::OnDisk { text, prompt })))
+}
+
+/// Writes a save effect as the runner does, over a copy of the file as the workbench read it in `dir`;
+/// returns what the file holds then.
+pub fn save_into(effect: &tunebench::tui::msg::Effect, dir: &Path) -> tunebench::prompt::file::OnDisk {
+    let tunebench::tui::msg::Effect::Save { path, base, prompt, schema_text, .. } = effect else {
+        panic!("not a save: {effect:?}")
+    };
+    let copy = dir.join(path.file_name().unwrap());
+    std::fs::write(&copy, &base.text).unwrap();
+    base.save(&copy, prompt, schema_text.as_deref()).expect("saved")
+}
+
 pub fn key(c: char) -> Msg {
     Msg::Term(TermEvent::Key(Input { key: Key::Char(c), ..Input::default() }))
 }

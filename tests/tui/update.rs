@@ -17,11 +17,12 @@ fn typing_in_the_template_marks_unsaved_and_save_writes_the_edit() {
     assert!(state.dirty);
     assert!(state.texts()[1].starts_with("Be brief. "), "{}", state.texts()[1]);
     let effects = update(&mut state, ctrl('s'));
-    let [Effect::Save { prompt, path, schema_file: None }] = effects.as_slice() else { panic!("{effects:?}") };
+    let [effect @ Effect::Save { prompt, path, schema_file: None, .. }] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
     assert_eq!(path, &state.path);
     assert!(prompt.template.starts_with("Be brief. "));
-    let path = state.path.clone();
-    let effects = update(&mut state, Msg::Saved(Ok(path)));
+    let effects = update(&mut state, saved(effect));
     assert_eq!(effects, [Effect::ClearRecovery]);
     assert!(!state.dirty);
     assert_eq!(state.saved.template, state.texts()[1]);
@@ -50,6 +51,26 @@ fn schema_is_linted_as_typed_with_line_and_column() {
     state.schema = tunebench::tui::state::editor("{");
     assert!(update(&mut state, ctrl('r')).is_empty());
     assert!(state.note.as_deref().unwrap_or("").contains("not JSON"), "{:?}", state.note);
+}
+
+#[test]
+fn what_the_local_models_decoder_refuses_is_linted_at_its_path() {
+    let mut state = sample_state();
+    update(&mut state, Msg::Action(Action::FocusSchema));
+    state.schema = tunebench::tui::state::editor(
+        r#"{"type": "object", "properties": {"code": {"type": "string", "pattern": "^(?=.*[A-Z]).+$"}}}"#,
+    );
+    type_text(&mut state, " ");
+    assert!(state.lint.issues.is_empty(), "a replay holds the answer to nothing: {:?}", state.lint);
+    // On the local model, constrained: what its decoder refuses is a schema problem, at its path.
+    tunebench::tui::update::fetch::use_local_model(&mut state);
+    let [issue] = state.lint.issues.as_slice() else { panic!("{:?}", state.lint) };
+    assert!(issue.starts_with("at \"/properties/code/pattern\":") && issue.contains("look-around"), "{issue}");
+    // Another provider holds no answer to it.
+    while state.choice.provider != "openai" {
+        update(&mut state, Msg::Action(Action::NextProvider));
+    }
+    assert!(state.lint.issues.is_empty(), "{:?}", state.lint);
 }
 
 #[test]

@@ -32,12 +32,10 @@ fn retype_box(state: &mut State, text: &str) {
 /// ctrl-s, the save written as the runner writes it (atomically) into `dir`, read back.
 fn save_and_read_back(state: &mut State, dir: &Path) -> PromptFile {
     let effects = update(state, ctrl('s'));
-    let [Effect::Save { prompt, schema_file: None, .. }] = effects.as_slice() else { panic!("{effects:?}") };
-    let path = dir.join("agent-kg-extract.toml");
-    prompt.save(&path).unwrap();
-    let back = PromptFile::load(&path).unwrap();
-    let saved_path = state.path.clone();
-    assert_eq!(update(state, Msg::Saved(Ok(saved_path))), [Effect::ClearRecovery]);
+    let [effect @ Effect::Save { schema_file: None, .. }] = effects.as_slice() else { panic!("{effects:?}") };
+    let file = save_into(effect, dir);
+    let back = PromptFile::load(dir.join("agent-kg-extract.toml")).unwrap();
+    assert_eq!(update(state, Msg::Saved(Ok(Box::new(file)))), [Effect::ClearRecovery]);
     assert!(!state.dirty, "saved: nothing unsaved any more");
     back
 }

@@ -150,18 +150,17 @@ fn an_edited_variable_is_saved_into_the_prompt_file_and_reads_back() {
     type_text(&mut state, "Saved value \"quoted\".");
     update(&mut state, special(Key::Enter));
     let effects = update(&mut state, ctrl('s'));
-    let [Effect::Save { prompt, schema_file: None, .. }] = effects.as_slice() else { panic!("{effects:?}") };
+    let [effect @ Effect::Save { prompt, schema_file: None, .. }] = effects.as_slice() else { panic!("{effects:?}") };
     assert_eq!(prompt.cases, state.saved.cases, "the cases are untouched");
-    // Written as the runner writes it (temp file + rename), then read back by the prompt loader.
+    // Written as the runner writes it (in place, temp file + rename), then read back by the prompt loader.
+    let file = save_into(effect, dir.path());
     let path = dir.path().join("agent-kg-extract.toml");
-    prompt.save(&path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("[variables]"), "{text}");
     let back = tunebench::prompt::file::PromptFile::load(&path).unwrap();
     assert_eq!(back.variables["text"], "Saved value \"quoted\".");
     assert_eq!(back.cases, state.saved.cases);
-    let saved_path = state.path.clone();
-    assert_eq!(update(&mut state, Msg::Saved(Ok(saved_path))), [Effect::ClearRecovery]);
+    assert_eq!(update(&mut state, Msg::Saved(Ok(Box::new(file)))), [Effect::ClearRecovery]);
     assert!(!state.dirty, "saved: nothing unsaved any more");
     // The unsaved value also goes to the recovery file, and comes back from it.
     let mut state = sample_state();

@@ -185,6 +185,17 @@ impl CheckSpec {
         }
     }
 
+    /// What the check is, whatever line it is written on (`eval diff` pairs a check's results across
+    /// evals by it): `name NAME` when it has a name, else its kind and every field it sets, as compact
+    /// JSON (`{"kind":"regex","path":"/entity","pattern":"^[A-Z]"}`).
+    pub fn identity(&self) -> String {
+        match &self.name {
+            Some(name) => format!("name {name}"),
+            // Serializing plain values cannot fail; the label stands in if it ever did.
+            None => serde_json::to_string(self).unwrap_or_else(|_| self.label()),
+        }
+    }
+
     /// The pointer (`""`: the whole item or answer).
     pub fn pointer(&self) -> &str {
         self.path.as_deref().unwrap_or("")

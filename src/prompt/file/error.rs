@@ -46,6 +46,10 @@ pub enum PromptError {
     /// (read from a file, the same mistakes are [`PromptError::Invalid`] at their file:line).
     #[error("prompt `{id}`: {message}")]
     Expectation { id: String, message: String },
+    /// The file on disk is no longer what was read (edited in another program, `git checkout`, …):
+    /// nothing was written over it.
+    #[error("{}: changed on disk since it was read; not saved over it", .path.display())]
+    ChangedOutside { path: PathBuf },
     /// The file cannot be written.
     #[error("{}: cannot write: {message}", .path.display())]
     Write { path: PathBuf, message: String },

@@ -1,4 +1,5 @@
-//! Writing a prompt file: TOML text in a fixed key order, and the atomic temp-file-then-rename write.
+//! Writing a prompt file: TOML text in a fixed key order (a new file), and the atomic
+//! temp-file-then-rename write that refuses to overwrite a file changed since it was read.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -50,6 +51,26 @@ struct Out<'a> {
 
 /// The prompt as TOML text.
 pub(super) fn to_toml(prompt: &PromptFile) -> Result<String, PromptError> {
+    let out = out(prompt)?;
+    toml::to_string_pretty(&out).map_err(|e| PromptError::NotToml { id: prompt.id.clone(), message: e.to_string() })
+}
+
+/// The prompt's keys as the file writes them, as JSON (the inline schema as its JSON value): what
+/// an in-place save compares key by key.
+pub(super) fn fields(prompt: &PromptFile) -> Result<serde_json::Map<String, Value>, PromptError> {
+    let not_toml = |message: String| PromptError::NotToml { id: prompt.id.clone(), message };
+    let out = out(prompt)?;
+    let Value::Object(mut map) = serde_json::to_value(&out).map_err(|e| not_toml(e.to_string()))? else {
+        return Err(not_toml("not a table".into()));
+    };
+    if let Some(schema) = &prompt.schema {
+        map.insert("schema".into(), schema.clone());
+    }
+    Ok(map)
+}
+
+/// The prompt as the file writes it, checked for what TOML cannot hold.
+fn out(prompt: &PromptFile) -> Result<Out<'_>, PromptError> {
     let not_toml = |message: String| PromptError::NotToml { id: prompt.id.clone(), message };
     let set = [prompt.schema.is_some(), prompt.schema_file.is_some(), prompt.signature.is_some()];
     if set.iter().filter(|&&b| b).count() > 1 {
@@ -76,7 +97,7 @@ pub(super) fn to_toml(prompt: &PromptFile) -> Result<String, PromptError> {
         None => None,
     };
     let schema = prompt.schema.as_ref().map(|schema| pretty_json(schema, 0));
-    let out = Out {
+    Ok(Out {
         id: &prompt.id,
         description: prompt.description.as_deref(),
         response_type: prompt.response_type,
@@ -93,8 +114,7 @@ pub(super) fn to_toml(prompt: &PromptFile) -> Result<String, PromptError> {
         eval: &prompt.eval,
         checks: &prompt.checks,
         cases: &prompt.cases,
-    };
-    toml::to_string_pretty(&out).map_err(|e| not_toml(e.to_string()))
+    })
 }
 
 /// Widest line [`pretty_json`] keeps a value on.
@@ -207,10 +227,37 @@ fn remove_stale_temps(dir: &Path, name: &str) {
     }
 }
 
-/// Writes `text` to `path` through a temporary file in the same directory and a rename. A write that
-/// fails removes its temporary file; temporary files of `path` that a killed process left behind
-/// (another process's, untouched for a minute) are removed on the next save.
+/// Writes `text` over `path` when the file still holds `expected` (what was read before the edit);
+/// otherwise [`PromptError::ChangedOutside`] and nothing is written. A missing file counts as changed
+/// unless `expected` is empty.
+pub fn write_over(path: &Path, expected: &str, text: &str) -> Result<(), PromptError> {
+    let now = match crate::files::read(path, crate::files::PROMPT_FILE) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => return Err(PromptError::Read { path: path.to_path_buf(), message: e.problem.to_string() }),
+    };
+    let unchanged = match &now {
+        Some(bytes) => bytes.as_slice() == expected.as_bytes(),
+        None => expected.is_empty(),
+    };
+    if !unchanged {
+        return Err(PromptError::ChangedOutside { path: path.to_path_buf() });
+    }
+    write_atomic(path, text)
+}
+
+/// Writes `text` to `path` through a temporary file in the same directory and a rename; a symlink is
+/// written through (its target replaced, the link kept). A write that fails removes its temporary
+/// file; temporary files of `path` that a killed process left behind (another process's, untouched
+/// for a minute) are removed on the next save.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), PromptError> {
+    let link_target = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.file_type().is_symlink())
+        .map(|_| std::fs::canonicalize(path))
+        .transpose()
+        .map_err(|e| PromptError::Write { path: path.to_path_buf(), message: format!("a symlink to nowhere: {e}") })?;
+    let path = link_target.as_deref().unwrap_or(path);
     let fail = |message: String| PromptError::Write { path: path.to_path_buf(), message };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().ok_or_else(|| fail("not a file name".into()))?.to_string_lossy().into_owned();

@@ -151,8 +151,14 @@ fn save_round_trips_and_is_atomic() {
     p.provider.stop = vec!["\n\n".into()];
     p.save(&path).unwrap();
     assert_eq!(PromptFile::load(&path).unwrap(), p);
+    // A file there that is not a prompt is not written over; a prompt file is edited in place.
     std::fs::write(&path, "old").unwrap();
+    let err = p.save(&path).unwrap_err();
+    assert!(err.to_string().contains("not a prompt file"), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+    std::fs::write(&path, format!("# kept\n{MINIMAL}")).unwrap();
     p.save(&path).unwrap();
+    assert!(std::fs::read_to_string(&path).unwrap().starts_with("# kept\n"));
     let leftovers: Vec<_> =
         std::fs::read_dir(dir.path()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
     assert_eq!(leftovers, [std::ffi::OsString::from("p.toml")]);

@@ -208,3 +208,17 @@ fn deep_nesting_in_a_template_is_an_error_not_a_stack_overflow() {
     let ifs = format!("{}x{}", "{% if true %}".repeat(n), "{% endif %}".repeat(n));
     assert!(render(&ifs, json!({})).is_err());
 }
+
+#[test]
+fn a_template_that_would_loop_for_ever_stops_at_the_bound_of_steps() {
+    let loops = "a\n{% for a in range(100000) %}{% for b in range(100000) %}{% for c in range(100000) %}{{ a }}\
+                 {% endfor %}{% endfor %}{% endfor %}";
+    let error = render(loops, json!({})).unwrap_err();
+    let stopped = format!("template line 2: did not finish within {RENDER_FUEL} steps");
+    assert!(error.to_string().starts_with(&stopped), "{error}");
+    // A loop over 100,000 items fits in the bound.
+    let items: Vec<_> = (0..100_000).map(|i| json!({"name": format!("n{i}"), "value": i})).collect();
+    let rendered =
+        render("{% for item in items %}{{ item.name }}={{ item.value }};{% endfor %}", json!({"items": items}));
+    assert!(rendered.unwrap().ends_with("n99999=99999;"));
+}

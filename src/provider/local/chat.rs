@@ -1,9 +1,15 @@
 //! The prompt the model sees: the GGUF's own chat template (`tokenizer.chat_template`, Jinja) rendered
-//! with minijinja over the request's messages, ending with the assistant's turn opened.
+//! with minijinja over the request's messages, ending with the assistant's turn opened. The template
+//! comes with the file, so it renders within the steps every template gets ([`RENDER_FUEL`]).
 
+use std::path::Path;
+
+use candle_core::quantized::gguf_file::Content;
 use minijinja::{context, Environment, Error, ErrorKind};
 
+use super::tokenizer::{TextTokenizer, TokenId};
 use super::LocalError;
+use crate::prompt::template::RENDER_FUEL;
 use crate::provider::Message;
 
 /// ChatML, for a GGUF that carries no template.
@@ -13,6 +19,8 @@ const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['r
 /// A compiled chat template.
 pub struct ChatTemplate {
     env: Environment<'static>,
+    /// What errors call it: "the chat template of FILE.gguf".
+    name: String,
     bos: String,
     eos: String,
 }
@@ -30,11 +38,26 @@ fn raise_exception(message: String) -> Result<String, Error> {
 impl ChatTemplate {
     /// Compiles `source` (ChatML when `None`); `bos`/`eos` are the texts of those tokens.
     pub fn new(source: Option<&str>, bos: &str, eos: &str) -> Result<Self, LocalError> {
+        Self::named("the GGUF's chat template".into(), source, bos, eos)
+    }
+
+    /// The chat template of the GGUF at `path` (`content`: its header, `tokenizer`: its tokenizer).
+    pub fn of_gguf(path: &Path, content: &Content, tokenizer: &TextTokenizer) -> Result<Self, LocalError> {
+        let text = |id: Option<TokenId>| {
+            id.map(|t| String::from_utf8_lossy(tokenizer.token_bytes(t)).into_owned()).unwrap_or_default()
+        };
+        let source = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok());
+        let name = format!("the chat template of {} (tokenizer.chat_template)", path.display());
+        Self::named(name, source.map(String::as_str), &text(tokenizer.bos), &text(Some(tokenizer.eos)))
+    }
+
+    fn named(name: String, source: Option<&str>, bos: &str, eos: &str) -> Result<Self, LocalError> {
         let mut env = Environment::new();
+        env.set_fuel(Some(RENDER_FUEL));
         env.add_function("raise_exception", raise_exception);
         env.add_template_owned("chat", source.unwrap_or(CHATML).to_string())
-            .map_err(|e| LocalError::Model(format!("the GGUF's chat template does not compile: {e}")))?;
-        Ok(Self { env, bos: bos.to_string(), eos: eos.to_string() })
+            .map_err(|e| LocalError::Model(format!("{name} does not compile: {e}")))?;
+        Ok(Self { env, name, bos: bos.to_string(), eos: eos.to_string() })
     }
 
     /// The conversation as the model's prompt text, with the assistant's turn opened.
@@ -42,6 +65,7 @@ impl ChatTemplate {
         let template = self.env.get_template("chat").map_err(|e| LocalError::Model(e.to_string()))?;
         let messages: Vec<_> =
             messages.iter().map(|m| context! { role => m.role.as_str(), content => m.content.as_str() }).collect();
+        let name = &self.name;
         template
             .render(context! {
                 messages => messages,
@@ -49,7 +73,12 @@ impl ChatTemplate {
                 bos_token => self.bos.as_str(),
                 eos_token => self.eos.as_str(),
             })
-            .map_err(|e| LocalError::Model(format!("rendering the chat template failed: {e}")))
+            .map_err(|e| match e.kind() {
+                ErrorKind::OutOfFuel => LocalError::Model(format!(
+                    "{name} did not finish within {RENDER_FUEL} steps (a loop too long to render): stopped"
+                )),
+                _ => LocalError::Model(format!("rendering {name} failed: {e}")),
+            })
     }
 }
 
@@ -73,5 +102,16 @@ mod tests {
         assert!(broken.contains("chat template"), "{broken}");
         let raising = ChatTemplate::new(Some("{{ raise_exception('no system role') }}"), "", "").unwrap();
         assert!(raising.render(&messages).unwrap_err().to_string().contains("no system role"));
+    }
+
+    /// A GGUF's template of three nested loops of 100,000 (10^15 steps) stops at the bound.
+    #[test]
+    fn a_template_that_would_loop_for_ever_stops_with_its_name() {
+        let loops = "{% for a in range(100000) %}{% for b in range(100000) %}{% for c in range(100000) %}\
+                     {{ a }}{% endfor %}{% endfor %}{% endfor %}";
+        let template = ChatTemplate::new(Some(loops), "", "").unwrap();
+        let error = template.render(&[Message { role: Role::User, content: "hi".into() }]).unwrap_err().to_string();
+        assert!(error.contains("the GGUF's chat template did not finish within"), "{error}");
+        assert!(error.contains(&RENDER_FUEL.to_string()), "{error}");
     }
 }

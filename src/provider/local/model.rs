@@ -154,8 +154,17 @@ impl Config {
                 "unusable attention shape: {dim} dims, {heads} heads, {kv_heads} key/value heads"
             )));
         }
+        // Each layer is tensors of the file: more layers than tensors is a count to refuse, not to
+        // allocate for.
+        let layers = meta_usize(content, "llama.block_count")?;
+        if layers > content.tensor_infos.len() {
+            return Err(LocalError::Model(format!(
+                "`llama.block_count` is {layers}, more layers than the file has tensors ({})",
+                content.tensor_infos.len()
+            )));
+        }
         Ok(Self {
-            layers: meta_usize(content, "llama.block_count")?,
+            layers,
             dim,
             heads,
             kv_heads,

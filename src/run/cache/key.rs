@@ -18,6 +18,10 @@ use crate::provider::{Outgoing, Request};
 /// The key format: a change here makes every older entry a miss.
 const KEY_VERSION: u32 = 1;
 
+/// How the local model holds an answer to its schema: a change here makes every older local entry a
+/// miss (2: an object schema that lists its keys is closed to them).
+const LOCAL_DECODING: u32 = 2;
+
 /// One request's key: its canonical text and the SHA-256 of that text (lowercase hex).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CacheKey {
@@ -54,6 +58,7 @@ impl CacheKey {
             json!({
                 "cache": KEY_VERSION,
                 "provider": ProviderKind::Local.name(),
+                "decoding": LOCAL_DECODING,
                 "model": model,
                 "file": {"path": file.path.to_string_lossy(), "size": file.size, "modified_ns": file.modified_ns},
                 "request": request,

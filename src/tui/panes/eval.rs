@@ -107,6 +107,7 @@ pub(super) fn change_text(change: Option<Change>) -> &'static str {
     match change {
         Some(Change::Improved) => "improved",
         Some(Change::Regressed) => "regressed",
+        Some(Change::Changed) => "changed",
         Some(Change::Same) => "same",
         Some(Change::New) => "new",
         Some(Change::Gone) => "gone",

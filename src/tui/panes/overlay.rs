@@ -8,7 +8,7 @@ use ratatui::Frame;
 
 use super::clip;
 use crate::tui::keymap::Scope;
-use crate::tui::state::{Overlay, State};
+use crate::tui::state::{OutsideChange, Overlay, State};
 use crate::tui::theme::Theme;
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
@@ -41,6 +41,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             ];
             popup(frame, area, "delete case?", lines, theme, 60, 9);
         }
+        Overlay::ChangedOutside(change) => changed_outside(frame, area, change, theme),
         Overlay::Recovery(recovery) => {
             let lines = vec![
                 Line::from(Span::styled(
@@ -55,6 +56,43 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             popup(frame, area, "recover unsaved edits?", lines, theme, 70, 9);
         }
     }
+}
+
+/// A file of the prompt changed on disk: what the keys do, and the difference once asked for.
+fn changed_outside(frame: &mut Frame, area: Rect, change: &OutsideChange, theme: &Theme) {
+    let path = change.path.display().to_string();
+    let path = crate::safe_text::escape_controls(&path);
+    let why = if change.refused_save { "Not saved: " } else { "" };
+    let mut lines = vec![
+        Line::from(Span::styled(format!("{why}{path} changed on disk since it was read."), theme.warning)),
+        Line::from(""),
+        Line::from("r  reload it (your unsaved edits are dropped)"),
+        Line::from(if change.refused_save {
+            "k  keep mine: save them over the file as it is now (its other changes stay)"
+        } else {
+            "k  keep mine: the next save writes them over the file as it is now"
+        }),
+        Line::from(match change.diff {
+            Some(_) => "d  hide the difference (↑/↓ scroll it)",
+            None => "d  show the difference",
+        }),
+        Line::from("any other key: decide later (a save asks again)"),
+    ];
+    let height = area.height.saturating_sub(4).max(10);
+    if let Some(diff) = &change.diff {
+        lines.push(Line::from(""));
+        let room = usize::from(height).saturating_sub(lines.len() + 2);
+        for line in diff.iter().skip(change.scroll).take(room) {
+            let style = match line.chars().next() {
+                Some('+') => theme.valid,
+                Some('-') => theme.error,
+                _ => ratatui::style::Style::default(),
+            };
+            lines.push(Line::from(Span::styled(line.clone(), style)));
+        }
+    }
+    let height = if change.diff.is_some() { height } else { 10 };
+    popup(frame, area, "changed on disk", lines, theme, 96, height);
 }
 
 /// The width of the action names in the help.

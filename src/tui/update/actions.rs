@@ -92,6 +92,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             let at = PROVIDERS.iter().position(|p| p.name() == state.choice.provider).map_or(0, |i| i + 1);
             state.choice.provider = PROVIDERS[at % PROVIDERS.len()].name().to_string();
             state.note = Some(format!("provider: {}", state.choice.provider));
+            edit::relint(state);
             Vec::new()
         }
         Action::NextStructured => {
@@ -99,6 +100,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             state.choice.structured = STRUCTURED[at % STRUCTURED.len()].map(str::to_string);
             state.choice.structured_by_default = false;
             state.note = Some(format!("structured: {}", state.choice.structured.as_deref().unwrap_or("none")));
+            edit::relint(state);
             Vec::new()
         }
         Action::ChooseModel => super::super::input::open_model_picker(state),
@@ -160,10 +162,10 @@ pub(super) fn focus(state: &mut State, pane: Pane) -> Vec<Effect> {
 }
 
 pub(super) fn save(state: &mut State) -> Vec<Effect> {
-    match edit::prompt_for_save(state) {
-        Ok((prompt, schema_file)) => {
-            state.pending_save = Some(Box::new((prompt.clone(), state.texts())));
-            vec![Effect::Save { path: state.path.clone(), prompt: Box::new(prompt), schema_file }]
+    match edit::save_effect(state) {
+        Ok((effect, prompt)) => {
+            state.pending_save = Some(Box::new((prompt, state.texts())));
+            vec![effect]
         }
         Err(e) => {
             state.note = Some(format!("not saved: {e}"));

@@ -6,6 +6,7 @@ use ratatui_textarea::Input;
 
 use crate::eval::diff::Delta;
 use crate::eval::EvalEvent;
+use crate::prompt::file::OnDisk;
 use crate::tui::eval_state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
 use crate::tui::msg::{Action, Effect, EvalNews, EvalRequest, RescoreRequest};
 use crate::tui::state::State;
@@ -210,7 +211,13 @@ pub(super) fn approve(state: &mut State, row: usize) -> Vec<Effect> {
     state.pending_save = Some(Box::new((prompt.clone(), state.saved_texts.clone())));
     state.note = Some(format!("approved: case {case:?} now expects this answer"));
     vec![
-        Effect::Save { path: state.path.clone(), prompt: Box::new(prompt.clone()), schema_file: None },
+        Effect::Save {
+            path: state.path.clone(),
+            base: Box::new(OnDisk { text: state.saved_text.clone(), prompt: state.saved.clone() }),
+            prompt: Box::new(prompt.clone()),
+            schema_text: None,
+            schema_file: None,
+        },
         Effect::Rescore(Box::new(RescoreRequest {
             id: state.eval.id,
             row,

@@ -64,6 +64,7 @@ pub(super) fn key(state: &mut State, input: Input) -> Vec<Effect> {
                 }
             };
         }
+        Overlay::ChangedOutside(change) => return super::outside::answer(state, *change, &input),
         Overlay::ConfirmDeleteCase { index, name } => {
             cases::answer_delete(state, index, &name, input.key == Key::Char('y'));
             return Vec::new();

@@ -14,6 +14,7 @@ pub mod fetch;
 mod keys;
 mod mouse;
 mod navigate;
+pub mod outside;
 mod run;
 mod sweep;
 
@@ -24,8 +25,9 @@ use run::run_event;
 use sweep::sweep_ready;
 
 use super::edit;
-use super::msg::{Effect, Msg, TermEvent};
+use super::msg::{Effect, Msg, SaveFailed, TermEvent};
 use super::state::{Overlay, RunPhase, State};
+use crate::prompt::file::OnDisk;
 
 /// How often unsaved edits go to the recovery file, at most.
 pub const RECOVERY_EVERY_MS: u64 = 1000;
@@ -132,22 +134,25 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
         Msg::Saved(result) => {
             let pending = state.pending_save.take();
             match result {
-                Ok(path) => {
+                Ok(file) => {
                     if let Some(saved) = pending {
-                        let (prompt, texts) = *saved;
-                        state.saved = prompt;
-                        state.saved_texts = texts;
+                        state.saved_texts = saved.1;
                     }
+                    let OnDisk { text, prompt } = *file;
+                    state.saved = prompt;
+                    state.saved_text = text;
                     state.dirty = edit::is_dirty(state);
-                    state.note = Some(format!("saved {}", path.display()));
+                    state.note = Some(format!("saved {}", state.path.display()));
                     if !state.dirty {
                         return vec![Effect::ClearRecovery];
                     }
                 }
-                Err(e) => state.note = Some(format!("not saved: {e}")),
+                Err(SaveFailed::ChangedOutside { path, text }) => outside::refused(state, path, text),
+                Err(SaveFailed::Error(e)) => state.note = Some(format!("not saved: {e}")),
             }
             Vec::new()
         }
+        Msg::OnDisk { path, text } => outside::noticed(state, path, text),
         Msg::ModelFetch(news) => {
             if matches!(news, super::msg::FetchNews::Done(Ok(_)))
                 && state.tokens.local.as_ref().is_some_and(|l| l.1.is_err())
