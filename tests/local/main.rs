@@ -10,9 +10,9 @@
 
 mod cache;
 mod fetch;
-mod gguf;
 mod fidelity;
 mod generation;
+mod gguf;
 mod probs;
 mod prompt_tokens;
 mod reference;

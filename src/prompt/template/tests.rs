@@ -218,6 +218,7 @@ fn a_template_that_would_loop_for_ever_stops_at_the_bound_of_steps() {
     assert!(error.to_string().starts_with(&stopped), "{error}");
     // A loop over 100,000 items fits in the bound.
     let items: Vec<_> = (0..100_000).map(|i| json!({"name": format!("n{i}"), "value": i})).collect();
-    let rendered = render("{% for item in items %}{{ item.name }}={{ item.value }};{% endfor %}", json!({"items": items}));
+    let rendered =
+        render("{% for item in items %}{{ item.name }}={{ item.value }};{% endfor %}", json!({"items": items}));
     assert!(rendered.unwrap().ends_with("n99999=99999;"));
 }

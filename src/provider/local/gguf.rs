@@ -29,8 +29,8 @@ pub const MAX_VALUES: u64 = 1 << 24;
 
 /// Opens the GGUF at `path` and reads its header; the reader is left ready for the tensors' data.
 pub fn open(path: &Path) -> Result<(Content, BufReader<File>), LocalError> {
-    let file = File::open(path)
-        .map_err(|e| LocalError::Model(format!("cannot open the model {}: {e}", path.display())))?;
+    let file =
+        File::open(path).map_err(|e| LocalError::Model(format!("cannot open the model {}: {e}", path.display())))?;
     let mut reader = BufReader::new(file);
     let content = read(&mut reader)
         .map_err(|e| LocalError::Model(format!("{} is not a readable GGUF file: {e}", path.display())))?;
@@ -69,9 +69,12 @@ pub fn read<R: Read + Seek>(reader: &mut R) -> Result<Content, String> {
         if n_dims > MAX_DIMS {
             return Err(format!("tensor `{name}` has {n_dims} dimensions, more than {MAX_DIMS}"));
         }
-        let dims = (0..n_dims).map(|_| header.length(&format!("tensor `{name}`'s dimensions"))).collect::<Result<Vec<u64>, _>>()?;
+        let dims = (0..n_dims)
+            .map(|_| header.length(&format!("tensor `{name}`'s dimensions")))
+            .collect::<Result<Vec<u64>, _>>()?;
         let dtype = header.u32(&format!("tensor `{name}`'s type"))?;
-        let dtype = dtype_of(dtype).ok_or_else(|| format!("tensor `{name}` has type {dtype}, not one this build reads"))?;
+        let dtype =
+            dtype_of(dtype).ok_or_else(|| format!("tensor `{name}` has type {dtype}, not one this build reads"))?;
         let offset = header.u64(&format!("tensor `{name}`'s offset"))?;
         table.push((name, dims, dtype, offset));
     }
@@ -114,7 +117,14 @@ fn alignment(metadata: &HashMap<String, Value>) -> Result<u64, String> {
 
 /// A tensor's elements (every dimension at least 1, their product in range), whole blocks of its
 /// type, and its bytes inside the file.
-fn check_tensor(name: &str, dims: &[u64], dtype: GgmlDType, offset: u64, data_start: u64, len: u64) -> Result<(), String> {
+fn check_tensor(
+    name: &str,
+    dims: &[u64],
+    dtype: GgmlDType,
+    offset: u64,
+    data_start: u64,
+    len: u64,
+) -> Result<(), String> {
     if dims.contains(&0) {
         return Err(format!("tensor `{name}` has dimensions {dims:?}: a dimension of 0 holds nothing"));
     }
