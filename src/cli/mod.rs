@@ -79,6 +79,9 @@ pub enum Command {
 
 /// Runs one subcommand; an `Err` is a usage or input error (exit 2).
 pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
+    // From here on a signal ends the command whatever it is doing (runs listening stop first). Where
+    // the watcher cannot start, signals keep their default effect: they end the process.
+    let _ = interrupt::watch_signals();
     match command {
         Command::Parse(args) => parse::run(args),
         Command::Signature(args) => signature::run(args),

@@ -76,3 +76,74 @@ fn an_edit_runs_the_eval_again_and_prints_the_changes() {
     // Two runs of two cases, but alpha's request did not change: the second run takes it from the cache.
     assert_eq!(server.received().len(), 3, "two cases, then only the edited one");
 }
+
+/// Opens the FIFO at `path` for writing once a reader has it open (without blocking, so never
+/// before), within a minute; the write end is held open and never written to.
+#[cfg(unix)]
+fn writer_once_read(path: &std::path::Path) -> std::fs::File {
+    use std::os::unix::fs::OpenOptionsExt;
+    for _ in 0..3000 {
+        match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(path) {
+            Ok(file) => return file,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("{}: {e}", path.display()),
+        }
+    }
+    panic!("nobody opened {} for reading", path.display())
+}
+
+/// `eval --watch` stuck reading a watched file that became a FIFO nobody writes to (so the watch
+/// loop never reaches an await point again) still ends on ctrl-c, with 130.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_ends_a_watch_stuck_reading_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = prompt_in(dir.path(), PROMPT);
+    let (_runtime, server) = server(ALPHA_RIGHT, BETA_RIGHT);
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("tunebench"))
+        .env("TUNEBENCH_DATA_DIR", dir.path())
+        .env("TUNEBENCH_CACHE_DIR", dir.path().join("cache"))
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .arg("eval")
+        .arg(&prompt)
+        .args(["--provider", "openai", "--base-url", &base_url(&server), "--watch"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (send, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = String::new();
+    read_until(&lines, "watching", &mut seen);
+    // The prompt becomes a FIFO; the watch loop opens it, then waits in read() for ever.
+    std::fs::remove_file(&prompt).unwrap();
+    let fifo = std::ffi::CString::new(prompt.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let _writer = writer_once_read(&prompt);
+    // SAFETY: sends a signal to our own child process, whose id we hold.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    // Liveness, not speed: it must end, whenever within half a minute.
+    let mut status = None;
+    for _ in 0..300 {
+        status = child.try_wait().unwrap();
+        if status.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("still running 30 s after ctrl-c, stuck reading the FIFO; stderr:\n{seen}");
+    };
+    assert_eq!(status.code(), Some(130), "{status:?}; stderr:\n{seen}");
+}

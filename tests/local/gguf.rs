@@ -125,7 +125,26 @@ fn hostile_gguf_headers_are_refused_naming_the_field() {
             "tensor `w` ([8] F32) at offset 0 does not fit in the file",
         ),
     ];
-    for (name, bytes, says) in cases {
+    // What held before stays held: a wrong magic, a cut file, absurd counts and lengths.
+    let good = gguf(&alignment(Value::U32(32)), &four, 32, &data);
+    let mut magic = good.clone();
+    magic[..4].copy_from_slice(b"GGML");
+    let mut tensor_count = good.clone();
+    tensor_count[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+    let mut key_length = good.clone();
+    key_length[24..32].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let array = [("tokens".to_string(), Value::Array(vec![Value::U32(7)]))];
+    let mut array_length = gguf(&array, &[], 32, &[]);
+    let at = 24 + 8 + "tokens".len() + 4 + 4;
+    array_length[at..at + 8].copy_from_slice(&(1u64 << 60).to_le_bytes());
+    let more: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("magic.gguf", magic, "not the GGUF magic"),
+        ("cut.gguf", good[..50].to_vec(), "`general.name`: the file ends at byte 50, inside 8 bytes from byte 48"),
+        ("tensor-count.gguf", tensor_count, "a tensor count of 18446744073709551615 at byte 8 is more than"),
+        ("key-length.gguf", key_length, "a metadata key: a length of 1099511627776 at byte 24 is more than"),
+        ("array-length.gguf", array_length, "`tokens`: an array length of 1152921504606846976 at byte 46 is more"),
+    ];
+    for (name, bytes, says) in cases.into_iter().chain(more) {
         let (code, stderr) = model_info(dir.path(), name, &bytes);
         assert_eq!(code, Some(2), "{name}: {stderr}");
         assert!(stderr.contains(name) && stderr.contains("is not a readable GGUF file"), "{name}: {stderr}");

@@ -163,3 +163,71 @@ async fn ctrl_c_during_a_cli_run_keeps_the_partial_answer_in_the_history() {
     let output = &record.turns[0].output;
     assert!(output.starts_with("{\"topic\": \"inflation\"") && output.matches("drip").count() >= 3, "{output}");
 }
+
+/// A pipe whose buffer is already full: the first write to it blocks until someone reads.
+#[cfg(unix)]
+fn full_pipe() -> (std::io::PipeReader, std::io::PipeWriter) {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    let fd = writer.as_raw_fd();
+    // SAFETY: flags of a descriptor we own, set and then restored.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) }, 0);
+    loop {
+        match writer.write(&[b'#'; 4096]) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("filling the pipe: {e}"),
+        }
+    }
+    // The child's writes must block, not fail: the flag belongs to the pipe, which it shares.
+    assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFL, flags) }, 0);
+    (reader, writer)
+}
+
+/// A run whose answer goes to a pipe nobody reads is stuck in a write, in the middle of its runs,
+/// never reaching an await point again: SIGTERM still ends it, with 143.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_a_run_stuck_writing_its_answer() {
+    let server =
+        serve(vec![endless("{\"topic\": \"drip\", \"definition\": \"drop\"}\n", Duration::from_millis(20))]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_reader, writer) = full_pipe();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("tunebench"))
+        .arg("run")
+        .arg(sample("extract-topics"))
+        .args(["--provider", "openai", "--max-repeats", "0", "--base-url", &format!("{}/v1", server.url())])
+        .env("TUNEBENCH_DATA_DIR", dir.path())
+        .env_remove("OPENAI_API_KEY")
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run is under way once the server has its request.
+    for _ in 0..300 {
+        if !server.received().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(server.received().len(), 1, "the run never asked the server");
+    // SAFETY: sends a signal to our own child process, whose id we hold.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    // Liveness, not speed: it must end, whenever within half a minute.
+    let mut status = None;
+    for _ in 0..300 {
+        status = child.try_wait().unwrap();
+        if status.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let Some(status) = status else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("still running 30 s after SIGTERM, stuck writing to a full pipe");
+    };
+    assert_eq!(status.code(), Some(143), "{status:?}");
+}

@@ -43,41 +43,30 @@ pub fn read<R: Read + Seek>(reader: &mut R) -> Result<Content, String> {
     let len = reader.seek(SeekFrom::End(0)).map_err(|e| format!("cannot find its length: {e}"))?;
     reader.seek(SeekFrom::Start(0)).map_err(|e| format!("cannot read it: {e}"))?;
     let mut header = Header { reader, len, at: 0, v1: false, values: 0 };
-    let magic = header.bytes_array::<4>("the magic")?;
+    let magic = header.bytes::<4>().map_err(|e| format!("the magic: {e}"))?;
     if &magic != b"GGUF" {
         return Err(format!("it starts with {magic:02x?}, not the GGUF magic"));
     }
-    let magic = match header.u32("the version")? {
+    let magic = match header.u32().map_err(|e| format!("the version: {e}"))? {
         1 => VersionedMagic::GgufV1,
         2 => VersionedMagic::GgufV2,
         3 => VersionedMagic::GgufV3,
         other => return Err(format!("GGUF version {other} is not one this build reads (1 to 3)")),
     };
     header.v1 = matches!(magic, VersionedMagic::GgufV1);
-    let tensors = header.count("the tensor count", header.prefix() + 4 + 4 + 8)?;
-    let entries = header.count("the metadata count", header.prefix() + 4 + 1)?;
+    let tensors = header.count(header.prefix() + 4 + 4 + 8, "a tensor count")?;
+    let entries = header.count(header.prefix() + 4 + 1, "a metadata count")?;
     let mut metadata = HashMap::new();
     for _ in 0..entries {
-        let key = header.string("a metadata key")?;
-        let kind = header.u32(&format!("the type of `{key}`"))?;
-        let value = header.value(&key, kind, 0)?;
+        let key = header.string().map_err(|e| format!("a metadata key: {e}"))?;
+        let value = header.u32().and_then(|kind| header.value(kind, 0)).map_err(|e| format!("`{key}`: {e}"))?;
         metadata.insert(key, value);
     }
     let mut table = Vec::new();
     for _ in 0..tensors {
-        let name = header.string("a tensor name")?;
-        let n_dims = header.u32(&format!("tensor `{name}`'s dimension count"))?;
-        if n_dims > MAX_DIMS {
-            return Err(format!("tensor `{name}` has {n_dims} dimensions, more than {MAX_DIMS}"));
-        }
-        let dims = (0..n_dims)
-            .map(|_| header.length(&format!("tensor `{name}`'s dimensions")))
-            .collect::<Result<Vec<u64>, _>>()?;
-        let dtype = header.u32(&format!("tensor `{name}`'s type"))?;
-        let dtype =
-            dtype_of(dtype).ok_or_else(|| format!("tensor `{name}` has type {dtype}, not one this build reads"))?;
-        let offset = header.u64(&format!("tensor `{name}`'s offset"))?;
-        table.push((name, dims, dtype, offset));
+        let name = header.string().map_err(|e| format!("a tensor name: {e}"))?;
+        let entry = header.tensor().map_err(|e| format!("tensor `{name}`: {e}"))?;
+        table.push((name, entry));
     }
     let alignment = alignment(&metadata)?;
     let data_start = header
@@ -86,7 +75,7 @@ pub fn read<R: Read + Seek>(reader: &mut R) -> Result<Content, String> {
         .filter(|&start| start <= len)
         .ok_or_else(|| format!("the tensor data would start past the end of the file ({len} bytes)"))?;
     let mut tensor_infos = HashMap::new();
-    for (name, mut dims, dtype, offset) in table {
+    for (name, (mut dims, dtype, offset)) in table {
         check_tensor(&name, &dims, dtype, offset, data_start, len)?;
         // GGUF lists the fastest-moving dimension first; candle's shapes the other way round.
         dims.reverse();
@@ -195,48 +184,49 @@ impl<R: Read> Header<'_, R> {
         }
     }
 
-    fn bytes_array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], String> {
+    fn bytes<const N: usize>(&mut self) -> Result<[u8; N], String> {
         let mut bytes = [0u8; N];
         if (N as u64) > self.remaining() {
-            return Err(format!("it ends at byte {} inside {what}", self.len));
+            return Err(format!("the file ends at byte {}, inside {N} bytes from byte {}", self.len, self.at));
         }
-        self.reader.read_exact(&mut bytes).map_err(|e| format!("cannot read {what} at byte {}: {e}", self.at))?;
+        self.reader.read_exact(&mut bytes).map_err(|e| format!("cannot read byte {}: {e}", self.at))?;
         self.at += N as u64;
         Ok(bytes)
     }
 
-    fn u32(&mut self, what: &str) -> Result<u32, String> {
-        self.bytes_array(what).map(u32::from_le_bytes)
+    fn u32(&mut self) -> Result<u32, String> {
+        self.bytes().map(u32::from_le_bytes)
     }
 
-    fn u64(&mut self, what: &str) -> Result<u64, String> {
-        self.bytes_array(what).map(u64::from_le_bytes)
+    fn u64(&mut self) -> Result<u64, String> {
+        self.bytes().map(u64::from_le_bytes)
     }
 
     /// A length or count (32 bits in version 1).
-    fn length(&mut self, what: &str) -> Result<u64, String> {
+    fn length(&mut self) -> Result<u64, String> {
         if self.v1 {
-            self.u32(what).map(u64::from)
+            self.u32().map(u64::from)
         } else {
-            self.u64(what)
+            self.u64()
         }
     }
 
-    /// A count of things at least `each` bytes long, which the rest of the file must be able to hold.
-    fn count(&mut self, what: &str, each: u64) -> Result<u64, String> {
+    /// A count (`what`: of what) of things at least `each` bytes long, which the rest of the file
+    /// must be able to hold.
+    fn count(&mut self, each: u64, what: &str) -> Result<u64, String> {
         let at = self.at;
-        let n = self.length(what)?;
+        let n = self.length()?;
         let room = self.remaining() / each.max(1);
         if n > room {
-            return Err(format!("{what} at byte {at} is {n}, more than the rest of the file can hold ({room})"));
+            return Err(format!("{what} of {n} at byte {at} is more than the rest of the file can hold ({room})"));
         }
         Ok(n)
     }
 
-    fn string(&mut self, what: &str) -> Result<String, String> {
-        let n = self.count(&format!("the length of {what}"), 1)?;
-        let mut bytes = vec![0u8; usize::try_from(n).map_err(|_| format!("{what} is too long"))?];
-        self.reader.read_exact(&mut bytes).map_err(|e| format!("cannot read {what} at byte {}: {e}", self.at))?;
+    fn string(&mut self) -> Result<String, String> {
+        let n = self.count(1, "a length")?;
+        let mut bytes = vec![0u8; usize::try_from(n).map_err(|_| format!("a length of {n} bytes"))?];
+        self.reader.read_exact(&mut bytes).map_err(|e| format!("cannot read byte {}: {e}", self.at))?;
         self.at += n;
         // Strings are not NUL-terminated, but some writers add one.
         while bytes.last() == Some(&0) {
@@ -245,50 +235,61 @@ impl<R: Read> Header<'_, R> {
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    /// The value of `key`, of type number `kind`.
-    fn value(&mut self, key: &str, kind: u32, depth: usize) -> Result<Value, String> {
+    /// A tensor's entry after its name: dimensions (at most [`MAX_DIMS`]), type, offset.
+    fn tensor(&mut self) -> Result<(Vec<u64>, GgmlDType, u64), String> {
+        let n_dims = self.u32()?;
+        if n_dims > MAX_DIMS {
+            return Err(format!("{n_dims} dimensions, more than {MAX_DIMS}"));
+        }
+        let dims = (0..n_dims).map(|_| self.length()).collect::<Result<Vec<u64>, _>>()?;
+        let number = self.u32()?;
+        let dtype = dtype_of(number).ok_or_else(|| format!("type {number}, not one this build reads"))?;
+        Ok((dims, dtype, self.u64()?))
+    }
+
+    /// A value of type number `kind`.
+    fn value(&mut self, kind: u32, depth: usize) -> Result<Value, String> {
         self.values += 1;
         if self.values > MAX_VALUES {
-            return Err(format!("`{key}`: the metadata holds more than {MAX_VALUES} values"));
+            return Err(format!("the metadata holds more than {MAX_VALUES} values"));
         }
-        let what = format!("the value of `{key}`");
         Ok(match kind {
-            0 => Value::U8(u8::from_le_bytes(self.bytes_array(&what)?)),
-            1 => Value::I8(i8::from_le_bytes(self.bytes_array(&what)?)),
-            2 => Value::U16(u16::from_le_bytes(self.bytes_array(&what)?)),
-            3 => Value::I16(i16::from_le_bytes(self.bytes_array(&what)?)),
-            4 => Value::U32(self.u32(&what)?),
-            5 => Value::I32(i32::from_le_bytes(self.bytes_array(&what)?)),
-            6 => Value::F32(f32::from_le_bytes(self.bytes_array(&what)?)),
-            7 => match self.bytes_array::<1>(&what)? {
+            0 => Value::U8(u8::from_le_bytes(self.bytes()?)),
+            1 => Value::I8(i8::from_le_bytes(self.bytes()?)),
+            2 => Value::U16(u16::from_le_bytes(self.bytes()?)),
+            3 => Value::I16(i16::from_le_bytes(self.bytes()?)),
+            4 => Value::U32(self.u32()?),
+            5 => Value::I32(i32::from_le_bytes(self.bytes()?)),
+            6 => Value::F32(f32::from_le_bytes(self.bytes()?)),
+            7 => match self.bytes::<1>()? {
                 [0] => Value::Bool(false),
                 [1] => Value::Bool(true),
-                [other] => return Err(format!("`{key}` is a bool of value {other}, not 0 or 1")),
+                [other] => return Err(format!("a bool of value {other}, not 0 or 1")),
             },
-            8 => Value::String(self.string(&what)?),
+            8 => Value::String(self.string()?),
             9 => {
                 if depth >= MAX_DEPTH {
-                    return Err(format!("`{key}` nests arrays more than {MAX_DEPTH} deep"));
+                    return Err(format!("arrays nested more than {MAX_DEPTH} deep"));
                 }
-                let inner = self.u32(&format!("the element type of `{key}`"))?;
-                let each = min_size(inner, self.prefix()).ok_or_else(|| bad_type(key, inner))?;
-                let n = self.count(&format!("the length of `{key}`"), each)?;
+                let inner = self.u32()?;
+                let each = min_size(inner, self.prefix()).ok_or_else(|| bad_type(inner))?;
+                let n = self.count(each, "an array length")?;
                 let mut items = Vec::new();
                 for _ in 0..n {
-                    items.push(self.value(key, inner, depth + 1)?);
+                    items.push(self.value(inner, depth + 1)?);
                 }
                 Value::Array(items)
             }
-            10 => Value::U64(self.u64(&what)?),
-            11 => Value::I64(i64::from_le_bytes(self.bytes_array(&what)?)),
-            12 => Value::F64(f64::from_le_bytes(self.bytes_array(&what)?)),
-            other => return Err(bad_type(key, other)),
+            10 => Value::U64(self.u64()?),
+            11 => Value::I64(i64::from_le_bytes(self.bytes()?)),
+            12 => Value::F64(f64::from_le_bytes(self.bytes()?)),
+            other => return Err(bad_type(other)),
         })
     }
 }
 
-fn bad_type(key: &str, kind: u32) -> String {
-    format!("`{key}` has value type {kind}, not a GGUF type (0 to 12)")
+fn bad_type(kind: u32) -> String {
+    format!("value type {kind}, not a GGUF type (0 to 12)")
 }
 
 /// The fewest bytes a value of type number `kind` takes in the file (`prefix`: a length's bytes).
