@@ -116,8 +116,15 @@ fn a_record_appended_reads_back_equal() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(HISTORY_FILE);
     let record = full_record();
-    let minimal =
-        RunRecord { case: None, warnings: Vec::new(), error: None, batch: None, seed: None, cancelled: false, ..record.clone() };
+    let minimal = RunRecord {
+        case: None,
+        warnings: Vec::new(),
+        error: None,
+        batch: None,
+        seed: None,
+        cancelled: false,
+        ..record.clone()
+    };
     append_to(&path, &record).unwrap();
     append_to(&path, &minimal).unwrap();
     let history = read(&path).unwrap();

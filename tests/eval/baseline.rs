@@ -157,7 +157,10 @@ fn a_baseline_is_an_eval_on_the_same_model_and_diff_names_the_models() {
     let b_line = text.lines().find(|l| l.starts_with("B: eval")).unwrap_or_default();
     assert!(a_line.contains("on openai:model-a") && b_line.contains("on openai:model-b"), "{text}");
     assert!(text.contains("B against A: 0 improved, 0 regressed"), "{text}");
-    assert!(text.contains("new: no such column in the baseline") && text.contains("gone: no such column now"), "{text}");
+    assert!(
+        text.contains("new: no such column in the baseline") && text.contains("gone: no such column now"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -47,8 +47,13 @@ fn repeats_sample_with_seed_plus_k_and_a_recorded_seed_reproduces_its_answer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("story.toml");
     std::fs::write(&path, STORY).unwrap();
-    let plan = EvalPlan::new(&EvalOptions { prompts: vec![path.clone()], repeat: 2, setup: options(Some(7)), ..EvalOptions::default() })
-        .unwrap();
+    let plan = EvalPlan::new(&EvalOptions {
+        prompts: vec![path.clone()],
+        repeat: 2,
+        setup: options(Some(7)),
+        ..EvalOptions::default()
+    })
+    .unwrap();
     let mut runs: Vec<RunRecord> = Vec::new();
     let pipeline = Pipeline { plan: &plan, concurrency: 1, record_history: false, wrap: None };
     let ran = runtime()
