@@ -189,9 +189,9 @@ pub fn delta_summary(delta: &Delta) -> String {
     for column in &delta.columns {
         let _ = writeln!(
             out,
-            "  {}{}: pass rate {} → {}, mean F1 {} → {}",
+            "  {} ({}): pass rate {} → {}, mean F1 {} → {}",
             column.column,
-            column_models(column),
+            column.models(),
             percent(column.pass_rate_before),
             percent(column.pass_rate_after),
             f1(column.mean_f1_before),
@@ -202,17 +202,6 @@ pub fn delta_summary(delta: &Delta) -> String {
         let _ = writeln!(out, "  regressed: {} × {}", cell.case.as_deref().unwrap_or("(default)"), cell.column);
     }
     out
-}
-
-/// A column's model on each side: ` (local, constrained)`, or what has no counterpart.
-fn column_models(column: &crate::eval::diff::ColumnDelta) -> String {
-    match (&column.model_before, &column.model_after) {
-        (Some(before), Some(after)) if before == after => format!(" ({after})"),
-        (Some(before), Some(after)) => format!(" ({before} → {after})"),
-        (None, Some(after)) => format!(" ({after}; new: no such column in the baseline)"),
-        (Some(before), None) => format!(" ({before}; gone: no such column now)"),
-        (None, None) => String::new(),
-    }
 }
 
 /// Every cell that did not pass: its reason, failed checks, differences and what a cut kept.

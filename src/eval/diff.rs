@@ -78,6 +78,20 @@ pub struct ColumnDelta {
     pub same: usize,
 }
 
+impl ColumnDelta {
+    /// The column's model on each side, as the CLI and the eval screen say it: `local, constrained`,
+    /// `A → B` when an older record matched it in another mode, or which side has no such column.
+    pub fn models(&self) -> String {
+        match (&self.model_before, &self.model_after) {
+            (Some(before), Some(after)) if before == after => after.clone(),
+            (Some(before), Some(after)) => format!("{before} → {after}"),
+            (None, Some(after)) => format!("{after}; new: no such column in the baseline"),
+            (Some(before), None) => format!("{before}; gone: no such column now"),
+            (None, None) => String::new(),
+        }
+    }
+}
+
 /// An eval against its baseline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Delta {

@@ -15,7 +15,8 @@
 //! - [`checks`]: each check kind run on an answer and its run record.
 //! - [`values`]: how values compare (trim + case fold unless exact, number tolerance, missing = null).
 //! - `verdict`: the answer read from the record, and the verdict with its one-line reason.
-//! - [`score::approve`]: a run's answer written into its case as the expected answer (the workbench's "approve").
+//! - [`approval`]: what approving a run's answer writes (its valid, complete items) and what it leaves
+//!   out; refused unless the user insists when something is (the workbench's "approve").
 //! - [`plan`]: the columns (prompt version × model), rows (cases) and cells of an eval.
 //! - [`pipeline`]: every cell run and scored, as events; the record.
 //! - [`record`]: the eval record and each cell's run in brief.
@@ -26,6 +27,7 @@
 //! - [`batch`]: an imported provider batch's runs scored into an eval record.
 //! - `bench` (feature `testing`): `tunebench bench`'s eval figures.
 
+pub mod approval;
 pub mod batch;
 #[cfg(feature = "testing")]
 pub mod bench;
@@ -44,10 +46,11 @@ pub mod totals;
 pub mod values;
 mod verdict;
 
+pub use approval::{approve, Approval};
 pub use pipeline::{EvalEvent, Pipeline};
 pub use plan::{Column, EvalOptions, EvalPlan, ModelSpec};
 pub use record::{CellRecord, EvalRecord};
-pub use score::{approve, score_record, Expectations};
+pub use score::{score_record, Expectations};
 
 /// An eval that cannot run or be read; each message names the bad value, file or id.
 #[derive(Debug, thiserror::Error)]

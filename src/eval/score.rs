@@ -205,17 +205,5 @@ pub fn score_record(expectations: &Expectations, record: &crate::run::RunRecord)
     verdict::score(expectations, record)
 }
 
-/// Sets `record`'s case's expected answer to the record's answer (the workbench's "approve as
-/// expected"); see [`PromptFile::approve`].
-pub fn approve(prompt: &mut PromptFile, record: &crate::run::RunRecord) -> Result<(), PromptError> {
-    let Some(case) = &record.case else {
-        return Err(PromptError::Expectation {
-            id: prompt.id.clone(),
-            message: "the run has no case: only a case's answer can be approved as expected".into(),
-        });
-    };
-    prompt.approve(case, &record.result)
-}
-
 #[cfg(test)]
 mod tests;

@@ -84,6 +84,11 @@ pub struct Expected {
     pub value: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub items: Option<Vec<Value>>,
+    /// What approving left out of the answer it wrote, when the user insisted on an answer that was
+    /// not all valid (each part with where and why: `line 3: not JSON (...)`, `line 5: cut off by the
+    /// token limit mid-record`). Scoring does not read it; it says the expected answer may be incomplete.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
     /// The `[cases.expected]` table.
     #[serde(skip)]
     pub at: At,

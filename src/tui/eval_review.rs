@@ -18,6 +18,9 @@ pub struct Review {
     pub accepted: Vec<usize>,
     pub rejected: Vec<usize>,
     pub skipped: Vec<usize>,
+    /// The row whose approve was refused (parts of its answer are not a real answer): `a` again on it
+    /// insists.
+    pub insisting: Option<usize>,
 }
 
 impl Review {

@@ -47,13 +47,14 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
         }
     };
     let column = plan.columns.first().map(|c| c.column.model_label()).unwrap_or_default();
+    let baseline_column = baseline.as_deref().and_then(|b| crate::eval::diff::counterpart(&b.columns, &columns, 0));
     let concurrency = plan.columns.iter().map(|c| c.setup.concurrency().runs).min().unwrap_or(1).max(1);
     runner.log.line(&format!("eval {} on {column}, {concurrency} at a time", request.path.display()));
     let (tx, id, record_history) = (runner.tx.clone(), request.id, runner.record_history);
-    let _ = tx.send(Msg::Eval { id, news: EvalNews::Planned { rows: plan.rows.clone(), column } });
+    let planned = EvalNews::Planned { rows: plan.rows.clone(), column, baseline: baseline.clone(), baseline_column };
+    let _ = tx.send(Msg::Eval { id, news: planned });
     let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
     runner.eval_cancel = Some(cancel);
-    let previous = request.previous;
     let save = runner.data_dir.as_ref().map(|d| d.join(store::EVALS_DIR));
     // As for compare: the pipeline's future runs on a blocking thread of the runtime.
     let handle = runner.runtime.handle().clone();
@@ -85,8 +86,6 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
                     };
                     Ok(Box::new(EvalDone {
                         baseline: baseline.as_deref().map(|b| diff::delta(b, &record)),
-                        previous: previous.as_deref().map(|p| diff::delta(p, &record)),
-                        baseline_record: baseline,
                         record,
                         saved,
                     }))
@@ -112,6 +111,22 @@ pub fn rescore(request: &RescoreRequest) -> Msg {
         Err(e) => return Msg::Note(format!("not scored again: {e}")),
     };
     Msg::Eval { id: request.id, news }
+}
+
+/// A workbench run of `case` scored against the case's expected answer and checks in `prompt` (the
+/// prompt as it was run); `None` when the case expects nothing.
+pub fn score_run(
+    prompt: &crate::prompt::file::PromptFile,
+    path: &std::path::Path,
+    case: &str,
+    record: &crate::run::RunRecord,
+) -> Option<Result<Box<crate::eval::score::CaseScore>, String>> {
+    let base_dir = crate::run::setup::base_dir(path);
+    match Expectations::for_case(prompt, &base_dir, Some(case)) {
+        Ok(expectations) if expectations.is_empty() => None,
+        Ok(expectations) => Some(Ok(Box::new(crate::eval::score_record(&expectations, record)))),
+        Err(e) => Some(Err(format!("not scored: {e}"))),
+    }
 }
 
 /// Lists the evals of the prompt file `path` (newest first) on a thread; no data directory: none.

@@ -1,7 +1,9 @@
 //! The eval screen's state: the open prompt's cases (rows) against the current model, each cell as
-//! it runs and as the eval core scored it, the record of the run, its deltas (to the baseline: the
-//! last eval of the saved prompt; to the previous run on this screen), the selection, the drill-down
-//! and the approve confirmation. Nothing here scores: the cells come from `eval::pipeline`.
+//! it runs and as the eval core scored it, the record of the run, its delta to the baseline (the last
+//! eval of the saved prompt on this model before this screen ran, else the screen's own first run:
+//! the title's counts and the change column both count against it), whether the prompt was edited
+//! since it ran, the selection, the drill-down and the approve confirmation. Nothing here scores: the
+//! cells come from `eval::pipeline`.
 
 use crate::eval::diff::{Change, Delta, EvalDiff};
 use crate::eval::{CellRecord, EvalRecord};
@@ -45,8 +47,9 @@ pub enum EvalOverlay {
     None,
     /// The selected case opened: answer, expected items, differences, failed checks.
     Case,
-    /// Approve was asked: `text` is what will be written as the case's expected answer.
-    ConfirmApprove { row: usize, text: String },
+    /// Approve was asked: what will be written as the case's expected answer (every item, scrolled by
+    /// `scroll`), and what would be left out (then `y` is refused and a second `a` insists).
+    ConfirmApprove { row: usize, approval: Box<crate::eval::Approval> },
     /// Review: the case under review opened, with the review's keys (a accept, r reject, s skip).
     Review,
     /// The review ended: what was accepted, rejected and skipped.
@@ -87,10 +90,9 @@ pub struct EvalView {
     pub cells: Vec<EvalCell>,
     /// The last finished eval's record (saved in the eval store).
     pub record: Option<Box<EvalRecord>>,
-    /// Against the baseline (the last eval of the saved prompt before this screen's runs).
+    /// Against the baseline: the title's counts and each row's change (recounted when a row is
+    /// scored again after approve).
     pub baseline: Option<Delta>,
-    /// Against the previous run on this screen (set after a re-run).
-    pub previous: Option<Delta>,
     /// The selected row.
     pub selected: usize,
     pub overlay: EvalOverlay,
@@ -98,6 +100,11 @@ pub struct EvalView {
     pub scroll: usize,
     /// The baseline record, read before the first run (kept for re-runs).
     pub baseline_record: Option<Box<EvalRecord>>,
+    /// The baseline's column that is this screen's column (`eval::diff::counterpart`; `None`: the
+    /// baseline has no such column).
+    pub baseline_column: Option<usize>,
+    /// The workbench's edit count when this eval started: a later edit makes the matrix stale.
+    pub edits: u64,
     /// The review under way or last ended (see [`super::eval_review`]).
     pub review: Option<super::eval_review::Review>,
     /// The id of the eval opened from the history (shown read-only until ctrl-r runs it again).
@@ -116,17 +123,24 @@ impl EvalView {
         self.phase == EvalPhase::Running
     }
 
-    /// The row's change against the previous run on this screen.
+    /// The row's change against the baseline (the same delta the title counts).
     pub fn row_change(&self, row: usize) -> Option<Change> {
         let case = self.rows.get(row)?;
-        self.previous.as_ref()?.cells.iter().find(|c| &c.case == case).map(|c| c.change)
+        self.baseline.as_ref()?.cells.iter().find(|c| &c.case == case && c.after.is_some()).map(|c| c.change)
     }
 
-    /// The baseline's cell of `row`'s case (its first column and repeat), when there is a baseline.
+    /// The baseline's cell of `row`'s case in this screen's column (its first repeat), when there is one.
     pub fn baseline_cell(&self, row: usize) -> Option<&CellRecord> {
         let case = self.rows.get(row)?;
         let baseline = self.baseline_record.as_deref()?;
-        baseline.cells.iter().find(|c| &c.case == case && c.column == 0 && c.repeat <= 1)
+        let column = self.baseline_column?;
+        baseline.cells.iter().find(|c| &c.case == case && c.column == column && c.repeat <= 1)
+    }
+
+    /// Whether the prompt was edited since this eval ran (`edits`: the workbench's edit count now);
+    /// an eval opened from the history is of its own prompt, never stale.
+    pub fn stale(&self, edits: u64) -> bool {
+        self.opened.is_none() && matches!(self.phase, EvalPhase::Running | EvalPhase::Done) && edits != self.edits
     }
 
     /// The selected cell.

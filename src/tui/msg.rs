@@ -164,6 +164,9 @@ pub enum Msg {
     RunRecorded(Result<PathBuf, String>),
     /// The cancelled run's task has stopped.
     RunCancelled,
+    /// Run `run` of a case ended and was scored against the case's expected answer and checks (or
+    /// the message says why it could not be).
+    RunScored { run: u64, score: Result<Box<crate::eval::score::CaseScore>, String> },
     /// The truncation sweep of run `run`'s answer as far as `answer_len` bytes is ready (or why it
     /// is not): the answer so far while it streams, the whole answer at its end.
     SweepReady { run: u64, answer_len: usize, sweep: Result<Box<Sweep>, String> },
@@ -211,8 +214,14 @@ pub struct SchemaFileSave {
 /// What a running eval reports.
 #[derive(Clone, Debug)]
 pub enum EvalNews {
-    /// The rows (cases) and the column (model) about to run.
-    Planned { rows: Vec<Option<String>>, column: String },
+    /// The rows (cases) and the column (model) about to run, and the baseline they are compared with
+    /// (its column that is this one, `None` when it has none).
+    Planned {
+        rows: Vec<Option<String>>,
+        column: String,
+        baseline: Option<Box<crate::eval::EvalRecord>>,
+        baseline_column: Option<usize>,
+    },
     /// An event of the eval pipeline.
     Event(Box<crate::eval::EvalEvent>),
     /// Every cell ended: the record (saved in the eval store, or the warning says why not) and its
@@ -238,12 +247,9 @@ pub struct OpenedEval {
 #[derive(Clone, Debug)]
 pub struct EvalDone {
     pub record: crate::eval::EvalRecord,
-    /// Against the last eval of the saved prompt before this screen ran (when there is one).
+    /// Against the baseline (the last eval of the saved prompt on this model before this screen ran,
+    /// else the screen's first run), when there is one.
     pub baseline: Option<crate::eval::diff::Delta>,
-    /// Against the previous run on this screen.
-    pub previous: Option<crate::eval::diff::Delta>,
-    /// The baseline record read for the first run (the screen keeps it for re-runs).
-    pub baseline_record: Option<Box<crate::eval::EvalRecord>>,
     /// Where the record was saved, or why not.
     pub saved: Result<PathBuf, String>,
 }
@@ -330,9 +336,8 @@ pub struct EvalRequest {
     pub max_tokens: Option<u32>,
     /// The recorded answer the replay provider plays (each case: its own file beside it).
     pub transcript: Option<PathBuf>,
-    /// The screen's previous record (a re-run's delta is against it).
-    pub previous: Option<Box<crate::eval::EvalRecord>>,
-    /// The baseline read before the first run (`None`: read the last eval of the prompt now).
+    /// The baseline: the one read before the screen's first run, else that first run's record, else
+    /// (`None`) the last eval of the prompt on this model, read now.
     pub baseline: Option<Box<crate::eval::EvalRecord>>,
 }
 

@@ -280,6 +280,8 @@ impl Runner {
         let tx = self.tx.clone();
         let run = request.run;
         let record_history = self.record_history;
+        // A case's run is scored against its expected answer and checks when it ends.
+        let scoring = request.case.clone().map(|case| (request.prompt.clone(), request.path.clone(), case));
         let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
         self.run_cancel = Some(cancel);
         self.task = Some(self.runtime.spawn(async move {
@@ -294,6 +296,11 @@ impl Runner {
                 Stop::User
             })
             .await;
+            if let Some((prompt, path, case)) = scoring.filter(|_| !record.cancelled) {
+                if let Some(score) = super::eval_runner::score_run(&prompt, &path, &case, &record) {
+                    let _ = tx.send(Msg::RunScored { run, score });
+                }
+            }
             if record_history {
                 let result = tokio::task::spawn_blocking(move || history::append(&record).map_err(|e| e.to_string()))
                     .await

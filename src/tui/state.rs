@@ -171,6 +171,9 @@ pub struct RunView {
     /// The final report of the last turn (json answers show their verdict from it).
     pub report: Option<Report>,
     pub error: Option<String>,
+    /// The run's answer scored against its case's expected answer and checks, once it ended (`Err`:
+    /// why it could not be; `None`: no case, nothing expected, or not ended).
+    pub scored: Option<Result<Box<crate::eval::score::CaseScore>, String>>,
     /// The provider and model as the run reported them.
     pub provider: String,
     pub model: String,
@@ -197,6 +200,7 @@ impl RunView {
         self.rate.clear();
         self.report = None;
         self.error = None;
+        self.scored = None;
     }
 
     /// Appends a chunk: the text, its end, where new lines start.

@@ -186,7 +186,7 @@ fn eval_screen_runs_the_cases_and_an_approved_answer_passes() {
     assert!(text.contains("alpha") && text.contains("beta") && text.contains("fail"), "{text}");
     send(b"j"); // beta
     send(b"a"); // approve: the confirmation shows the answer
-    screen.wait("the confirmation", |s| s.contains("approve as expected?") && s.contains("The second letter."));
+    screen.wait("the confirmation", |s| s.contains("approve as expected: 1 item") && s.contains("The second letter."));
     send(b"y");
     let text = screen.wait("the cell passing", |s| s.contains("2/2 pass (100%)"));
     assert!(!text.contains("fail "), "{text}");

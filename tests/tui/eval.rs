@@ -153,7 +153,9 @@ fn the_matrix_fills_in_a_case_opens_and_approve_makes_it_pass() {
 
     // Approve: a confirmation showing what is written, then the save and the row scored again.
     assert!(update(&mut state, key('a')).is_empty());
-    assert!(matches!(&state.eval.overlay, EvalOverlay::ConfirmApprove { row: 1, text } if text.contains("Beta")));
+    assert!(
+        matches!(&state.eval.overlay, EvalOverlay::ConfirmApprove { row: 1, approval } if approval.lines()[0].contains("Beta"))
+    );
     let effects = update(&mut state, key('y'));
     assert!(matches!(effects.as_slice(), [Effect::Save { .. }, Effect::Rescore(_)]), "{effects:?}");
     drive(&mut state, effects);
@@ -170,9 +172,9 @@ fn the_matrix_fills_in_a_case_opens_and_approve_makes_it_pass() {
     let beta_again = again.cases.iter().find(|c| c.name == "beta").unwrap();
     assert_eq!(beta_again.expected, beta.expected, "ctrl-s writes the approved expectation back");
 
-    // ctrl-r re-runs the matrix: beta improved against the previous run.
+    // ctrl-r re-runs the matrix against the first run (there was no earlier eval): beta improved.
     let effects = update(&mut state, ctrl('r'));
-    assert!(matches!(effects.as_slice(), [Effect::StartEval(r)] if r.previous.is_some()));
+    assert!(matches!(effects.as_slice(), [Effect::StartEval(r)] if r.baseline.is_some()));
     drive(&mut state, effects);
     assert_eq!(state.eval.row_change(1), Some(Change::Improved));
     assert_eq!(state.eval.row_change(0), Some(Change::Same));
@@ -194,7 +196,12 @@ fn a_click_selects_a_row_and_esc_cancels_a_running_eval() {
         &mut state,
         Msg::Eval {
             id: 1,
-            news: EvalNews::Planned { rows: vec![Some("a".into()), Some("b".into())], column: "x".into() },
+            news: EvalNews::Planned {
+                rows: vec![Some("a".into()), Some("b".into())],
+                column: "x".into(),
+                baseline: None,
+                baseline_column: None,
+            },
         },
     );
     update(&mut state, Msg::Eval { id: 7, news: EvalNews::Done(Err("an older eval".into())) });

@@ -73,7 +73,7 @@ fn evals_are_kept_listed_opened_diffed_and_a_case_answer_truncated() {
     let first = state.eval.baseline_record.as_ref().map(|b| b.id.clone()).expect("the first eval is the baseline");
     let matrix = draw(&state, 120, 40);
     let shown_id: String = first.chars().take(15).collect();
-    assert!(matrix.contains("baseline") && matrix.contains(&format!("vs {shown_id}: 1 improved")), "{matrix}");
+    assert!(matrix.contains("baseline") && matrix.contains(&format!("vs baseline {shown_id}: 1 improved")), "{matrix}");
     let second = state.eval.record.as_ref().unwrap().id.clone();
     stable(&mut state, dir.path());
     insta::assert_snapshot!("eval_baseline_120x40", draw(&state, 120, 40));
@@ -168,7 +168,7 @@ fn evals_are_kept_listed_opened_diffed_and_a_case_answer_truncated() {
     // ctrl-r runs the opened eval again: live, against it, no longer read-only.
     let effects = update(&mut state, ctrl('r'));
     let [Effect::StartEval(request)] = effects.as_slice() else { panic!("{effects:?}") };
-    assert_eq!(request.previous.as_ref().map(|p| p.id.clone()), Some(first.clone()));
+    assert_eq!(request.baseline.as_ref().map(|p| p.id.clone()), Some(first.clone()));
     assert!(state.eval.opened.is_none() && state.eval.running());
     drive_on(&mut state, effects, &mut runner, &rx);
     assert_eq!(state.eval.row_change(1), Some(Change::Improved), "beta passes now, it failed in the opened eval");

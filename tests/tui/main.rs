@@ -6,6 +6,8 @@
 mod compare;
 mod e2e;
 mod eval;
+mod eval_approve;
+mod eval_baseline;
 mod eval_history;
 mod eval_review;
 mod outside;

@@ -250,7 +250,7 @@ value = "Paris"
 fn approving_an_answer_makes_it_the_expected_one() {
     let mut p = prompt(DRUGS);
     let answered = record(&p, Some("ward"), WORKED_LINES, Ending::Finish("stop"));
-    approve(&mut p, &answered).unwrap();
+    crate::eval::approve(&mut p, &crate::eval::Approval::of(&answered).unwrap(), false).unwrap();
     let expected = p.cases[0].expected.as_ref().unwrap();
     assert_eq!(expected.items.as_ref().unwrap().len(), 3);
     let back = PromptFile::from_toml_str(&p.to_toml_string().unwrap(), Path::new("dir/drugs.toml")).unwrap();

@@ -1,6 +1,7 @@
 //! "Approve as expected": an answer written into its case as the expected answer (`[cases.expected]`
-//! `items` for a list, `value` otherwise), keeping the case's `match`. TOML has no null, so null
-//! members are left out (a missing field and null compare the same when scoring).
+//! `items` for a list, `value` otherwise, and `left_out`: what approving did not write), keeping the
+//! case's `match`. TOML has no null, so null members are left out (a missing field and null compare the
+//! same when scoring). Which part of a run's answer is written is `eval::approval`'s to decide.
 
 use serde_json::Value;
 
@@ -10,9 +11,9 @@ use crate::prompt::file::{PromptError, PromptFile};
 
 impl PromptFile {
     /// Sets `case`'s expected answer to `answer` (a run's result: a jsonl answer's items, a json
-    /// answer's value, a text answer's text): a list becomes `items`, anything else `value`; the
-    /// case's `match` is kept, an `expected_file` replaced.
-    pub fn approve(&mut self, case: &str, answer: &Value) -> Result<(), PromptError> {
+    /// answer's value, a text answer's text): a list becomes `items`, anything else `value`, and
+    /// `left_out` what was not written of it; the case's `match` is kept, an `expected_file` replaced.
+    pub fn approve(&mut self, case: &str, answer: &Value, left_out: Vec<String>) -> Result<(), PromptError> {
         self.case(case)?;
         let id = self.id.clone();
         let refuse = |message: String| PromptError::Expectation { id: id.clone(), message };
@@ -31,6 +32,7 @@ impl PromptFile {
             return Err(refuse(format!("no case named {case:?}")));
         };
         expected.match_on = target.expected.as_ref().and_then(|e| e.match_on.clone());
+        expected.left_out = left_out;
         target.expected = Some(expected);
         Ok(())
     }

@@ -28,6 +28,7 @@ pub(crate) struct RawExpected {
     expected_file: Option<Spanned<PathBuf>>,
     value: Option<Spanned<Value>>,
     items: Option<Vec<Spanned<Value>>>,
+    left_out: Option<Vec<String>>,
 }
 
 /// `[eval]` as written.
@@ -185,6 +186,7 @@ pub(crate) fn parse_expected(
         expected_file: raw.expected_file.map(Spanned::into_inner),
         value,
         items,
+        left_out: raw.left_out.unwrap_or_default(),
         at: locate(table),
         item_at: Places(item_at),
     })

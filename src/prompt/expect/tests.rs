@@ -317,23 +317,25 @@ items = [{type = "definition", entity = "DNA"}]
 #[test]
 fn approving_an_answer_keeps_match_and_leaves_nulls_out() {
     let mut prompt = parse(FULL).unwrap();
-    prompt.approve("pain", &json!([{"drug": "a", "dose": null}, {"drug": "b"}])).unwrap();
+    prompt.approve("pain", &json!([{"drug": "a", "dose": null}, {"drug": "b"}]), Vec::new()).unwrap();
     assert_eq!(
         prompt.cases[0].expected.as_ref().unwrap().items,
         Some(vec![json!({"drug": "a"}), json!({"drug": "b"})])
     );
-    let err = prompt.approve("pain", &json!([{"drug": "a"}, null])).unwrap_err();
+    let err = prompt.approve("pain", &json!([{"drug": "a"}, null]), Vec::new()).unwrap_err();
     assert_eq!(
         err.to_string(),
         "prompt `drugs`: case \"pain\": the answer has null at /1, which TOML cannot hold; not approved"
     );
-    assert!(prompt.approve("pain", &json!({"drug": "a"})).is_err(), "a jsonl answer is a list");
-    assert!(matches!(prompt.approve("nope", &json!([])), Err(PromptError::UnknownCase { .. })));
+    assert!(prompt.approve("pain", &json!({"drug": "a"}), Vec::new()).is_err(), "a jsonl answer is a list");
+    assert!(matches!(prompt.approve("nope", &json!([]), Vec::new()), Err(PromptError::UnknownCase { .. })));
     // A json answer that is one object becomes `value`; the case's `match` stays.
     prompt.response_type = crate::output::ResponseType::Json;
-    prompt.approve("object", &json!({"drug": "y", "dose": null, "nested": {"a": null}})).unwrap();
+    let left_out = vec!["the answer hit the token limit: what would have followed is missing".to_string()];
+    prompt.approve("object", &json!({"drug": "y", "dose": null, "nested": {"a": null}}), left_out.clone()).unwrap();
     let expected = prompt.cases[1].expected.as_ref().unwrap();
     assert_eq!(expected.value, Some(json!({"drug": "y", "nested": {}})));
+    assert_eq!(expected.left_out, left_out, "what approving left out is kept beside the answer");
     assert_eq!(expected.match_on, Some(Fields(vec!["drug".into(), "/dose".into()])));
     let back = parse(&prompt.to_toml_string().unwrap()).unwrap();
     assert_eq!(back, prompt);

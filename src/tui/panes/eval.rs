@@ -1,7 +1,9 @@
-//! The eval screen: the matrix of the open prompt's cases on the current model (verdict, F1, the
-//! change against the previous run, the core's one-line reason), its title the pass rate, mean F1
-//! and the delta to the baseline; enter opens a case (its answer escaped, the expected items, the
-//! differences and failed checks); `a` asks before writing an answer as expected.
+//! The eval screen: the matrix of the open prompt's cases on the current model (the baseline's
+//! verdict, the verdict, F1, the change against the baseline, the core's one-line reason), its title
+//! the pass rate, mean F1, the baseline named with its counts (the same delta as the change column),
+//! and "stale" once the prompt was edited since the eval ran; enter opens a case (its answer escaped,
+//! the expected items, the differences and failed checks); `a` asks before writing an answer as
+//! expected, showing every item it writes.
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::Style;
@@ -12,6 +14,7 @@ use ratatui::Frame;
 use super::clip;
 use crate::eval::diff::Change;
 use crate::eval::score::{Difference, Verdict};
+use crate::eval::Approval;
 use crate::safe_text::escape_controls;
 use crate::tui::eval_state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
 use crate::tui::state::State;
@@ -22,10 +25,10 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let view = &state.eval;
     match &view.overlay {
         EvalOverlay::Case => case(frame, area, state, theme),
-        EvalOverlay::None => matrix(frame, area, view, theme),
-        EvalOverlay::ConfirmApprove { row, text } => {
-            matrix(frame, area, view, theme);
-            confirm(frame, area, view, *row, text, theme);
+        EvalOverlay::None => matrix(frame, area, state, theme),
+        EvalOverlay::ConfirmApprove { row, approval } => {
+            matrix(frame, area, state, theme);
+            confirm(frame, area, view, *row, approval, theme);
         }
         EvalOverlay::Review => {
             let (bar, rest) = super::eval_review::split(area);
@@ -35,7 +38,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         EvalOverlay::Diff(compared) => super::eval_diff::render(frame, area, compared, view.scroll, theme),
         EvalOverlay::Truncation => super::eval_truncation::render(frame, area, view, theme),
         EvalOverlay::ReviewDone => {
-            matrix(frame, area, view, theme);
+            matrix(frame, area, state, theme);
             super::eval_review::summary(frame, area, view, theme);
         }
     }
@@ -45,8 +48,9 @@ pub(super) fn frame_of<'a>(spans: Vec<Span<'a>>, theme: &Theme) -> Block<'a> {
     Block::default().borders(Borders::ALL).border_style(theme.border_focused).title(Line::from(spans))
 }
 
-/// The title's figures: pass rate, mean F1 (from the record's totals once it ended), the baseline delta.
-fn title<'a>(view: &EvalView, theme: &Theme) -> Vec<Span<'a>> {
+/// The title's figures: pass rate, mean F1 (from the record's totals once it ended), the baseline
+/// named with its delta (what the change column shows), and whether the prompt changed since.
+fn title<'a>(view: &EvalView, stale: bool, theme: &Theme) -> Vec<Span<'a>> {
     let column = clip(&escape_controls(&view.column), 24);
     let mut spans = vec![Span::styled(format!(" eval · {column} "), theme.title)];
     let (scored, passed) = view.counts();
@@ -63,19 +67,29 @@ fn title<'a>(view: &EvalView, theme: &Theme) -> Vec<Span<'a>> {
         }
         None => spans.push(Span::styled(format!("{passed}/{scored} pass, {} cases ", view.rows.len()), theme.text)),
     }
-    match (&view.baseline, &view.phase) {
-        (Some(delta), _) => spans.push(Span::styled(
-            // The id's time (`YYYYMMDD-HHMMSS`) names the baseline well enough on screen.
-            format!(
-                "· vs {}: {} improved, {} regressed ",
-                escape_controls(&delta.baseline).chars().take(15).collect::<String>(),
-                delta.improved,
-                delta.regressed
-            ),
-            if delta.regressed > 0 { theme.warning } else { theme.dim },
-        )),
-        (None, EvalPhase::Done) => spans.push(Span::styled("· no baseline yet ", theme.dim)),
+    // The id's time (`YYYYMMDD-HHMMSS`) names the baseline well enough on screen.
+    let named = |id: &str| escape_controls(id).chars().take(15).collect::<String>();
+    match (&view.baseline, &view.baseline_record, &view.phase) {
+        (Some(delta), _, _) => {
+            let changed = if delta.changed > 0 { format!(", {} changed", delta.changed) } else { String::new() };
+            spans.push(Span::styled(
+                format!(
+                    "· vs baseline {}: {} improved, {} regressed{changed} ",
+                    named(&delta.baseline),
+                    delta.improved,
+                    delta.regressed
+                ),
+                if delta.regressed > 0 { theme.warning } else { theme.dim },
+            ));
+        }
+        (None, Some(baseline), _) => {
+            spans.push(Span::styled(format!("· vs baseline {} ", named(&baseline.id)), theme.dim));
+        }
+        (None, None, EvalPhase::Done) => spans.push(Span::styled("· no baseline yet ", theme.dim)),
         _ => {}
+    }
+    if stale {
+        spans.push(Span::styled("· stale: the prompt was edited since, ctrl-r runs it again ", theme.warning));
     }
     match &view.phase {
         EvalPhase::Running => spans.push(Span::styled("· running ", theme.dim)),
@@ -115,8 +129,9 @@ pub(super) fn change_text(change: Option<Change>) -> &'static str {
     }
 }
 
-fn matrix(frame: &mut Frame, area: Rect, view: &EvalView, theme: &Theme) {
-    let block = frame_of(title(view, theme), theme);
+fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let view = &state.eval;
+    let block = frame_of(title(view, view.stale(state.edits), theme), theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let width = inner.width as usize;
@@ -126,7 +141,7 @@ fn matrix(frame: &mut Frame, area: Rect, view: &EvalView, theme: &Theme) {
     let before_header = if before { format!("{:14} ", "baseline") } else { String::new() };
     let mut lines = vec![Line::from(Span::styled(
         clip(
-            &format!("  {:case_width$} {before_header}{:9} {:>4}  {:9} why", "case", "verdict", "F1", "change"),
+            &format!("  {:case_width$} {before_header}{:9} {:>4}  {:9} why", "case", "verdict", "F1", "vs base"),
             width,
         ),
         theme.dim,
@@ -282,8 +297,9 @@ pub(super) fn verdict_word(verdict: Verdict) -> &'static str {
     }
 }
 
-/// What approve will write, and the keys.
-fn confirm(frame: &mut Frame, area: Rect, view: &EvalView, row: usize, text: &str, theme: &Theme) {
+/// What approve will write, every item (one per line, wrapped, scrolled by item: the frame says which
+/// items are shown of how many), what would be left out, and the keys.
+fn confirm(frame: &mut Frame, area: Rect, view: &EvalView, row: usize, approval: &Approval, theme: &Theme) {
     let width = area.width.saturating_sub(8).min(100);
     let height = area.height.saturating_sub(4).min(20);
     let rect = Rect {
@@ -293,20 +309,52 @@ fn confirm(frame: &mut Frame, area: Rect, view: &EvalView, row: usize, text: &st
         height,
     };
     let name = view.rows.get(row).cloned().flatten().unwrap_or_default();
-    let mut lines = vec![
-        Line::from(Span::styled(
-            format!("case {:?}: this answer becomes its expected answer (the prompt file is saved)", name),
-            theme.text,
-        )),
-        Line::from(Span::styled("y or enter: approve · any other key: cancel", theme.dim)),
-        Line::from(""),
-    ];
-    lines.extend(text.lines().map(|l| Line::from(escape_controls(l).into_owned())));
+    let count = approval.count();
+    let mut head = vec![Line::from(Span::styled(
+        escape_controls(&format!("case {name:?} expects this answer from now on: {count} (the prompt file is saved)"))
+            .into_owned(),
+        theme.text,
+    ))];
+    match approval.refusal() {
+        None => head
+            .push(Line::from(Span::styled("y, enter or a: approve · ↑/↓ scroll · any other key: cancel", theme.dim))),
+        Some(_) => {
+            head.push(Line::from(Span::styled(
+                format!("refused: {} of the answer not a real answer:", approval.left_out.len()),
+                theme.warning,
+            )));
+            for part in &approval.left_out {
+                head.push(Line::from(Span::styled(format!("  ✗ {}", escape_controls(part)), theme.invalid)));
+            }
+            head.push(Line::from(Span::styled(
+                format!("a again: write only these {count}, the rest marked in left_out · any other key: cancel"),
+                theme.dim,
+            )));
+        }
+    }
+    let items = approval.lines();
+    let first = view.scroll.min(items.len().saturating_sub(1));
+    let inner_width = usize::from(width.saturating_sub(2)).max(1);
+    let head_rows: usize = head.iter().map(|l| l.width().div_ceil(inner_width).max(1)).sum();
+    let mut room = usize::from(height.saturating_sub(2)).saturating_sub(head_rows + 1);
+    let mut lines = head;
+    lines.push(Line::from(""));
+    let mut last = first;
+    for (index, item) in items.iter().enumerate().skip(first) {
+        let text = format!("{}. {}", index + 1, escape_controls(item));
+        let rows = text.chars().count().div_ceil(inner_width).max(1);
+        if rows > room && index > first {
+            break;
+        }
+        room = room.saturating_sub(rows);
+        lines.push(Line::from(Span::styled(text, theme.text)));
+        last = index + 1;
+    }
+    let mut title = vec![Span::styled(format!(" approve as expected: {count} "), theme.title)];
+    if items.len() > 1 {
+        let more = if last < items.len() { " · ↓ more" } else { "" };
+        title.push(Span::styled(format!("· items {}–{last} of {}{more} ", first + 1, items.len()), theme.dim));
+    }
     frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(frame_of(vec![Span::styled(" approve as expected? ", theme.title)], theme)),
-        rect,
-    );
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(frame_of(title, theme)), rect);
 }

@@ -84,9 +84,11 @@ fn lines<'a>(compared: &EvalDiff, theme: &Theme) -> Vec<Line<'a>> {
     }
     for column in &compared.columns {
         let rate = |r: Option<f64>| r.map_or("–".to_string(), |r| format!("{:.0}%", r * 100.0));
+        let changed = if column.changed > 0 { format!(", {} changed", column.changed) } else { String::new() };
         let text = format!(
-            "{}: pass rate {} → {} ({} improved, {} regressed, {} same)",
+            "{} ({}): pass rate {} → {} ({} improved, {} regressed{changed}, {} same)",
             column.column,
+            column.models(),
             rate(column.pass_rate_before),
             rate(column.pass_rate_after),
             column.improved,

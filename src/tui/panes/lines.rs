@@ -1,5 +1,7 @@
 //! One row per JSONL line: its verdict, the union branch or the first error (path and message); the
-//! selected row's line is highlighted in the output. A json answer shows its one verdict instead.
+//! selected row's line is highlighted in the output. A json answer shows its one verdict instead. The
+//! title counts the verdicts and, once a case's run ended, says whether the answer is right: the case's
+//! verdict against its expected answer and checks (pass / fail, with the reason), beside "valid".
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -7,6 +9,8 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{block, clip};
+use crate::eval::report::verdict_name;
+use crate::eval::score::Verdict;
 use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
 use crate::tui::state::{counts, Pane, State};
 use crate::tui::theme::Theme;
@@ -14,12 +18,28 @@ use crate::tui::theme::Theme;
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let verdicts = &state.run.verdicts;
     let [valid, invalid, schema, skipped] = counts(verdicts);
-    let extra = vec![
+    let mut extra = vec![
         Span::styled(format!("✓{valid} "), theme.valid),
         Span::styled(format!("✗{invalid} "), theme.invalid),
         Span::styled(format!("≠{schema} "), theme.schema_error),
         Span::styled(format!("–{skipped} "), theme.skipped),
     ];
+    match &state.run.scored {
+        Some(Ok(score)) => {
+            let style = match score.verdict {
+                Verdict::Pass => theme.valid,
+                Verdict::Fail => theme.invalid,
+                Verdict::Truncated => theme.warning,
+                Verdict::Error => theme.error,
+            };
+            let reason = crate::safe_text::escape_controls(&score.reason).into_owned();
+            extra.push(Span::styled(format!("· case {}: {reason} ", verdict_name(score.verdict)), style));
+        }
+        Some(Err(why)) => {
+            extra.push(Span::styled(format!("· case {} ", crate::safe_text::escape_controls(why)), theme.error))
+        }
+        None => {}
+    }
     let frame_block = block(Pane::Lines, state, theme, extra);
     let inner = frame_block.inner(area);
     frame.render_widget(frame_block, area);

@@ -1,11 +1,12 @@
 //! The eval screen's part of `update` (pure): entering and leaving it, the pipeline's events filling
-//! the cells, the record and its deltas arriving, the selection, the drill-down, and approve (the
-//! core's `eval::approve` on the saved prompt, saved as ctrl-s saves, then the row scored again).
+//! the cells, the record and its delta to the baseline arriving, the selection, the drill-down, and
+//! approve (the core's `eval::approval` on the saved prompt, saved as ctrl-s saves, then the row
+//! scored again and its delta recounted).
 
 use ratatui_textarea::Input;
 
 use crate::eval::diff::Delta;
-use crate::eval::EvalEvent;
+use crate::eval::{Approval, EvalEvent};
 use crate::prompt::file::OnDisk;
 use crate::tui::eval_state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
 use crate::tui::msg::{Action, Effect, EvalNews, EvalRequest, RescoreRequest};
@@ -38,14 +39,17 @@ pub fn rerun(state: &mut State) -> Vec<Effect> {
             return effects;
         }
     }
+    let edits = state.edits;
     let view = &mut state.eval;
     let id = view.id + 1;
     let previous = view.record.take();
-    if view.opened.take().is_some() {
-        // An eval opened from the history runs again against the last eval of the saved prompt.
-        view.baseline_record = None;
-    }
-    let baseline = view.baseline_record.clone();
+    // The baseline stays what it was for the screen's first run (an eval opened from the history runs
+    // again against itself); with none, the first run becomes it: the counts and the change column
+    // are always against one eval, named in the title.
+    let baseline = match view.opened.take() {
+        Some(_) => previous,
+        None => view.baseline_record.take().or(previous),
+    };
     *view = EvalView {
         open: true,
         id,
@@ -53,7 +57,9 @@ pub fn rerun(state: &mut State) -> Vec<Effect> {
         selected: view.selected,
         rows: view.rows.clone(),
         column: view.column.clone(),
-        baseline_record: view.baseline_record.take(),
+        baseline_record: baseline.clone(),
+        baseline_column: view.baseline_column,
+        edits,
         ..EvalView::default()
     };
     view.cells = vec![EvalCell::default(); view.rows.len()];
@@ -66,7 +72,6 @@ pub fn rerun(state: &mut State) -> Vec<Effect> {
         structured: state.choice.structured.clone(),
         max_tokens: state.choice.max_tokens,
         transcript: (state.choice.provider == "replay").then(|| state.choice.transcript.clone()).flatten(),
-        previous,
         baseline,
     })));
     effects
@@ -99,15 +104,26 @@ pub fn key(state: &mut State, input: &Input) -> Vec<Effect> {
     if review {
         return super::eval_review::key(state, input);
     }
-    if let EvalOverlay::ConfirmApprove { row, .. } = state.eval.overlay {
-        return match input.key {
-            ratatui_textarea::Key::Char('y') | ratatui_textarea::Key::Enter => approve(state, row),
+    if let EvalOverlay::ConfirmApprove { row, approval } = &state.eval.overlay {
+        use ratatui_textarea::Key;
+        let (row, shown) = (*row, approval.lines().len());
+        let view = &mut state.eval;
+        match input.key {
+            Key::Char('y') | Key::Enter => return approve(state, row, false),
+            // A second `a` insists: a partial answer's valid items are written, the rest marked.
+            Key::Char('a') => return approve(state, row, true),
+            Key::Up => view.scroll = view.scroll.saturating_sub(1),
+            Key::Down => view.scroll = (view.scroll + 1).min(shown.saturating_sub(1)),
+            Key::PageUp => view.scroll = view.scroll.saturating_sub(10),
+            Key::PageDown => view.scroll = (view.scroll + 10).min(shown.saturating_sub(1)),
+            Key::Home => view.scroll = 0,
+            Key::End => view.scroll = shown.saturating_sub(1),
             _ => {
-                state.eval.overlay = EvalOverlay::None;
+                view.overlay = EvalOverlay::None;
                 state.note = Some("not approved".into());
-                Vec::new()
             }
-        };
+        }
+        return Vec::new();
     }
     match state.keymap.eval_action(input) {
         Some(action) => act(state, action),
@@ -165,7 +181,7 @@ pub fn click(state: &mut State, row: u16) -> Vec<Effect> {
     Vec::new()
 }
 
-/// `a`: shows what approving the selected case would write.
+/// `a`: shows what approving the selected case would write (every item, scrolled), or why nothing.
 fn ask_approve(state: &mut State) -> Vec<Effect> {
     if let Some(why) = read_only(state) {
         state.note = Some(format!("approve: {why}"));
@@ -182,26 +198,59 @@ fn ask_approve(state: &mut State) -> Vec<Effect> {
             Some("approve: only a case's answer can be approved (this row is the prompt's own variables)".into());
         return Vec::new();
     }
-    let text = serde_json::to_string_pretty(&run.result).unwrap_or_default();
-    state.eval.overlay = EvalOverlay::ConfirmApprove { row, text };
+    let approval = match Approval::of(run) {
+        Ok(approval) => approval,
+        Err(e) => {
+            state.note = Some(format!("approve: {e}"));
+            return Vec::new();
+        }
+    };
+    if !approval.has_answer() {
+        let why = approval.refusal().unwrap_or_else(|| "the answer is empty".into());
+        state.note = Some(format!("approve: nothing in this answer can be approved: {why}"));
+        return Vec::new();
+    }
+    state.note = Some(match approval.refusal() {
+        Some(why) => {
+            format!("approve refused: {why}; a again writes only the {} with the rest marked", approval.count())
+        }
+        None => format!("approve: {} (y or a approves, ↑/↓ scroll, any other key cancels)", approval.count()),
+    });
+    state.eval.scroll = 0;
+    state.eval.overlay = EvalOverlay::ConfirmApprove { row, approval: Box::new(approval) };
     Vec::new()
 }
 
-/// Confirmed: the answer of `row` becomes its case's expected answer in the saved prompt (the
-/// editors' unsaved edits stay unsaved), written atomically, and the row is scored again.
-pub(super) fn approve(state: &mut State, row: usize) -> Vec<Effect> {
-    state.eval.overlay = EvalOverlay::None;
+/// The answer of `row` becomes its case's expected answer in the saved prompt (the editors' unsaved
+/// edits stay unsaved), written atomically, and the row is scored again. What is written is the
+/// core's [`Approval`]: an answer with parts that are not a real answer is refused (the note says
+/// which) unless `insist`, and then its valid items are written with the rest marked.
+pub(super) fn approve(state: &mut State, row: usize, insist: bool) -> Vec<Effect> {
     let Some(cell) = state.eval.cells.get(row) else { return Vec::new() };
     let (Some(run), Some(scored)) = (cell.run.clone(), cell.scored.clone()) else {
+        state.eval.overlay = EvalOverlay::None;
         state.note = Some("not approved: this case has no answer".into());
         return Vec::new();
     };
+    let approval = match Approval::of(&run) {
+        Ok(approval) => approval,
+        Err(e) => {
+            state.note = Some(format!("not approved: {e}"));
+            return Vec::new();
+        }
+    };
     // On the prompt as last written: an approve whose save has not been confirmed yet is kept.
     let mut prompt = state.pending_save.as_ref().map_or_else(|| state.saved.clone(), |pending| pending.0.clone());
-    if let Err(e) = crate::eval::approve(&mut prompt, &run) {
-        state.note = Some(format!("not approved: {e}"));
+    if let Err(e) = crate::eval::approve(&mut prompt, &approval, insist) {
+        let again = if approval.has_answer() && !insist {
+            format!("; a again writes only the {} with the rest marked", approval.count())
+        } else {
+            String::new()
+        };
+        state.note = Some(format!("{e}{again}"));
         return Vec::new();
     }
+    state.eval.overlay = EvalOverlay::None;
     let case = scored.case.clone().unwrap_or_default();
     // The variables pane's cases carry the expectation too, or the next ctrl-s would write the old one back.
     let approved = prompt.cases.iter().find(|c| c.name == case).map(|c| c.expected.clone());
@@ -209,7 +258,11 @@ pub(super) fn approve(state: &mut State, row: usize) -> Vec<Effect> {
         edited.expected = expected;
     }
     state.pending_save = Some(Box::new((prompt.clone(), state.saved_texts.clone())));
-    state.note = Some(format!("approved: case {case:?} now expects this answer"));
+    let marked = match approval.left_out.len() {
+        0 => String::new(),
+        n => format!(", {n} left out marked in left_out"),
+    };
+    state.note = Some(format!("approved: case {case:?} now expects {}{marked}", approval.count()));
     vec![
         Effect::Save {
             path: state.path.clone(),
@@ -241,21 +294,21 @@ pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
         return Vec::new();
     }
     match news {
-        EvalNews::Planned { rows, column } => {
+        EvalNews::Planned { rows, column, baseline, baseline_column } => {
             view.cells = vec![EvalCell::default(); rows.len()];
             view.selected = view.selected.min(rows.len().saturating_sub(1));
             view.rows = rows;
             view.column = column;
+            view.baseline_record = baseline;
+            view.baseline_column = baseline_column;
         }
         EvalNews::Event(event) if view.running() => cell_event(view, *event),
         EvalNews::Event(_) => {}
         EvalNews::Done(Ok(done)) if view.running() => {
             let done = *done;
             view.phase = EvalPhase::Done;
+            state.note = Some(summary(done.baseline.as_ref(), &done.saved));
             view.baseline = done.baseline;
-            view.baseline_record = done.baseline_record;
-            state.note = Some(summary(done.previous.as_ref(), &done.saved));
-            view.previous = done.previous;
             view.record = Some(Box::new(done.record));
             // The eval's runs went to the history and its record to the store: both lists change.
             return vec![
@@ -275,8 +328,8 @@ pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
                 state.note = Some(format!("case scored again: {:?} ({})", scored.score.verdict, scored.score.reason));
                 cell.scored = Some(scored);
             }
-            // The title's totals as the core sums up the cells shown (the record stays as it ran: the
-            // next run's changes are against it).
+            // The title's totals and the delta to the baseline as the core sums up the cells shown (the
+            // record stays as it ran).
             if let Some(record) = view.record.as_deref() {
                 let mut now = record.clone();
                 for cell in &mut now.cells {
@@ -287,6 +340,9 @@ pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
                     }
                 }
                 now.sum_up();
+                if let Some(baseline) = view.baseline_record.as_deref() {
+                    view.baseline = Some(crate::eval::diff::delta(baseline, &now));
+                }
                 view.totals = Some(now.totals);
             }
         }
@@ -294,11 +350,13 @@ pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
     Vec::new()
 }
 
-/// The status line after a run: the changes against the previous run, and where the record went.
-fn summary(previous: Option<&Delta>, saved: &Result<std::path::PathBuf, String>) -> String {
-    let changes = previous.map(|d| {
+/// The status line after a run: the changes against the baseline (as the title and the change
+/// column count them), and where the record went.
+fn summary(baseline: Option<&Delta>, saved: &Result<std::path::PathBuf, String>) -> String {
+    let changes = baseline.map(|d| {
         let same = d.columns.iter().map(|c| c.same).sum::<usize>();
-        format!("{} improved, {} regressed, {same} same", d.improved, d.regressed)
+        let changed = if d.changed > 0 { format!(", {} changed", d.changed) } else { String::new() };
+        format!("against {}: {} improved, {} regressed{changed}, {same} same", d.baseline, d.improved, d.regressed)
     });
     let saved = match saved {
         Ok(path) => format!("recorded in {}", path.display()),

@@ -78,10 +78,15 @@ fn accept(state: &mut State, row: usize) -> Vec<Effect> {
         state.note = Some("review: the prompt's own variables have no case to approve into: r or s".into());
         return Vec::new();
     }
-    let effects = super::eval::approve(state, row);
+    // A second `a` on the same row insists (an answer with parts that are not a real answer).
+    let insist = state.eval.review.as_ref().is_some_and(|r| r.insisting == Some(row));
+    let effects = super::eval::approve(state, row, insist);
     if effects.is_empty() {
-        // Not approved (the note says why): the row stays under review.
+        // Not approved (the note says why): the row stays under review, and `a` again insists.
         state.eval.overlay = EvalOverlay::Review;
+        if let Some(review) = state.eval.review.as_mut() {
+            review.insisting = Some(row);
+        }
         return effects;
     }
     decide(state, |r| r.accepted.push(row));
@@ -93,6 +98,7 @@ fn decide(state: &mut State, record: impl FnOnce(&mut Review)) {
     let view = &mut state.eval;
     let Some(review) = view.review.as_mut() else { return };
     record(review);
+    review.insisting = None;
     review.at += 1;
     match review.row() {
         Some(next) => {

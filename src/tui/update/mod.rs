@@ -96,6 +96,17 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
             state.note = Some(message);
             fetch::replay_ended(state, false)
         }
+        Msg::RunScored { run, score } => {
+            if run == state.run_id {
+                if let Ok(score) = &score {
+                    let case = state.choice.case.as_deref().unwrap_or_default();
+                    let verdict = crate::eval::report::verdict_name(score.verdict);
+                    state.note = Some(format!("case {case:?}: {verdict} ({})", score.reason));
+                }
+                state.run.scored = Some(score);
+            }
+            Vec::new()
+        }
         Msg::RunRecorded(result) => {
             state.note = Some(match result {
                 Ok(path) if state.phase == RunPhase::Cancelled => format!(
