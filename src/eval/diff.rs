@@ -2,11 +2,14 @@
 //! rate, then verdict order, then F1; per column the figures before and after), and `eval diff A B`
 //! (case by case, check by check, field by field, with the prompts' edits).
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
-use super::record::EvalRecord;
+use super::record::{CellRecord, EvalRecord};
 use super::score::{CheckResult, Difference, Verdict};
 use super::totals::CellGroup;
+use super::values::Comparison;
 
 /// How a row × column changed against the baseline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,12 +136,21 @@ pub fn delta(baseline: &EvalRecord, current: &EvalRecord) -> Delta {
         };
         let before = groups_of(baseline, before_column);
         let after = groups_of(current, after_column);
+        // Each case's group on each side (the first, should a record repeat a row).
+        let by_case = |groups: &[(Option<String>, CellGroup)]| {
+            let mut map: HashMap<Option<String>, CellGroup> = HashMap::with_capacity(groups.len());
+            for (case, group) in groups {
+                map.entry(case.clone()).or_insert_with(|| group.clone());
+            }
+            map
+        };
+        let (before_by_case, after_by_case) = (by_case(&before), by_case(&after));
         let mut counts = (0, 0, 0);
         let mut cases: Vec<Option<String>> = after.iter().map(|(c, _)| c.clone()).collect();
-        cases.extend(before.iter().map(|(c, _)| c.clone()).filter(|c| !after.iter().any(|(a, _)| a == c)));
+        cases.extend(before.iter().map(|(c, _)| c.clone()).filter(|c| !after_by_case.contains_key(c)));
         for case in cases {
-            let b = before.iter().find(|(c, _)| *c == case).map(|(_, g)| g);
-            let a = after.iter().find(|(c, _)| *c == case).map(|(_, g)| g);
+            let b = before_by_case.get(&case);
+            let a = after_by_case.get(&case);
             let change = match (b, a) {
                 (Some(b), Some(a)) => change_of(b, a),
                 (None, _) => Change::New,
@@ -222,39 +234,68 @@ pub struct EvalDiff {
     pub regressed: usize,
 }
 
+/// A record's cells found by column and case: each column's first cell of each case (its first
+/// repeat), and each column label's first column.
+struct Cells<'a> {
+    record: &'a EvalRecord,
+    labels: HashMap<&'a str, usize>,
+    first: HashMap<(usize, Option<&'a str>), &'a CellRecord>,
+}
+
+impl<'a> Cells<'a> {
+    fn new(record: &'a EvalRecord) -> Self {
+        let mut labels = HashMap::with_capacity(record.columns.len());
+        for (index, column) in record.columns.iter().enumerate() {
+            labels.entry(column.label.as_str()).or_insert(index);
+        }
+        let mut first = HashMap::with_capacity(record.cells.len());
+        for cell in &record.cells {
+            first.entry((cell.column, cell.case.as_deref())).or_insert(cell);
+        }
+        Self { record, labels, first }
+    }
+
+    fn column(&self, label: &str) -> Option<usize> {
+        self.labels.get(label).copied()
+    }
+
+    fn first_cell(&self, label: &str, case: &Option<String>) -> Option<&'a CellRecord> {
+        let column = self.column(label)?;
+        self.first.get(&(column, case.as_deref())).copied()
+    }
+}
+
 /// A compared with B: every row × column that changed, with its checks and field differences.
 pub fn diff(a: &EvalRecord, b: &EvalRecord) -> EvalDiff {
     let delta = delta(a, b);
-    let first_cell = |record: &EvalRecord, label: &str, case: &Option<String>| {
-        let column = record.columns.iter().position(|c| c.label == label);
-        record.cells.iter().find(|c| Some(c.column) == column && &c.case == case).cloned()
-    };
-    let pairs = column_pairs(a, b);
+    let (a_cells, b_cells) = (Cells::new(a), Cells::new(b));
+    // Each B column's baseline column, through the column pairing.
+    let paired: HashMap<usize, Option<usize>> =
+        column_pairs(a, b).into_iter().filter_map(|(before, after)| Some((after?, before))).collect();
     let mut cases = Vec::new();
     for cell in &delta.cells {
         // The baseline side's column may carry another label: find it through the column pairing.
-        let b_index = b.columns.iter().position(|c| c.label == cell.column);
-        let a_index = pairs
-            .iter()
-            .find(|(_, after)| *after == b_index && b_index.is_some())
-            .and_then(|(before, _)| *before)
-            .or_else(|| a.columns.iter().position(|c| c.label == cell.column));
-        let before = a_index.and_then(|i| first_cell(a, a.column_label(i), &cell.case));
-        let after = first_cell(b, &cell.column, &cell.case);
-        let checks_before = before.as_ref().map(|c| c.score.checks.clone()).unwrap_or_default();
-        let checks_after = after.as_ref().map(|c| c.score.checks.clone()).unwrap_or_default();
-        let diffs_before = before.as_ref().map(|c| c.score.differences.clone()).unwrap_or_default();
-        let diffs_after = after.as_ref().map(|c| c.score.differences.clone()).unwrap_or_default();
-        let checks = check_changes(&checks_before, &checks_after);
-        let fixed: Vec<Difference> = diffs_before.iter().filter(|d| !diffs_after.contains(d)).cloned().collect();
-        let introduced: Vec<Difference> = diffs_after.iter().filter(|d| !diffs_before.contains(d)).cloned().collect();
+        let b_index = b_cells.column(&cell.column);
+        let a_index =
+            b_index.and_then(|index| paired.get(&index).copied().flatten()).or_else(|| a_cells.column(&cell.column));
+        let before = a_index.and_then(|i| a_cells.first_cell(a_cells.record.column_label(i), &cell.case));
+        let after = b_cells.first_cell(&cell.column, &cell.case);
+        let no_checks: &[CheckResult] = &[];
+        let no_differences: &[Difference] = &[];
+        let checks_before = before.map_or(no_checks, |c| c.score.checks.as_slice());
+        let checks_after = after.map_or(no_checks, |c| c.score.checks.as_slice());
+        let diffs_before = before.map_or(no_differences, |c| c.score.differences.as_slice());
+        let diffs_after = after.map_or(no_differences, |c| c.score.differences.as_slice());
+        let checks = check_changes(checks_before, checks_after);
+        let fixed = not_in(diffs_before, diffs_after);
+        let introduced = not_in(diffs_after, diffs_before);
         if cell.change == Change::Same && checks.is_empty() && fixed.is_empty() && introduced.is_empty() {
             continue;
         }
         cases.push(CaseDiff {
             delta: cell.clone(),
-            reason_before: before.map(|c| c.score.reason),
-            reason_after: after.map(|c| c.score.reason),
+            reason_before: before.map(|c| c.score.reason.clone()),
+            reason_after: after.map(|c| c.score.reason.clone()),
             checks,
             fixed,
             introduced,
@@ -271,11 +312,47 @@ pub fn diff(a: &EvalRecord, b: &EvalRecord) -> EvalDiff {
     }
 }
 
+/// The differences of `these` that `others` does not have (in order).
+fn not_in(these: &[Difference], others: &[Difference]) -> Vec<Difference> {
+    // Bucketed by a text that equal differences share; equality itself decides within a bucket.
+    let mut buckets: HashMap<String, Vec<&Difference>> = HashMap::with_capacity(others.len());
+    for difference in others {
+        buckets.entry(bucket_of(difference)).or_default().push(difference);
+    }
+    these
+        .iter()
+        .filter(|d| !buckets.get(&bucket_of(d)).is_some_and(|bucket| bucket.iter().any(|other| *other == *d)))
+        .cloned()
+        .collect()
+}
+
+/// What a difference is, as a text equal differences share (numbers by value, members sorted).
+fn bucket_of(difference: &Difference) -> String {
+    let exact = Comparison { exact: true, tolerance: 0.0 };
+    match difference {
+        Difference::Missing { key, expected } => format!("missing\u{1f}{key}\u{1f}{}", exact.key_text(&[expected])),
+        Difference::Extra { key, got } => format!("extra\u{1f}{key}\u{1f}{}", exact.key_text(&[got])),
+        Difference::Field { key, field, expected, got } => {
+            format!("field\u{1f}{key}\u{1f}{field}\u{1f}{}", exact.key_text(&[expected, got]))
+        }
+    }
+}
+
+/// Each check's first result, by what it is and where.
+fn checks_by_name(checks: &[CheckResult]) -> HashMap<(&str, &str), &CheckResult> {
+    let mut map = HashMap::with_capacity(checks.len());
+    for check in checks {
+        map.entry((check.check.as_str(), check.at.as_str())).or_insert(check);
+    }
+    map
+}
+
 /// Checks (by what they are and where) whose result differs, or that one side did not run.
 fn check_changes(before: &[CheckResult], after: &[CheckResult]) -> Vec<CheckChange> {
+    let (before_index, after_index) = (checks_by_name(before), checks_by_name(after));
     let mut changes = Vec::new();
     for check in after {
-        let old = before.iter().find(|b| b.check == check.check && b.at == check.at);
+        let old = before_index.get(&(check.check.as_str(), check.at.as_str()));
         if old.map(|o| o.passed) != Some(check.passed) {
             changes.push(CheckChange {
                 check: check.check.clone(),
@@ -287,7 +364,7 @@ fn check_changes(before: &[CheckResult], after: &[CheckResult]) -> Vec<CheckChan
         }
     }
     for check in before {
-        if !after.iter().any(|a| a.check == check.check && a.at == check.at) {
+        if !after_index.contains_key(&(check.check.as_str(), check.at.as_str())) {
             changes.push(CheckChange {
                 check: check.check.clone(),
                 at: check.at.clone(),
