@@ -385,10 +385,17 @@ fn manifest_for(given: Option<&Path>, text: &str, origin: &Path) -> anyhow::Resu
     if let Some(path) = given {
         return Manifest::load(path);
     }
-    let tag = text
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .find_map(|line| line["custom_id"].as_str().and_then(tag_of).map(str::to_string));
+    // The batch most lines belong to (the first seen of a tie): a line of another batch is one bad
+    // line, reported by the import like any other, not the file's batch.
+    let mut tags: std::collections::HashMap<String, (usize, usize)> = std::collections::HashMap::new();
+    for (index, line) in text.lines().enumerate() {
+        let Ok(line) = serde_json::from_str::<Value>(line) else { continue };
+        if let Some(tag) = line["custom_id"].as_str().and_then(tag_of) {
+            tags.entry(tag.to_string()).or_insert((0, index)).0 += 1;
+        }
+    }
+    let tag =
+        tags.into_iter().max_by_key(|(_, (lines, first))| (*lines, std::cmp::Reverse(*first))).map(|(tag, _)| tag);
     let Some(tag) = tag else {
         bail!(
             "{}: no line carries a custom_id written by `batch export` (tb<tag>-...): give --manifest FILE",

@@ -53,6 +53,9 @@ pub struct BenchArgs {
     /// Cases of the eval the eval section re-runs with every answer at hand.
     #[arg(long, default_value_t = 100)]
     pub eval_cases: usize,
+    /// N of the eval section's scale figures: each step at N and 2N cases (or items sharing a key).
+    #[arg(long, default_value_t = 10_000)]
+    pub scale_cases: usize,
 }
 
 /// The local model's section: its figures, or why it was skipped.
@@ -452,7 +455,8 @@ fn tui_human(t: &crate::tui::bench::TuiFigures) -> String {
          \x20 truncation chart updated live {:>4}    times while the answer streamed\n\
          \x20 sweep work per chunk      {:>8.1} bytes read (the answer is {:.1} bytes a chunk)\n\
          \x20 {} keystrokes, one every 10 ms from the run's start: handled in median {:.1} ms, max {:.1} ms; on screen in median {:.1} ms, max {:.1} ms\n\
-         \x20 request's tokens counted {} times for the status line ({} frames drawn: counted on change, never per frame)\n",
+         \x20 request's tokens counted {} times for the status line ({} frames drawn: counted on change, never per frame)\n\
+         \x20 {} keys typed into a {:.1} MB schema, each handled and drawn: median {:.1} ms, max {:.1} ms  (baseline, one lint of the schema: {:.1} ms → {:.3}×)\n",
         t.tokens,
         t.lines,
         t.startup_to_first_frame_ms,
@@ -472,6 +476,12 @@ fn tui_human(t: &crate::tui::bench::TuiFigures) -> String {
         t.key_to_frame_max_ms,
         t.prompt_counts,
         t.frames,
+        t.schema_keys.keys,
+        t.schema_keys.schema_bytes as f64 / 1e6,
+        t.schema_keys.key_median_ms,
+        t.schema_keys.key_max_ms,
+        t.schema_keys.lint_once_ms,
+        t.schema_keys.key_vs_lint,
     )
 }
 

@@ -1,7 +1,8 @@
 //! (feature `testing`) `tunebench bench`'s eval section: scoring and a re-run in process (the core's
 //! `eval::bench`), and what a user waits for at the terminal: `tunebench eval` as a process against
 //! an in-process OpenAI-compatible server, the first run (every case asked) and the re-runs answered
-//! by the response cache, beside the process's own start (`tunebench --version`) as the baseline.
+//! by the response cache, beside the process's own start (`tunebench --version`) as the baseline;
+//! and how a large eval scales (the core's `eval::bench_scale`: each step at N and 2N cases).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -11,6 +12,7 @@ use serde::Serialize;
 
 use super::bench::BenchArgs;
 use crate::eval::bench::{answer, prompt_text, EvalFigures};
+use crate::eval::bench_scale::ScaleFigures;
 use crate::provider::wire_server::{Reply, WireServer};
 
 /// The whole eval section.
@@ -19,6 +21,7 @@ pub struct EvalSection {
     #[serde(flatten)]
     pub in_process: EvalFigures,
     pub binary: BinaryFigures,
+    pub scale: ScaleFigures,
 }
 
 /// `tunebench eval` run as a process on a C-case prompt (milliseconds of wall time, medians of runs).
@@ -43,8 +46,12 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<EvalSection> {
     let render = |record: &crate::eval::EvalRecord| super::eval_human::report(record);
     let in_process = crate::eval::bench::measure(&dir, args.eval_answers, args.eval_cases, args.runs, &render);
     let binary = measure_binary(&dir, args.eval_cases, args.runs);
+    let matrix = |record: &crate::eval::EvalRecord, delta: &crate::eval::diff::Delta| {
+        super::eval_human::matrix(record, Some(delta))
+    };
+    let scale = crate::eval::bench_scale::measure(&dir, args.scale_cases, args.runs.min(3), &matrix);
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(EvalSection { in_process: in_process?, binary: binary? })
+    Ok(EvalSection { in_process: in_process?, binary: binary?, scale: scale? })
 }
 
 fn measure_binary(dir: &Path, cases: usize, runs: usize) -> anyhow::Result<BinaryFigures> {
@@ -109,12 +116,21 @@ fn median(mut values: Vec<f64>) -> f64 {
 pub fn human(section: &EvalSection) -> String {
     let f = &section.in_process;
     let b = &section.binary;
+    let mut scale = String::from(
+        "  scale (time per case at 2N over time per case at N: 1 is linear, 2 quadratic; median of up to 3 runs):\n",
+    );
+    for step in &section.scale.steps {
+        scale.push_str(&format!(
+            "    {:<42} N = {:>6}: {:>9.1} ms   2N: {:>9.1} ms   → {:.2}\n",
+            step.step, step.n, step.ms_at_n, step.ms_at_2n, step.per_case_ratio
+        ));
+    }
     format!(
         "eval (median of the runs):\n\
          \x20 score {} imported answers   {:>9.1} ms  (baseline, serde_json reading them: {:.1} ms → {:.2}×)\n\
          \x20 re-run a {}-case eval in process, every answer at hand, matrix printed  {:>6.1} ms  (baseline, the run engine alone: {:.1} ms → {:.2}×)\n\
          \x20 `tunebench eval` on {} cases, first run (every case asked of a local server)  {:>7.1} ms\n\
-         \x20 `tunebench eval` re-run, every answer from the response cache ({} requests)  {:>7.1} ms  (baseline, `tunebench --version`: {:.1} ms → {:.2}×)\n",
+         \x20 `tunebench eval` re-run, every answer from the response cache ({} requests)  {:>7.1} ms  (baseline, `tunebench --version`: {:.1} ms → {:.2}×)\n{}",
         f.answers,
         f.scoring_ms,
         f.scoring_baseline_ms,
@@ -129,5 +145,6 @@ pub fn human(section: &EvalSection) -> String {
         b.cached_rerun_ms,
         b.start_baseline_ms,
         b.cached_rerun_vs_start,
+        scale,
     )
 }

@@ -3,9 +3,10 @@
 //! their differences, a baseline's summary, `eval list` lines and `eval diff`. Text only: the caller
 //! writes it through the escaping writers.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::eval::diff::{Change, Delta, EvalDiff};
+use crate::eval::diff::{CellDelta, Change, Delta, EvalDiff};
 use crate::eval::plan::EvalPlan;
 use crate::eval::record::{CellRecord, EvalRecord};
 use crate::eval::report::{difference_line, verdict_name};
@@ -81,6 +82,15 @@ pub fn matrix(record: &EvalRecord, delta: Option<&Delta>) -> String {
     for (index, column) in record.columns.iter().enumerate() {
         let _ = writeln!(out, "  [{}] {}  ({})", index + 1, column.label, column.model_label());
     }
+    // Each row × column's group and change, found without reading them all again.
+    let mut groups: HashMap<(usize, usize), &CellGroup> = HashMap::with_capacity(record.groups.len());
+    for group in &record.groups {
+        groups.entry((group.row, group.column)).or_insert(group);
+    }
+    let mut changes: HashMap<(&str, Option<&str>), &CellDelta> = HashMap::new();
+    for cell in delta.map_or(&[][..], |d| d.cells.as_slice()) {
+        changes.entry((cell.column.as_str(), cell.case.as_deref())).or_insert(cell);
+    }
     // Columns that share exactly the same cases share a table.
     let mut tables: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
     for column in 0..record.columns.len() {
@@ -99,15 +109,11 @@ pub fn matrix(record: &EvalRecord, delta: Option<&Delta>) -> String {
                 columns
                     .iter()
                     .map(|&column| {
-                        let Some(group) = record.groups.iter().find(|g| g.row == row && g.column == column) else {
+                        let Some(group) = groups.get(&(row, column)) else {
                             return "·".to_string();
                         };
-                        let change = delta.and_then(|d| {
-                            d.cells.iter().find(|c| {
-                                c.column == record.column_label(column)
-                                    && c.case == record.rows.get(row).cloned().flatten()
-                            })
-                        });
+                        let case = record.rows.get(row).and_then(Option::as_deref);
+                        let change = changes.get(&(record.column_label(column), case));
                         format!("{}{}", cell_text(group), change.map_or("", |c| mark(c.change)))
                     })
                     .collect()

@@ -3,12 +3,15 @@
 //! and after), and `eval diff A B` (case by case, check by check, field by field, with the prompts'
 //! edits).
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::plan::Column;
-use super::record::EvalRecord;
+use super::record::{CellRecord, EvalRecord};
 use super::score::{CheckResult, Difference, Verdict};
 use super::totals::CellGroup;
+use super::values::Comparison;
 
 /// How a row × column changed against the baseline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,12 +190,21 @@ fn paired(baseline: &EvalRecord, current: &EvalRecord) -> Vec<Paired> {
         };
         let before = groups_of(baseline, before_column);
         let after = groups_of(current, after_column);
+        // Each case's group on each side (the first, should a record repeat a row).
+        let by_case = |groups: &[(Option<String>, CellGroup)]| {
+            let mut map: HashMap<Option<String>, CellGroup> = HashMap::with_capacity(groups.len());
+            for (case, group) in groups {
+                map.entry(case.clone()).or_insert_with(|| group.clone());
+            }
+            map
+        };
+        let (before_by_case, after_by_case) = (by_case(&before), by_case(&after));
         let mut cases: Vec<Option<String>> = after.iter().map(|(c, _)| c.clone()).collect();
-        cases.extend(before.iter().map(|(c, _)| c.clone()).filter(|c| !after.iter().any(|(a, _)| a == c)));
+        cases.extend(before.iter().map(|(c, _)| c.clone()).filter(|c| !after_by_case.contains_key(c)));
         let mut cells = Vec::new();
         for case in cases {
-            let b = before.iter().find(|(c, _)| *c == case).map(|(_, g)| g);
-            let a = after.iter().find(|(c, _)| *c == case).map(|(_, g)| g);
+            let b = before_by_case.get(&case);
+            let a = after_by_case.get(&case);
             let change = match (b, a) {
                 (Some(b), Some(a)) => change_of(b, a),
                 (None, _) => Change::New,
@@ -295,31 +307,32 @@ pub struct EvalDiff {
 
 /// A compared with B: every row × column that changed, with its checks and field differences.
 pub fn diff(a: &EvalRecord, b: &EvalRecord) -> EvalDiff {
-    let first_cell = |record: &EvalRecord, column: Option<usize>, case: &Option<String>| {
-        let column = column?;
-        record.cells.iter().find(|c| c.column == column && &c.case == case).cloned()
+    let (a_cells, b_cells) = (first_cells(a), first_cells(b));
+    let first_cell = |cells: &HashMap<(usize, Option<&str>), &'_ CellRecord>, column: Option<usize>, case: &Option<String>| {
+        column.and_then(|column| cells.get(&(column, case.as_deref())).copied())
     };
     let paired = paired(a, b);
     let mut cases = Vec::new();
     for pair in &paired {
         for cell in &pair.cells {
-            let before = first_cell(a, pair.before, &cell.case);
-            let after = first_cell(b, pair.after, &cell.case);
-            let checks_before = before.as_ref().map(|c| c.score.checks.clone()).unwrap_or_default();
-            let checks_after = after.as_ref().map(|c| c.score.checks.clone()).unwrap_or_default();
-            let diffs_before = before.as_ref().map(|c| c.score.differences.clone()).unwrap_or_default();
-            let diffs_after = after.as_ref().map(|c| c.score.differences.clone()).unwrap_or_default();
-            let checks = check_changes(&checks_before, &checks_after);
-            let fixed: Vec<Difference> = diffs_before.iter().filter(|d| !diffs_after.contains(d)).cloned().collect();
-            let introduced: Vec<Difference> =
-                diffs_after.iter().filter(|d| !diffs_before.contains(d)).cloned().collect();
+            let before = first_cell(&a_cells, pair.before, &cell.case);
+            let after = first_cell(&b_cells, pair.after, &cell.case);
+            let no_checks: &[CheckResult] = &[];
+            let no_differences: &[Difference] = &[];
+            let checks_before = before.map_or(no_checks, |c| c.score.checks.as_slice());
+            let checks_after = after.map_or(no_checks, |c| c.score.checks.as_slice());
+            let diffs_before = before.map_or(no_differences, |c| c.score.differences.as_slice());
+            let diffs_after = after.map_or(no_differences, |c| c.score.differences.as_slice());
+            let checks = check_changes(checks_before, checks_after);
+            let fixed = not_in(diffs_before, diffs_after);
+            let introduced = not_in(diffs_after, diffs_before);
             if cell.change == Change::Same && checks.is_empty() && fixed.is_empty() && introduced.is_empty() {
                 continue;
             }
             cases.push(CaseDiff {
                 delta: cell.clone(),
-                reason_before: before.map(|c| c.score.reason),
-                reason_after: after.map(|c| c.score.reason),
+                reason_before: before.map(|c| c.score.reason.clone()),
+                reason_after: after.map(|c| c.score.reason.clone()),
                 checks,
                 fixed,
                 introduced,
@@ -339,23 +352,61 @@ pub fn diff(a: &EvalRecord, b: &EvalRecord) -> EvalDiff {
     }
 }
 
-/// Whether two check results are of the same check: by what it is (its name, else its kind and
-/// content), never by the line it is written on; by its label when a record is older than the key.
-fn same_check(a: &CheckResult, b: &CheckResult) -> bool {
-    if a.key.is_empty() || b.key.is_empty() {
-        a.check == b.check
-    } else {
-        a.key == b.key
+/// Each column's first cell of each case (its first repeat), found by column and case.
+fn first_cells(record: &EvalRecord) -> HashMap<(usize, Option<&str>), &CellRecord> {
+    let mut first = HashMap::with_capacity(record.cells.len());
+    for cell in &record.cells {
+        first.entry((cell.column, cell.case.as_deref())).or_insert(cell);
+    }
+    first
+}
+
+/// The differences of `these` that `others` does not have (in order).
+fn not_in(these: &[Difference], others: &[Difference]) -> Vec<Difference> {
+    // Bucketed by a text that equal differences share; equality itself decides within a bucket.
+    let mut buckets: HashMap<String, Vec<&Difference>> = HashMap::with_capacity(others.len());
+    for difference in others {
+        buckets.entry(bucket_of(difference)).or_default().push(difference);
+    }
+    these
+        .iter()
+        .filter(|d| !buckets.get(&bucket_of(d)).is_some_and(|bucket| bucket.iter().any(|other| *other == *d)))
+        .cloned()
+        .collect()
+}
+
+/// What a difference is, as a text equal differences share (numbers by value, members sorted).
+fn bucket_of(difference: &Difference) -> String {
+    let exact = Comparison { exact: true, tolerance: 0.0 };
+    match difference {
+        Difference::Missing { key, expected } => format!("missing\u{1f}{key}\u{1f}{}", exact.key_text(&[expected])),
+        Difference::Extra { key, got } => format!("extra\u{1f}{key}\u{1f}{}", exact.key_text(&[got])),
+        Difference::Field { key, field, expected, got } => {
+            format!("field\u{1f}{key}\u{1f}{field}\u{1f}{}", exact.key_text(&[expected, got]))
+        }
     }
 }
 
+/// What a check is, to find it on the other side: its key (its name, else its kind and content), never
+/// the line it is written on; its label when either side is a record older than the key.
+fn identities<'a>(before: &'a [CheckResult], after: &'a [CheckResult]) -> impl Fn(&'a CheckResult) -> &'a str {
+    let by_label = before.iter().chain(after).any(|c| c.key.is_empty());
+    move |check: &'a CheckResult| if by_label { check.check.as_str() } else { check.key.as_str() }
+}
+
 /// Checks whose result differs, or that one side did not run; each result paired with the first
-/// unpaired result of the same check on the other side ([`same_check`]).
+/// unpaired result of the same check on the other side ([`identities`]).
 fn check_changes(before: &[CheckResult], after: &[CheckResult]) -> Vec<CheckChange> {
-    let mut changes = Vec::new();
+    let identity = identities(before, after);
+    // Each identity's results on the before side, in order, taken as they are paired.
+    let mut unpaired: HashMap<&str, std::collections::VecDeque<usize>> = HashMap::with_capacity(before.len());
+    for (index, check) in before.iter().enumerate() {
+        unpaired.entry(identity(check)).or_default().push_back(index);
+    }
     let mut paired = vec![false; before.len()];
+    let mut changes = Vec::new();
     for check in after {
-        let old = before.iter().enumerate().position(|(i, b)| !paired[i] && same_check(b, check));
+        let old = unpaired.get_mut(identity(check)).and_then(|queue| queue.pop_front());
         if let Some(i) = old {
             paired[i] = true;
         }

@@ -25,12 +25,14 @@
 //! - [`diff`]: the baseline delta and `eval diff A B`.
 //! - [`report`]: JUnit XML and CSV.
 //! - [`batch`]: an imported provider batch's runs scored into an eval record.
-//! - `bench` (feature `testing`): `tunebench bench`'s eval figures.
+//! - `bench`, `bench_scale` (feature `testing`): `tunebench bench`'s eval figures, and how large evals scale.
 
 pub mod approval;
 pub mod batch;
 #[cfg(feature = "testing")]
 pub mod bench;
+#[cfg(feature = "testing")]
+pub mod bench_scale;
 pub mod checks;
 pub mod diff;
 pub mod pairing;

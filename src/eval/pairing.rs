@@ -5,13 +5,16 @@
 //!
 //! An answer with no items has precision 1 (it said nothing wrong); no expected items, recall 1
 //! (nothing was missed); so an empty answer to an empty expectation scores F1 1, and either side
-//! empty against a non-empty other scores F1 0. Items with the same key pair greedily, each expected
-//! item (in order) with the unpaired answer item that agrees on the most fields.
+//! empty against a non-empty other scores F1 0. Items with the same key pair so that the pairs agree
+//! on the most fields in all, whatever order either side came in (`assign`: exact up to a group
+//! size, then a documented greedy that is still order-independent).
 //!
 //! Fields compared: `compare_fields` when set (those present in the expected item), else every
 //! top-level field of the expected item but the key's and `ignore_fields` (an expected value that is
 //! not an object, such as a text answer's text, is compared whole). An answer that lacks a
 //! field the expected item has disagrees on it; a field only the answer has is not compared.
+
+mod assign;
 
 use std::collections::HashMap;
 
@@ -38,27 +41,28 @@ pub fn score_items(
         let values: Vec<&Value> = parts.iter().map(|p| at(item, p)).collect();
         comparison.key_text(&values)
     };
-    let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
-    for (index, item) in answer.iter().enumerate() {
-        by_key.entry(key_of(item)).or_default().push(index);
+    // Each key's items on both sides, paired within the key (see `assign`).
+    let mut by_key: HashMap<String, (Vec<usize>, Vec<usize>)> = HashMap::new();
+    for (index, item) in expected.iter().enumerate() {
+        by_key.entry(key_of(item)).or_default().0.push(index);
     }
+    for (index, item) in answer.iter().enumerate() {
+        by_key.entry(key_of(item)).or_default().1.push(index);
+    }
+    let fields: Vec<Vec<String>> = expected.iter().map(|item| compared_fields(item, key, settings)).collect();
+    let agreeing_fields = |e: usize, a: usize| {
+        fields[e].iter().filter(|f| comparison.agree(at(expected[e], f), at(&answer[a], f))).count()
+    };
+    let compared_count = |e: usize| fields[e].len();
+    let weighing =
+        assign::Weighing { expected, answer, comparison, agreeing: &agreeing_fields, compared: &compared_count };
     let mut paired_with: Vec<Option<usize>> = vec![None; expected.len()];
     let mut taken = vec![false; answer.len()];
-    for (e, item) in expected.iter().enumerate() {
-        let fields = compared_fields(item, key, settings);
-        let candidates = by_key.get(&key_of(item)).map(Vec::as_slice).unwrap_or_default();
-        let best = candidates
-            .iter()
-            .filter(|&&a| !taken[a])
-            .max_by_key(|&&a| {
-                // Most agreeing fields; on a tie the first in the answer (max_by_key keeps the last).
-                let agreeing = fields.iter().filter(|f| comparison.agree(at(item, f), at(&answer[a], f))).count();
-                (agreeing, std::cmp::Reverse(a))
-            })
-            .copied();
-        if let Some(a) = best {
-            taken[a] = true;
+    for (group_expected, group_answer) in by_key.values() {
+        let group = assign::Group { expected: group_expected, answer: group_answer };
+        for (e, a) in assign::pair_group(&group, &weighing) {
             paired_with[e] = Some(a);
+            taken[a] = true;
         }
     }
     let paired = paired_with.iter().flatten().count();
@@ -70,7 +74,7 @@ pub fn score_items(
             continue;
         };
         let got = &answer[a];
-        for field in compared_fields(item, key, settings) {
+        for field in fields[e].iter().cloned() {
             let (want, have) = (at(item, &field), at(got, &field));
             compared += 1;
             if comparison.agree(want, have) {

@@ -129,7 +129,7 @@ where
 
 /// One job per cell, in the plan's order: each column's provider built once (replay: each case its own
 /// recorded answer), wrapped by `wrap`.
-fn jobs(plan: &EvalPlan, wrap: Option<Wrap<'_>>) -> Result<Vec<Job>, EvalError> {
+pub(super) fn jobs(plan: &EvalPlan, wrap: Option<Wrap<'_>>) -> Result<Vec<Job>, EvalError> {
     let setup_error = |column: &PlannedColumn, e: crate::run::RunError| {
         EvalError::Input(format!("column {}: {e}", column.column.label))
     };

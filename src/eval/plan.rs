@@ -2,6 +2,7 @@
 //! file, or its json/jsonl twin) on a model. Every column is set up through the one run setup
 //! ([`RunSetup`]), and every (case, column) gets its expectations once ([`Expectations::for_case`]).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -206,21 +207,22 @@ impl EvalPlan {
         let mut columns = Vec::new();
         for (prompt, path) in loaded.iter().zip(&options.prompts) {
             let base_dir = crate::run::setup::base_dir(path);
-            let mut expectations = Vec::with_capacity(rows.len());
-            for row in &rows {
-                let has = match row {
-                    Some(case) => prompt.cases.iter().any(|c| &c.name == case),
-                    None => prompt.cases.is_empty(),
-                };
-                expectations.push(if has {
-                    Some(
-                        Expectations::for_case(prompt, &base_dir, row.as_deref())
-                            .map_err(|e| EvalError::Input(e.to_string()))?,
-                    )
-                } else {
-                    None
-                });
-            }
+            let names: HashSet<&str> = prompt.cases.iter().map(|c| c.name.as_str()).collect();
+            let has = |row: &Option<String>| match row {
+                Some(case) => names.contains(case.as_str()),
+                None => prompt.cases.is_empty(),
+            };
+            // The schema compiled once for every case of this prompt.
+            let wanted: Vec<Option<&str>> = rows.iter().filter(|row| has(row)).map(Option::as_deref).collect();
+            let found = match wanted.is_empty() {
+                true => Vec::new(),
+                false => {
+                    Expectations::for_cases(prompt, &base_dir, &wanted).map_err(|e| EvalError::Input(e.to_string()))?
+                }
+            };
+            let mut found = found.into_iter();
+            let expectations: Vec<Option<Expectations>> =
+                rows.iter().map(|row| if has(row) { found.next() } else { None }).collect();
             for version in versions(prompt, path, &base_dir, &options.types)? {
                 for model in &models {
                     let name = if shared_ids { path.display().to_string() } else { prompt.id.clone() };
@@ -256,7 +258,8 @@ impl EvalPlan {
                 collect_files(&value, &base_dir, &mut files);
             }
         }
-        files.dedup();
+        let mut seen = HashSet::new();
+        files.retain(|file| seen.insert(file.clone()));
         files
     }
 }
@@ -269,10 +272,7 @@ fn collect_files(value: &toml::Value, base_dir: &Path, files: &mut Vec<PathBuf>)
             for (key, value) in table {
                 match value {
                     toml::Value::String(file) if key == "schema_file" || key == "expected_file" => {
-                        let path = base_dir.join(file);
-                        if !files.contains(&path) {
-                            files.push(path);
-                        }
+                        files.push(base_dir.join(file));
                     }
                     other => collect_files(other, base_dir, files),
                 }
@@ -287,22 +287,23 @@ fn collect_files(value: &toml::Value, base_dir: &Path, files: &mut Vec<PathBuf>)
 /// `--case`); a prompt without cases adds the row of its own variables.
 fn rows_of(prompts: &[PromptFile], wanted: &[String]) -> Result<Vec<Option<String>>, EvalError> {
     let mut rows: Vec<Option<String>> = Vec::new();
+    let mut seen: HashSet<Option<&str>> = HashSet::new();
+    let asked: HashSet<&str> = wanted.iter().map(String::as_str).collect();
     for prompt in prompts {
         if prompt.cases.is_empty() {
-            if wanted.is_empty() && !rows.contains(&None) {
+            if wanted.is_empty() && seen.insert(None) {
                 rows.push(None);
             }
             continue;
         }
         for case in &prompt.cases {
-            let name = Some(case.name.clone());
-            if (wanted.is_empty() || wanted.contains(&case.name)) && !rows.contains(&name) {
-                rows.push(name);
+            if (wanted.is_empty() || asked.contains(case.name.as_str())) && seen.insert(Some(&case.name)) {
+                rows.push(Some(case.name.clone()));
             }
         }
     }
     for name in wanted {
-        if !rows.contains(&Some(name.clone())) {
+        if !seen.contains(&Some(name.as_str())) {
             let known: Vec<String> = prompts.iter().flat_map(|p| p.cases.iter().map(|c| c.name.clone())).collect();
             let known = if known.is_empty() { "they have no cases".to_string() } else { known.join(", ") };
             return Err(EvalError::Input(format!("--case {name:?}: no prompt has a case of that name ({known})")));

@@ -2,6 +2,7 @@
 //! column, `failure` / `error` with a message, as CI dashboards read it) and CSV (a line per cell,
 //! RFC 4180 quoting).
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::record::{CellRecord, EvalRecord};
@@ -63,13 +64,17 @@ pub fn failure_text(cell: &CellRecord) -> String {
 pub fn junit(record: &EvalRecord) -> String {
     let mut suites = String::new();
     let (mut tests, mut failures, mut errors) = (0, 0, 0);
+    // Each row × column's cells, in the record's order, found without reading every cell again.
+    let mut by_cell: HashMap<(usize, usize), Vec<&CellRecord>> = HashMap::new();
+    for cell in &record.cells {
+        by_cell.entry((cell.column, cell.row)).or_default().push(cell);
+    }
     for (index, column) in record.columns.iter().enumerate() {
         let groups: Vec<&CellGroup> = record.groups.iter().filter(|g| g.column == index).collect();
         let mut cases = String::new();
         let (mut suite_failures, mut suite_errors, mut suite_ms) = (0, 0, 0u64);
         for group in &groups {
-            let cells: Vec<&CellRecord> =
-                record.cells.iter().filter(|c| c.column == index && c.row == group.row).collect();
+            let cells: &[&CellRecord] = by_cell.get(&(index, group.row)).map_or(&[], Vec::as_slice);
             let ms: u64 = cells.iter().map(|c| c.run.duration_ms).sum();
             suite_ms += ms;
             let name = xml_escape(record.row_name(group.row));

@@ -30,12 +30,14 @@
 //! min = 1
 //! ```
 
+mod case_names;
 mod edit;
 mod error;
 pub mod named;
 mod position;
 mod save;
 
+use std::collections::HashSet;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -43,10 +45,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toml::Spanned;
 
+use case_names::CaseNames;
 use crate::files::Problem;
 
 pub use error::PromptError;
-use position::{line_col, parse_schema_text};
+use position::{line_col, parse_schema_text, Lines};
 pub use save::{write_atomic, write_over};
 
 use super::expect::{
@@ -89,6 +92,8 @@ pub struct PromptFile {
     pub eval: EvalSettings,
     /// Checks every case's answer must pass (`[[checks]]`).
     pub checks: Vec<CheckSpec>,
+    /// Finds a case by name (`case`) without reading them all.
+    case_names: CaseNames,
 }
 
 /// A named set of variables to run the prompt with, and what its answer should be.
@@ -244,6 +249,7 @@ impl PromptFile {
             profile: None,
             eval: EvalSettings::default(),
             checks: Vec::new(),
+            case_names: CaseNames::default(),
         }
     }
 
@@ -315,8 +321,9 @@ impl PromptFile {
     /// Parses a prompt file's text; `path` names it in errors and gives the default id.
     pub fn from_toml_str(text: &str, path: &Path) -> Result<PromptFile, PromptError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let lines = Lines::new(text);
         let at = |span: Range<usize>| {
-            let (line, column) = line_col(text, span.start);
+            let (line, column) = lines.line_col(span.start);
             (path.to_path_buf(), line, column)
         };
         let raw: RawPrompt = toml::from_str(text).map_err(|e| {
@@ -382,10 +389,11 @@ impl PromptFile {
                 .collect()
         };
         let mut cases: Vec<Case> = Vec::with_capacity(raw.cases.len());
+        let mut names = HashSet::with_capacity(raw.cases.len());
         for spanned in raw.cases {
             let span = spanned.span();
             let case = spanned.into_inner();
-            if cases.iter().any(|c| c.name == case.name) {
+            if !names.insert(case.name.clone()) {
                 let (path, line, column) = at(span);
                 return Err(PromptError::Invalid {
                     path,
@@ -442,6 +450,7 @@ impl PromptFile {
             profile: raw.profile,
             eval,
             checks,
+            case_names: CaseNames::default(),
         })
     }
 
@@ -486,7 +495,8 @@ impl PromptFile {
 
     /// The case named `name`; an unknown name is an error listing the known ones.
     pub fn case(&self, name: &str) -> Result<&Case, PromptError> {
-        self.cases.iter().find(|c| c.name == name).ok_or_else(|| PromptError::UnknownCase {
+        let found = self.case_names.find(&self.cases, name).and_then(|at| self.cases.get(at));
+        found.ok_or_else(|| PromptError::UnknownCase {
             id: self.id.clone(),
             name: name.to_string(),
             known: self.cases.iter().map(|c| c.name.clone()).collect(),

@@ -1,7 +1,7 @@
 //! The `tui` section of `tunebench bench`: the real loop (update, effects, panes, frame limiter) on a
 //! ratatui `TestBackend` at 120×40, with a 100k-token JSONL transcript replayed instantly and every
 //! line validated live, keystrokes typed into the template while it streams. Baseline: the run engine
-//! alone on the same transcript, no screen.
+//! alone on the same transcript, no screen. Then keys typed into a 7 MB schema (`bench_schema`).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,6 +54,8 @@ pub struct TuiFigures {
     /// Baseline: the engine alone on the same transcript (live parsing and validation, no screen).
     pub engine_only_ms: f64,
     pub tui_vs_engine: f64,
+    /// Keys typed into a 7 MB schema.
+    pub schema_keys: super::bench_schema::SchemaKeyFigures,
 }
 
 /// A JSONL answer of about `tokens` word-sized chunks (the union lines of the parse bench).
@@ -182,8 +184,12 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
         frames: app.stats.renders,
         engine_only_ms: ms(engine_only),
         tui_vs_engine: stream.as_secs_f64() / engine_only.as_secs_f64().max(1e-9),
+        schema_keys: super::bench_schema::measure(dir, SCHEMA_BYTES)?,
     })
 }
+
+/// The size of the schema the keys of `bench_schema` are typed into (the size that lagged).
+const SCHEMA_BYTES: usize = 7_000_000;
 
 /// Keys the typist types.
 const KEYS: usize = 40;

@@ -15,6 +15,8 @@
 pub mod app;
 #[cfg(feature = "testing")]
 pub mod bench;
+#[cfg(feature = "testing")]
+pub mod bench_schema;
 pub mod cases;
 pub mod compare_runner;
 pub mod compare_state;

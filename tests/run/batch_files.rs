@@ -150,6 +150,38 @@ fn import_judges_each_answer_and_reports_bad_lines_by_number() {
 }
 
 #[test]
+fn lines_of_other_batches_are_reported_and_the_rest_imported() {
+    let dir = tempfile::tempdir().unwrap();
+    // Another batch exported here too (its manifest is in the data directory), then this one.
+    let other = export(dir.path(), "openai");
+    let summary = export(dir.path(), "openai");
+    let tag = summary["tag"].as_str().unwrap();
+    assert_ne!(other["tag"].as_str().unwrap(), tag);
+    let ids: Vec<&str> = summary["custom_ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let answer = "{\"topic\": \"inflation\", \"definition\": \"Prices rising.\"}\n";
+    // The first line belongs to a batch with no manifest here, the second to the other batch.
+    let mut lines = vec![
+        openai_result("tbabcdef-0-someone-else-x", answer, "stop").to_string(),
+        openai_result(other["custom_ids"][0].as_str().unwrap(), answer, "stop").to_string(),
+    ];
+    lines.extend(ids.iter().map(|id| openai_result(id, answer, "stop").to_string()));
+    let file = dir.path().join("results.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let output = tunebench(dir.path()).args(["batch", "import"]).arg(&file).arg("--json").output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let report = stdout_json(&output);
+    assert_eq!((report["tag"].as_str(), report["imported"].clone()), (Some(tag), json!(4)), "{report}");
+    assert_eq!(report["missing"], json!([]));
+    let errors = report["errors"].as_array().unwrap();
+    let lines: Vec<u64> = errors.iter().map(|e| e["line"].as_u64().unwrap()).collect();
+    assert_eq!(lines, [1, 2], "{errors:?}");
+    for error in errors {
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains(&format!("is not one of the 4 requests of batch {tag}")), "{message}");
+    }
+}
+
+#[test]
 fn anthropic_results_import_with_the_manifest_named() {
     let dir = tempfile::tempdir().unwrap();
     let summary = export(dir.path(), "anthropic");

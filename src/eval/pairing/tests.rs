@@ -1,8 +1,10 @@
 //! Pairing and item scores on hand-made answers, the figures worked out in comments.
 
+use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::eval::values::{at, Comparison};
 use crate::prompt::expect::resolve::PairKey;
 
 fn drug_key() -> PairKey {
@@ -159,4 +161,125 @@ fn a_union_pairs_on_its_type_and_each_branch_field() {
     assert_eq!(scores.field_accuracy, 1.0);
     assert_eq!(scores.key, "/type + /entity (definition) | /type + /subject (relationship)");
     assert_eq!(differences, [Difference::Missing { key: "definition / DNA".into(), expected: expected[0].clone() }]);
+}
+
+#[test]
+fn items_sharing_a_key_pair_the_same_whichever_order_they_come_in() {
+    // Greedy in order, the first expected item took the answer item that agreed on x, and left the
+    // second (which agrees on x and y) the one that agrees on nothing: 1 of 4 fields. The best
+    // pairing agrees on 2 of 4, in either order.
+    let key = PairKey::Fields(vec!["/k".into()]);
+    let expected = [json!({"k": "r", "x": 1, "y": 1}), json!({"k": "r", "x": 1, "y": 2})];
+    let answer = [json!({"k": "r", "x": 1, "y": 2}), json!({"k": "r", "x": 9, "y": 9})];
+    let settings = EvalSettings::default();
+    for expected in [vec![&expected[0], &expected[1]], vec![&expected[1], &expected[0]]] {
+        for answer in [answer.to_vec(), vec![answer[1].clone(), answer[0].clone()]] {
+            let (scores, differences) = score_items(&expected, &answer, &key, &settings);
+            assert_eq!((scores.paired, scores.field_accuracy), (2, 0.5), "{expected:?} {answer:?}");
+            assert_eq!(differences.len(), 2, "{differences:?}");
+        }
+    }
+}
+
+/// The differences as a sorted list of their JSON (a multiset, whatever order they were listed in).
+fn sorted(differences: &[Difference]) -> Vec<String> {
+    let mut texts: Vec<String> = differences.iter().map(|d| serde_json::to_string(d).unwrap()).collect();
+    texts.sort();
+    texts
+}
+
+/// An item of a few keys and fields from small sets, so keys are shared and fields partly agree.
+fn item() -> impl Strategy<Value = Value> {
+    let field = || proptest::option::of(0..3u8);
+    (0..2u8, field(), field(), field(), any::<bool>()).prop_map(|(k, x, y, z, upper)| {
+        let mut item = serde_json::Map::new();
+        item.insert("k".into(), json!(if k == 0 { "a" } else { "b" }));
+        for (name, value) in [("x", x), ("y", y)] {
+            if let Some(value) = value {
+                item.insert(name.into(), json!(value));
+            }
+        }
+        if let Some(z) = z {
+            // Strings that agree when case-folded, and text that differs.
+            let text = ["one", "two", "three"][usize::from(z)];
+            item.insert("z".into(), json!(if upper { text.to_uppercase() } else { text.to_string() }));
+        }
+        Value::Object(item)
+    })
+}
+
+/// The most fields any pairing of `expected` with `answer` (one key) agrees on: every permutation.
+fn best_agreement(expected: &[Value], answer: &[Value]) -> usize {
+    let comparison = Comparison::default();
+    let agree = |e: &Value, a: &Value| {
+        ["/x", "/y", "/z"].iter().filter(|f| e.pointer(f).is_some() && comparison.agree(at(e, f), at(a, f))).count()
+    };
+    fn best(expected: &[Value], answer: &mut Vec<Value>, agree: &dyn Fn(&Value, &Value) -> usize) -> usize {
+        let Some((first, rest)) = expected.split_first() else { return 0 };
+        let mut most = best(rest, answer, agree); // `first` unpaired (more expected than answer items)
+        for i in 0..answer.len() {
+            let taken = answer.remove(i);
+            most = most.max(agree(first, &taken) + best(rest, answer, agree));
+            answer.insert(i, taken);
+        }
+        most
+    }
+    best(expected, &mut answer.to_vec(), &agree)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn pairing_does_not_depend_on_the_order_of_answer_or_expected_items(
+        (expected, shuffled_expected) in proptest::collection::vec(item(), 0..7)
+            .prop_flat_map(|items| (Just(items.clone()), Just(items).prop_shuffle())),
+        (answer, shuffled_answer) in proptest::collection::vec(item(), 0..7)
+            .prop_flat_map(|items| (Just(items.clone()), Just(items).prop_shuffle())),
+    ) {
+        let key = PairKey::Fields(vec!["/k".into()]);
+        let settings = EvalSettings::default();
+        let (scores, differences) = score_items(&expected.iter().collect::<Vec<_>>(), &answer, &key, &settings);
+        let (again, again_differences) =
+            score_items(&shuffled_expected.iter().collect::<Vec<_>>(), &shuffled_answer, &key, &settings);
+        prop_assert_eq!(&scores, &again);
+        prop_assert_eq!(sorted(&differences), sorted(&again_differences));
+        // And the pairing is the best there is: per key, the most agreeing fields of any pairing.
+        let best: usize = ["a", "b"]
+            .iter()
+            .map(|k| {
+                let of = |items: &[Value]| items.iter().filter(|i| i["k"] == *k).cloned().collect::<Vec<_>>();
+                best_agreement(&of(&expected), &of(&answer))
+            })
+            .sum();
+        let fields = |item: &Value| item.as_object().map_or(0, |m| m.keys().filter(|k| *k != "k").count());
+        let unpaired: usize = differences
+            .iter()
+            .filter_map(|d| match d {
+                Difference::Missing { expected, .. } => Some(fields(expected)),
+                _ => None,
+            })
+            .sum();
+        let compared = expected.iter().map(fields).sum::<usize>() - unpaired;
+        let disagreeing = differences.iter().filter(|d| matches!(d, Difference::Field { .. })).count();
+        prop_assert_eq!(compared - disagreeing, best);
+    }
+
+    #[test]
+    fn a_large_group_pairs_the_same_whichever_order_it_comes_in(
+        (expected, shuffled_expected) in proptest::collection::vec(item(), 70..90)
+            .prop_flat_map(|items| (Just(items.clone()), Just(items).prop_shuffle())),
+        (answer, shuffled_answer) in proptest::collection::vec(item(), 70..90)
+            .prop_flat_map(|items| (Just(items.clone()), Just(items).prop_shuffle())),
+    ) {
+        // Every item on one key: a group beyond the exact solver's size, paired greedily.
+        let key = PairKey::Fields(vec!["/none".into()]);
+        let settings = EvalSettings::default();
+        let (scores, differences) = score_items(&expected.iter().collect::<Vec<_>>(), &answer, &key, &settings);
+        let (again, again_differences) =
+            score_items(&shuffled_expected.iter().collect::<Vec<_>>(), &shuffled_answer, &key, &settings);
+        prop_assert_eq!(scores.paired, expected.len().min(answer.len()));
+        prop_assert_eq!(&scores, &again);
+        prop_assert_eq!(sorted(&differences), sorted(&again_differences));
+    }
 }

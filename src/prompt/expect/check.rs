@@ -216,7 +216,7 @@ impl<'de> Deserialize<'de> for CheckSpec {
     /// The same rules as the prompt file's reader, without places (for a check read from anywhere else).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<CheckSpec, D::Error> {
         let table = serde_json::Map::<String, Value>::deserialize(deserializer)?;
-        let fields = table.into_iter().map(|(k, v)| (k, v, 0..0)).collect();
+        let fields = table.into_iter().map(|(k, v)| (k, super::parse::FieldValue::Json(v), 0..0)).collect();
         super::parse_check(fields, At::default()).map_err(|(_, message)| serde::de::Error::custom(message))
     }
 }

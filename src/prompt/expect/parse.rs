@@ -17,7 +17,54 @@ use super::{At, EvalSettings, Expected, Places};
 pub(crate) type ParseError = (Range<usize>, String);
 
 /// A check table as written: every field with its span.
-pub(crate) type RawCheck = Spanned<BTreeMap<String, Spanned<Value>>>;
+pub(crate) type RawCheck = Spanned<BTreeMap<String, Spanned<FieldValue>>>;
+
+/// A check field's value as written. JSON holds no `inf` or `nan` (read into JSON they would be
+/// null), so a TOML float that is not finite is kept apart, and the check says what is wrong.
+#[derive(Clone, Debug)]
+pub(crate) enum FieldValue {
+    Json(Value),
+    /// `inf`, `-inf` or `nan` (as TOML writes it), the whole value (`nested` false) or inside it.
+    NotFinite {
+        text: &'static str,
+        nested: bool,
+    },
+}
+
+impl<'de> Deserialize<'de> for FieldValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<FieldValue, D::Error> {
+        let value = toml::Value::deserialize(deserializer)?;
+        if let toml::Value::Float(number) = value {
+            if let Some(text) = not_finite(number) {
+                return Ok(FieldValue::NotFinite { text, nested: false });
+            }
+        }
+        if let Some(text) = first_not_finite(&value) {
+            return Ok(FieldValue::NotFinite { text, nested: true });
+        }
+        serde_json::to_value(&value).map(FieldValue::Json).map_err(serde::de::Error::custom)
+    }
+}
+
+/// How TOML writes `number` when it is not finite.
+fn not_finite(number: f64) -> Option<&'static str> {
+    match number {
+        n if n.is_nan() => Some("nan"),
+        n if n == f64::INFINITY => Some("inf"),
+        n if n == f64::NEG_INFINITY => Some("-inf"),
+        _ => None,
+    }
+}
+
+/// The first float that is not finite anywhere in `value`.
+fn first_not_finite(value: &toml::Value) -> Option<&'static str> {
+    match value {
+        toml::Value::Float(number) => not_finite(*number),
+        toml::Value::Array(values) => values.iter().find_map(first_not_finite),
+        toml::Value::Table(table) => table.values().find_map(first_not_finite),
+        _ => None,
+    }
+}
 
 /// `[cases.expected]` as written.
 #[derive(Deserialize)]
@@ -46,9 +93,18 @@ pub(crate) struct RawEval {
 }
 
 /// A check from its fields (name, value, span) and the place of its table.
-pub(crate) fn parse_check(fields: Vec<(String, Value, Range<usize>)>, at: At) -> Result<CheckSpec, ParseError> {
-    let mut fields: BTreeMap<String, (Value, Range<usize>)> =
-        fields.into_iter().map(|(name, value, span)| (name, (value, span))).collect();
+pub(crate) fn parse_check(fields: Vec<(String, FieldValue, Range<usize>)>, at: At) -> Result<CheckSpec, ParseError> {
+    let mut not_finite = None;
+    let mut fields: BTreeMap<String, (Value, Range<usize>)> = fields
+        .into_iter()
+        .map(|(name, value, span)| match value {
+            FieldValue::Json(value) => (name, (value, span)),
+            FieldValue::NotFinite { text, nested } => {
+                not_finite.get_or_insert((name.clone(), text, nested, span.clone()));
+                (name, (Value::String(text.to_string()), span))
+            }
+        })
+        .collect();
     let kinds = || CheckKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
     let kind = match fields.remove("kind") {
         None => return Err((0..0, format!("a check needs a `kind`: one of {}", kinds()))),
@@ -63,6 +119,14 @@ pub(crate) fn parse_check(fields: Vec<(String, Value, Range<usize>)>, at: At) ->
     {
         let takes = if allowed.is_empty() { "no fields but `name`".to_string() } else { allowed.join(", ") };
         return Err((span.clone(), format!("a `{what}` check has no field `{name}`; it takes: {takes}")));
+    }
+    if let Some((name, text, nested, span)) = not_finite {
+        let needed = match name.as_str() {
+            "min" | "max" if kind != CheckKind::Range => "a whole number, 0 or more,",
+            _ => "a finite number",
+        };
+        let is = if nested { "holds" } else { "is" };
+        return Err((span, format!("`{name}` of a `{what}` check {is} {text}: {needed} is needed")));
     }
     match need {
         Need::All(needed) => {

@@ -134,6 +134,25 @@ fn a_bad_check_is_refused_at_its_field() {
 }
 
 #[test]
+fn a_bound_that_is_not_a_finite_number_says_so_at_its_field() {
+    // TOML has inf and nan; JSON has neither (they would read as null, "not null" said nothing).
+    let (line, column, message) = load_error(&format!("{HEAD}[[checks]]\nkind = 'range'\npath = '/a'\nmin = -inf\n"));
+    assert_eq!((line, column), (6, 7));
+    assert_eq!(message, "`min` of a `range` check is -inf: a finite number is needed");
+    let (line, _, message) =
+        load_error(&format!("{HEAD}[[cases]]\nname = 'a'\n[[cases.checks]]\nkind = 'range'\nmin = 0\nmax = nan\n"));
+    assert_eq!((line, message.as_str()), (8, "`max` of a `range` check is nan: a finite number is needed"));
+    let (_, _, message) = load_error(&format!("{HEAD}[[checks]]\nkind = 'length'\nmax = +inf\n"));
+    assert_eq!(message, "`max` of a `length` check is inf: a whole number, 0 or more, is needed");
+    let (line, _, message) =
+        load_error(&format!("{HEAD}[[checks]]\nkind = 'one_of'\npath = '/a'\nvalues = [1, nan]\n"));
+    assert_eq!((line, message.as_str()), (6, "`values` of a `one_of` check holds nan: a finite number is needed"));
+    // The prompt file's error names the file and line.
+    let error = parse(&format!("{HEAD}[[checks]]\nkind = 'range'\nmin = -inf\n")).unwrap_err().to_string();
+    assert!(error.starts_with("dir/p.toml:5:7: `min` of a `range` check is -inf"), "{error}");
+}
+
+#[test]
 fn bad_expectations_and_settings_are_refused_where_they_are() {
     let (line, _, message) =
         load_error(&format!("{HEAD}[[cases]]\nname = 'a'\n[cases.expected]\nitems = []\nvalue = {{a = 1}}\n"));
