@@ -150,6 +150,7 @@ pub fn record(cases: usize, side: usize) -> EvalRecord {
         provider: "openai".into(),
         model: "m".into(),
         base_url: None,
+        structured: None,
     };
     let cells = (0..cases)
         .map(|row| {
@@ -168,6 +169,7 @@ pub fn record(cases: usize, side: usize) -> EvalRecord {
             let checks = (0..3)
                 .map(|k| CheckResult {
                     check: format!("regex /entity {k}"),
+                    key: format!("regex /entity {k}"),
                     at: format!("bench.toml:{}", 10 + k),
                     passed: !(flips && k == 1),
                     message: None,

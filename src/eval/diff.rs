@@ -308,9 +308,13 @@ pub struct EvalDiff {
 /// A compared with B: every row × column that changed, with its checks and field differences.
 pub fn diff(a: &EvalRecord, b: &EvalRecord) -> EvalDiff {
     let (a_cells, b_cells) = (first_cells(a), first_cells(b));
-    let first_cell = |cells: &HashMap<(usize, Option<&str>), &'_ CellRecord>, column: Option<usize>, case: &Option<String>| {
+    fn first_cell<'a>(
+        cells: &HashMap<(usize, Option<&str>), &'a CellRecord>,
+        column: Option<usize>,
+        case: &Option<String>,
+    ) -> Option<&'a CellRecord> {
         column.and_then(|column| cells.get(&(column, case.as_deref())).copied())
-    };
+    }
     let paired = paired(a, b);
     let mut cases = Vec::new();
     for pair in &paired {

@@ -49,7 +49,7 @@ use case_names::CaseNames;
 use crate::files::Problem;
 
 pub use error::PromptError;
-use position::{line_col, parse_schema_text, Lines};
+use position::{parse_schema_text, Lines};
 pub use save::{write_atomic, write_over};
 
 use super::expect::{

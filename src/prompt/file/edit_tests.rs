@@ -174,18 +174,41 @@ fn a_changed_value_keeps_its_comment_and_spacing() {
 fn approving_one_case_changes_only_that_case() {
     let on_disk = read(HAND_WRITTEN);
     let mut new = on_disk.prompt.clone();
-    new.approve("empty", &json!([{"sku": "Z-9", "qty": 3}])).unwrap();
+    new.approve("empty", &json!([{"sku": "Z-9", "qty": 3}]), Vec::new()).unwrap();
     let text = on_disk.edited(&new, None).unwrap();
     let (removed, added) = changed_lines(HAND_WRITTEN, &text);
     assert_eq!(removed, vec![line_of(HAND_WRITTEN, "items = []")]);
     assert_eq!(added, vec!["items = [{ sku = \"Z-9\", qty = 3 }]\n".to_string()], "{text}");
     // One item of the other case: only its line.
     let mut new = on_disk.prompt.clone();
-    new.approve("two-lines", &json!([{"sku": "W-1", "qty": 2}, {"sku": "W-2", "qty": 5}])).unwrap();
+    new.approve("two-lines", &json!([{"sku": "W-1", "qty": 2}, {"sku": "W-2", "qty": 5}]), Vec::new()).unwrap();
     let text = on_disk.edited(&new, None).unwrap();
     let (removed, added) = changed_lines(HAND_WRITTEN, &text);
     assert_eq!(removed, vec![line_of(HAND_WRITTEN, "{sku = \"W-2\", qty = 1},")]);
     assert_eq!(added, vec!["  {sku = \"W-2\", qty = 5},\n".to_string()]);
+}
+
+#[test]
+fn an_insisted_approve_writes_what_it_left_out_beside_the_items_of_that_case_alone() {
+    let on_disk = read(HAND_WRITTEN);
+    let mut new = on_disk.prompt.clone();
+    let left_out = vec!["line 2: not valid JSON (EOF while parsing a string)".to_string()];
+    new.approve("empty", &json!([{"sku": "Z-9", "qty": 3}]), left_out.clone()).unwrap();
+    let text = on_disk.edited(&new, None).unwrap();
+    let (removed, added) = changed_lines(HAND_WRITTEN, &text);
+    assert_eq!(removed, vec![line_of(HAND_WRITTEN, "items = []")], "{text}");
+    assert_eq!(
+        added,
+        vec![
+            "items = [{ sku = \"Z-9\", qty = 3 }]\n".to_string(),
+            "left_out = [\n".to_string(),
+            "  \"line 2: not valid JSON (EOF while parsing a string)\",\n".to_string(),
+            "]\n".to_string(),
+        ],
+        "{text}"
+    );
+    let back = PromptFile::from_toml_str(&text, Path::new("dir/p.toml")).unwrap();
+    assert_eq!(back.cases[1].expected.as_ref().unwrap().left_out, left_out);
 }
 
 #[test]
@@ -196,7 +219,7 @@ fn approving_a_long_answer_into_an_empty_list_lays_it_out_one_item_a_line() {
         {"sku": "A-100", "qty": 1, "note": "the first of several long items"},
         {"sku": "B-200", "qty": 2, "note": "the second"},
     ]);
-    new.approve("empty", &answer).unwrap();
+    new.approve("empty", &answer, Vec::new()).unwrap();
     let text = on_disk.edited(&new, None).unwrap();
     assert!(
         text.contains(
@@ -214,7 +237,7 @@ fn approving_every_sample_case_changes_only_that_case() {
     let on_disk = PromptFile::read(&path).unwrap();
     for (index, case) in on_disk.prompt.cases.iter().enumerate() {
         let mut new = on_disk.prompt.clone();
-        new.approve(&case.name, &json!([{"name": "x", "price": 1.0, "currency": "EUR", "in_stock": true}])).unwrap();
+        new.approve(&case.name, &json!([{"name": "x", "price": 1.0, "currency": "EUR", "in_stock": true}]), Vec::new()).unwrap();
         let text = on_disk.edited(&new, None).unwrap();
         let (removed, _) = changed_lines(&on_disk.text, &text);
         // The case's lines run from its `[[cases]]` header to the next one.
