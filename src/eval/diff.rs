@@ -374,7 +374,7 @@ fn not_in(these: &[Difference], others: &[Difference]) -> Vec<Difference> {
     }
     these
         .iter()
-        .filter(|d| !buckets.get(&bucket_of(d)).is_some_and(|bucket| bucket.iter().any(|other| *other == *d)))
+        .filter(|d| !buckets.get(&bucket_of(d)).is_some_and(|bucket| bucket.contains(d)))
         .cloned()
         .collect()
 }

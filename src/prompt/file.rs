@@ -45,8 +45,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toml::Spanned;
 
-use case_names::CaseNames;
 use crate::files::Problem;
+use case_names::CaseNames;
 
 pub use error::PromptError;
 use position::{parse_schema_text, Lines};

@@ -95,11 +95,7 @@ impl RunSettings {
                 .ok_or_else(|| setting(&name, origin, &format!("a provider: {}", ProviderKind::names())))?,
         };
         let structured = match pick(&overrides.structured, &file.structured, "--structured") {
-            // The local model can hold a json/jsonl answer to its schema itself: it does unless told not to.
-            None if provider == ProviderKind::Local && prompt.response_type != ResponseType::Text => {
-                StructuredMode::Constrained
-            }
-            None => StructuredMode::None,
+            None => default_structured(provider, prompt.response_type),
             Some((text, origin)) => StructuredMode::parse(text.trim()).ok_or_else(|| {
                 setting(&text, origin, "a structured mode: none, json-object, json-schema, constrained")
             })?,
@@ -143,6 +139,18 @@ impl RunSettings {
             repeat_last_n: overrides.repeat_last_n.or(file.repeat_last_n),
             logprobs: overrides.logprobs.or(file.logprobs).unwrap_or(false),
         })
+    }
+}
+
+/// The structured mode a run asks for when neither the command line (or the workbench's choice) nor
+/// the prompt names one: the one place it is decided, so `tunebench run` and the workbench send the
+/// same request. The local model holds a json/jsonl answer to its schema itself (`constrained`); a
+/// server is asked for nothing (the schema goes into the prompt only if a mode says so).
+pub fn default_structured(provider: ProviderKind, response_type: ResponseType) -> StructuredMode {
+    if provider == ProviderKind::Local && response_type != ResponseType::Text {
+        StructuredMode::Constrained
+    } else {
+        StructuredMode::None
     }
 }
 

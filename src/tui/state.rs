@@ -140,10 +140,23 @@ pub struct Choice {
     pub max_tokens: Option<u32>,
     /// `None`: the prompt's default variables.
     pub case: Option<String>,
-    /// `structured` was chosen by the workbench (constrained on the local model), not by the user.
-    pub structured_by_default: bool,
     /// The recorded answer the replay provider plays (the sample's transcript).
     pub transcript: Option<PathBuf>,
+}
+
+impl Choice {
+    /// The structured mode a run of this choice asks for, and whether it is the provider's default
+    /// (none chosen: the core's [`crate::run::plan::default_structured`], as `tunebench run` decides it).
+    pub fn asked_mode(&self, response_type: ResponseType) -> (String, bool) {
+        match (&self.structured, crate::provider::kind::ProviderKind::parse(&self.provider)) {
+            (Some(mode), _) => (mode.clone(), false),
+            (None, Some(provider)) => {
+                let mode = crate::run::plan::default_structured(provider, response_type);
+                (mode.to_string(), mode != crate::provider::StructuredMode::None)
+            }
+            (None, None) => ("none".into(), false),
+        }
+    }
 }
 
 /// The answer as it streams, and what is known of the run.
@@ -413,7 +426,6 @@ impl State {
             structured: prompt.provider.structured.clone(),
             max_tokens: prompt.provider.max_tokens,
             case: None,
-            structured_by_default: false,
             transcript,
         };
         let mut state = State {

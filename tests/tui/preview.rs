@@ -47,7 +47,6 @@ fn state(case: &Case, server: &WireServer) -> State {
     state.choice.provider = case.provider.into();
     state.choice.model = case.model.map(Into::into);
     state.choice.structured = case.structured.map(Into::into);
-    state.choice.structured_by_default = false;
     state.saved.provider.base_url = Some(format!("{}{}", server.url(), case.base_path));
     state.env = env;
     state
@@ -215,4 +214,49 @@ fn in_process_providers_preview_their_messages_and_copy_no_curl() {
     assert!(error.contains("no HTTP request"), "{error}");
     let shown = preview::lines(&state);
     assert!(shown[0].1.starts_with("local: runs in this process"), "{shown:?}");
+}
+
+/// The request `tunebench run` sends for `prompt` on `provider` and model `m` (the CLI's flags), as
+/// an in-process server received it.
+fn sent_by_the_cli(prompt: &str, provider: &str, recording: &str) -> Value {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let recording = std::fs::read_to_string(format!("tests/fixtures/wire/{recording}")).expect("fixture");
+    let reply = reply_from_recording(&recording, 100.0).expect("recording");
+    let server = runtime.block_on(WireServer::start(vec![reply])).expect("bind 127.0.0.1");
+    let data = tempfile::tempdir().expect("a scratch folder");
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("tunebench"))
+        .env("TUNEBENCH_DATA_DIR", data.path())
+        .env("TUNEBENCH_CACHE_DIR", data.path().join("cache"))
+        .env("OPENAI_API_KEY", KEY)
+        .env_remove("OPENAI_BASE_URL")
+        .args(["run", prompt, "--provider", provider, "--model", "m"])
+        .args(["--base-url", &format!("{}/v1", server.url())])
+        .output()
+        .expect("tunebench runs");
+    let received = server.received();
+    let got = received.first().unwrap_or_else(|| panic!("the CLI sent nothing: {output:?}"));
+    got.json()
+}
+
+/// For the same prompt, provider and model, the workbench and `tunebench run` send byte-identical
+/// bodies, also after the workbench ran the local model (whose default mode, constrained, must not
+/// follow the user to a server) and a model typed for the server was carried through a switch.
+#[test]
+fn the_workbench_and_the_cli_send_the_same_request_for_the_same_choice() {
+    let cli = sent_by_the_cli("sample-prompts/extract-definitions.toml", "openai", "run/definitions_stream.txt");
+    without_local_model();
+    let mut state = state_for(Path::new("sample-prompts/extract-definitions.toml")).expect("the sample loads");
+    state.env = env;
+    state.saved.provider.base_url = Some("http://127.0.0.1:9/v1".into());
+    tunebench::tui::update::fetch::use_local_model(&mut state);
+    assert_eq!(tunebench::tui::panes::status::mode_text(&state), "asked constrained (default on local)");
+    while state.choice.provider != "openai" {
+        update(&mut state, Msg::Action(Action::NextProvider));
+    }
+    assert_eq!(tunebench::tui::panes::status::mode_text(&state), "asked none", "a server's default is none");
+    state.choice.model = Some("m".into());
+    let Ok(Sent::Http { outgoing, mode }) = request::sent(&state) else { panic!("{:?}", request::sent(&state)) };
+    assert_eq!(mode.requested, StructuredMode::None);
+    assert_eq!(outgoing.body, cli, "the workbench's body is the CLI's");
+    assert_eq!(outgoing.body_text(), serde_json::to_string(&cli).expect("JSON"), "byte for byte");
 }

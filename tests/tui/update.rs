@@ -247,6 +247,9 @@ fn settings_cycle_from_the_keyboard() {
     let mut state = sample_state();
     update(&mut state, alt('p'));
     assert_eq!(state.choice.provider, "openai");
+    // From the provider's default: none said outright, then each mode.
+    update(&mut state, alt('m'));
+    assert_eq!(state.choice.structured.as_deref(), Some("none"));
     update(&mut state, alt('m'));
     assert_eq!(state.choice.structured.as_deref(), Some("json-object"));
     let cases = state.saved.cases.len();
@@ -281,7 +284,9 @@ fn a_fetched_local_model_takes_over_from_the_recorded_answer() {
         panic!("{effects:?}")
     };
     assert_eq!(request.provider, "local");
-    assert_eq!(request.structured.as_deref(), Some("constrained"), "a jsonl prompt is held to its schema");
+    // No mode chosen: the run setup's default for a jsonl prompt on the local model, constrained.
+    assert_eq!(request.structured, None);
+    assert_eq!(state.choice.asked_mode(state.saved.response_type), ("constrained".into(), true));
     assert_eq!(model, "", "the default cached model");
 
     let mut picked = sample_state();
@@ -318,15 +323,14 @@ fn a_model_fetched_during_the_example_replay_runs_when_the_replay_ends() {
     );
     let warm = effects.iter().find_map(|e| if let Effect::WarmModel(r) = e { Some(r) } else { None });
     let warm = warm.expect("the model is warmed while the example plays");
-    assert_eq!((warm.provider.as_str(), warm.structured.as_deref()), ("local", Some("constrained")));
+    assert_eq!((warm.provider.as_str(), warm.structured.as_deref()), ("local", None), "the default: constrained");
     assert_eq!(state.choice.provider, "local");
     assert!(state.note.as_deref().unwrap_or("").contains("runs when the example ends"), "{:?}", state.note);
     let replay_run = state.run_id;
 
     let effects = feed(&mut state, rest);
     let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
-    assert_eq!(request.provider, "local");
-    assert_eq!(request.structured.as_deref(), Some("constrained"));
+    assert_eq!((request.provider.as_str(), request.structured.as_deref()), ("local", None));
     assert!(state.run_id > replay_run && state.running());
     // The model's own end starts nothing more.
     let run = state.run_id;

@@ -112,8 +112,9 @@ fn the_status_line_counts_the_planned_request_and_recounts_only_when_it_changes(
     assert!(state.tokens.shown.clone().unwrap().unwrap().tokens > shown.tokens);
     // json-schema on a jsonl prompt: the plan describes the schema in the system prompt, and counts it.
     let before = state.tokens.shown.clone().unwrap().unwrap().tokens;
-    update(&mut state, alt('m'));
-    update(&mut state, alt('m'));
+    for _ in 0..3 {
+        update(&mut state, alt('m'));
+    }
     assert_eq!(state.choice.structured.as_deref(), Some("json-schema"));
     let with_schema = state.tokens.shown.clone().unwrap().unwrap().tokens;
     assert!(with_schema > before + 50, "the schema instructions are counted: {before} → {with_schema}");

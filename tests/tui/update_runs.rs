@@ -204,3 +204,42 @@ fn a_history_record_is_listed_and_replays_its_last_turn() {
     assert_eq!(**transcript, record.turns[0].transcript);
     assert_eq!(request.max_turns, Some(1));
 }
+
+/// Changing the provider resets what was chosen for the old one: a model typed for a server is not
+/// sent to the local model (the eval ran `local:canned` and failed), and the local model's default
+/// mode does not follow the user to a server; the prompt's own model comes back with its provider.
+#[test]
+fn a_provider_switch_does_not_carry_a_model_or_mode_that_does_not_fit() {
+    let mut state = sample_state();
+    while state.choice.provider != "openai" {
+        update(&mut state, Msg::Action(Action::NextProvider));
+    }
+    state.choice.model = Some("canned".into());
+    update(&mut state, Msg::Action(Action::NextProvider));
+    assert_eq!(state.choice.model, None);
+    let note = state.note.clone().unwrap_or_default();
+    assert!(note.contains("\"canned\" was chosen for another provider"), "{note}");
+    while state.choice.provider != "local" {
+        update(&mut state, Msg::Action(Action::NextProvider));
+    }
+    assert_eq!(state.choice.model, None, "the default cached model");
+    assert_eq!(mode_text(&state), "asked constrained (default on local)");
+    let effects = update(&mut state, Msg::Action(Action::Run));
+    let Some(Effect::StartRun(request)) = effects.first() else { panic!("{effects:?}") };
+    assert_eq!((request.provider.as_str(), request.model.as_deref()), ("local", None));
+    // Back to a server: no mode follows from the local model.
+    update(&mut state, Msg::Action(Action::CancelRun));
+    while state.choice.provider != "openai" {
+        update(&mut state, Msg::Action(Action::NextProvider));
+    }
+    assert_eq!(state.choice.asked_mode(state.saved.response_type), ("none".into(), false));
+    // A prompt that names its provider and model gets its model back with the provider.
+    let mut own = sample_state();
+    own.saved.provider.name = Some("ollama".into());
+    own.saved.provider.model = Some("qwen2.5".into());
+    own.choice.model = Some("typed".into());
+    while own.choice.provider != "ollama" {
+        update(&mut own, Msg::Action(Action::NextProvider));
+    }
+    assert_eq!(own.choice.model.as_deref(), Some("qwen2.5"));
+}

@@ -237,7 +237,8 @@ fn approving_every_sample_case_changes_only_that_case() {
     let on_disk = PromptFile::read(&path).unwrap();
     for (index, case) in on_disk.prompt.cases.iter().enumerate() {
         let mut new = on_disk.prompt.clone();
-        new.approve(&case.name, &json!([{"name": "x", "price": 1.0, "currency": "EUR", "in_stock": true}]), Vec::new()).unwrap();
+        new.approve(&case.name, &json!([{"name": "x", "price": 1.0, "currency": "EUR", "in_stock": true}]), Vec::new())
+            .unwrap();
         let text = on_disk.edited(&new, None).unwrap();
         let (removed, _) = changed_lines(&on_disk.text, &text);
         // The case's lines run from its `[[cases]]` header to the next one.

@@ -38,8 +38,8 @@ pub fn mode_text(state: &State) -> String {
         }
         Some(mode) => format!("{}{default}", mode.used),
         None if state.phase == RunPhase::Idle => {
-            let asked = state.choice.structured.as_deref().unwrap_or("none");
-            let default = if state.choice.structured_by_default { " (default on local)" } else { "" };
+            let (asked, by_default) = state.choice.asked_mode(state.saved.response_type);
+            let default = if by_default { " (default on local)" } else { "" };
             format!("asked {asked}{default}")
         }
         None => format!("asked {}{default}", run.asked_mode),

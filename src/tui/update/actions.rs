@@ -11,7 +11,9 @@ use super::navigate::{cut_by, open, step};
 use super::run::start_run;
 use super::PROVIDERS;
 
-const STRUCTURED: [Option<&str>; 4] = [None, Some("json-object"), Some("json-schema"), Some("constrained")];
+/// `None`: the provider's default (constrained on the local model, none on a server).
+const STRUCTURED: [Option<&str>; 5] =
+    [None, Some("none"), Some("json-object"), Some("json-schema"), Some("constrained")];
 
 /// Applies one action.
 pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
@@ -90,16 +92,19 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         },
         Action::NextProvider => {
             let at = PROVIDERS.iter().position(|p| p.name() == state.choice.provider).map_or(0, |i| i + 1);
-            state.choice.provider = PROVIDERS[at % PROVIDERS.len()].name().to_string();
-            state.note = Some(format!("provider: {}", state.choice.provider));
-            edit::relint(state);
+            choose_provider(state, PROVIDERS[at % PROVIDERS.len()].name());
             Vec::new()
         }
         Action::NextStructured => {
             let at = STRUCTURED.iter().position(|s| *s == state.choice.structured.as_deref()).map_or(0, |i| i + 1);
             state.choice.structured = STRUCTURED[at % STRUCTURED.len()].map(str::to_string);
-            state.choice.structured_by_default = false;
-            state.note = Some(format!("structured: {}", state.choice.structured.as_deref().unwrap_or("none")));
+            state.note = Some(match &state.choice.structured {
+                Some(mode) => format!("structured: {mode}"),
+                None => format!(
+                    "structured: the provider's default ({})",
+                    state.choice.asked_mode(state.saved.response_type).0
+                ),
+            });
             edit::relint(state);
             Vec::new()
         }
@@ -172,4 +177,26 @@ pub(super) fn save(state: &mut State) -> Vec<Effect> {
             Vec::new()
         }
     }
+}
+
+/// Runs go to `provider` from now on. What was chosen for another provider and does not fit this one
+/// is reset: a model typed for one provider is not sent to another (the prompt's own model comes back
+/// when its provider does), and the note says so.
+pub fn choose_provider(state: &mut State, provider: &str) {
+    if state.choice.provider == provider {
+        return;
+    }
+    state.choice.provider = provider.to_string();
+    let own = state.saved.provider.name.as_deref().map(str::trim) == Some(provider);
+    let model = if own { state.saved.provider.model.clone() } else { None };
+    let dropped = state.choice.model.clone().filter(|m| !m.is_empty() && Some(m) != model.as_ref());
+    state.choice.model = model;
+    state.note = Some(match dropped {
+        Some(old) => format!(
+            "provider: {provider} (model {old:?} was chosen for another provider: {}; alt-o types one)",
+            state.choice.model.as_deref().map_or("this one's default".to_string(), |m| format!("{m:?} now"))
+        ),
+        None => format!("provider: {provider}"),
+    });
+    edit::relint(state);
 }

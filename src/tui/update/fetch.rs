@@ -65,14 +65,8 @@ pub fn replay_ended(state: &mut State, cancelled: bool) -> Vec<Effect> {
     update(state, Msg::Action(Action::Run))
 }
 
-/// Runs go to the local model; a json/jsonl prompt that names no structured mode is held to its schema
-/// by constrained decoding (the schema's fixed parts forced, every line valid).
+/// Runs go to the local model (a json/jsonl prompt that names no structured mode is then held to its
+/// schema by constrained decoding: the run setup's default, which the status bar shows).
 pub fn use_local_model(state: &mut State) {
-    state.choice.provider = "local".into();
-    let structured_answer = state.saved.response_type != crate::output::ResponseType::Text;
-    if state.choice.structured.is_none() && structured_answer {
-        state.choice.structured = Some("constrained".into());
-        state.choice.structured_by_default = true;
-    }
-    crate::tui::edit::relint(state);
+    super::actions::choose_provider(state, "local");
 }

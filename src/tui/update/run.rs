@@ -33,8 +33,7 @@ pub(super) fn start_run(state: &mut State, max_turns: Option<u32>, replay: Optio
     state.run.provider = request.provider.clone();
     state.run.model = state.choice.model.clone().unwrap_or_default();
     state.run.mode = None;
-    state.run.asked_mode = state.choice.structured.clone().unwrap_or_else(|| "none".into());
-    state.run.mode_by_default = state.choice.structured_by_default;
+    (state.run.asked_mode, state.run.mode_by_default) = state.choice.asked_mode(request.prompt.response_type);
     vec![Effect::StartRun(Box::new(request))]
 }
 
