@@ -423,7 +423,7 @@ fn import_text(
     let imported = runtime()?.block_on(import(&manifest, text));
     if into.history {
         for record in &imported.records {
-            if let Err(error) = history::append(record) {
+            if let Err(error) = history::keep(record) {
                 super::note!("tunebench: warning: the run was not added to the history: {error}");
                 break;
             }

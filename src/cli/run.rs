@@ -119,10 +119,8 @@ fn finish(
     printer: &Printer,
 ) -> anyhow::Result<ExitCode> {
     for record in records {
-        // A case a signal stopped before it began has nothing to keep.
-        let never_started = record.cancelled && record.turns.iter().all(|t| t.chunks == 0);
-        if !args.no_history && !never_started {
-            if let Err(error) = history::append(record) {
+        if !args.no_history {
+            if let Err(error) = history::keep(record) {
                 super::note!("tunebench: warning: the run was not added to the history: {error}");
             }
         }

@@ -65,7 +65,7 @@ pub async fn compare<F: FnMut(At, RunEvent) + Send>(flow: Flow<'_>, sink: F) -> 
         }
         Answers::Live(_) if flow.record_history => {
             for record in records.iter().flatten() {
-                if let Err(error) = history::append(record) {
+                if let Err(error) = history::keep(record) {
                     warnings.push(format!("the run was not added to the history: {error}"));
                 }
             }

@@ -372,11 +372,7 @@ fn not_in(these: &[Difference], others: &[Difference]) -> Vec<Difference> {
     for difference in others {
         buckets.entry(bucket_of(difference)).or_default().push(difference);
     }
-    these
-        .iter()
-        .filter(|d| !buckets.get(&bucket_of(d)).is_some_and(|bucket| bucket.contains(d)))
-        .cloned()
-        .collect()
+    these.iter().filter(|d| !buckets.get(&bucket_of(d)).is_some_and(|bucket| bucket.contains(d))).cloned().collect()
 }
 
 /// What a difference is, as a text equal differences share (numbers by value, members sorted).

@@ -81,12 +81,12 @@ where
     };
     let on_record = |index: usize, record: &RunRecord| {
         let Some(cell) = plan.cells.get(index) else { return };
-        let never_started = record.cancelled && record.turns.iter().all(|t| t.chunks == 0);
+        let never_started = record.never_started();
         if record.cancelled {
             cancelled.store(true, std::sync::atomic::Ordering::SeqCst);
         }
-        if pipeline.record_history && !never_started {
-            if let Err(error) = history::append(record) {
+        if pipeline.record_history {
+            if let Err(error) = history::keep(record) {
                 let mut warnings = warnings.lock().unwrap_or_else(|p| p.into_inner());
                 if warnings.is_empty() {
                     warnings.push(format!("the runs were not added to the history: {error}"));

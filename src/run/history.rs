@@ -37,6 +37,26 @@ pub fn history_path() -> Result<PathBuf, HistoryError> {
     Ok(data_dir()?.join(HISTORY_FILE))
 }
 
+/// Keeps `record` in the history, as every front end and job does (the one rule for what is kept):
+/// a run stopped before its answer began is not (`Ok(None)`); any other run, cancelled ones too, is
+/// appended (`Ok(Some(path))`).
+pub fn keep(record: &RunRecord) -> Result<Option<PathBuf>, HistoryError> {
+    if record.never_started() {
+        return Ok(None);
+    }
+    let path = history_path()?;
+    keep_in(&path, record)?;
+    Ok(Some(path))
+}
+
+/// [`keep`] into the history file at `path`; `true` when the record was appended.
+pub fn keep_in(path: &Path, record: &RunRecord) -> Result<bool, HistoryError> {
+    if record.never_started() {
+        return Ok(false);
+    }
+    append_to(path, record).map(|()| true)
+}
+
 /// Appends `record` to the history file; returns its path.
 pub fn append(record: &RunRecord) -> Result<PathBuf, HistoryError> {
     let path = history_path()?;

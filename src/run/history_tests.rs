@@ -132,6 +132,25 @@ fn a_record_appended_reads_back_equal() {
     assert_eq!(history.records, vec![record, minimal]);
 }
 
+#[test]
+fn a_run_stopped_before_its_answer_began_is_not_kept_and_a_cancelled_one_with_an_answer_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(HISTORY_FILE);
+    let mut never_started = full_record();
+    never_started.cancelled = true;
+    for turn in &mut never_started.turns {
+        turn.chunks = 0;
+    }
+    assert!(never_started.never_started());
+    assert!(!keep_in(&path, &never_started).unwrap());
+    assert!(!path.exists(), "nothing was written");
+    let mut partial = full_record();
+    partial.cancelled = true;
+    assert!(!partial.never_started(), "it streamed {} chunks", partial.turns[0].chunks);
+    assert!(keep_in(&path, &partial).unwrap());
+    assert_eq!(read(&path).unwrap().records, vec![partial]);
+}
+
 /// A record as the first build that kept a history wrote it: no `cancelled`, `batch` or
 /// `cut_by_client`, nothing this build adds when it has something to say.
 const OLDER_LINE: &str = r#"{"prompt":"extract-definitions","provider":"openai","model":"gpt-4o-mini","structured":"none","response_type":"jsonl","profile":"lenient","ok":true,"result":[{"topic":"inflation"}],"truncated":false,"repaired":false,"mode":{"requested":"none","used":"none","schema_in_prompt":true},"max_turns":2,"started_at_ms":1763800000000,"duration_ms":812,"turns":[{"turn":1,"output":"{\"topic\": \"inflation\"}\n","finish_reason":"stop","usage":{"input_tokens":40,"output_tokens":9},"ttft_ms":210,"duration_ms":812,"tokens_per_s":15.5,"chunks":3,"parse":{"response_type":"jsonl","profile":"lenient","items":[{"topic":"inflation"}],"lines":[{"line":1,"status":"valid"}],"summary":{"valid":1,"invalid_json":0,"schema_error":0,"skipped":0}},"ok":true,"feedback":null,"mode":{"requested":"none","used":"none"},"transcript":{"header":{"transcript":1,"provider":"openai","model":"gpt-4o-mini","request":{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Define."}]}},"chunks":[{"t_ms":210,"delta":"{\"topic\": "},{"t_ms":400,"delta":"\"inflation\"}\n"}],"end":{"t_ms":812,"finish_reason":"stop"}}}]}"#;

@@ -235,6 +235,11 @@ pub fn now_ms() -> u64 {
 }
 
 impl RunRecord {
+    /// A run a signal or the user stopped before any answer began: it has nothing to keep.
+    pub fn never_started(&self) -> bool {
+        self.cancelled && self.turns.iter().all(|t| t.chunks == 0)
+    }
+
     /// What the run handed on, in a few words: `3 items`, `1 value` or `no result`.
     pub fn result_in_words(&self) -> String {
         match &self.result {

@@ -302,10 +302,13 @@ impl Runner {
                 }
             }
             if record_history {
-                let result = tokio::task::spawn_blocking(move || history::append(&record).map_err(|e| e.to_string()))
+                let result = tokio::task::spawn_blocking(move || history::keep(&record).map_err(|e| e.to_string()))
                     .await
                     .unwrap_or_else(|e| Err(e.to_string()));
-                let _ = tx.send(Msg::RunRecorded(result));
+                // A run stopped before its answer began is not kept, and there is nothing to say.
+                if let Some(result) = result.transpose() {
+                    let _ = tx.send(Msg::RunRecorded(result));
+                }
             }
         }));
         Ok(())
