@@ -1,6 +1,6 @@
 //! Evaluation: whether answers are *right*. Expected answers and checks per case (in the prompt file),
 //! a score per cell (`score`), and the one pipeline the CLI, the workbench and batches share (see
-//! ARCHITECTURE.md, "Evaluation"). No terminal code: front ends print or draw what this gives.
+//! ARCHITECTURE.md, "Data flow of a tuning loop"). No terminal code: front ends print or draw what this gives.
 //!
 //! ```text
 //! prompt files, --model specs, --types ─▶ plan::EvalPlan (cells = case × column × repeat)

@@ -235,7 +235,7 @@ fn passed_reason(scores: Option<&ItemScores>, checks: usize) -> String {
 }
 
 /// The verdict order, the one every comparison uses (a baseline's delta, `eval diff`, the eval screen,
-/// the CLI): ARCHITECTURE.md, "Evaluation", says why.
+/// the CLI): ARCHITECTURE.md, "Rules written once", says why.
 ///
 /// ```text
 ///            pass

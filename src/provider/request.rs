@@ -31,7 +31,7 @@ pub struct Message {
     pub content: String,
 }
 
-/// How the answer is held to JSON (a run setting; see ARCHITECTURE.md §Providers).
+/// How the answer is held to JSON (a run setting; ARCHITECTURE.md, "Rules written once").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StructuredMode {
