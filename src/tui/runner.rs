@@ -280,6 +280,8 @@ impl Runner {
         let tx = self.tx.clone();
         let run = request.run;
         let record_history = self.record_history;
+        // The history the workbench reads back (its data directory's), else the platform's.
+        let history_file = self.data_dir.as_ref().map(|d| d.join(history::HISTORY_FILE));
         // A case's run is scored against its expected answer and checks when it ends.
         let scoring = request.case.clone().map(|case| (request.prompt.clone(), request.path.clone(), case));
         let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
@@ -302,9 +304,15 @@ impl Runner {
                 }
             }
             if record_history {
-                let result = tokio::task::spawn_blocking(move || history::keep(&record).map_err(|e| e.to_string()))
-                    .await
-                    .unwrap_or_else(|e| Err(e.to_string()));
+                let result = tokio::task::spawn_blocking(move || {
+                    match history_file {
+                        Some(path) => history::keep_in(&path, &record).map(|kept| kept.then_some(path)),
+                        None => history::keep(&record),
+                    }
+                    .map_err(|e| e.to_string())
+                })
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()));
                 // A run stopped before its answer began is not kept, and there is nothing to say.
                 if let Some(result) = result.transpose() {
                     let _ = tx.send(Msg::RunRecorded(result));

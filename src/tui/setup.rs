@@ -25,7 +25,8 @@ pub struct Options {
     pub data_dir: Option<PathBuf>,
     /// Replay pace for transcript files (`TUNEBENCH_REPLAY_SPEED`: recorded, instant, 10x).
     pub pace: Option<Pace>,
-    /// Start the run at once (the sample on a fresh start).
+    /// Start the run at once (the sample on a fresh start), of the prompt's first case when it has
+    /// cases, so the run is scored against that case's expected answer beside its line verdicts.
     pub run_now: bool,
     /// Do not fetch a missing local model in the background (`--no-fetch`).
     pub no_fetch: bool,
@@ -88,9 +89,19 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
         }
     }
     if options.run_now && app.state.overlay == Overlay::None {
+        choose_first_case(&mut app.state);
         app.handle(Msg::Action(super::msg::Action::Run));
     }
     Ok((app, tx))
+}
+
+/// The prompt's first case chosen, as alt-c chooses it (none: the default variables stay).
+fn choose_first_case(state: &mut State) {
+    if let Some(case) = state.cases.first() {
+        state.choice.case = Some(case.name.clone());
+        // The variables pane's rows: the default variables, then each case.
+        state.selected_variable = 1;
+    }
 }
 
 /// The state of a fresh workbench on the prompt at `path` (default keys, provider chosen), no IO

@@ -4,7 +4,8 @@
 //! jsonl runs that validate, greedy fidelity against `truncate`, seeded sampling (an eval's repeats
 //! at seed + k, a recorded seed reproducing its run), cancellation mid-generation, our forward pass
 //! against candle's, and the response cache in front of the model; the interleaved weights stored on
-//! disk, a prompt warmed in advance, and objects held to the keys their schema lists. Every test that
+//! disk, a prompt warmed in advance, objects held to the keys their schema lists, and the first start's
+//! sample scored on the model as measured (four of five cases pass). Every test that
 //! needs the model goes through `support::model_file` (or `support::local`), the one fetch.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
@@ -14,6 +15,8 @@ mod cache;
 mod closed;
 mod fetch;
 mod fidelity;
+#[cfg(feature = "tui")]
+mod first_sample;
 mod generation;
 mod gguf;
 mod probs;

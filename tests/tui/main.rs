@@ -10,6 +10,7 @@ mod eval_approve;
 mod eval_baseline;
 mod eval_history;
 mod eval_review;
+mod first_start;
 mod outside;
 mod preview;
 mod snapshots;

@@ -1,15 +1,16 @@
 //! One row per JSONL line: its verdict, the union branch or the first error (path and message); the
-//! selected row's line is highlighted in the output. A json answer shows its one verdict instead. The
-//! title counts the verdicts and, once a case's run ended, says whether the answer is right: the case's
-//! verdict against its expected answer and checks (pass / fail, with the reason), beside "valid".
+//! selected row's line is highlighted in the output. A json answer shows its one verdict instead, and
+//! under it the case's verdict with each difference from the expected answer. The title counts the
+//! JSONL verdicts and, once a case's run ended, says whether the answer is right: the case's verdict
+//! against its expected answer and checks (pass / fail, with the reason), beside "valid".
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::{block, clip};
-use crate::eval::report::verdict_name;
+use crate::eval::report::{difference_line, verdict_name};
 use crate::eval::score::Verdict;
 use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
 use crate::tui::state::{counts, Pane, State};
@@ -18,20 +19,21 @@ use crate::tui::theme::Theme;
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let verdicts = &state.run.verdicts;
     let [valid, invalid, schema, skipped] = counts(verdicts);
-    let mut extra = vec![
-        Span::styled(format!("✓{valid} "), theme.valid),
-        Span::styled(format!("✗{invalid} "), theme.invalid),
-        Span::styled(format!("≠{schema} "), theme.schema_error),
-        Span::styled(format!("–{skipped} "), theme.skipped),
-    ];
+    let jsonl = state.response_type() == ResponseType::Jsonl;
+    // Line counts mean something for a JSONL answer only (a json answer has its one verdict below).
+    let mut extra = if jsonl {
+        vec![
+            Span::styled(format!("✓{valid} "), theme.valid),
+            Span::styled(format!("✗{invalid} "), theme.invalid),
+            Span::styled(format!("≠{schema} "), theme.schema_error),
+            Span::styled(format!("–{skipped} "), theme.skipped),
+        ]
+    } else {
+        Vec::new()
+    };
     match &state.run.scored {
         Some(Ok(score)) => {
-            let style = match score.verdict {
-                Verdict::Pass => theme.valid,
-                Verdict::Fail => theme.invalid,
-                Verdict::Truncated => theme.warning,
-                Verdict::Error => theme.error,
-            };
+            let style = verdict_style(score.verdict, theme);
             let reason = crate::safe_text::escape_controls(&score.reason).into_owned();
             extra.push(Span::styled(format!("· case {}: {reason} ", verdict_name(score.verdict)), style));
         }
@@ -44,8 +46,10 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let inner = frame_block.inner(area);
     frame.render_widget(frame_block, area);
     let width = inner.width as usize;
-    if state.response_type() != ResponseType::Jsonl {
-        frame.render_widget(Paragraph::new(json_verdict(state.run.report.as_ref(), theme, width)), inner);
+    if !jsonl {
+        let mut lines = json_verdict(state.run.report.as_ref(), theme, width);
+        lines.extend(case_verdict(state, theme));
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
         return;
     }
     if verdicts.is_empty() {
@@ -78,6 +82,27 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         })
         .collect();
     frame.render_widget(Paragraph::new(rows), inner);
+}
+
+/// Under a json answer's verdict, whether it is right: the case's verdict, its reason and each
+/// difference from the expected answer (`the answer /from: expected "Leeds", got "Lisle"`).
+fn case_verdict<'a>(state: &State, theme: &Theme) -> Vec<Line<'a>> {
+    let Some(Ok(score)) = &state.run.scored else { return Vec::new() };
+    let style = verdict_style(score.verdict, theme);
+    let escape = |text: &str| crate::safe_text::escape_controls(text).into_owned();
+    let head = format!("case {}: {}", verdict_name(score.verdict), escape(&score.reason));
+    let mut lines = vec![Line::from(""), Line::from(Span::styled(head, style))];
+    lines.extend(score.differences.iter().map(|d| Line::from(Span::styled(escape(&difference_line(d)), theme.text))));
+    lines
+}
+
+fn verdict_style(verdict: Verdict, theme: &Theme) -> ratatui::style::Style {
+    match verdict {
+        Verdict::Pass => theme.valid,
+        Verdict::Fail => theme.invalid,
+        Verdict::Truncated => theme.warning,
+        Verdict::Error => theme.error,
+    }
 }
 
 /// A verdict as one row: `L12 ✓ valid  definition`.

@@ -1,0 +1,103 @@
+//! The first start, as `tunebench` with no argument makes it: the sample written to the data
+//! directory, its first case chosen and run at once (here on the embedded model's recorded answer, as
+//! while the model is fetched), and the case's verdict against its expected answer shown beside the
+//! answer's own verdict, so a valid answer and a right one are never confused; the run goes to the
+//! history in the workbench's data directory, the one its history pane reads.
+
+use std::time::{Duration, Instant};
+
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use tunebench::eval::score::Verdict;
+use tunebench::provider::replay::Pace;
+use tunebench::tui::msg::{Action, Msg};
+use tunebench::tui::panes::render;
+use tunebench::tui::sample;
+use tunebench::tui::setup::{build, Options};
+use tunebench::tui::state::RunPhase;
+
+#[test]
+fn the_first_start_runs_the_samples_first_case_and_shows_it_passes() {
+    super::support::without_local_model();
+    let dir = tempfile::tempdir().unwrap();
+    let path = sample::ensure(&dir.path().join("data")).unwrap();
+    let options = Options {
+        data_dir: Some(dir.path().join("data")),
+        pace: Some(Pace::Instant),
+        run_now: true,
+        no_fetch: true,
+        warm_model: false,
+    };
+    let (mut app, _tx) = build(&path, options).unwrap();
+    assert_eq!(app.state.choice.provider, "replay", "no model here: the recorded answer plays");
+    assert_eq!(app.state.choice.case.as_deref(), Some("flight"), "the first run is of a case with an expected answer");
+
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    // A guard, not a measurement: a run that never ends fails below instead of hanging the suite.
+    let started = Instant::now();
+    // Until the run is scored and read back from the history in the workbench's data directory.
+    app.run(&mut terminal, |state| {
+        (state.run.scored.is_some() && !state.history.is_empty())
+            || matches!(state.phase, RunPhase::Failed(_))
+            || started.elapsed() > Duration::from_secs(120)
+    })
+    .unwrap();
+    let score = match &app.state.run.scored {
+        Some(Ok(score)) => score,
+        other => panic!("the first case's run was not scored: {other:?} (phase {:?})", app.state.phase),
+    };
+    assert_eq!(score.verdict, Verdict::Pass, "{}", score.reason);
+    assert_eq!(
+        app.state.run.output.trim(),
+        r#"{"traveller":"Maria","from":"Lisbon","to":"Oslo","day":"Friday"}"#,
+        "the model's own answer, not an example written by hand"
+    );
+
+    let history = std::fs::read_to_string(dir.path().join("data/history.jsonl")).unwrap();
+    assert!(history.contains(r#""prompt":"extract-trip","case":"flight""#), "the run went to this history");
+
+    terminal.draw(|frame| render(frame, &app.state, &app.theme)).unwrap();
+    let screen = terminal.backend().to_string();
+    assert!(screen.contains("✓ valid") && screen.contains("case pass"), "valid, and right:\n{screen}");
+    assert!(screen.contains("○ train"), "the other cases are listed to try next:\n{screen}");
+}
+
+/// A case the model gets wrong: its answer is valid, and the pane says under "✓ valid" that the case
+/// fails and which fields differ (the answer is the model's to `train`, as measured on the sample).
+#[test]
+fn a_valid_but_wrong_answer_shows_the_case_failing_and_each_difference() {
+    super::support::without_local_model();
+    let dir = tempfile::tempdir().unwrap();
+    let path = sample::ensure(&dir.path().join("data")).unwrap();
+    let answer = r#"{"traveller":"Tom","from":"Lisle","to":"Yorkshire","day":"Monday"}"#;
+    let transcript = format!(
+        "{}\n{}\n{}\n",
+        r#"{"transcript":1,"provider":"local","model":""}"#,
+        serde_json::json!({"t_ms": 1, "delta": answer}),
+        r#"{"t_ms":2,"finish_reason":"stop"}"#
+    );
+    std::fs::write(path.parent().unwrap().join("answers/extract-trip.jsonl"), transcript).unwrap();
+    let options = Options {
+        data_dir: Some(dir.path().join("data")),
+        pace: Some(Pace::Instant),
+        no_fetch: true,
+        ..Options::default()
+    };
+    let (mut app, _tx) = build(&path, options).unwrap();
+    app.state.choice.case = Some("train".into());
+    app.handle(Msg::Action(Action::Run));
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    let started = Instant::now();
+    app.run(&mut terminal, |state| {
+        state.run.scored.is_some()
+            || matches!(state.phase, RunPhase::Failed(_))
+            || started.elapsed() > Duration::from_secs(120)
+    })
+    .unwrap();
+    terminal.draw(|frame| render(frame, &app.state, &app.theme)).unwrap();
+    let screen = terminal.backend().to_string();
+    assert!(screen.contains("✓ valid"), "{screen}");
+    assert!(screen.contains("case fail: fields 0.50 <"), "{screen}");
+    assert!(screen.contains(r#"the answer /from: expected"#) && screen.contains(r#"got "Lisle""#), "{screen}");
+    assert!(!screen.contains("✓0 ✗0"), "no JSONL line counts over a json answer:\n{screen}");
+}
