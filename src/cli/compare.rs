@@ -15,13 +15,13 @@ use super::run_options::RunOptions;
 use super::truncate::sweep_json;
 use crate::compare::diff::{prompt_diff, render};
 use crate::compare::flow::{self, Answers, Flow};
-use crate::compare::pair::{self, At};
+use crate::compare::pair::At;
 use crate::compare::{cases, twin_of, Comparison, SideSpec};
 use crate::output::{Profile, ResponseType};
 use crate::prompt::file::PromptFile;
 use crate::provider::replay::Pace;
 use crate::run::factory::write_transcripts;
-use crate::run::{ProviderChoice, RunEvent, RunSettings};
+use crate::run::{ProviderChoice, RunEvent};
 use crate::truncate::cut::Unit;
 
 /// Options of `tunebench compare`.
@@ -100,17 +100,14 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     {
         bail!("--transcripts replays recorded answers: --provider, --model and --base-url do not apply");
     }
-    let mut settings = RunSettings::resolve(
+    let settings = flow::settings(
         prompt,
         &cli_settings,
         args.options.flags.max_turns,
         Some(args.options.flags.context_tokens),
+        replaying,
     )?;
-    if replaying {
-        settings.provider = crate::provider::kind::ProviderKind::Replay;
-    }
-    let pairing = pair::pairing(&settings);
-    let concurrency = args.concurrency.unwrap_or(pairing.runs).max(1);
+    let (concurrency, why) = flow::concurrency(&settings, args.concurrency);
     let batch = args.options.all_cases;
     let answers = match args.transcripts.as_slice() {
         [a, b] => Answers::Recorded([a.clone(), b.clone()]),
@@ -118,7 +115,6 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     };
     if !args.json {
         let how = if concurrency > 1 { "at once".to_string() } else { "one after the other".to_string() };
-        let why = if args.concurrency.is_some() { "--concurrency" } else { pairing.reason };
         super::note!("running {} case(s) × 2 sides, {how} ({why})", cases.len());
     }
     let names: Vec<String> = cases.iter().map(|c| c.clone().unwrap_or_default()).collect();

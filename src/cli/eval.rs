@@ -184,8 +184,7 @@ fn cache_mode(args: &EvalRunArgs) -> CacheMode {
 /// The baseline `--baseline` names, read before anything runs (a bad one is bad input).
 pub fn baseline(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<Option<EvalRecord>> {
     let Some(which) = &args.baseline else { return Ok(None) };
-    let set = crate::eval::record::prompt_set(plan.prompts.iter().map(|p| p.path.as_path()));
-    Ok(Some(store::baseline(which, &set, &plan.columns()).with_context(|| format!("--baseline {which}"))?))
+    Ok(Some(plan.baseline(which, None).with_context(|| format!("--baseline {which}"))?))
 }
 
 fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
@@ -250,10 +249,7 @@ pub fn run_plan(
     runtime: &tokio::runtime::Runtime,
     cancel: impl std::future::Future<Output = crate::run::Stop> + Send,
 ) -> anyhow::Result<EvalRecord> {
-    let concurrency = args
-        .concurrency
-        .unwrap_or_else(|| plan.columns.iter().map(|c| c.setup.concurrency().runs).min().unwrap_or(1))
-        .max(1);
+    let concurrency = plan.concurrency(args.concurrency);
     let human = !args.json;
     if human {
         human::plan_line(plan, concurrency);

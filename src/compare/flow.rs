@@ -44,6 +44,40 @@ pub struct Compared {
     pub warnings: Vec<String>,
 }
 
+/// The settings both sides of a comparison run with, for every front end: the command line's flags
+/// (or the workbench's choice) over the first side's `[provider]`, as a run resolves them. Replaying
+/// recorded answers, the provider is the replay and no model is claimed: each side's record names the
+/// model its transcript recorded.
+pub fn settings(
+    prompt: &crate::prompt::file::PromptFile,
+    overrides: &crate::prompt::file::ProviderSettings,
+    max_turns: Option<u32>,
+    context_tokens: Option<u32>,
+    replaying: bool,
+) -> Result<RunSettings, RunError> {
+    if !replaying {
+        return RunSettings::resolve(prompt, overrides, max_turns, context_tokens);
+    }
+    // Resolved as a replay from the start, so no default of another provider (the local model's
+    // constrained mode) is claimed for answers it did not give.
+    let replay = crate::prompt::file::ProviderSettings { name: Some("replay".into()), ..overrides.clone() };
+    let mut settings = RunSettings::resolve(prompt, &replay, max_turns, context_tokens)?;
+    settings.model.clear();
+    Ok(settings)
+}
+
+/// How many runs go at once, and why: `asked`, else the provider's own pairing (a server on this
+/// machine one run at a time, so both sides' timings are its alone).
+pub fn concurrency(settings: &RunSettings, asked: Option<usize>) -> (usize, &'static str) {
+    match asked {
+        Some(asked) => (asked.max(1), "--concurrency"),
+        None => {
+            let pairing = pair::pairing(settings);
+            (pairing.runs.max(1), pairing.reason)
+        }
+    }
+}
+
 /// Makes the comparison; `sink` gets every run's events with where they come from. Dropping the
 /// future cancels every run.
 pub async fn compare<F: FnMut(At, RunEvent) + Send>(flow: Flow<'_>, sink: F) -> Result<Compared, RunError> {

@@ -69,8 +69,12 @@ pub fn replay_jobs(plans: Vec<[RunPlan; 2]>, transcripts: [&Path; 2], batch: boo
     plans
         .into_iter()
         .map(|[a, b]| {
-            let job = |plan: RunPlan, first: &Path| -> Result<Job, RunError> {
+            let job = |mut plan: RunPlan, first: &Path| -> Result<Job, RunError> {
                 let case = if batch { plan.case.clone() } else { None };
+                // A side with no model claimed plays under the model its transcript recorded.
+                if plan.request.model.is_empty() {
+                    plan.request.model = Replay::from_file(first, Pace::Instant)?.transcript().header.model.clone();
+                }
                 let choice = ProviderChoice::new(&replay_settings(), Some(first.to_path_buf()), Pace::Instant);
                 Ok(Job { provider: choice.build(case.as_deref())?, plan })
             };

@@ -247,6 +247,23 @@ impl EvalPlan {
         self.columns.iter().map(|c| c.column.clone()).collect()
     }
 
+    /// How many cells run at once, for every front end: `asked` (`--concurrency`), else the least of
+    /// the columns' providers' own (a server on this machine runs one at a time); at least 1.
+    pub fn concurrency(&self, asked: Option<usize>) -> usize {
+        asked.unwrap_or_else(|| self.columns.iter().map(|c| c.setup.concurrency().runs).min().unwrap_or(1)).max(1)
+    }
+
+    /// The baseline `which` names for this plan (`last`: the newest eval of the same prompt files that
+    /// shares a column with it, prompt × model × structured mode; else an id or a file), from the evals
+    /// folder `dir` (`None`: the data directory's). The CLI's `--baseline` and the eval screen both ask here.
+    pub fn baseline(&self, which: &str, dir: Option<&Path>) -> Result<super::record::EvalRecord, EvalError> {
+        let set = super::record::prompt_set(self.prompts.iter().map(|p| p.path.as_path()));
+        match dir {
+            Some(dir) => super::store::baseline_in(dir, which, &set, &self.columns()),
+            None => super::store::baseline(which, &set, &self.columns()),
+        }
+    }
+
     /// The files whose change should re-run the eval (`--watch`): each prompt file, its schema file and
     /// the expected files its cases name.
     pub fn watched_files(&self) -> Vec<PathBuf> {

@@ -9,13 +9,12 @@ use super::msg::{CompareNews, CompareRequest, Msg};
 use super::runner::Runner;
 use super::sample::transcript_for;
 use crate::compare::flow::{self, Answers, Flow};
-use crate::compare::pair;
 use crate::compare::{twin_of, twin_type, SideSpec};
 use crate::output::ResponseType;
 use crate::prompt::file::PromptFile;
 use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::template::Variables;
-use crate::run::{ProviderChoice, Reading, RunSettings};
+use crate::run::{ProviderChoice, Reading};
 
 /// Starts the comparison on the runner's runtime; an error says why it cannot start.
 pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String> {
@@ -27,21 +26,18 @@ pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String>
     let specs = sides(&request, &base_dir)?;
     let overrides =
         super::request::overrides(&request.provider, &request.model, &request.structured, request.max_tokens);
-    let mut settings = RunSettings::resolve(&request.prompt, &overrides, None, None).map_err(|e| e.to_string())?;
     let cases = [request.case.clone()];
     let replay = if request.provider == "replay" {
         Some(recorded_answers(&specs, &request.path, &request.prompt.id)?)
     } else {
         None
     };
-    if replay.is_some() {
-        settings.model.clear();
-    }
-    let (answers, concurrency) = match replay {
-        Some(paths) => (Answers::Recorded(paths), 1),
-        None => {
-            (Answers::Live(ProviderChoice::new(&settings, None, runner.pace)), pair::pairing(&settings).runs.max(1))
-        }
+    let settings =
+        flow::settings(&request.prompt, &overrides, None, None, replay.is_some()).map_err(|e| e.to_string())?;
+    let (concurrency, _) = flow::concurrency(&settings, None);
+    let answers = match replay {
+        Some(paths) => Answers::Recorded(paths),
+        None => Answers::Live(ProviderChoice::new(&settings, None, runner.pace)),
     };
     runner.log.line(&format!(
         "compare {} ({} vs {}) on {}, {concurrency} at a time",

@@ -41,14 +41,13 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
     let baseline = match kept {
         Some(baseline) => Some(baseline),
         None => {
-            let set = crate::eval::record::prompt_set(plan.prompts.iter().map(|p| p.path.as_path()));
             let dir = runner.data_dir.as_ref().map(|d| d.join(store::EVALS_DIR));
-            dir.and_then(|dir| store::baseline_in(&dir, "last", &set, &columns).ok()).map(Box::new)
+            dir.and_then(|dir| plan.baseline("last", Some(&dir)).ok()).map(Box::new)
         }
     };
     let column = plan.columns.first().map(|c| c.column.model_label()).unwrap_or_default();
     let baseline_column = baseline.as_deref().and_then(|b| crate::eval::diff::counterpart(&b.columns, &columns, 0));
-    let concurrency = plan.columns.iter().map(|c| c.setup.concurrency().runs).min().unwrap_or(1).max(1);
+    let concurrency = plan.concurrency(None);
     runner.log.line(&format!("eval {} on {column}, {concurrency} at a time", request.path.display()));
     let (tx, id, record_history) = (runner.tx.clone(), request.id, runner.record_history);
     let planned = EvalNews::Planned { rows: plan.rows.clone(), column, baseline: baseline.clone(), baseline_column };

@@ -256,3 +256,36 @@ fn bad_input_exits_2_naming_the_bad_value() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("classify-sentiment") && stderr.contains("text"), "{stderr}");
 }
+
+/// A comparison replayed from its transcripts claims no model of its own: each side's record names the
+/// model its transcript recorded, not the prompt's `[provider] model` (the workbench's compare screen
+/// and this command build their settings in one place, `compare::flow::settings`).
+#[test]
+fn a_replayed_comparison_names_the_model_its_transcripts_recorded() {
+    let (_runtime, server) = live_server();
+    let dir = tempfile::tempdir().unwrap();
+    let [a, b] = ["a.jsonl", "b.jsonl"].map(|name| dir.path().join(name).display().to_string());
+    let live = tunebench(dir.path())
+        .arg("compare")
+        .arg(sample("extract-definitions"))
+        .args(["--base-url", &format!("{}/v1", server.url()), "--model", "served-model", "--json", "--no-history"])
+        .args(["--record", &a, &b])
+        .output()
+        .unwrap();
+    assert_eq!(live.status.code(), Some(0), "{}", String::from_utf8_lossy(&live.stderr));
+    // The same prompt, now naming another model in its [provider] table.
+    let text = std::fs::read_to_string(sample("extract-definitions")).unwrap();
+    let prompt = dir.path().join("extract-definitions.toml");
+    std::fs::write(&prompt, text.replace("[provider]\n", "[provider]\nmodel = \"the-prompts-model\"\n")).unwrap();
+    let replayed =
+        tunebench(dir.path()).arg("compare").arg(&prompt).args(["--json", "--transcripts", &a, &b]).output().unwrap();
+    assert_eq!(replayed.status.code(), Some(0), "{}", String::from_utf8_lossy(&replayed.stderr));
+    let replayed = stdout_json(&replayed);
+    for side in 0..2 {
+        assert_eq!(
+            replayed["sides"][side]["run"]["model"], "served-model",
+            "side {side}: {}",
+            replayed["sides"][side]["run"]
+        );
+    }
+}
