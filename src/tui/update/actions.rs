@@ -92,7 +92,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             let at = PROVIDERS.iter().position(|p| p.name() == state.choice.provider).map_or(0, |i| i + 1);
             state.choice.provider = PROVIDERS[at % PROVIDERS.len()].name().to_string();
             state.note = Some(format!("provider: {}", state.choice.provider));
-            edit::relint(state);
+            super::super::lint::relint(state);
             Vec::new()
         }
         Action::NextStructured => {
@@ -100,7 +100,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             state.choice.structured = STRUCTURED[at % STRUCTURED.len()].map(str::to_string);
             state.choice.structured_by_default = false;
             state.note = Some(format!("structured: {}", state.choice.structured.as_deref().unwrap_or("none")));
-            edit::relint(state);
+            super::super::lint::relint(state);
             Vec::new()
         }
         Action::ChooseModel => super::super::input::open_model_picker(state),

@@ -74,5 +74,5 @@ pub fn use_local_model(state: &mut State) {
         state.choice.structured = Some("constrained".into());
         state.choice.structured_by_default = true;
     }
-    crate::tui::edit::relint(state);
+    crate::tui::lint::relint(state);
 }
