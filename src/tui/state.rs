@@ -513,8 +513,9 @@ impl State {
     }
 }
 
-/// The editors' size from which their lint and token count go to the background: a lint of 64 kB of
-/// schema takes a few milliseconds, one of the 7 MB schema that lagged about 300 ms.
+/// The editors' size from which their lint and token count go to the background: a lint grows with
+/// the text, and 64 kB is 1/120 of the 7.6 MB bench schema whose one lint takes about a second in a
+/// dev build (`tunebench bench --tui-only`), so under it a key stays well inside its 50 ms.
 pub const BACKGROUND_BYTES: usize = 64 * 1024;
 
 /// A text editor holding `text`: long lines soft-wrap at the pane's edge (at words, a longer word at
