@@ -41,6 +41,8 @@ pub struct LoopStats {
     /// When each key message was handled by `update`.
     pub keys_handled: Vec<Instant>,
     pub messages: usize,
+    /// The longest one message took (`update` and its effects handed to the runner).
+    pub longest_message: Duration,
 }
 
 impl App {
@@ -52,12 +54,14 @@ impl App {
             if matches!(msg, Msg::Term(super::msg::TermEvent::Key(_))) {
                 self.stats.keys_handled.push(Instant::now());
             }
+            let started = Instant::now();
             for effect in update(&mut self.state, msg) {
                 if effect == Effect::Quit {
                     self.state.quit = true;
                 }
                 queue.extend(self.runner.execute(effect));
             }
+            self.stats.longest_message = self.stats.longest_message.max(started.elapsed());
         }
     }
 

@@ -1,52 +1,14 @@
-//! The prompt as edited: the editors' texts turned back into a prompt file (for runs and saving), the
-//! live schema lint, and the recovery snapshot. Pure functions over the state.
+//! The prompt as edited: the editors' texts turned back into a prompt file (for runs and saving),
+//! and the recovery snapshot. Pure functions over the state (the schema's lint: `lint`).
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use super::msg::{Effect, SchemaFileSave};
 use super::recovery::{RecoveredVariables, Recovery};
-use super::state::{Lint, SchemaKind, State};
+use super::state::{SchemaKind, State};
 use crate::files;
-use crate::prompt::file::{named, OnDisk, PromptFile};
-use crate::prompt::signature;
-use crate::run::{decodable, RunSettings};
-use crate::schema::lint_schema_text;
-
-/// Lints the schema editor's text: JSON syntax errors at line:column, schema errors at their path,
-/// signature errors with their column; and, when the next run holds the answer to the schema (the
-/// local model under json-schema or constrained), what the constrained decoder refuses, at its path.
-/// Again when the provider or the structured mode changes.
-pub fn relint(state: &mut State) {
-    let text = state.schema.lines().join("\n");
-    state.lint = match state.schema_kind {
-        SchemaKind::Signature => Lint {
-            what: "signature",
-            issues: match signature::parse(text.trim()) {
-                Ok(_) => Vec::new(),
-                Err(e) => e.to_string().lines().map(str::to_string).collect(),
-            },
-        },
-        _ if text.trim().is_empty() => Lint { what: "no schema", issues: Vec::new() },
-        _ => Lint {
-            what: "JSON Schema",
-            issues: match lint_schema_text(&text) {
-                Ok(schema) => refused_by_decoder(state, schema.source()),
-                Err(issues) => issues.iter().map(ToString::to_string).collect(),
-            },
-        },
-    };
-}
-
-/// What the constrained decoder refuses in `schema` under the workbench's choices (the run would be
-/// refused for it: the same check).
-fn refused_by_decoder(state: &State, schema: &Value) -> Vec<String> {
-    let choice = &state.choice;
-    let overrides = super::request::overrides(&choice.provider, &choice.model, &choice.structured, choice.max_tokens);
-    let Ok(settings) = RunSettings::resolve(&state.saved, &overrides, None, None) else { return Vec::new() };
-    decodable::refusal(&settings, state.saved.response_type, Some(schema)).iter().map(ToString::to_string).collect()
-}
+use crate::prompt::file::{named, Case, OnDisk, PromptFile};
+use crate::prompt::template::Variables;
 
 /// Records that an editor or a variable changed: dirty when they differ from the saved ones.
 pub fn edited(state: &mut State) {
@@ -54,9 +16,26 @@ pub fn edited(state: &mut State) {
     state.dirty = is_dirty(state);
 }
 
-/// Whether the texts or the variables differ from the saved prompt's.
+/// Whether the texts or the variables differ from the saved prompt's (compared in place: a key in a
+/// large schema joins no copy of it).
 pub fn is_dirty(state: &State) -> bool {
-    state.texts() != state.saved_texts || super::variables::changed(state)
+    let editors = [&state.system, &state.template, &state.schema];
+    editors.iter().zip(&state.saved_texts).any(|(area, saved)| !same_text(area.lines(), saved))
+        || super::variables::changed(state)
+}
+
+/// Whether `lines` joined by newlines are `text`.
+fn same_text(lines: &[String], text: &str) -> bool {
+    let mut rest = text;
+    for (index, line) in lines.iter().enumerate() {
+        if index > 0 {
+            let Some(after) = rest.strip_prefix('\n') else { return false };
+            rest = after;
+        }
+        let Some(after) = rest.strip_prefix(line.as_str()) else { return false };
+        rest = after;
+    }
+    rest.is_empty()
 }
 
 /// The prompt as the editors hold it, for a run: a schema file's edited text is inlined.
@@ -95,37 +74,63 @@ pub fn save_effect(state: &State) -> Result<(Effect, PromptFile), String> {
 }
 
 fn edited_prompt(state: &State) -> Result<(PromptFile, Option<(PathBuf, String)>), String> {
-    let [system, template, schema] = state.texts();
-    let mut prompt = state.saved.clone();
-    prompt.system = (!system.is_empty()).then_some(system);
-    prompt.template = template;
-    prompt.variables = state.variables.clone();
-    prompt.cases = state.cases.clone();
-    let mut file = None;
-    match &state.schema_kind {
-        SchemaKind::Signature => prompt.signature = Some(schema.trim().to_string()),
-        kind => {
-            prompt.signature = None;
-            prompt.schema_file = None;
-            prompt.schema = if schema.trim().is_empty() {
-                None
-            } else {
-                Some(serde_json::from_str(&schema).map_err(|e| {
-                    let message = e.to_string();
-                    let message = message.split(" at line ").next().unwrap_or(&message).to_string();
-                    format!(
-                        "the schema is not JSON ({}:{}: {message}); fix it in the schema pane",
-                        e.line(),
-                        e.column()
-                    )
-                })?)
-            };
-            if let SchemaKind::File(path) = kind {
-                file = Some((path.clone(), schema));
-            }
+    Edits::of(state).apply(state.saved.clone())
+}
+
+/// The editors' texts, the variables and the cases as edited: laid over the saved prompt, they are
+/// the prompt as edited (copied off the state for a job in the background).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edits {
+    pub texts: [String; 3],
+    pub variables: Variables,
+    pub cases: Vec<Case>,
+    pub schema_kind: SchemaKind,
+}
+
+impl Edits {
+    pub fn of(state: &State) -> Edits {
+        Edits {
+            texts: state.texts(),
+            variables: state.variables.clone(),
+            cases: state.cases.clone(),
+            schema_kind: state.schema_kind.clone(),
         }
     }
-    Ok((prompt, file))
+
+    /// `saved` as edited, and the schema file to write beside it (if the schema lives in its own
+    /// file). The schema editor's text replaces `saved`'s schema (a signature prompt has none).
+    pub fn apply(self, mut prompt: PromptFile) -> Result<(PromptFile, Option<(PathBuf, String)>), String> {
+        let [system, template, schema] = self.texts;
+        prompt.system = (!system.is_empty()).then_some(system);
+        prompt.template = template;
+        prompt.variables = self.variables;
+        prompt.cases = self.cases;
+        let mut file = None;
+        match &self.schema_kind {
+            SchemaKind::Signature => prompt.signature = Some(schema.trim().to_string()),
+            kind => {
+                prompt.signature = None;
+                prompt.schema_file = None;
+                prompt.schema = if schema.trim().is_empty() {
+                    None
+                } else {
+                    Some(serde_json::from_str(&schema).map_err(|e| {
+                        let message = e.to_string();
+                        let message = message.split(" at line ").next().unwrap_or(&message).to_string();
+                        format!(
+                            "the schema is not JSON ({}:{}: {message}); fix it in the schema pane",
+                            e.line(),
+                            e.column()
+                        )
+                    })?)
+                };
+                if let SchemaKind::File(path) = kind {
+                    file = Some((path.clone(), schema));
+                }
+            }
+        }
+        Ok((prompt, file))
+    }
 }
 
 /// The unsaved edits as a recovery snapshot.
@@ -157,7 +162,7 @@ pub fn restore(state: &mut State, recovery: &Recovery) {
             None => {}
         }
     }
-    relint(state);
+    super::lint::relint(state);
     edited(state);
 }
 

@@ -1,16 +1,20 @@
 //! The workbench: a ratatui TUI over the core (feature `tui`; the core never imports this module).
 //!
 //! - [`msg`]: the four enums — `TermEvent`, `Action`, `Msg`, `Effect`.
-//! - [`state`]: everything on screen; [`edit`]: the editors' texts as a prompt, the schema lint.
+//! - [`state`]: everything on screen; [`edit`]: the editors' texts as a prompt; [`lint`]: the schema
+//!   pane's lint, in the background.
 //! - [`update`]: `update(&mut State, Msg) -> Vec<Effect>`, pure; [`mouse`]: clicks, wheel, drags.
-//! - [`app`]: the loop (batches of messages, a render at most every 16 ms); [`runner`]: effects.
+//! - [`app`]: the loop (batches of messages, a render at most every 16 ms); [`runner`]: effects;
+//!   [`latest`]: its background workers where the newest job wins (the lint, the token count).
 //! - [`request`]: what ctrl-r sends (run request, settings, plan, provider), one path for the runner
-//!   and the request preview; [`tokens`]: its token count in the status line, recounted on change.
+//!   and the request preview; [`tokens`]: its token count in the status line, recounted in the
+//!   background on change (an edit: once typing settles).
 //! - [`cases`]: cases added, copied, deleted (and undone) from the variables pane.
 //! - [`panes`]: one file per pane, rendering from `&State` and `&Theme`.
 //! - [`keymap`] (+ `keymap.toml`), [`theme`] (`themes/*.toml`), [`recovery`], [`sample`], [`log`], [`paths`].
 //! - [`terminal`]: raw mode, mouse, the panic hook and the input thread; [`setup`]: the start-up.
-//! - `bench` (feature `testing`): the `tui` section of `tunebench bench` (the real loop on a test backend).
+//! - `bench`, `bench_schema` (feature `testing`): the `tui` section of `tunebench bench` (the real loop
+//!   on a test backend; keys typed into a 7 MB schema).
 
 pub mod app;
 #[cfg(feature = "testing")]
@@ -26,6 +30,8 @@ pub mod eval_runner;
 pub mod eval_state;
 pub mod input;
 pub mod keymap;
+pub mod latest;
+pub mod lint;
 pub mod log;
 pub mod msg;
 pub mod panes;

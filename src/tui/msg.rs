@@ -12,6 +12,9 @@ use crate::run::{RunEvent, RunRecord};
 use crate::truncate::sweep::Sweep;
 use crate::truncate::transcript::Transcript;
 
+/// How long typing pauses before the schema is linted and the request's tokens counted again.
+pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(150);
+
 /// Raw input from the terminal, already read off the wire.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TermEvent {
@@ -185,6 +188,13 @@ pub enum Msg {
     ModelFetch(FetchNews),
     /// News of the comparison number `id` (older comparisons' news is ignored).
     Compare { id: u64, news: CompareNews },
+    /// Typing paused: no edit came for [`SETTLE`] after edit number `edits` (older ones are ignored).
+    Settled { edits: u64 },
+    /// The schema lint number `asked` is made (dropped when the schema changed or a newer lint was
+    /// asked for since).
+    Linted { asked: u64, lint: super::state::Lint },
+    /// The request's tokens of count number `asked` (dropped when a newer count was asked for).
+    TokensCounted { asked: u64, counted: Box<super::tokens::Counted> },
     /// The local model `model` names (empty: the default cached one) has its tokenizer read, or why not.
     TokenizerLoaded { model: String, tokenizer: Result<Arc<LocalTokenizer>, String> },
     /// News of the eval number `id` (older evals' news is ignored).
@@ -311,6 +321,14 @@ pub enum Effect {
     /// Read the tokenizer of the local model `model` names (its GGUF's header, not its weights), in the
     /// background; it comes back as `Msg::TokenizerLoaded`.
     LoadTokenizer { model: String },
+    /// Wait [`SETTLE`], then send `Msg::Settled { edits }` (edit number `edits` was just made).
+    Settle { edits: u64 },
+    /// Lint the schema editor's text in the background (the newest lint asked for wins); it comes
+    /// back as `Msg::Linted`.
+    Lint(Box<super::lint::LintRequest>),
+    /// Count the tokens of the request ctrl-r would send in the background (the newest count asked
+    /// for wins); it comes back as `Msg::TokensCounted`.
+    CountTokens(Box<super::tokens::CountRequest>),
     /// Run every case of the saved prompt through the eval pipeline.
     StartEval(Box<EvalRequest>),
     /// Stop the running eval.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::edit;
 use super::msg::{ReplaySource, RunRequest};
 use super::state::State;
-use crate::prompt::file::ProviderSettings;
+use crate::prompt::file::{PromptFile, ProviderSettings};
 use crate::provider::replay::Pace;
 use crate::provider::{ModeReport, Outgoing, Provider, Request};
 use crate::run::{ReplayFrom, RunPlan, RunSetup, SetupOptions};
@@ -20,7 +20,16 @@ pub type Env = fn(&str) -> Option<String>;
 /// The run of the prompt as edited under the workbench's choices (`max_turns` `Some(1)`: one turn;
 /// `replay`: a recorded answer), numbered `state.run_id`; `Err` says why it cannot start.
 pub fn run_request(state: &State, max_turns: Option<u32>, replay: Option<ReplaySource>) -> Result<RunRequest, String> {
-    let prompt = edit::prompt_for_run(state)?;
+    request_of(state, edit::prompt_for_run(state)?, max_turns, replay)
+}
+
+/// [`run_request`] of `prompt` (the token count's job makes the prompt as edited itself).
+pub fn request_of(
+    state: &State,
+    prompt: PromptFile,
+    max_turns: Option<u32>,
+    replay: Option<ReplaySource>,
+) -> Result<RunRequest, String> {
     let replay = replay.or_else(|| {
         (state.choice.provider == "replay").then(|| state.choice.transcript.clone().map(ReplaySource::File)).flatten()
     });
@@ -103,8 +112,12 @@ pub enum Sent {
 /// compiled; the request is the same): what the preview and the token count show.
 pub fn preview_plan(state: &State) -> Result<(RunSetup, RunPlan), String> {
     // A replay sends no HTTP request: the recorded answer is not read for the preview.
-    let request = RunRequest { replay: None, ..run_request(state, None, None)? };
-    let setup = RunSetup::unchecked(request.prompt.clone(), &request.path, options(&request, Pace::Instant))
+    preview_plan_of(&RunRequest { replay: None, ..run_request(state, None, None)? })
+}
+
+/// [`preview_plan`] of a request taken off the state (the token count makes it in the background).
+pub fn preview_plan_of(request: &RunRequest) -> Result<(RunSetup, RunPlan), String> {
+    let setup = RunSetup::unchecked(request.prompt.clone(), &request.path, options(request, Pace::Instant))
         .map_err(|e| format!("{e:#}"))?;
     let plan = setup.plan(request.case.as_deref()).map_err(|e| format!("{e:#}"))?;
     Ok((setup, plan))

@@ -6,10 +6,13 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
+use super::latest::Latest;
+use super::lint::LintRequest;
 use super::log::Log;
 use super::msg::{CompareNews, Effect, FetchNews, Msg, RunRequest, SaveFailed, SchemaFileSave, SweepRequest};
 use super::recovery;
 use super::request::{prepare, Env};
+use super::tokens::CountRequest;
 use crate::prompt::file::{named, write_atomic, write_over, OnDisk, PromptError, PromptFile};
 use crate::prompt::reading::setup_for_prompt;
 use crate::provider::replay::Pace;
@@ -41,6 +44,10 @@ pub struct Runner {
     pub prompt_path: Option<PathBuf>,
     /// Reads the providers' variables (the process environment).
     pub env: Env,
+    /// The schema's lints and the request's token counts: one worker each, the newest job wins
+    /// (started on first use).
+    pub(super) lints: Option<Latest<LintRequest>>,
+    pub(super) counts: Option<Latest<CountRequest>>,
 }
 
 impl Runner {
@@ -62,6 +69,8 @@ impl Runner {
             record_history: true,
             prompt_path: None,
             env: crate::run::env_var,
+            lints: None,
+            counts: None,
         })
     }
 
@@ -220,6 +229,46 @@ impl Runner {
                 self.eval_cancel = None;
                 self.task = None;
                 self.log.line("comparison cancelled");
+                Vec::new()
+            }
+            Effect::Settle { edits } => {
+                let tx = self.tx.clone();
+                self.runtime.spawn(async move {
+                    tokio::time::sleep(super::msg::SETTLE).await;
+                    let _ = tx.send(Msg::Settled { edits });
+                });
+                Vec::new()
+            }
+            Effect::Lint(request) => {
+                if self.lints.is_none() {
+                    let tx = self.tx.clone();
+                    self.lints = Latest::new("lint", move |request: LintRequest| {
+                        let _ = tx.send(Msg::Linted { asked: request.asked, lint: request.lint() });
+                    })
+                    .ok();
+                }
+                match &self.lints {
+                    Some(lints) => lints.ask(*request),
+                    None => return vec![Msg::Linted { asked: request.asked, lint: request.lint() }],
+                }
+                Vec::new()
+            }
+            Effect::CountTokens(request) => {
+                if self.counts.is_none() {
+                    let tx = self.tx.clone();
+                    self.counts = Latest::new("token count", move |request: CountRequest| {
+                        let asked = request.asked;
+                        let _ = tx.send(Msg::TokensCounted { asked, counted: Box::new(request.count()) });
+                    })
+                    .ok();
+                }
+                match &self.counts {
+                    Some(counts) => counts.ask(*request),
+                    None => {
+                        let asked = request.asked;
+                        return vec![Msg::TokensCounted { asked, counted: Box::new(request.count()) }];
+                    }
+                }
                 Vec::new()
             }
             Effect::LoadTokenizer { model } => {

@@ -341,6 +341,17 @@ pub struct State {
     /// The schema text as last loaded or saved (dirty tracking).
     pub saved_texts: [String; 3],
     pub lint: Lint,
+    /// The lint shown is not of the schema as it is now (a newer one is asked for, or will be when
+    /// typing settles).
+    pub schema_unlinted: bool,
+    /// Bumped by each lint asked for and each schema edit: a lint back with another number is of
+    /// older text or choices, and dropped.
+    pub lint_asked: u64,
+    /// A lint is to be asked for at the end of this message (`lint::relint`).
+    pub lint_due: bool,
+    /// From this size of the editors' texts on ([`BACKGROUND_BYTES`]), the schema's lint and the
+    /// request's token count are made in the background once typing settles (see [`State::heavy`]).
+    pub background_bytes: usize,
     /// Edits since the last save.
     pub dirty: bool,
     /// Bumped on every edit; the recovery file is written when it moved.
@@ -438,6 +449,10 @@ impl State {
             saved_text,
             schema_kind,
             lint: Lint::default(),
+            schema_unlinted: false,
+            lint_asked: 0,
+            lint_due: false,
+            background_bytes: BACKGROUND_BYTES,
             dirty: false,
             edits: 0,
             recovery_written: 0,
@@ -480,8 +495,19 @@ impl State {
             tokens: Default::default(),
             env: crate::run::env_var,
         };
-        super::edit::relint(&mut state);
+        super::lint::lint_now(&mut state);
         state
+    }
+
+    /// Whether the editors hold more than `background_bytes`: then a key lints and counts nothing
+    /// (that waits for typing to settle, and is made in the background); smaller texts are linted
+    /// and counted on the key, as they are cheap.
+    pub fn heavy(&self) -> bool {
+        let mut size = 0;
+        [&self.system, &self.template, &self.schema].iter().flat_map(|area| area.lines()).any(|line| {
+            size += line.len() + 1;
+            size > self.background_bytes
+        })
     }
 
     /// The texts of the three editors.
@@ -499,13 +525,37 @@ impl State {
     }
 }
 
+/// The editors' size from which their lint and token count go to the background: a lint grows with
+/// the text, and 64 kB is 1/120 of the 7.6 MB bench schema whose one lint takes about a second in a
+/// dev build (`tunebench bench --tui-only`), so under it a key stays well inside its 50 ms.
+pub const BACKGROUND_BYTES: usize = 64 * 1024;
+
 /// A text editor holding `text`: long lines soft-wrap at the pane's edge (at words, a longer word at
-/// any character), so the whole line is on screen; the cursor moves by screen rows.
+/// any character), so the whole line is on screen; the cursor moves by screen rows. A text longer
+/// than [`WRAP_LIMIT`] is not wrapped (see [`fit_wrap`]).
 pub fn editor(text: &str) -> TextArea<'static> {
     let lines: Vec<String> =
         if text.is_empty() { vec![String::new()] } else { text.split('\n').map(str::to_string).collect() };
     let mut area = TextArea::new(lines);
     area.set_max_histories(200);
-    area.set_wrap_mode(WrapMode::WordOrGlyph);
+    fit_wrap(&mut area);
     area
+}
+
+/// The longest text an editor soft-wraps, in bytes. The editor widget wraps its whole text again
+/// after every edit (at words, by Unicode's rules): a key in a 7 MB schema took 400 ms for that
+/// alone. Past this size long lines run off the pane's edge instead, and a key stays cheap.
+pub const WRAP_LIMIT: usize = 256 * 1024;
+
+/// Soft-wraps `area` unless its text is longer than [`WRAP_LIMIT`] (when it is made or pasted into).
+pub fn fit_wrap(area: &mut TextArea<'static>) {
+    let mut size = 0;
+    let long = area.lines().iter().any(|line| {
+        size += line.len() + 1;
+        size > WRAP_LIMIT
+    });
+    let mode = if long { WrapMode::None } else { WrapMode::WordOrGlyph };
+    if area.wrap_mode() != mode {
+        area.set_wrap_mode(mode);
+    }
 }

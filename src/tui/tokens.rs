@@ -1,16 +1,19 @@
-//! The status line's token count of the request ctrl-r would send (pure, part of `update`): the
-//! request of the same plan the run makes (the schema instructions it adds included), counted against
-//! the context window and max tokens. Nothing is done per frame: after each message a cheap key
-//! (edits, run choices, tokenizer) says whether anything could have changed; if so the request is
-//! rendered and hashed, and counted only when its text (or the tokenizer) changed. The local model's
-//! own tokenizer is read once in the background (`Effect::LoadTokenizer`); until it arrives, and for
-//! servers, o200k estimates.
+//! The status line's token count of the request ctrl-r would send: the request of the same plan the
+//! run makes (the schema instructions it adds included), counted against the context window and max
+//! tokens. Nothing is done per frame: after each message a cheap key (edits, run choices, tokenizer)
+//! says whether anything could have changed; if so the request is rendered and hashed, and counted
+//! only when its text (or the tokenizer) changed. Small texts are counted at once; large ones
+//! (`State::heavy`) in the background (`Effect::CountTokens`, back as `Msg::TokensCounted`, dropped
+//! when a newer count was asked for), an edit's once typing settles (`Msg::Settled`), not per key.
+//! The local model's own tokenizer is read once in the background (`Effect::LoadTokenizer`); until
+//! it arrives, and for servers, o200k estimates.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use super::msg::Effect;
-use super::state::{Choice, State};
+use super::edit::Edits;
+use super::msg::{Effect, RunRequest};
+use super::state::{Choice, SchemaKind, State};
 use crate::provider::kind::ProviderKind;
 use crate::run::prompt_tokens::{limits, LocalTokenizer, PromptSize, Tokenizer};
 
@@ -29,6 +32,41 @@ pub struct TokenView {
     pub loading: Option<String>,
     /// Times the request was counted (a bench figure: once per change, never per frame).
     pub counts: usize,
+    /// Counts asked for so far: the number of the newest (an answer to an older one is dropped).
+    pub asked: u64,
+    /// The number of the count shown.
+    pub shown_for: u64,
+    /// The editors changed since the last ask: a count is asked for when typing settles.
+    pub waiting: bool,
+}
+
+/// A count to make in the background: the request ctrl-r would send, its prompt the saved one
+/// with `edits` still to lay over it (or why it does not render), under `tokenizer`; `counted` is
+/// the last count, kept when the request's text is the same.
+#[derive(Clone, Debug)]
+pub struct CountRequest {
+    pub asked: u64,
+    pub request: Result<RunRequest, String>,
+    pub edits: Edits,
+    pub tokenizer: Tokenizer,
+    pub counted: Option<(u64, usize)>,
+}
+
+/// Counts are told apart by their number.
+impl PartialEq for CountRequest {
+    fn eq(&self, other: &CountRequest) -> bool {
+        self.asked == other.asked
+    }
+}
+
+/// A count made: the size (or why the request does not render), and the hash and count to keep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Counted {
+    pub shown: Result<PromptSize, String>,
+    /// The request's text hash and its tokens (`None`: it did not render).
+    pub counted: Option<(u64, usize)>,
+    /// The request was counted (not the same text as the last count).
+    pub anew: bool,
 }
 
 /// What the count depends on, cheap to compare.
@@ -53,6 +91,12 @@ pub fn refresh(state: &mut State) -> Vec<Effect> {
     if same {
         return Vec::new();
     }
+    // Only the editors changed since the last look (a first look asks at once).
+    let edits_only = view.inputs.as_ref().is_some_and(|seen| {
+        seen.edits != state.edits
+            && seen.choice == state.choice
+            && seen.local.as_ref().map(|(model, ok)| (model.as_str(), *ok)) == local
+    });
     let local = local.map(|(model, ok)| (model.to_string(), ok));
     state.tokens.inputs = Some(Inputs { edits: state.edits, choice: state.choice.clone(), local });
     let mut effects = Vec::new();
@@ -64,39 +108,112 @@ pub fn refresh(state: &mut State) -> Vec<Effect> {
         effects.push(Effect::LoadTokenizer { model });
     }
     if state.choice.provider == ProviderKind::Replay.name() && state.choice.transcript.is_none() {
-        // Nothing can be sent: no recorded answer to play (the preview says so).
+        // Nothing can be sent: no recorded answer to play (the preview says so); a count on its way
+        // is of no use.
         state.tokens.shown = None;
+        state.tokens.waiting = false;
+        state.tokens.asked += 1;
         return effects;
     }
+    let heavy = state.heavy();
+    if edits_only && heavy {
+        // Typing into large texts: counted once it settles, not per key.
+        state.tokens.waiting = true;
+        return effects;
+    }
+    effects.extend(count(state, heavy));
+    effects
+}
+
+/// Typing settled: the count the edits are waiting for is asked for.
+pub fn settled(state: &mut State) -> Vec<Effect> {
+    if !std::mem::take(&mut state.tokens.waiting) {
+        return Vec::new();
+    }
+    let heavy = state.heavy();
+    count(state, heavy).into_iter().collect()
+}
+
+/// Counts the request now, or for large texts (`heavy`) asks for the count in the background.
+fn count(state: &mut State, heavy: bool) -> Option<Effect> {
+    let request = ask(state);
+    if heavy {
+        return Some(Effect::CountTokens(Box::new(request)));
+    }
+    let asked = request.asked;
+    counted(state, asked, request.count());
+    None
+}
+
+/// A count of the request as the editors and choices hold it now, numbered as the newest.
+fn ask(state: &mut State) -> CountRequest {
+    state.tokens.waiting = false;
+    state.tokens.asked += 1;
+    let local = state.choice.provider == ProviderKind::Local.name();
+    let model = state.choice.model.clone().unwrap_or_default();
+    let read = state.tokens.local.as_ref().filter(|(m, _)| *m == model).map(|(_, read)| read.clone());
     let tokenizer = match read {
         Some(Ok(tokenizer)) if local => Tokenizer::Local(tokenizer),
         _ => Tokenizer::O200k,
     };
-    state.tokens.shown = Some(size(state, &tokenizer));
-    effects
+    // The prompt is made in the job: the saved one (without its schema, which the schema editor's
+    // text replaces: copying a large one is what a key must not wait for) and the edits to lay over it.
+    let edits = Edits::of(state);
+    let schema = if edits.schema_kind == SchemaKind::Signature { None } else { state.saved.schema.take() };
+    let saved = state.saved.clone();
+    state.saved.schema = schema;
+    // A replay sends no HTTP request: the recorded answer is not read for the count.
+    let request = super::request::request_of(state, saved, None, None).map(|r| RunRequest { replay: None, ..r });
+    let asked = state.tokens.asked;
+    CountRequest { asked, request, edits, tokenizer, counted: state.tokens.counted }
 }
 
-/// The request's size under `tokenizer`: counted again only when its text changed.
-fn size(state: &mut State, tokenizer: &Tokenizer) -> Result<PromptSize, String> {
-    let (setup, plan) = super::request::preview_plan(state)?;
-    let mut hasher = std::hash::DefaultHasher::new();
-    tokenizer.id().hash(&mut hasher);
-    for message in &plan.request.messages {
-        message.role.as_str().hash(&mut hasher);
-        message.content.hash(&mut hasher);
-    }
-    let hash = hasher.finish();
-    let tokens = match state.tokens.counted {
-        Some((counted, tokens)) if counted == hash => tokens,
-        _ => {
-            let tokens = tokenizer.count(&plan.request)?;
-            state.tokens.counts += 1;
-            state.tokens.counted = Some((hash, tokens));
-            tokens
+impl CountRequest {
+    /// The request's size (off the loop: rendering and counting a large prompt takes a while).
+    pub fn count(self) -> Counted {
+        let made = self.request.and_then(|request| {
+            let (prompt, _) = self.edits.apply(request.prompt)?;
+            Ok(RunRequest { prompt, ..request })
+        });
+        let request = match made {
+            Ok(request) => request,
+            Err(why) => return Counted { shown: Err(why), counted: self.counted, anew: false },
+        };
+        let (setup, plan) = match super::request::preview_plan_of(&request) {
+            Ok(planned) => planned,
+            Err(why) => return Counted { shown: Err(why), counted: self.counted, anew: false },
+        };
+        let mut hasher = std::hash::DefaultHasher::new();
+        self.tokenizer.id().hash(&mut hasher);
+        for message in &plan.request.messages {
+            message.role.as_str().hash(&mut hasher);
+            message.content.hash(&mut hasher);
         }
-    };
-    let (max_tokens, context) = limits(&plan, setup.settings.provider, tokenizer);
-    Ok(PromptSize { tokens, exact: tokenizer.exact(), max_tokens, context })
+        let hash = hasher.finish();
+        let (tokens, anew) = match self.counted {
+            Some((counted, tokens)) if counted == hash => (tokens, false),
+            _ => match self.tokenizer.count(&plan.request) {
+                Ok(tokens) => (tokens, true),
+                Err(why) => return Counted { shown: Err(why), counted: self.counted, anew: false },
+            },
+        };
+        let (max_tokens, context) = limits(&plan, setup.settings.provider, &self.tokenizer);
+        let shown = Ok(PromptSize { tokens, exact: self.tokenizer.exact(), max_tokens, context });
+        Counted { shown, counted: Some((hash, tokens)), anew }
+    }
+}
+
+/// A count is back: shown unless a newer one was asked for since (then it is dropped).
+pub fn counted(state: &mut State, asked: u64, counted: Counted) {
+    if asked != state.tokens.asked {
+        return;
+    }
+    if counted.anew {
+        state.tokens.counts += 1;
+    }
+    state.tokens.counted = counted.counted;
+    state.tokens.shown = Some(counted.shown);
+    state.tokens.shown_for = asked;
 }
 
 /// The local tokenizer is back (or why not): kept for its model, and the count looks again.

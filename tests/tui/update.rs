@@ -74,6 +74,53 @@ fn what_the_local_models_decoder_refuses_is_linted_at_its_path() {
 }
 
 #[test]
+fn a_key_in_the_schema_asks_for_a_lint_in_the_background_and_a_stale_lint_is_dropped() {
+    let mut state = sample_state();
+    // The sample is small (linted on the key): as large as the 7 MB schema that lagged.
+    state.background_bytes = 0;
+    update(&mut state, Msg::Action(Action::FocusSchema));
+    let shown = state.lint.clone();
+    assert!(shown.issues.is_empty(), "{shown:?}");
+    // The key edits the text and lints nothing: it asks to hear when typing settles.
+    let effects = update(&mut state, key('}'));
+    let edits = state.edits;
+    assert_eq!(state.lint, shown, "not linted on the key");
+    assert!(state.schema_unlinted);
+    assert_eq!(effects, [Effect::Settle { edits }], "no lint and no token count on the key");
+    // Typing settled: the schema as it is now is to be linted in the background.
+    let effects = update(&mut state, Msg::Settled { edits });
+    let stale = one_lint(&effects);
+    assert!(stale.text.starts_with('}'), "{}", stale.text);
+    // Another key before that lint is back: the lint of the older text is dropped when it comes.
+    update(&mut state, key(' '));
+    update(&mut state, Msg::Linted { asked: stale.asked, lint: stale.lint() });
+    assert_eq!(state.lint, shown, "a lint of text that changed since is dropped");
+    assert!(state.schema_unlinted);
+    // An older settling asks for nothing; the newer one's lint is shown.
+    assert!(lint_requests(&update(&mut state, Msg::Settled { edits })).is_empty());
+    let edits = state.edits;
+    let newer = one_lint(&update(&mut state, Msg::Settled { edits }));
+    assert!(newer.text.starts_with("} "), "{}", newer.text);
+    // A change of provider asks for a lint at once; the one asked for before it is dropped.
+    let newest = one_lint(&update(&mut state, Msg::Action(Action::NextProvider)));
+    update(&mut state, Msg::Linted { asked: newer.asked, lint: newer.lint() });
+    assert_eq!(state.lint, shown, "a lint asked for before a newer one is dropped");
+    update(&mut state, Msg::Linted { asked: newest.asked, lint: newest.lint() });
+    assert!(!state.schema_unlinted);
+    assert!(state.lint.issues.first().is_some_and(|i| i.starts_with("1:1:")), "{:?}", state.lint);
+}
+
+fn lint_requests(effects: &[Effect]) -> Vec<&tunebench::tui::lint::LintRequest> {
+    effects.iter().filter_map(|e| if let Effect::Lint(request) = e { Some(&**request) } else { None }).collect()
+}
+
+/// The one lint `effects` ask for.
+fn one_lint(effects: &[Effect]) -> tunebench::tui::lint::LintRequest {
+    let [request] = lint_requests(effects)[..] else { panic!("one lint asked for: {effects:?}") };
+    request.clone()
+}
+
+#[test]
 fn run_streams_into_output_and_lines_and_its_sweep_into_the_chart() {
     let mut state = sample_state();
     assert_eq!(state.choice.provider, "replay");

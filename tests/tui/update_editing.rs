@@ -124,6 +124,46 @@ fn the_status_line_counts_the_planned_request_and_recounts_only_when_it_changes(
 }
 
 #[test]
+fn a_large_prompt_is_counted_in_the_background_once_typing_settles_and_an_older_count_is_dropped() {
+    let mut state = sample_state();
+    state.choice.provider = "openai".into();
+    // The sample is small (counted on the key): as large as the 7 MB schema that lagged.
+    state.background_bytes = 0;
+    let count = |effects: Vec<Effect>| {
+        effects.into_iter().find_map(|e| if let Effect::CountTokens(request) = e { Some(request) } else { None })
+    };
+    // A changed choice asks at once, in the background: nothing is counted in `update`.
+    let first = count(update(&mut state, Msg::Tick { now_ms: 1 })).expect("a count is asked for");
+    assert!(state.tokens.shown.is_none());
+    let second = count(update(&mut state, alt('='))).expect("a new choice asks again");
+    assert!(second.asked > first.asked);
+    let (asked, newer) = (second.asked, Box::new(second.count()));
+    update(&mut state, Msg::TokensCounted { asked, counted: newer });
+    let shown = state.tokens.shown.clone();
+    assert_eq!(shown.clone().unwrap().unwrap().max_tokens, Some(2048));
+    // The older count comes back late: dropped.
+    let (asked, older) = (first.asked, Box::new(first.count()));
+    update(&mut state, Msg::TokensCounted { asked, counted: older });
+    assert_eq!(state.tokens.shown, shown);
+    // Keys count nothing; once typing settled, the request as it is now is counted.
+    update(&mut state, Msg::Action(Action::FocusTemplate));
+    for c in "Please ".chars() {
+        let effects = update(&mut state, key(c));
+        let edits = state.edits;
+        assert_eq!(effects, [Effect::Settle { edits }], "no count on the key");
+    }
+    assert_eq!(state.tokens.shown, shown);
+    let edits = state.edits;
+    let older = count(update(&mut state, Msg::Settled { edits: edits - 1 }));
+    assert!(older.is_none(), "an older settling asks for nothing");
+    let third = count(update(&mut state, Msg::Settled { edits })).expect("counted once typing settled");
+    let asked = third.asked;
+    update(&mut state, Msg::TokensCounted { asked, counted: Box::new(third.count()) });
+    let now = state.tokens.shown.clone().unwrap().unwrap();
+    assert!(now.tokens > shown.unwrap().unwrap().tokens, "the word typed is counted");
+}
+
+#[test]
 fn prompt_and_max_tokens_over_the_context_window_warn() {
     let mut state = sample_state();
     for _ in 0..3 {

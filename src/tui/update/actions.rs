@@ -105,7 +105,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
                     state.choice.asked_mode(state.saved.response_type).0
                 ),
             });
-            edit::relint(state);
+            super::super::lint::relint(state);
             Vec::new()
         }
         Action::ChooseModel => super::super::input::open_model_picker(state),
@@ -198,5 +198,5 @@ pub fn choose_provider(state: &mut State, provider: &str) {
         ),
         None => format!("provider: {provider}"),
     });
-    edit::relint(state);
+    super::super::lint::relint(state);
 }

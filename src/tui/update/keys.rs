@@ -4,7 +4,7 @@
 use ratatui_textarea::{Input, Key};
 
 use super::super::cases;
-use super::super::edit::{self, edited, relint};
+use super::super::edit::{self, edited};
 use super::super::msg::{Action, Effect};
 use super::super::panes;
 use super::super::state::{Overlay, Pane, State};
@@ -26,7 +26,8 @@ pub(super) fn editor_mut(state: &mut State) -> Option<&mut ratatui_textarea::Tex
 
 pub(super) fn after_edit(state: &mut State) {
     if state.focus == Pane::Schema {
-        relint(state);
+        // Linted in the background once typing settles, not on the key.
+        super::super::lint::schema_edited(state);
     }
     edited(state);
 }

@@ -34,10 +34,21 @@ pub const RECOVERY_EVERY_MS: u64 = 1000;
 /// The providers `next-provider` cycles through.
 pub const PROVIDERS: [crate::provider::kind::ProviderKind; 6] = crate::provider::kind::ProviderKind::ALL;
 
-/// Applies `msg` to `state`; returns what the outside world must do. The token count of the request
-/// looks again only when what it depends on changed (`tokens::refresh`).
+/// Applies `msg` to `state`; returns what the outside world must do. The schema's lint and the
+/// request's token count are made at once for small texts; for large ones ([`State::heavy`]) an edit
+/// asks to hear when typing settles (`Effect::Settle`: the lint and the count wait for it, and are
+/// made in the background), a lint due for another reason is asked for at once (`lint::ask`). The
+/// token count looks again only when what it depends on changed (`tokens::refresh`).
 pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
+    let edits = state.edits;
+    let settled = matches!(msg, Msg::Settled { edits } if edits == state.edits);
     let mut effects = route(state, msg);
+    if state.edits != edits && state.heavy() {
+        effects.push(Effect::Settle { edits: state.edits });
+    }
+    if let Some(request) = super::lint::ask(state, settled) {
+        effects.push(Effect::Lint(Box::new(request)));
+    }
     effects.extend(super::tokens::refresh(state));
     effects
 }
@@ -71,6 +82,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
             if state.overlay == Overlay::None && editable(state) {
                 if let Some(area) = editor_mut(state) {
                     area.insert_str(text.replace("\r\n", "\n").replace('\r', "\n"));
+                    super::state::fit_wrap(area);
                 }
                 after_edit(state);
             }
@@ -172,6 +184,22 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
                 state.tokens.local = None;
             }
             fetch::model_fetch(state, news)
+        }
+        Msg::Settled { edits } => {
+            if edits != state.edits {
+                // A newer edit came: its own settling follows.
+                return Vec::new();
+            }
+            // The schema's lint is asked for by `update` (`lint::ask`).
+            super::tokens::settled(state)
+        }
+        Msg::Linted { asked, lint } => {
+            super::lint::linted(state, asked, lint);
+            Vec::new()
+        }
+        Msg::TokensCounted { asked, counted } => {
+            super::tokens::counted(state, asked, *counted);
+            Vec::new()
         }
         Msg::TokenizerLoaded { model, tokenizer } => {
             super::tokens::loaded(state, model, tokenizer);

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use ratatui_textarea::{Input, Key};
 
-use super::super::edit::{is_dirty, relint, schema_text};
+use super::super::edit::{is_dirty, schema_text};
+use super::super::lint::relint;
 use super::super::msg::Effect;
 use super::super::state::{editor, OutsideChange, Overlay, SchemaKind, State};
 use crate::prompt::file::{Case, OnDisk, PromptFile};

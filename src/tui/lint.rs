@@ -1,0 +1,123 @@
+//! The schema pane's live lint. Small texts are linted in place, on the key. Large ones
+//! ([`State::heavy`]) in the background: a key in the schema only marks the lint stale and a lint is
+//! asked for once typing settles (`Msg::Settled`); a change of provider, structured mode or file asks
+//! at once. A lint is a job (`Effect::Lint`, latest wins in the runner) that comes back as
+//! `Msg::Linted` and is shown only when nothing moved on since it was asked for (a schema edit or a
+//! newer lint makes it stale: dropped). The workbench's start lints in place ([`lint_now`]).
+
+use serde_json::Value;
+
+use super::state::{Lint, SchemaKind, State};
+use crate::output::ResponseType;
+use crate::prompt::signature;
+use crate::run::{decodable, RunSettings};
+use crate::schema::lint_schema_text;
+
+/// The schema editor's text to lint, numbered `asked` (`State::lint_asked` when it was asked for),
+/// with the settings of the next run when the constrained decoder may refuse the schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LintRequest {
+    pub asked: u64,
+    pub kind: SchemaKind,
+    pub text: String,
+    /// The next run's settings and the prompt's response type (what the decoder would be asked).
+    pub decoder: Option<(RunSettings, ResponseType)>,
+}
+
+impl LintRequest {
+    /// The schema as the state holds it now, under the workbench's choices.
+    pub fn of(state: &State) -> LintRequest {
+        let choice = &state.choice;
+        let overrides =
+            super::request::overrides(&choice.provider, &choice.model, &choice.structured, choice.max_tokens);
+        let decoder = RunSettings::resolve(&state.saved, &overrides, None, None)
+            .ok()
+            .map(|settings| (settings, state.saved.response_type));
+        LintRequest {
+            asked: state.lint_asked,
+            kind: state.schema_kind.clone(),
+            text: state.schema.lines().join("\n"),
+            decoder,
+        }
+    }
+
+    /// The lint: JSON syntax errors at line:column, schema errors at their path, signature errors
+    /// with their column; and, when the next run holds the answer to the schema (the local model
+    /// under json-schema or constrained), what the constrained decoder refuses, at its path. Off the
+    /// loop: a large schema takes a while to read and compile.
+    pub fn lint(&self) -> Lint {
+        let text = &self.text;
+        match self.kind {
+            SchemaKind::Signature => Lint {
+                what: "signature",
+                issues: match signature::parse(text.trim()) {
+                    Ok(_) => Vec::new(),
+                    Err(e) => e.to_string().lines().map(str::to_string).collect(),
+                },
+            },
+            _ if text.trim().is_empty() => Lint { what: "no schema", issues: Vec::new() },
+            _ => Lint {
+                what: "JSON Schema",
+                issues: match lint_schema_text(text) {
+                    Ok(schema) => self.refused_by_decoder(schema.source()),
+                    Err(issues) => issues.iter().map(ToString::to_string).collect(),
+                },
+            },
+        }
+    }
+
+    /// What the constrained decoder refuses in `schema` (the run would be refused for it: the same check).
+    fn refused_by_decoder(&self, schema: &Value) -> Vec<String> {
+        let Some((settings, response_type)) = &self.decoder else { return Vec::new() };
+        decodable::refusal(settings, *response_type, Some(schema)).iter().map(ToString::to_string).collect()
+    }
+}
+
+/// Lints the schema editor's text now, in place (the workbench's start, before the loop runs).
+pub fn lint_now(state: &mut State) {
+    state.lint_asked += 1;
+    state.lint = LintRequest::of(state).lint();
+    state.schema_unlinted = false;
+    state.lint_due = false;
+}
+
+/// The schema or what it is checked against changed (its text replaced, the provider or the
+/// structured mode): linted now, or for a large text asked for at the end of this message (`update`
+/// turns it into `Effect::Lint`).
+pub fn relint(state: &mut State) {
+    if !state.heavy() {
+        return lint_now(state);
+    }
+    state.lint_due = true;
+    state.schema_unlinted = true;
+}
+
+/// A key changed the schema's text: linted now; for a large text the lint shown, and any on its
+/// way, are of older text, and the next is asked for when typing settles.
+pub fn schema_edited(state: &mut State) {
+    if !state.heavy() {
+        return lint_now(state);
+    }
+    state.lint_asked += 1;
+    state.schema_unlinted = true;
+}
+
+/// The lint to ask for at the end of a message: one was due ([`relint`]), or typing settled
+/// (`settled`) on a schema whose lint is stale.
+pub fn ask(state: &mut State, settled: bool) -> Option<LintRequest> {
+    let due = std::mem::take(&mut state.lint_due) || (settled && state.schema_unlinted);
+    if !due {
+        return None;
+    }
+    state.lint_asked += 1;
+    Some(LintRequest::of(state))
+}
+
+/// A lint is back: shown when it is the newest asked for and the schema has not changed since, else
+/// dropped (the lint of the newer text follows).
+pub fn linted(state: &mut State, asked: u64, lint: Lint) {
+    if asked == state.lint_asked {
+        state.lint = lint;
+        state.schema_unlinted = false;
+    }
+}
