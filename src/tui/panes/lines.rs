@@ -4,7 +4,7 @@
 //! JSONL verdicts and, once a case's run ended, says whether the answer is right: the case's verdict
 //! against its expected answer and checks (pass / fail, with the reason), beside "valid".
 
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
@@ -31,11 +31,11 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     } else {
         Vec::new()
     };
+    // The title says the case's verdict; its reason and differences are in the pane (a title is cut).
     match &state.run.scored {
         Some(Ok(score)) => {
             let style = verdict_style(score.verdict, theme);
-            let reason = crate::safe_text::escape_controls(&score.reason).into_owned();
-            extra.push(Span::styled(format!("· case {}: {reason} ", verdict_name(score.verdict)), style));
+            extra.push(Span::styled(format!("· case {} ", verdict_name(score.verdict)), style));
         }
         Some(Err(why)) => {
             extra.push(Span::styled(format!("· case {} ", crate::safe_text::escape_controls(why)), theme.error))
@@ -58,6 +58,13 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             inner,
         );
         return;
+    }
+    // The case's verdict under the lines, in at most half the pane.
+    let case = case_verdict(state, theme);
+    let case_height = (case.len() as u16).min(inner.height / 2);
+    let [inner, below] = Layout::vertical([Constraint::Min(0), Constraint::Length(case_height)]).areas::<2>(inner);
+    if case_height > 0 {
+        frame.render_widget(Paragraph::new(case).wrap(Wrap { trim: false }), below);
     }
     let height = inner.height as usize;
     let selected = state.selected_line.min(verdicts.len() - 1);
@@ -84,7 +91,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     frame.render_widget(Paragraph::new(rows), inner);
 }
 
-/// Under a json answer's verdict, whether it is right: the case's verdict, its reason and each
+/// Under the answer's verdicts, whether it is right: the case's verdict, its reason and each
 /// difference from the expected answer (`the answer /from: expected "Leeds", got "Lisle"`).
 fn case_verdict<'a>(state: &State, theme: &Theme) -> Vec<Line<'a>> {
     let Some(Ok(score)) = &state.run.scored else { return Vec::new() };

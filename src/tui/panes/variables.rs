@@ -18,6 +18,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     frame.render_widget(frame_block, area);
     let width = inner.width as usize;
     let choice = &state.choice;
+    let (mode, _) = choice.asked_mode(state.saved.response_type);
     let mut rows = vec![Line::from(vec![
         Span::styled("run ", theme.dim),
         Span::styled(
@@ -26,7 +27,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
                     "{} {} · {} · max {}",
                     choice.provider,
                     choice.model.as_deref().unwrap_or(""),
-                    choice.structured.as_deref().unwrap_or("none"),
+                    mode,
                     choice.max_tokens.map_or("-".to_string(), |n| n.to_string())
                 ),
                 width.saturating_sub(4),
