@@ -19,7 +19,7 @@ use super::math::silu_mul;
 use super::quant::{quantize_activations, vector, ActBlock, Matrix, BLOCK, ROWS};
 use super::threads::{Disjoint, Pool, PoolError};
 use super::weights::{self, Identity};
-use super::LocalError;
+use super::EngineError;
 
 /// Where a GGUF's interleaved weights are kept on disk, and the GGUF's identity.
 #[derive(Clone, Debug)]
@@ -45,7 +45,7 @@ fn matrix_from<R: Read + Seek>(
     name: &str,
     scratch: &mut Vec<u8>,
     rebuilt: &mut bool,
-) -> Result<Matrix, LocalError> {
+) -> Result<Matrix, EngineError> {
     match stored.remove(name) {
         Some(m) => Ok(m),
         None => {
@@ -77,7 +77,7 @@ pub trait Transformer: Send {
         WeightsFrom::Gguf("candle's backend stores nothing".into())
     }
     /// Runs `tokens` at the positions after the cache and returns the logits after the last one.
-    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError>;
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError>;
     /// Forgets every cached position from `len` on.
     fn truncate_cache(&mut self, len: usize);
     /// The threads a forward pass runs on.
@@ -85,7 +85,7 @@ pub trait Transformer: Send {
         1
     }
     /// Runs later forward passes on `threads` threads (the numbers stay the same bits).
-    fn set_threads(&mut self, threads: usize) -> Result<(), LocalError> {
+    fn set_threads(&mut self, threads: usize) -> Result<(), EngineError> {
         let _ = threads;
         Ok(())
     }
@@ -102,7 +102,7 @@ pub fn load<R: Read + Seek>(
     context: usize,
     threads: usize,
     stored: Option<&StoredWeights>,
-) -> Result<Box<dyn Transformer>, LocalError> {
+) -> Result<Box<dyn Transformer>, EngineError> {
     Ok(match backend {
         Backend::Native => Box::new(Llama::load(content, reader, context, threads, stored)?),
         Backend::Candle => Box::new(super::reference::Llama::load(content, reader, context, true)?),
@@ -123,14 +123,14 @@ pub struct Config {
     pub eps: f64,
 }
 
-fn meta_usize(content: &Content, key: &str) -> Result<usize, LocalError> {
-    let value = content.metadata.get(key).ok_or_else(|| LocalError::Model(format!("the GGUF has no `{key}`")))?;
+fn meta_usize(content: &Content, key: &str) -> Result<usize, EngineError> {
+    let value = content.metadata.get(key).ok_or_else(|| EngineError::Model(format!("the GGUF has no `{key}`")))?;
     value
         .to_u32()
         .map(|v| v as usize)
         .or_else(|_| value.to_u64().map(|v| v as usize))
         .or_else(|_| value.to_i32().map(|v| v.max(0) as usize))
-        .map_err(|e| LocalError::Model(format!("`{key}`: {e}")))
+        .map_err(|e| EngineError::Model(format!("`{key}`: {e}")))
 }
 
 fn meta_f32(content: &Content, key: &str) -> Option<f32> {
@@ -138,10 +138,10 @@ fn meta_f32(content: &Content, key: &str) -> Option<f32> {
 }
 
 impl Config {
-    pub fn from_gguf(content: &Content) -> Result<Self, LocalError> {
+    pub fn from_gguf(content: &Content) -> Result<Self, EngineError> {
         let arch = content.metadata.get("general.architecture").and_then(|v| v.to_string().ok()).cloned();
         if arch.as_deref() != Some("llama") {
-            return Err(LocalError::Model(format!(
+            return Err(EngineError::Model(format!(
                 "general.architecture is {:?}: only llama-architecture GGUF models run here",
                 arch.unwrap_or_default()
             )));
@@ -150,7 +150,7 @@ impl Config {
         let heads = meta_usize(content, "llama.attention.head_count")?;
         let kv_heads = meta_usize(content, "llama.attention.head_count_kv").unwrap_or(heads);
         if heads == 0 || kv_heads == 0 || dim % heads != 0 || heads % kv_heads != 0 || (dim / heads) % 2 != 0 {
-            return Err(LocalError::Model(format!(
+            return Err(EngineError::Model(format!(
                 "unusable attention shape: {dim} dims, {heads} heads, {kv_heads} key/value heads"
             )));
         }
@@ -158,7 +158,7 @@ impl Config {
         // allocate for.
         let layers = meta_usize(content, "llama.block_count")?;
         if layers > content.tensor_infos.len() {
-            return Err(LocalError::Model(format!(
+            return Err(EngineError::Model(format!(
                 "`llama.block_count` is {layers}, more layers than the file has tensors ({})",
                 content.tensor_infos.len()
             )));
@@ -238,8 +238,8 @@ pub struct Llama {
     weights_from: WeightsFrom,
 }
 
-pub(super) fn pool_err(error: PoolError) -> LocalError {
-    LocalError::Model(error.0)
+pub(super) fn pool_err(error: PoolError) -> EngineError {
+    EngineError::Model(error.0)
 }
 
 impl Llama {
@@ -249,7 +249,7 @@ impl Llama {
         context: usize,
         threads: usize,
         stored: Option<&StoredWeights>,
-    ) -> Result<Self, LocalError> {
+    ) -> Result<Self, EngineError> {
         let (mut from_disk, mut why) = match stored {
             Some(s) => match weights::load(&s.file, &s.identity) {
                 Ok(m) => (m, String::new()),
@@ -364,7 +364,7 @@ impl Llama {
         layers + self.output.as_ref().unwrap_or(&self.embeddings).bytes()
     }
 
-    fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
+    fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
         let Self {
             config: c, embeddings, layers, norm, output, ffn, cos, sin, cached, buffers: b, pool, kernels, ..
         } = self;
@@ -392,7 +392,7 @@ impl Llama {
         let acts = grow(&mut b.acts, seq * dim.max(ffn) / BLOCK);
         for (t, &token) in tokens.iter().enumerate() {
             if token as usize >= embeddings.rows {
-                return Err(LocalError::Model(format!(
+                return Err(EngineError::Model(format!(
                     "token {token} is outside the model's vocabulary of {}",
                     embeddings.rows
                 )));
@@ -526,7 +526,7 @@ impl Llama {
 }
 
 /// Runs `f(t)` for each of `seq` tokens, split across the pool (the tokens' rows are independent).
-fn per_token(pool: &mut Pool, seq: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), LocalError> {
+fn per_token(pool: &mut Pool, seq: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), EngineError> {
     pool.split(seq, 2, &|_, tokens| tokens.for_each(f)).map_err(pool_err)
 }
 
@@ -538,7 +538,7 @@ fn project(
     acts: &[ActBlock],
     tokens: usize,
     kernels: Kernels,
-) -> Result<(), LocalError> {
+) -> Result<(), EngineError> {
     let units: usize = matrices.iter().map(|(m, _)| groups(m)).sum();
     pool.split(units, 2, &|_, range| {
         let mut first = 0;
@@ -572,12 +572,12 @@ impl Transformer for Llama {
         self.weights_from.clone()
     }
 
-    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
         if tokens.is_empty() {
-            return Err(LocalError::Model("nothing to run: no tokens".into()));
+            return Err(EngineError::Model("nothing to run: no tokens".into()));
         }
         if self.cached + tokens.len() > self.config.context {
-            return Err(LocalError::Context { needed: self.cached + tokens.len(), context: self.config.context });
+            return Err(EngineError::Context { needed: self.cached + tokens.len(), context: self.config.context });
         }
         let logits = self.forward_inner(tokens)?;
         self.cached += tokens.len();
@@ -592,7 +592,7 @@ impl Transformer for Llama {
         self.pool.threads()
     }
 
-    fn set_threads(&mut self, threads: usize) -> Result<(), LocalError> {
+    fn set_threads(&mut self, threads: usize) -> Result<(), EngineError> {
         if threads != self.pool.threads() {
             self.pool = Pool::new(threads).map_err(pool_err)?;
         }
@@ -600,8 +600,8 @@ impl Transformer for Llama {
     }
 }
 
-fn shape_err(name: &str, m: &Matrix, rows: usize, cols: usize) -> LocalError {
-    LocalError::Model(format!("tensor {name} is {}×{}, expected {rows}×{cols}", m.rows, m.cols))
+fn shape_err(name: &str, m: &Matrix, rows: usize, cols: usize) -> EngineError {
+    EngineError::Model(format!("tensor {name} is {}×{}, expected {rows}×{cols}", m.rows, m.cols))
 }
 
 fn norm_vector<R: Read + Seek>(
@@ -609,10 +609,10 @@ fn norm_vector<R: Read + Seek>(
     reader: &mut R,
     name: &str,
     dim: usize,
-) -> Result<Vec<f32>, LocalError> {
+) -> Result<Vec<f32>, EngineError> {
     let values = vector(content, reader, name)?;
     if values.len() != dim {
-        return Err(LocalError::Model(format!("tensor {name} has {} values, expected {dim}", values.len())));
+        return Err(EngineError::Model(format!("tensor {name} has {} values, expected {dim}", values.len())));
     }
     Ok(values)
 }

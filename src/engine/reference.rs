@@ -10,7 +10,7 @@ use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
 use super::model::{Config, Transformer};
-use super::LocalError;
+use super::EngineError;
 
 struct Layer {
     attn_norm: Tensor,
@@ -42,8 +42,8 @@ pub struct Llama {
     weight_bytes: usize,
 }
 
-fn model_err(e: candle_core::Error) -> LocalError {
-    LocalError::Model(e.to_string())
+fn model_err(e: candle_core::Error) -> EngineError {
+    EngineError::Model(e.to_string())
 }
 
 /// Reads a quantized tensor, converting 4/5-bit block formats to Q8_0 when `convert`.
@@ -53,8 +53,8 @@ fn qtensor<R: std::io::Read + std::io::Seek>(
     name: &str,
     device: &Device,
     convert: bool,
-) -> Result<QTensor, LocalError> {
-    let tensor = content.tensor(reader, name, device).map_err(|e| LocalError::Model(format!("tensor {name}: {e}")))?;
+) -> Result<QTensor, EngineError> {
+    let tensor = content.tensor(reader, name, device).map_err(|e| EngineError::Model(format!("tensor {name}: {e}")))?;
     let convert =
         convert && matches!(tensor.dtype(), GgmlDType::Q4_0 | GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1);
     if !convert {
@@ -69,8 +69,8 @@ fn dense<R: std::io::Read + std::io::Seek>(
     reader: &mut R,
     name: &str,
     device: &Device,
-) -> Result<Tensor, LocalError> {
-    let tensor = content.tensor(reader, name, device).map_err(|e| LocalError::Model(format!("tensor {name}: {e}")))?;
+) -> Result<Tensor, EngineError> {
+    let tensor = content.tensor(reader, name, device).map_err(|e| EngineError::Model(format!("tensor {name}: {e}")))?;
     tensor.dequantize(device).map_err(model_err)
 }
 
@@ -81,7 +81,7 @@ impl Llama {
         reader: &mut R,
         context: usize,
         convert: bool,
-    ) -> Result<Self, LocalError> {
+    ) -> Result<Self, EngineError> {
         let device = Device::Cpu;
         let mut config = Config::from_gguf(content)?;
         config.context = context.min(config.context).max(1);
@@ -127,7 +127,7 @@ impl Llama {
         }
         let embeddings = content
             .tensor(reader, "token_embd.weight", &device)
-            .map_err(|e| LocalError::Model(format!("tensor token_embd.weight: {e}")))?;
+            .map_err(|e| EngineError::Model(format!("tensor token_embd.weight: {e}")))?;
         let norm = dense(content, reader, "output_norm.weight", &device)?;
         let output = if content.tensor_infos.contains_key("output.weight") {
             let output = qtensor(content, reader, "output.weight", &device, convert)?;
@@ -198,12 +198,12 @@ impl Transformer for Llama {
         self.weight_bytes
     }
 
-    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
         if tokens.is_empty() {
-            return Err(LocalError::Model("nothing to run: no tokens".into()));
+            return Err(EngineError::Model("nothing to run: no tokens".into()));
         }
         if self.cached + tokens.len() > self.config.context {
-            return Err(LocalError::Context { needed: self.cached + tokens.len(), context: self.config.context });
+            return Err(EngineError::Context { needed: self.cached + tokens.len(), context: self.config.context });
         }
         let logits = self.forward_inner(tokens).map_err(model_err)?;
         self.cached += tokens.len();

@@ -232,7 +232,7 @@ pub(super) mod tests {
     use super::*;
 
     /// Deterministic values in [-1, 1) (the local model's kernel tests share them).
-    pub(in crate::provider::local) fn values(n: usize, seed: u32) -> Vec<f32> {
+    pub(in crate::engine) fn values(n: usize, seed: u32) -> Vec<f32> {
         let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
         (0..n)
             .map(|_| {

@@ -14,7 +14,7 @@ use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 use half::f16;
 
-use super::LocalError;
+use super::EngineError;
 
 /// Values per block.
 pub const BLOCK: usize = 32;
@@ -191,19 +191,19 @@ impl Matrix {
         reader: &mut R,
         name: &str,
         scratch: &mut Vec<u8>,
-    ) -> Result<Self, LocalError> {
+    ) -> Result<Self, EngineError> {
         let info = content
             .tensor_infos
             .get(name)
-            .ok_or_else(|| LocalError::Model(format!("the GGUF has no tensor {name}")))?;
+            .ok_or_else(|| EngineError::Model(format!("the GGUF has no tensor {name}")))?;
         let dims = info.shape.dims();
         let (rows, cols) = match dims {
             [cols] => (1, *cols),
             [rows, cols] => (*rows, *cols),
-            _ => return Err(LocalError::Model(format!("tensor {name}: shape {dims:?} is not a matrix"))),
+            _ => return Err(EngineError::Model(format!("tensor {name}: shape {dims:?} is not a matrix"))),
         };
         if cols % BLOCK != 0 {
-            return Err(LocalError::Model(format!("tensor {name}: {cols} columns is not a multiple of {BLOCK}")));
+            return Err(EngineError::Model(format!("tensor {name}: {cols} columns is not a multiple of {BLOCK}")));
         }
         let n = rows * cols / BLOCK;
         let blocks = match info.ggml_dtype {
@@ -256,8 +256,8 @@ fn in_groups<T>(rows: usize, per_row: usize, group: impl Fn(usize, usize) -> T) 
 }
 
 /// Reads tensor `name` as f32 values, whatever its type (the norms).
-pub fn vector<R: Read + Seek>(content: &Content, reader: &mut R, name: &str) -> Result<Vec<f32>, LocalError> {
-    let model_err = |e: candle_core::Error| LocalError::Model(format!("tensor {name}: {e}"));
+pub fn vector<R: Read + Seek>(content: &Content, reader: &mut R, name: &str) -> Result<Vec<f32>, EngineError> {
+    let model_err = |e: candle_core::Error| EngineError::Model(format!("tensor {name}: {e}"));
     let tensor = content.tensor(reader, name, &Device::Cpu).map_err(model_err)?;
     tensor.dequantize(&Device::Cpu).and_then(|t| t.flatten_all()).and_then(|t| t.to_vec1::<f32>()).map_err(model_err)
 }
@@ -269,9 +269,9 @@ fn raw<'s, R: Read + Seek>(
     name: &str,
     len: usize,
     scratch: &'s mut Vec<u8>,
-) -> Result<&'s [u8], LocalError> {
+) -> Result<&'s [u8], EngineError> {
     let info = &content.tensor_infos[name];
-    let io = |e: std::io::Error| LocalError::Model(format!("tensor {name}: cannot read its {len} bytes: {e}"));
+    let io = |e: std::io::Error| EngineError::Model(format!("tensor {name}: cannot read its {len} bytes: {e}"));
     reader.seek(SeekFrom::Start(content.tensor_data_offset + info.offset)).map_err(io)?;
     scratch.clear();
     scratch.resize(len, 0);
