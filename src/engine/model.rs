@@ -14,9 +14,9 @@ use candle_core::quantized::gguf_file::Content;
 
 use super::attention::{attend, scratch_len, KvLayer, KvShape};
 use super::attention_split::{attend_split, split_scratch_len, Token};
-use super::kernels::{dot, groups, matmul_groups, Kernels};
+use super::kernels::{groups, matmul_groups, Kernels};
 use super::math::silu_mul;
-use super::quant::{quantize_activations, vector, ActBlock, Matrix, BLOCK, ROWS};
+use super::quant::{vector, ActBlock, Matrix, BLOCK, ROWS};
 use super::threads::{Disjoint, Pool, PoolError};
 use super::weights::{self, Identity};
 use super::EngineError;
@@ -423,8 +423,8 @@ impl Llama {
                     if i > 0 {
                         add(x, h);
                     }
-                    rms_norm_rows(x, &layer.attn_norm, eps, h);
-                    quantize_activations(h, a);
+                    rms_norm_rows(x, &layer.attn_norm, eps, h, kernels);
+                    kernels.quantize(h, a);
                 })?;
             }
             let (qo, ko, vo) = (Disjoint::new(&mut *q), Disjoint::new(&mut *k), Disjoint::new(&mut *v));
@@ -443,7 +443,7 @@ impl Llama {
             if split_heads {
                 let token = Token { cache: &layer.cache, shape, group, positions: start + 1, scale };
                 attend_split(pool, kernels, &token, &q[..dim], scratch, &mut y[..dim])?;
-                quantize_activations(&y[..dim], &mut acts[..per_dim]);
+                kernels.quantize(&y[..dim], &mut acts[..per_dim]);
             } else {
                 let (cache, q) = (&layer.cache, &*q);
                 let (yo, so, ao) = (Disjoint::new(&mut *y), Disjoint::new(&mut *scratch), Disjoint::new(&mut *acts));
@@ -464,7 +464,7 @@ impl Llama {
                     // SAFETY: token t's rows are this call's alone.
                     let (y, a) =
                         unsafe { (yo.slice(t * dim..(t + 1) * dim), ao.slice(t * per_dim..(t + 1) * per_dim)) };
-                    quantize_activations(y, a);
+                    kernels.quantize(y, a);
                 })?;
             }
             project(pool, &[(&layer.wo, &Disjoint::new(&mut *h))], acts, seq, kernels)?;
@@ -476,8 +476,8 @@ impl Llama {
                     let (x, h, a) =
                         unsafe { (xo.slice(rows.clone()), ho.slice(rows), ao.slice(t * per_dim..(t + 1) * per_dim)) };
                     add(x, h);
-                    rms_norm_rows(x, &layer.ffn_norm, eps, h);
-                    quantize_activations(h, a);
+                    rms_norm_rows(x, &layer.ffn_norm, eps, h, kernels);
+                    kernels.quantize(h, a);
                 })?;
             }
             {
@@ -509,15 +509,15 @@ impl Llama {
                     // SAFETY: token t's rows are this call's alone.
                     let (g, a) =
                         unsafe { (go.slice(t * ffn..(t + 1) * ffn), ao.slice(t * per_ffn..(t + 1) * per_ffn)) };
-                    quantize_activations(g, a);
+                    kernels.quantize(g, a);
                 })?;
             }
             project(pool, &[(&layer.down, &Disjoint::new(&mut *h))], acts, seq, kernels)?;
         }
         add(x, h);
         let last = &x[(seq - 1) * dim..];
-        rms_norm_rows(last, norm, eps, &mut h[..dim]);
-        quantize_rows(&h[..dim], dim, acts);
+        rms_norm_rows(last, norm, eps, &mut h[..dim], kernels);
+        quantize_rows(&h[..dim], dim, acts, kernels);
         let output = output.as_ref().unwrap_or(embeddings);
         let mut logits = vec![0f32; output.rows];
         project(pool, &[(output, &Disjoint::new(&mut logits))], acts, 1, kernels)?;
@@ -618,10 +618,10 @@ fn norm_vector<R: Read + Seek>(
 }
 
 /// Each row of `x` divided by its root mean square, times `weight`, into `out`.
-fn rms_norm_rows(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
+fn rms_norm_rows(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32], kernels: Kernels) {
     let dim = weight.len();
     for (row, out) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
-        let mean = dot(row, row) / dim as f32;
+        let mean = kernels.dot(row, row) / dim as f32;
         let inverse = 1.0 / (mean + eps).sqrt();
         for ((o, v), w) in out.iter_mut().zip(row).zip(weight) {
             *o = v * inverse * w;
@@ -630,10 +630,10 @@ fn rms_norm_rows(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
 }
 
 /// Quantizes each `width`-value row of `x` into `acts`, row after row.
-fn quantize_rows(x: &[f32], width: usize, acts: &mut [ActBlock]) {
+fn quantize_rows(x: &[f32], width: usize, acts: &mut [ActBlock], kernels: Kernels) {
     let per_row = width / BLOCK;
     for (t, row) in x.chunks_exact(width).enumerate() {
-        quantize_activations(row, &mut acts[t * per_row..(t + 1) * per_row]);
+        kernels.quantize(row, &mut acts[t * per_row..(t + 1) * per_row]);
     }
 }
 

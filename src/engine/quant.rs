@@ -319,28 +319,17 @@ pub fn quantize_weights(values: &[f32]) -> Vec<Q8Block> {
         .collect()
 }
 
-/// Quantizes activations `x` (a multiple of 32 values) into `out`, one block per 32 values.
-pub fn quantize_activations(x: &[f32], out: &mut [ActBlock]) {
-    #[cfg(target_arch = "x86_64")]
-    match super::kernels::Kernels::detect().level() {
-        // SAFETY: `detect` found a CPU with AVX-512 F and BW.
-        super::kernels::Level::Avx512 => return unsafe { super::avx512::quantize(x, out) },
-        // SAFETY: `detect` found a CPU with AVX2, FMA and F16C.
-        super::kernels::Level::Avx2 => return unsafe { quantize_avx2(x, out) },
-        super::kernels::Level::Portable => {}
-    }
-    quantize_lanes(x, out)
-}
-
-/// [`quantize_lanes`] compiled for AVX2.
+/// [`quantize_lanes`] compiled for AVX2 (a path of [`super::kernels::Kernels`]).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn quantize_avx2(x: &[f32], out: &mut [ActBlock]) {
+pub(super) fn quantize_avx2(x: &[f32], out: &mut [ActBlock]) {
     quantize_lanes(x, out)
 }
 
+/// Activations `x` (a multiple of 32 values) quantized into `out`, one block per 32 values: the
+/// reference arithmetic (a path of [`super::kernels::Kernels`]).
 #[inline(always)]
-fn quantize_lanes(x: &[f32], out: &mut [ActBlock]) {
+pub(super) fn quantize_lanes(x: &[f32], out: &mut [ActBlock]) {
     for (chunk, block) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
         let (d, qs) = quantize_block(chunk);
         let sum: i32 = qs.iter().map(|q| i32::from(*q)).sum();
@@ -371,6 +360,7 @@ fn quantize_with(chunk: &[f32], inverse: f32) -> [i8; 32] {
 
 #[cfg(test)]
 mod tests {
+    use super::super::kernels::{Kernels, Level};
     use super::*;
 
     #[test]
@@ -454,17 +444,10 @@ mod tests {
         quantize_lanes(&x, &mut want);
         assert_eq!((want[0].qs[1], want[0].qs[2], want[0].qs[31]), (-16, -14, 14), "ties to even");
         assert_eq!(want[1], ActBlock::default());
-        #[cfg(target_arch = "x86_64")]
-        for level in [super::super::kernels::Level::Avx2, super::super::kernels::Level::Avx512] {
-            let Some(kernels) = super::super::kernels::Kernels::at(level) else { continue };
+        for level in [Level::Portable, Level::Avx2, Level::Avx512] {
+            let Some(kernels) = Kernels::at(level) else { continue };
             let mut got = vec![ActBlock::default(); 40];
-            // SAFETY: the CPU runs `level`.
-            unsafe {
-                match kernels.level() {
-                    super::super::kernels::Level::Avx512 => super::super::avx512::quantize(&x, &mut got),
-                    _ => quantize_avx2(&x, &mut got),
-                }
-            }
+            kernels.quantize(&x, &mut got);
             assert_eq!(got, want, "{level:?}");
         }
     }
@@ -473,7 +456,7 @@ mod tests {
     fn activations_round_trip_within_half_a_step() {
         let x: Vec<f32> = (0..64).map(|i| ((i * 37 % 19) as f32 - 9.0) * 0.37).collect();
         let mut blocks = vec![ActBlock::default(); 2];
-        quantize_activations(&x, &mut blocks);
+        Kernels::detect().quantize(&x, &mut blocks);
         for (chunk, b) in x.chunks(32).zip(&blocks) {
             for (v, q) in chunk.iter().zip(b.qs) {
                 assert!((v - b.d * f32::from(q)).abs() <= b.d / 2.0 + 1e-6);
@@ -487,7 +470,7 @@ mod tests {
     #[test]
     fn a_zero_block_quantizes_to_zeros() {
         let mut blocks = vec![ActBlock { d: 9.0, s: 9.0, sum: 9, qs: [9; 32] }];
-        quantize_activations(&[0.0; 32], &mut blocks);
+        Kernels::detect().quantize(&[0.0; 32], &mut blocks);
         assert_eq!(blocks[0], ActBlock::default());
     }
 }
