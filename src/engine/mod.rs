@@ -12,9 +12,13 @@
 //!   before any model is loaded; [`grammar`]: the JSONL line grammar (also what a vLLM server is sent,
 //!   so it is built without the feature `local`).
 //! - [`attention`], [`attention_split`], [`math`], [`threads`]: the forward pass's arithmetic and its pool.
+//! - [`arch`]: the model families the loaders read (`general.architecture` → metadata keys, tensor
+//!   names, norm, rotary embedding, output projection); [`kernels`]: the CPU dispatch, one table per path.
 
 pub mod grammar;
 
+#[cfg(feature = "local")]
+pub mod arch;
 #[cfg(feature = "local")]
 pub mod attention;
 #[cfg(feature = "local")]

@@ -12,6 +12,7 @@ use std::io::{Read, Seek};
 
 use candle_core::quantized::gguf_file::Content;
 
+use super::arch::{Arch, MissingOutput, Norm, RopePairs};
 use super::attention::{attend, scratch_len, KvLayer, KvShape};
 use super::attention_split::{attend_split, split_scratch_len, Token};
 use super::kernels::{groups, matmul_groups, Kernels};
@@ -110,9 +111,11 @@ pub fn load<R: Read + Seek>(
     })
 }
 
-/// The shape of the model, from the GGUF's `llama.*` metadata.
+/// The shape of the model, from its family's metadata (`llama.*` for llama).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
+    /// The family: metadata keys, tensor names, norm, rotary embedding, output projection.
+    pub arch: &'static Arch,
     pub layers: usize,
     pub dim: usize,
     pub heads: usize,
@@ -138,17 +141,17 @@ fn meta_f32(content: &Content, key: &str) -> Option<f32> {
 }
 
 impl Config {
+    /// The shape of `content`'s model, its family picked by `general.architecture`.
     pub fn from_gguf(content: &Content) -> Result<Self, EngineError> {
-        let arch = content.metadata.get("general.architecture").and_then(|v| v.to_string().ok()).cloned();
-        if arch.as_deref() != Some("llama") {
-            return Err(EngineError::Model(format!(
-                "general.architecture is {:?}: only llama-architecture GGUF models run here",
-                arch.unwrap_or_default()
-            )));
-        }
-        let dim = meta_usize(content, "llama.embedding_length")?;
-        let heads = meta_usize(content, "llama.attention.head_count")?;
-        let kv_heads = meta_usize(content, "llama.attention.head_count_kv").unwrap_or(heads);
+        Self::of_family(content, Arch::of(content)?)
+    }
+
+    /// The shape of `content`'s model read as family `arch` (its metadata keys and defaults).
+    pub fn of_family(content: &Content, arch: &'static Arch) -> Result<Self, EngineError> {
+        let key = |suffix: &str| arch.key(suffix);
+        let dim = meta_usize(content, &key("embedding_length"))?;
+        let heads = meta_usize(content, &key("attention.head_count"))?;
+        let kv_heads = meta_usize(content, &key("attention.head_count_kv")).unwrap_or(heads);
         if heads == 0 || kv_heads == 0 || dim % heads != 0 || heads % kv_heads != 0 || (dim / heads) % 2 != 0 {
             return Err(EngineError::Model(format!(
                 "unusable attention shape: {dim} dims, {heads} heads, {kv_heads} key/value heads"
@@ -156,22 +159,25 @@ impl Config {
         }
         // Each layer is tensors of the file: more layers than tensors is a count to refuse, not to
         // allocate for.
-        let layers = meta_usize(content, "llama.block_count")?;
+        let layers_key = key("block_count");
+        let layers = meta_usize(content, &layers_key)?;
         if layers > content.tensor_infos.len() {
             return Err(EngineError::Model(format!(
-                "`llama.block_count` is {layers}, more layers than the file has tensors ({})",
+                "`{layers_key}` is {layers}, more layers than the file has tensors ({})",
                 content.tensor_infos.len()
             )));
         }
+        let Norm::Rms { eps_key, default_eps } = arch.norm;
         Ok(Self {
+            arch,
             layers,
             dim,
             heads,
             kv_heads,
             head_dim: dim / heads,
-            context: meta_usize(content, "llama.context_length").unwrap_or(2048),
-            rope_base: meta_f32(content, "llama.rope.freq_base").unwrap_or(10_000.0),
-            eps: meta_f32(content, "llama.attention.layer_norm_rms_epsilon").unwrap_or(1e-5) as f64,
+            context: meta_usize(content, &key("context_length")).unwrap_or(arch.default_context),
+            rope_base: meta_f32(content, &key(arch.rope.base_key)).unwrap_or(arch.rope.default_base),
+            eps: meta_f32(content, &key(eps_key)).unwrap_or(default_eps) as f64,
         })
     }
 
@@ -264,9 +270,10 @@ impl Llama {
         let mut layers = Vec::with_capacity(config.layers);
         let mut ffn = 0;
         let mut scratch = Vec::new();
+        let (arch, names) = (config.arch, &config.arch.layer);
         for i in 0..config.layers {
             let mut matrix = |name: &str, rows: Option<usize>, cols: usize| {
-                let full = format!("blk.{i}.{name}.weight");
+                let full = arch.layer_tensor(i, name);
                 let m = matrix_from(&mut from_disk, content, reader, &full, &mut scratch, &mut rebuilt)?;
                 match rows {
                     Some(rows) if (m.rows, m.cols) != (rows, cols) => Err(shape_err(&full, &m, rows, cols)),
@@ -275,28 +282,31 @@ impl Llama {
                 }
             };
             let (wq, wk, wv, wo) = (
-                matrix("attn_q", Some(dim), dim)?,
-                matrix("attn_k", Some(kv_dim), dim)?,
-                matrix("attn_v", Some(kv_dim), dim)?,
-                matrix("attn_output", Some(dim), dim)?,
+                matrix(names.q, Some(dim), dim)?,
+                matrix(names.k, Some(kv_dim), dim)?,
+                matrix(names.v, Some(kv_dim), dim)?,
+                matrix(names.attn_output, Some(dim), dim)?,
             );
-            let gate = matrix("ffn_gate", None, dim)?;
+            let gate = matrix(names.gate, None, dim)?;
             ffn = gate.rows;
-            let (up, down) = (matrix("ffn_up", Some(ffn), dim)?, matrix("ffn_down", Some(dim), ffn)?);
-            let attn_norm = norm_vector(content, reader, &format!("blk.{i}.attn_norm.weight"), dim)?;
-            let ffn_norm = norm_vector(content, reader, &format!("blk.{i}.ffn_norm.weight"), dim)?;
+            let (up, down) = (matrix(names.up, Some(ffn), dim)?, matrix(names.down, Some(dim), ffn)?);
+            let attn_norm = norm_vector(content, reader, &arch.layer_tensor(i, names.attn_norm), dim)?;
+            let ffn_norm = norm_vector(content, reader, &arch.layer_tensor(i, names.ffn_norm), dim)?;
             let cache = KvLayer::with_capacity(config.kv_shape(), config.context);
             layers.push(Layer { attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down, cache });
         }
-        let embeddings = matrix_from(&mut from_disk, content, reader, "token_embd.weight", &mut scratch, &mut rebuilt)?;
+        let embeddings = matrix_from(&mut from_disk, content, reader, arch.embeddings, &mut scratch, &mut rebuilt)?;
         if embeddings.cols != dim {
-            return Err(shape_err("token_embd.weight", &embeddings, embeddings.rows, dim));
+            return Err(shape_err(arch.embeddings, &embeddings, embeddings.rows, dim));
         }
-        let output = match content.tensor_infos.contains_key("output.weight") {
-            true => Some(matrix_from(&mut from_disk, content, reader, "output.weight", &mut scratch, &mut rebuilt)?),
-            false => None,
+        let output = match (content.tensor_infos.contains_key(arch.output), &arch.missing_output) {
+            (true, _) => Some(matrix_from(&mut from_disk, content, reader, arch.output, &mut scratch, &mut rebuilt)?),
+            (false, MissingOutput::Tied) => None,
+            (false, MissingOutput::Refused) => {
+                return Err(EngineError::Model(format!("the GGUF has no tensor `{}`", arch.output)))
+            }
         };
-        let norm = norm_vector(content, reader, "output_norm.weight", dim)?;
+        let norm = norm_vector(content, reader, arch.output_norm, dim)?;
         let (cos, sin) = rope_tables(&config);
         let pool = Pool::new(threads).map_err(pool_err)?;
         let kernels = Kernels::detect();
@@ -335,22 +345,23 @@ impl Llama {
     /// Every weight matrix with its tensor name.
     fn named_matrices(&self) -> Vec<(String, &Matrix)> {
         let mut out: Vec<(String, &Matrix)> = Vec::new();
+        let (arch, names) = (self.config.arch, &self.config.arch.layer);
         for (i, l) in self.layers.iter().enumerate() {
             for (m, name) in [
-                (&l.wq, "attn_q"),
-                (&l.wk, "attn_k"),
-                (&l.wv, "attn_v"),
-                (&l.wo, "attn_output"),
-                (&l.gate, "ffn_gate"),
-                (&l.up, "ffn_up"),
-                (&l.down, "ffn_down"),
+                (&l.wq, names.q),
+                (&l.wk, names.k),
+                (&l.wv, names.v),
+                (&l.wo, names.attn_output),
+                (&l.gate, names.gate),
+                (&l.up, names.up),
+                (&l.down, names.down),
             ] {
-                out.push((format!("blk.{i}.{name}.weight"), m));
+                out.push((arch.layer_tensor(i, name), m));
             }
         }
-        out.push(("token_embd.weight".into(), &self.embeddings));
+        out.push((arch.embeddings.into(), &self.embeddings));
         if let Some(output) = &self.output {
-            out.push(("output.weight".into(), output));
+            out.push((arch.output.into(), output));
         }
         out
     }
@@ -400,6 +411,8 @@ impl Llama {
             embeddings.dequantize_row(token as usize, &mut x[t * dim..(t + 1) * dim]);
         }
         let half = hd / 2;
+        // The family's pairs: adjacent dimensions (the only ones a family here uses).
+        let RopePairs::Adjacent = c.arch.rope.pairs;
         let rope = |values: &mut [f32], heads: usize, position: usize| {
             let (cos, sin) = (&cos[position * half..][..half], &sin[position * half..][..half]);
             for head in values.chunks_exact_mut(hd).take(heads) {
@@ -643,7 +656,7 @@ fn add(x: &mut [f32], delta: &[f32]) {
     }
 }
 
-/// Rotary tables for adjacent-pair rotation (GGUF llama weights are laid out for it).
+/// Rotary tables: position × pair `i` (of `head_dim / 2`), angle `p / base^(2i / head_dim)`.
 fn rope_tables(c: &Config) -> (Vec<f32>, Vec<f32>) {
     let half = c.head_dim / 2;
     let freqs: Vec<f32> = (0..half).map(|i| 1.0 / c.rope_base.powf(2.0 * i as f32 / c.head_dim as f32)).collect();

@@ -9,6 +9,7 @@ use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
+use super::arch::{MissingOutput, RopePairs};
 use super::model::{Config, Transformer};
 use super::EngineError;
 
@@ -93,18 +94,18 @@ impl Llama {
             })
         };
         let mut layers = Vec::with_capacity(config.layers);
+        let (arch, names) = (config.arch, &config.arch.layer);
         for i in 0..config.layers {
-            let p = format!("blk.{i}");
             let (wq, wk, wv, wo) = (
-                matmul(&format!("{p}.attn_q.weight"))?,
-                matmul(&format!("{p}.attn_k.weight"))?,
-                matmul(&format!("{p}.attn_v.weight"))?,
-                matmul(&format!("{p}.attn_output.weight"))?,
+                matmul(&arch.layer_tensor(i, names.q))?,
+                matmul(&arch.layer_tensor(i, names.k))?,
+                matmul(&arch.layer_tensor(i, names.v))?,
+                matmul(&arch.layer_tensor(i, names.attn_output))?,
             );
             let (gate, up, down) = (
-                matmul(&format!("{p}.ffn_gate.weight"))?,
-                matmul(&format!("{p}.ffn_up.weight"))?,
-                matmul(&format!("{p}.ffn_down.weight"))?,
+                matmul(&arch.layer_tensor(i, names.gate))?,
+                matmul(&arch.layer_tensor(i, names.up))?,
+                matmul(&arch.layer_tensor(i, names.down))?,
             );
             let cache_shape = (1, config.kv_heads, config.context, config.head_dim);
             layers.push(Layer {
@@ -122,20 +123,23 @@ impl Llama {
             });
         }
         for (i, layer) in layers.iter_mut().enumerate() {
-            layer.attn_norm = dense(content, reader, &format!("blk.{i}.attn_norm.weight"), &device)?;
-            layer.ffn_norm = dense(content, reader, &format!("blk.{i}.ffn_norm.weight"), &device)?;
+            layer.attn_norm = dense(content, reader, &arch.layer_tensor(i, names.attn_norm), &device)?;
+            layer.ffn_norm = dense(content, reader, &arch.layer_tensor(i, names.ffn_norm), &device)?;
         }
         let embeddings = content
-            .tensor(reader, "token_embd.weight", &device)
-            .map_err(|e| EngineError::Model(format!("tensor token_embd.weight: {e}")))?;
-        let norm = dense(content, reader, "output_norm.weight", &device)?;
-        let output = if content.tensor_infos.contains_key("output.weight") {
-            let output = qtensor(content, reader, "output.weight", &device, convert)?;
+            .tensor(reader, arch.embeddings, &device)
+            .map_err(|e| EngineError::Model(format!("tensor {}: {e}", arch.embeddings)))?;
+        let norm = dense(content, reader, arch.output_norm, &device)?;
+        let output = if content.tensor_infos.contains_key(arch.output) {
+            let output = qtensor(content, reader, arch.output, &device, convert)?;
             weight_bytes += output.storage_size_in_bytes();
             QMatMul::from_qtensor(output).map_err(model_err)?
         } else {
+            if arch.missing_output == MissingOutput::Refused {
+                return Err(EngineError::Model(format!("the GGUF has no tensor `{}`", arch.output)));
+            }
             // Tied embeddings: the output projection is the embedding table.
-            let tied = content.tensor(reader, "token_embd.weight", &device).map_err(model_err)?;
+            let tied = content.tensor(reader, arch.embeddings, &device).map_err(model_err)?;
             weight_bytes += tied.storage_size_in_bytes();
             QMatMul::from_qtensor(tied).map_err(model_err)?
         };
@@ -215,8 +219,9 @@ impl Transformer for Llama {
     }
 }
 
-/// Interleaved rotary tables (GGUF llama weights are laid out for adjacent-pair rotation).
+/// Interleaved rotary tables (the family's adjacent pairs: `rope_i`).
 fn rope_tables(c: &Config, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
+    let RopePairs::Adjacent = c.arch.rope.pairs;
     let half = c.head_dim / 2;
     let freqs: Vec<f32> = (0..half).map(|i| 1.0 / c.rope_base.powf(2.0 * i as f32 / c.head_dim as f32)).collect();
     let freqs = Tensor::new(freqs.as_slice(), device)?;
