@@ -20,12 +20,17 @@
 //! - `cli` (feature `cli`, on by default): the headless subcommands; JSON on stdout, logs on stderr.
 //! - `tui` (feature `tui`, on by default): the workbench; nothing above imports it.
 
+#![deny(unsafe_code)]
+
 pub mod batch;
 #[cfg(any(test, feature = "testing"))]
 pub mod bench_data;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod compare;
+// The one wing where `unsafe` is allowed: the engine's SIMD kernels, thread pool and disjoint buffers,
+// each block with its SAFETY comment.
+#[allow(unsafe_code)]
 pub mod engine;
 pub mod eval;
 pub mod files;
