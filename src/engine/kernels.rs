@@ -24,6 +24,11 @@ pub enum Level {
 /// blocks, into `out[..n]`.
 type Matmul<W> = unsafe fn(&[W], &[ActBlock], usize, usize, &mut [[f32; ROWS]; TILE]);
 
+/// Attention's three steps ([`Heads::scores`], [`Heads::softmax`], [`Heads::weigh`]).
+type Scores = unsafe fn(&Heads<'_>, &[f32], Range<usize>, &mut [f32]);
+type Softmax = unsafe fn(&Heads<'_>, &mut [f32], &mut [f32]);
+type Weigh = unsafe fn(&Heads<'_>, &[f32], &[f32], Range<usize>, &mut [f32]);
+
 /// One path's kernels: every vector kernel the forward pass calls, one entry each. The three tables
 /// below are the only place a path is chosen for a kernel; an entry may use its path's CPU features,
 /// which is why a table is reached only through [`Kernels`].
@@ -37,10 +42,10 @@ struct Table {
     quantize: unsafe fn(&[f32], &mut [ActBlock]),
     /// `gate[i] ← silu(gate[i])·up[i]`.
     silu_mul: unsafe fn(&mut [f32], &[f32]),
-    /// Attention's three steps ([`Heads::scores`], [`Heads::softmax`], [`Heads::weigh`]).
-    scores: unsafe fn(&Heads<'_>, &[f32], Range<usize>, &mut [f32]),
-    softmax: unsafe fn(&Heads<'_>, &mut [f32], &mut [f32]),
-    weigh: unsafe fn(&Heads<'_>, &[f32], &[f32], Range<usize>, &mut [f32]),
+    /// Attention's three steps.
+    scores: Scores,
+    softmax: Softmax,
+    weigh: Weigh,
 }
 
 /// Every CPU: the reference arithmetic the other paths are held to, bit for bit.
