@@ -6,6 +6,8 @@
 //! - [`schema`]: JSON Schema compiled once, validation with failing paths, union branches, lint.
 //! - [`truncate`]: transcripts, cut positions (char, token, chunk) and one-pass truncation sweeps.
 //! - [`provider`]: streaming providers (OpenAI-compatible, Ollama, Anthropic, replay), one event stream.
+//! - [`engine`]: the embedded model's inference engine (GGUF, kernels, forward pass, tokenizer, sampler,
+//!   constrained decoding), in its own words; `provider::local` adapts it.
 //! - [`run`]: the run engine (live parsing, retry with feedback), run records and the history.
 //! - [`compare`]: json vs jsonl side by side: twins, paired runs, figures, agreement, truncation curves.
 //! - [`eval`]: expected answers, checks and scores per case; eval records, baselines, the response cache.
@@ -18,12 +20,18 @@
 //! - `cli` (feature `cli`, on by default): the headless subcommands; JSON on stdout, logs on stderr.
 //! - `tui` (feature `tui`, on by default): the workbench; nothing above imports it.
 
+#![deny(unsafe_code)]
+
 pub mod batch;
 #[cfg(any(test, feature = "testing"))]
 pub mod bench_data;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod compare;
+// The one wing where `unsafe` is allowed: the engine's SIMD kernels, thread pool and disjoint buffers,
+// each block with its SAFETY comment.
+#[allow(unsafe_code)]
+pub mod engine;
 pub mod eval;
 pub mod files;
 pub mod names;

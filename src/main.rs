@@ -1,6 +1,8 @@
 //! The `tunebench` binary: parse the command line and hand over to the headless commands, or open
 //! the workbench (no subcommand: `tunebench` or `tunebench PROMPT.toml`).
 
+#![deny(unsafe_code)]
+
 use std::process::ExitCode;
 
 #[cfg(not(feature = "tui"))]
@@ -17,6 +19,7 @@ fn main() -> ExitCode {
     // A file-size limit (`ulimit -f`) makes a write fail with an error we handle (a save removes its
     // temporary file, a history append takes its half line back) instead of killing the process.
     #[cfg(unix)]
+    #[allow(unsafe_code)]
     // SAFETY: setting a signal's disposition to "ignore" before any thread starts has no preconditions.
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);

@@ -90,9 +90,9 @@ fn measure_local() -> LocalSection {
 fn write_workload_tokens(file: &std::path::Path) -> anyhow::Result<()> {
     #[cfg(feature = "local")]
     {
-        use crate::provider::local::{fetch, Engine, LoadOptions};
+        use crate::provider::local::{fetch, load_options, Engine};
         let workload = sample_workload()?;
-        let engine = Engine::load(&fetch::installed_model()?, &LoadOptions::default())?;
+        let engine = Engine::load(&fetch::installed_model()?, &load_options())?;
         let prompt = engine.tokenizer().encode(&engine.prompt_text(&workload.unconstrained)?)?;
         let body = json!({
             "workload": workload.name,
@@ -173,7 +173,7 @@ fn human_workload(w: &crate::provider::local::bench::WorkloadFigures) -> String 
          stored; first run as `tunebench run` (load + grammar + prompt) {:.0} ms; the workbench's first run (loaded \
          and the prompt run in the background at start) {:.0} ms; next run {:.0} ms; next case {:.0} ms ({} prompt \
          tokens reused), or {:.0} ms when the workbench ran it on choosing the case\n",
-        w.runs.first().map_or(0, |_| crate::provider::local::threads::configured()),
+        w.runs.first().map_or(0, |_| crate::engine::threads::configured()),
         f.load_rebuilt_ms,
         f.load_stored_ms,
         f.cli_first_run_ms,

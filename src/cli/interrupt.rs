@@ -57,6 +57,7 @@ mod watcher {
     }
 
     /// Ends the process now, as a shell reports a process ended by `signal`.
+    #[allow(unsafe_code)]
     fn end_now(signal: i32) -> ! {
         // SAFETY: `_exit` has no preconditions; it ends the process without running handlers that
         // could wait on a lock the stuck thread holds.

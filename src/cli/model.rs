@@ -102,7 +102,7 @@ fn info(model: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
         Some(path) => path,
         None => fetch::installed_model()?,
     };
-    let (content, _) = crate::provider::local::gguf::open(&path)?;
+    let (content, _) = crate::engine::gguf::open(&path)?;
     let bytes = std::fs::metadata(&path)?.len();
     let sha256 = fetch::sha256_file(&path)?;
     let mut types = std::collections::BTreeMap::<String, usize>::new();

@@ -29,7 +29,6 @@ pub(crate) mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod generate;
-pub mod grammar;
 pub mod http;
 pub mod kind;
 mod lines;

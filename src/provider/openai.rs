@@ -205,7 +205,7 @@ pub fn chat_body(request: &Request) -> Value {
     match (request.structured, &request.schema) {
         // vLLM: a JSONL answer held line by line to the schema by a Lark grammar (guidance backend).
         (StructuredMode::JsonSchema, Some(schema)) if request.jsonl => {
-            body["structured_outputs"] = json!({"grammar": super::grammar::jsonl_lark(schema)});
+            body["structured_outputs"] = json!({"grammar": crate::engine::grammar::jsonl_lark(schema)});
         }
         (StructuredMode::JsonSchema, Some(schema)) => {
             body["response_format"] =

@@ -23,8 +23,9 @@ pub fn refusal(settings: &RunSettings, response_type: ResponseType, schema: Opti
     }
     #[cfg(feature = "local")]
     {
-        use crate::provider::local::{constraint::Grammar, decodable};
-        let grammar = Grammar::of(settings.structured, schema, response_type == ResponseType::Jsonl)?;
+        use crate::engine::decodable;
+        let grammar =
+            crate::provider::local::grammar(settings.structured, schema, response_type == ResponseType::Jsonl)?;
         decodable::check(&grammar).err()
     }
     #[cfg(not(feature = "local"))]

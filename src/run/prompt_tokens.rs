@@ -82,7 +82,7 @@ pub fn limits(plan: &RunPlan, provider: ProviderKind, tokenizer: &Tokenizer) -> 
 
 #[cfg(feature = "local")]
 fn local_limits() -> (Option<u32>, u32) {
-    use crate::provider::local::{engine::DEFAULT_MAX_TOKENS, LoadOptions};
+    use crate::engine::{LoadOptions, DEFAULT_MAX_TOKENS};
     (Some(DEFAULT_MAX_TOKENS), u32::try_from(LoadOptions::default().context).unwrap_or(u32::MAX))
 }
 
@@ -98,9 +98,9 @@ pub struct LocalTokenizer {
     /// The model's context length (its metadata's).
     pub context: u32,
     #[cfg(feature = "local")]
-    tokenizer: crate::provider::local::tokenizer::TextTokenizer,
+    tokenizer: crate::engine::tokenizer::TextTokenizer,
     #[cfg(feature = "local")]
-    template: crate::provider::local::chat::ChatTemplate,
+    template: crate::engine::chat::ChatTemplate,
 }
 
 impl std::fmt::Debug for LocalTokenizer {
@@ -136,23 +136,24 @@ impl LocalTokenizer {
     /// Reads the GGUF at `path` as the engine does when it loads (tokenizer, chat template, context).
     #[cfg(feature = "local")]
     fn read(path: PathBuf) -> Result<Self, String> {
-        use crate::provider::local::chat::ChatTemplate;
-        use crate::provider::local::tokenizer::TextTokenizer;
-        let (content, _) = crate::provider::local::gguf::open(&path).map_err(|e| e.to_string())?;
+        use crate::engine::chat::ChatTemplate;
+        use crate::engine::tokenizer::TextTokenizer;
+        let (content, _) = crate::engine::gguf::open(&path).map_err(|e| e.to_string())?;
         let tokenizer = TextTokenizer::from_gguf(&content).map_err(|e| e.to_string())?;
         let template = ChatTemplate::of_gguf(&path, &content, &tokenizer).map_err(|e| e.to_string())?;
+        let arch = crate::engine::arch::Arch::of(&content).map_err(|e| e.to_string())?;
         let context = content
             .metadata
-            .get("llama.context_length")
+            .get(&arch.key("context_length"))
             .and_then(|v| v.to_u32().ok().or_else(|| v.to_u64().ok().map(|n| u32::try_from(n).unwrap_or(u32::MAX))))
-            .unwrap_or(2048);
+            .unwrap_or(arch.default_context as u32);
         Ok(Self { model: path, context, tokenizer, template })
     }
 
     /// The tokens of the prompt the model reads for `request` (its chat template rendered, then encoded).
     #[cfg(feature = "local")]
     pub fn count(&self, request: &Request) -> Result<usize, String> {
-        let text = self.template.render(&request.messages).map_err(|e| e.to_string())?;
+        let text = self.template.render(&crate::provider::local::turns(request)).map_err(|e| e.to_string())?;
         self.tokenizer.encode(&text).map(|ids| ids.len()).map_err(|e| e.to_string())
     }
 

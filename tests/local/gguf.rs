@@ -6,7 +6,8 @@
 use std::path::Path;
 
 use candle_core::quantized::gguf_file::{Content, Value};
-use tunebench::provider::local::{gguf, Engine, LoadOptions};
+use tunebench::engine::gguf;
+use tunebench::provider::local::{Engine, LoadOptions};
 
 use super::support::model_file;
 

@@ -6,8 +6,8 @@ use std::fs::File;
 use std::io::BufReader;
 
 use candle_core::quantized::gguf_file::Content;
-use tunebench::provider::local::model::{self, argmax, Backend, Transformer};
-use tunebench::provider::local::tokenizer::TextTokenizer;
+use tunebench::engine::model::{self, argmax, Backend, Transformer};
+use tunebench::engine::tokenizer::TextTokenizer;
 
 fn load(backend: Backend) -> (Box<dyn Transformer>, TextTokenizer) {
     load_on(backend, 1)

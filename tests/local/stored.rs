@@ -2,7 +2,7 @@
 //! probabilities, bit for bit, as weights rebuilt from the GGUF; a damaged file is rebuilt (and written
 //! again), never trusted. A prompt warmed in advance answers as a cold one does.
 
-use tunebench::provider::local::model::WeightsFrom;
+use tunebench::engine::model::WeightsFrom;
 use tunebench::provider::local::{Engine, LoadOptions};
 use tunebench::provider::Request;
 

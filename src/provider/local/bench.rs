@@ -7,9 +7,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::engine::{Engine, Generated, LoadOptions};
-use super::model::Backend;
-use super::LocalError;
+use super::{load_options, Backend, Engine, Generated, LoadOptions, LocalError};
 use crate::provider::{Event, Request, StructuredMode};
 
 /// Tokens generated per measurement.
@@ -255,19 +253,19 @@ fn ttft_ms(engine: &mut Engine, request: &Request, started: Instant) -> Result<(
 
 /// The first-token figures of the constrained sample run, on fresh engines loaded from `path`.
 fn first_token(path: &Path, workload: &Workload) -> Result<FirstToken, LocalError> {
-    let rebuilt = LoadOptions { stored_weights: None, ..LoadOptions::default() };
+    let rebuilt = LoadOptions { stored_weights: None, ..load_options() };
     let started = Instant::now();
     drop(Engine::load(path, &rebuilt)?);
     let load_rebuilt_ms = started.elapsed().as_secs_f64() * 1e3;
     // Makes sure the stored weights exist (a first start writes them).
-    drop(Engine::load(path, &LoadOptions::default())?);
+    drop(Engine::load(path, &load_options())?);
     let started = Instant::now();
-    let mut engine = Engine::load(path, &LoadOptions::default())?;
+    let mut engine = Engine::load(path, &load_options())?;
     let load_stored_ms = started.elapsed().as_secs_f64() * 1e3;
     engine.prepare_constraints()?;
     let (cli_first_run_ms, _) = ttft_ms(&mut engine, &workload.constrained, started)?;
     drop(engine);
-    let mut engine = Engine::load(path, &LoadOptions::default())?;
+    let mut engine = Engine::load(path, &load_options())?;
     engine.warm(&workload.constrained)?;
     let (workbench_first_run_ms, _) = ttft_ms(&mut engine, &workload.constrained, Instant::now())?;
     let (next_run_ms, _) = ttft_ms(&mut engine, &workload.constrained, Instant::now())?;
@@ -311,7 +309,7 @@ fn measure_workload(path: &Path, engine: &mut Engine, workload: &Workload) -> Re
 /// Measures the model at `path` (and `workload`, when given).
 pub fn measure(path: &Path, workload: Option<&Workload>) -> Result<LocalFigures, LocalError> {
     let started = Instant::now();
-    let mut engine = Engine::load(path, &LoadOptions::default())?;
+    let mut engine = Engine::load(path, &load_options())?;
     let load_ms = started.elapsed().as_secs_f64() * 1e3;
     let started = Instant::now();
     engine.prepare_constraints()?;
@@ -327,7 +325,7 @@ pub fn measure(path: &Path, workload: Option<&Workload>) -> Result<LocalFigures,
     let threads = engine.threads();
     drop(engine);
     let started = Instant::now();
-    let mut candle = Engine::load(path, &LoadOptions { backend: Backend::Candle, ..LoadOptions::default() })?;
+    let mut candle = Engine::load(path, &LoadOptions { backend: Backend::Candle, ..load_options() })?;
     let load_candle_ms = started.elapsed().as_secs_f64() * 1e3;
     let candle_unconstrained = speed(&mut candle, &story())?;
     let candle_weights = candle.weight_bytes();

@@ -1,59 +1,35 @@
 //! `local`: the embedded model — a small llama-architecture GGUF instruct model (SmolLM2-135M-Instruct
-//! by default) run in-process on the CPU, streaming one event per generated token, with
-//! schema-constrained decoding for json and jsonl answers.
+//! by default) run in-process on the CPU by [`crate::engine`], streaming one event per generated token,
+//! with schema-constrained decoding for json and jsonl answers. This is the engine's adapter: a request
+//! becomes the engine's [`Ask`], its steps become the provider's events, its errors the provider's.
 //!
 //! - [`fetch`]: where the model lives (the cache directory), `tunebench model fetch|path|info`.
-//! - [`engine`]: loading and the generation loop (prompt caching, forced tokens, sampling, UTF-8 hold-back).
-//! - [`model`]: the transformer (our forward pass: 4-bit weights as stored, [`kernels`] over [`quant`] blocks);
-//!   [`reference`]: the same on candle's quantized matmuls (the baseline and the tests' reference).
-//! - [`gguf`]: a GGUF file's header read with every size checked against the file (every loader opens it there).
-//! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back.
-//! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses; [`closed`]: objects
-//!   held to the keys their schema lists; [`decodable`]: whether the decoder accepts a schema, asked
-//!   before any model is loaded.
-//!
+//! - `answer`: [`Engine`], the engine loaded, answering [`Request`]s with [`Event`]s; a request's
+//!   [`grammar`] and chat [`turns`]; [`load_options`] (the stored weights in the cache directory).
 //! - `bench` (feature `testing`): the model's speed figures for `tunebench bench`.
 //!
 //! Generation runs on its own thread; dropping the stream cancels it before the next token.
 
-pub mod attention;
-pub mod attention_split;
-#[cfg(target_arch = "x86_64")]
-pub mod avx2;
-#[cfg(target_arch = "x86_64")]
-pub mod avx512;
+mod answer;
 #[cfg(feature = "testing")]
 pub mod bench;
-pub mod chat;
-pub mod closed;
-pub mod constraint;
-pub mod decodable;
-pub mod engine;
 pub mod fetch;
-pub mod gguf;
-pub mod kernels;
-pub mod math;
-pub mod model;
-pub mod quant;
-pub mod reference;
-pub mod sampler;
-pub mod threads;
-pub mod tokenizer;
-pub mod weights;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-pub use engine::{Engine, Generated, LoadOptions};
-pub use model::Backend;
+use crate::engine::EngineError;
+pub use crate::engine::{Backend, LoadOptions, DEFAULT_MAX_TOKENS};
+pub use answer::{grammar, load_options, turns, Engine, Generated};
 
 use super::generate::generate;
 use super::{Event, EventStream, Provider, ProviderError, Request};
 
 const NAME: &str = "local";
 
-/// What can go wrong with the local model; every message names the file or value at fault.
+/// What can go wrong with the local model (the engine's errors, and fetching the model); every message
+/// names the file or value at fault.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LocalError {
     /// The model file is missing, unreadable or not a model this build runs.
@@ -68,6 +44,16 @@ pub enum LocalError {
     /// Prompt and answer do not fit in the model's context.
     #[error("the prompt and answer need {needed} positions, more than the {context} of the model's context")]
     Context { needed: usize, context: usize },
+}
+
+impl From<EngineError> for LocalError {
+    fn from(error: EngineError) -> Self {
+        match error {
+            EngineError::Model(message) => Self::Model(message),
+            EngineError::Constraint(message) => Self::Constraint(message),
+            EngineError::Context { needed, context } => Self::Context { needed, context },
+        }
+    }
 }
 
 impl From<LocalError> for ProviderError {
@@ -112,8 +98,8 @@ impl Local {
     /// Loads `path`, or the default model from the cache directory (an error says how to fetch it).
     pub fn open(path: Option<&Path>) -> Result<Self, LocalError> {
         match path {
-            Some(path) => Self::load(path, &LoadOptions::default()),
-            None => Self::load(&fetch::installed_model()?, &LoadOptions::default()),
+            Some(path) => Self::load(path, &load_options()),
+            None => Self::load(&fetch::installed_model()?, &load_options()),
         }
     }
 

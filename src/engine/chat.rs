@@ -8,9 +8,16 @@ use candle_core::quantized::gguf_file::Content;
 use minijinja::{context, Environment, Error, ErrorKind};
 
 use super::tokenizer::{TextTokenizer, TokenId};
-use super::LocalError;
+use super::EngineError;
 use crate::prompt::template::RENDER_FUEL;
-use crate::provider::Message;
+
+/// One message of the conversation, as the template reads it: its role (`system`, `user`,
+/// `assistant`) and its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Turn<'a> {
+    pub role: &'a str,
+    pub content: &'a str,
+}
 
 /// ChatML, for a GGUF that carries no template.
 const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + \
@@ -37,12 +44,12 @@ fn raise_exception(message: String) -> Result<String, Error> {
 
 impl ChatTemplate {
     /// Compiles `source` (ChatML when `None`); `bos`/`eos` are the texts of those tokens.
-    pub fn new(source: Option<&str>, bos: &str, eos: &str) -> Result<Self, LocalError> {
+    pub fn new(source: Option<&str>, bos: &str, eos: &str) -> Result<Self, EngineError> {
         Self::named("the GGUF's chat template".into(), source, bos, eos)
     }
 
     /// The chat template of the GGUF at `path` (`content`: its header, `tokenizer`: its tokenizer).
-    pub fn of_gguf(path: &Path, content: &Content, tokenizer: &TextTokenizer) -> Result<Self, LocalError> {
+    pub fn of_gguf(path: &Path, content: &Content, tokenizer: &TextTokenizer) -> Result<Self, EngineError> {
         let text = |id: Option<TokenId>| {
             id.map(|t| String::from_utf8_lossy(tokenizer.token_bytes(t)).into_owned()).unwrap_or_default()
         };
@@ -51,20 +58,19 @@ impl ChatTemplate {
         Self::named(name, source.map(String::as_str), &text(tokenizer.bos), &text(Some(tokenizer.eos)))
     }
 
-    fn named(name: String, source: Option<&str>, bos: &str, eos: &str) -> Result<Self, LocalError> {
+    fn named(name: String, source: Option<&str>, bos: &str, eos: &str) -> Result<Self, EngineError> {
         let mut env = Environment::new();
         env.set_fuel(Some(RENDER_FUEL));
         env.add_function("raise_exception", raise_exception);
         env.add_template_owned("chat", source.unwrap_or(CHATML).to_string())
-            .map_err(|e| LocalError::Model(format!("{name} does not compile: {e}")))?;
+            .map_err(|e| EngineError::Model(format!("{name} does not compile: {e}")))?;
         Ok(Self { env, name, bos: bos.to_string(), eos: eos.to_string() })
     }
 
     /// The conversation as the model's prompt text, with the assistant's turn opened.
-    pub fn render(&self, messages: &[Message]) -> Result<String, LocalError> {
-        let template = self.env.get_template("chat").map_err(|e| LocalError::Model(e.to_string()))?;
-        let messages: Vec<_> =
-            messages.iter().map(|m| context! { role => m.role.as_str(), content => m.content.as_str() }).collect();
+    pub fn render(&self, messages: &[Turn<'_>]) -> Result<String, EngineError> {
+        let template = self.env.get_template("chat").map_err(|e| EngineError::Model(e.to_string()))?;
+        let messages: Vec<_> = messages.iter().map(|m| context! { role => m.role, content => m.content }).collect();
         let name = &self.name;
         template
             .render(context! {
@@ -74,10 +80,10 @@ impl ChatTemplate {
                 eos_token => self.eos.as_str(),
             })
             .map_err(|e| match e.kind() {
-                ErrorKind::OutOfFuel => LocalError::Model(format!(
+                ErrorKind::OutOfFuel => EngineError::Model(format!(
                     "{name} did not finish within {RENDER_FUEL} steps (a loop too long to render): stopped"
                 )),
-                _ => LocalError::Model(format!("rendering {name} failed: {e}")),
+                _ => EngineError::Model(format!("rendering {name} failed: {e}")),
             })
     }
 }
@@ -85,15 +91,11 @@ impl ChatTemplate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::Role;
 
     #[test]
     fn chatml_opens_the_assistant_turn() {
         let template = ChatTemplate::new(None, "<|im_start|>", "<|im_end|>").unwrap();
-        let messages = [
-            Message { role: Role::System, content: "be brief".into() },
-            Message { role: Role::User, content: "hi".into() },
-        ];
+        let messages = [Turn { role: "system", content: "be brief" }, Turn { role: "user", content: "hi" }];
         assert_eq!(
             template.render(&messages).unwrap(),
             "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
@@ -110,7 +112,7 @@ mod tests {
         let loops = "{% for a in range(100000) %}{% for b in range(100000) %}{% for c in range(100000) %}\
                      {{ a }}{% endfor %}{% endfor %}{% endfor %}";
         let template = ChatTemplate::new(Some(loops), "", "").unwrap();
-        let error = template.render(&[Message { role: Role::User, content: "hi".into() }]).unwrap_err().to_string();
+        let error = template.render(&[Turn { role: "user", content: "hi" }]).unwrap_err().to_string();
         assert!(error.contains("the GGUF's chat template did not finish within"), "{error}");
         assert!(error.contains(&RENDER_FUEL.to_string()), "{error}");
     }

@@ -9,7 +9,7 @@ use tokenizers::pre_tokenizers::digits::Digits;
 use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::{AddedToken, Tokenizer};
 
-use super::LocalError;
+use super::EngineError;
 
 /// GGUF token type of control tokens (llama.cpp's `LLAMA_TOKEN_TYPE_CONTROL`).
 const CONTROL: i64 = 3;
@@ -35,12 +35,12 @@ impl std::fmt::Debug for TextTokenizer {
     }
 }
 
-fn meta<'a>(content: &'a Content, key: &str) -> Result<&'a Value, LocalError> {
-    content.metadata.get(key).ok_or_else(|| LocalError::Model(format!("the GGUF has no `{key}`")))
+fn meta<'a>(content: &'a Content, key: &str) -> Result<&'a Value, EngineError> {
+    content.metadata.get(key).ok_or_else(|| EngineError::Model(format!("the GGUF has no `{key}`")))
 }
 
-fn strings(content: &Content, key: &str) -> Result<Vec<String>, LocalError> {
-    let bad = |e: candle_core::Error| LocalError::Model(format!("`{key}`: {e}"));
+fn strings(content: &Content, key: &str) -> Result<Vec<String>, EngineError> {
+    let bad = |e: candle_core::Error| EngineError::Model(format!("`{key}`: {e}"));
     meta(content, key)?.to_vec().map_err(bad)?.iter().map(|v| v.to_string().cloned().map_err(bad)).collect()
 }
 
@@ -71,10 +71,10 @@ fn byte_alphabet() -> [char; 256] {
 impl TextTokenizer {
     /// Builds the tokenizer from the GGUF metadata (`tokenizer.ggml.*`); only `gpt2` (byte-level BPE)
     /// vocabularies are read.
-    pub fn from_gguf(content: &Content) -> Result<Self, LocalError> {
-        let kind = meta(content, "tokenizer.ggml.model")?.to_string().map_err(|e| LocalError::Model(e.to_string()))?;
+    pub fn from_gguf(content: &Content) -> Result<Self, EngineError> {
+        let kind = meta(content, "tokenizer.ggml.model")?.to_string().map_err(|e| EngineError::Model(e.to_string()))?;
         if kind != "gpt2" {
-            return Err(LocalError::Model(format!(
+            return Err(EngineError::Model(format!(
                 "tokenizer.ggml.model is {kind:?}: only byte-level BPE (\"gpt2\") vocabularies are supported"
             )));
         }
@@ -85,13 +85,13 @@ impl TextTokenizer {
             .map(|m| {
                 m.split_once(' ')
                     .map(|(a, b)| (a.to_string(), b.to_string()))
-                    .ok_or_else(|| LocalError::Model(format!("bad merge {m:?} in tokenizer.ggml.merges")))
+                    .ok_or_else(|| EngineError::Model(format!("bad merge {m:?} in tokenizer.ggml.merges")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let types: Vec<i64> = match content.metadata.get("tokenizer.ggml.token_type") {
             Some(value) => value
                 .to_vec()
-                .map_err(|e| LocalError::Model(format!("tokenizer.ggml.token_type: {e}")))?
+                .map_err(|e| EngineError::Model(format!("tokenizer.ggml.token_type: {e}")))?
                 .iter()
                 .map(|v| integer(v).unwrap_or(1))
                 .collect(),
@@ -102,7 +102,7 @@ impl TextTokenizer {
         let bpe = BPE::builder()
             .vocab_and_merges(vocab, merges)
             .build()
-            .map_err(|e| LocalError::Model(format!("the GGUF's vocabulary and merges do not form a BPE: {e}")))?;
+            .map_err(|e| EngineError::Model(format!("the GGUF's vocabulary and merges do not form a BPE: {e}")))?;
         let mut inner = Tokenizer::new(bpe);
         let byte_level = ByteLevel::new(false, true, true);
         // `smollm`, `starcoder` and `refact` split digits one by one before the GPT-2 splits.
@@ -114,7 +114,7 @@ impl TextTokenizer {
                 inner.with_pre_tokenizer(Some(byte_level));
             }
             Some(other) => {
-                return Err(LocalError::Model(format!(
+                return Err(EngineError::Model(format!(
                 "tokenizer.ggml.pre is {other:?}: this build reads \"smollm\", \"starcoder\", \"refact\" and \"gpt2\" \
                      pre-tokenizers"
             )))
@@ -126,7 +126,7 @@ impl TextTokenizer {
             tokens.iter().zip(&special).filter(|(_, s)| **s).map(|(t, _)| AddedToken::from(t.clone(), true)).collect();
         inner
             .add_special_tokens(added)
-            .map_err(|e| LocalError::Model(format!("the GGUF's control tokens cannot be added: {e}")))?;
+            .map_err(|e| EngineError::Model(format!("the GGUF's control tokens cannot be added: {e}")))?;
         let mut plain = inner.clone();
         plain.set_encode_special_tokens(true);
         let alphabet = byte_alphabet();
@@ -154,21 +154,21 @@ impl TextTokenizer {
             })
             .collect();
         let eos = id(content, "tokenizer.ggml.eos_token_id")
-            .ok_or_else(|| LocalError::Model("the GGUF names no end-of-sequence token".into()))?;
+            .ok_or_else(|| EngineError::Model("the GGUF names no end-of-sequence token".into()))?;
         Ok(Self { inner, plain, bytes, special, eos, bos: id(content, "tokenizer.ggml.bos_token_id") })
     }
 
     /// Token ids of `text`; control tokens written in the text (`<|im_start|>`) become their ids.
-    pub fn encode(&self, text: &str) -> Result<Vec<TokenId>, LocalError> {
+    pub fn encode(&self, text: &str) -> Result<Vec<TokenId>, EngineError> {
         let encoding =
-            self.inner.encode_fast(text, false).map_err(|e| LocalError::Model(format!("tokenizing failed: {e}")))?;
+            self.inner.encode_fast(text, false).map_err(|e| EngineError::Model(format!("tokenizing failed: {e}")))?;
         Ok(encoding.get_ids().to_vec())
     }
 
     /// Token ids of `text` read as plain text: `<|im_end|>` written in it is not a control token.
-    pub fn encode_plain(&self, text: &str) -> Result<Vec<TokenId>, LocalError> {
+    pub fn encode_plain(&self, text: &str) -> Result<Vec<TokenId>, EngineError> {
         let encoding =
-            self.plain.encode_fast(text, false).map_err(|e| LocalError::Model(format!("tokenizing failed: {e}")))?;
+            self.plain.encode_fast(text, false).map_err(|e| EngineError::Model(format!("tokenizing failed: {e}")))?;
         Ok(encoding.get_ids().to_vec())
     }
 

@@ -7,7 +7,7 @@ use super::attention::{scale_queries, tiles, Heads, KvLayer, KvShape, TILE};
 use super::kernels::Kernels;
 use super::model::pool_err;
 use super::threads::{Disjoint, Pool};
-use super::LocalError;
+use super::EngineError;
 
 /// What one token's attention reads: a layer's cache, its shape, query heads per key/value head, the
 /// positions attended (the token's own among them) and the queries' scale.
@@ -51,7 +51,7 @@ pub(super) fn attend_split(
     queries: &[f32],
     scratch: &mut [f32],
     out: &mut [f32],
-) -> Result<(), LocalError> {
+) -> Result<(), EngineError> {
     let (hd, kv_heads, group) = (token.shape.head_dim, token.shape.kv_heads, token.group);
     let (heads, ntiles, width) = (kv_heads * group, tiles(token.positions), token.width());
     let per_kv = group * ntiles * TILE;

@@ -3,7 +3,7 @@
 //! horizontal sum of sixteen lanes. The portable bodies are compiled a second time for AVX2 (the same
 //! operations, so the same bits), and [`exp512`] is the AVX-512 twin of [`exp`].
 
-use super::kernels::{Kernels, Level};
+use super::kernels::Kernels;
 
 const LOG2E: f32 = std::f32::consts::LOG2_E;
 /// ln 2 split in two, so `x − n·ln 2` loses nothing: `LN2_HI` has few significant bits.
@@ -32,20 +32,12 @@ pub fn exp(x: f32) -> f32 {
 
 /// `gate[i] ← silu(gate[i])·up[i]`, i.e. `g / (1 + e^−g) · u`, on the `kernels`' path.
 pub fn silu_mul(gate: &mut [f32], up: &[f32], kernels: Kernels) {
-    #[cfg(target_arch = "x86_64")]
-    match kernels.level() {
-        // SAFETY: `Kernels` at a level is made only on a CPU that runs it.
-        Level::Avx512 => return unsafe { avx512::silu_mul(gate, up) },
-        // SAFETY: as above.
-        Level::Avx2 => return unsafe { avx2::silu_mul(gate, up) },
-        Level::Portable => {}
-    }
-    let _ = kernels;
-    silu_mul_lanes(gate, up)
+    kernels.silu_mul(gate, up)
 }
 
+/// The reference arithmetic of [`silu_mul`] (compiled as is for other CPUs, and for AVX2).
 #[inline(always)]
-fn silu_mul_lanes(gate: &mut [f32], up: &[f32]) {
+pub(super) fn silu_mul_lanes(gate: &mut [f32], up: &[f32]) {
     for (g, u) in gate.iter_mut().zip(up) {
         *g = *g / (1.0 + exp(-*g)) * u;
     }
@@ -61,7 +53,7 @@ pub fn sum16(lanes: &[f32; 16]) -> f32 {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+pub(super) mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn silu_mul(gate: &mut [f32], up: &[f32]) {
         super::silu_mul_lanes(gate, up)
@@ -72,7 +64,7 @@ mod avx2 {
 pub use avx512::exp512;
 
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
+pub(super) mod avx512 {
     use std::arch::x86_64::*;
 
     use super::{HIGHEST, LN2_HI, LN2_LO, LOG2E, LOWEST, P};
@@ -119,6 +111,7 @@ mod avx512 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::kernels::Level;
     use super::*;
 
     #[test]

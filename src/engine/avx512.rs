@@ -111,7 +111,7 @@ pub unsafe fn q8<const T: usize>(w: &[Q8x16], a: &[ActBlock], per_row: usize, ou
     }
 }
 
-/// [`super::quant::quantize_activations`]: each 32 values to 8 bits with their scale `max|x|/127`,
+/// [`super::kernels::Kernels::quantize`]: each 32 values to 8 bits with their scale `max|x|/127`,
 /// rounded to nearest even as the portable path does.
 ///
 /// # Safety

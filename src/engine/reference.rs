@@ -9,8 +9,9 @@ use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
+use super::arch::{MissingOutput, RopePairs};
 use super::model::{Config, Transformer};
-use super::LocalError;
+use super::EngineError;
 
 struct Layer {
     attn_norm: Tensor,
@@ -42,8 +43,8 @@ pub struct Llama {
     weight_bytes: usize,
 }
 
-fn model_err(e: candle_core::Error) -> LocalError {
-    LocalError::Model(e.to_string())
+fn model_err(e: candle_core::Error) -> EngineError {
+    EngineError::Model(e.to_string())
 }
 
 /// Reads a quantized tensor, converting 4/5-bit block formats to Q8_0 when `convert`.
@@ -53,8 +54,8 @@ fn qtensor<R: std::io::Read + std::io::Seek>(
     name: &str,
     device: &Device,
     convert: bool,
-) -> Result<QTensor, LocalError> {
-    let tensor = content.tensor(reader, name, device).map_err(|e| LocalError::Model(format!("tensor {name}: {e}")))?;
+) -> Result<QTensor, EngineError> {
+    let tensor = content.tensor(reader, name, device).map_err(|e| EngineError::Model(format!("tensor {name}: {e}")))?;
     let convert =
         convert && matches!(tensor.dtype(), GgmlDType::Q4_0 | GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1);
     if !convert {
@@ -69,8 +70,8 @@ fn dense<R: std::io::Read + std::io::Seek>(
     reader: &mut R,
     name: &str,
     device: &Device,
-) -> Result<Tensor, LocalError> {
-    let tensor = content.tensor(reader, name, device).map_err(|e| LocalError::Model(format!("tensor {name}: {e}")))?;
+) -> Result<Tensor, EngineError> {
+    let tensor = content.tensor(reader, name, device).map_err(|e| EngineError::Model(format!("tensor {name}: {e}")))?;
     tensor.dequantize(device).map_err(model_err)
 }
 
@@ -81,7 +82,7 @@ impl Llama {
         reader: &mut R,
         context: usize,
         convert: bool,
-    ) -> Result<Self, LocalError> {
+    ) -> Result<Self, EngineError> {
         let device = Device::Cpu;
         let mut config = Config::from_gguf(content)?;
         config.context = context.min(config.context).max(1);
@@ -93,18 +94,18 @@ impl Llama {
             })
         };
         let mut layers = Vec::with_capacity(config.layers);
+        let (arch, names) = (config.arch, &config.arch.layer);
         for i in 0..config.layers {
-            let p = format!("blk.{i}");
             let (wq, wk, wv, wo) = (
-                matmul(&format!("{p}.attn_q.weight"))?,
-                matmul(&format!("{p}.attn_k.weight"))?,
-                matmul(&format!("{p}.attn_v.weight"))?,
-                matmul(&format!("{p}.attn_output.weight"))?,
+                matmul(&arch.layer_tensor(i, names.q))?,
+                matmul(&arch.layer_tensor(i, names.k))?,
+                matmul(&arch.layer_tensor(i, names.v))?,
+                matmul(&arch.layer_tensor(i, names.attn_output))?,
             );
             let (gate, up, down) = (
-                matmul(&format!("{p}.ffn_gate.weight"))?,
-                matmul(&format!("{p}.ffn_up.weight"))?,
-                matmul(&format!("{p}.ffn_down.weight"))?,
+                matmul(&arch.layer_tensor(i, names.gate))?,
+                matmul(&arch.layer_tensor(i, names.up))?,
+                matmul(&arch.layer_tensor(i, names.down))?,
             );
             let cache_shape = (1, config.kv_heads, config.context, config.head_dim);
             layers.push(Layer {
@@ -122,20 +123,23 @@ impl Llama {
             });
         }
         for (i, layer) in layers.iter_mut().enumerate() {
-            layer.attn_norm = dense(content, reader, &format!("blk.{i}.attn_norm.weight"), &device)?;
-            layer.ffn_norm = dense(content, reader, &format!("blk.{i}.ffn_norm.weight"), &device)?;
+            layer.attn_norm = dense(content, reader, &arch.layer_tensor(i, names.attn_norm), &device)?;
+            layer.ffn_norm = dense(content, reader, &arch.layer_tensor(i, names.ffn_norm), &device)?;
         }
         let embeddings = content
-            .tensor(reader, "token_embd.weight", &device)
-            .map_err(|e| LocalError::Model(format!("tensor token_embd.weight: {e}")))?;
-        let norm = dense(content, reader, "output_norm.weight", &device)?;
-        let output = if content.tensor_infos.contains_key("output.weight") {
-            let output = qtensor(content, reader, "output.weight", &device, convert)?;
+            .tensor(reader, arch.embeddings, &device)
+            .map_err(|e| EngineError::Model(format!("tensor {}: {e}", arch.embeddings)))?;
+        let norm = dense(content, reader, arch.output_norm, &device)?;
+        let output = if content.tensor_infos.contains_key(arch.output) {
+            let output = qtensor(content, reader, arch.output, &device, convert)?;
             weight_bytes += output.storage_size_in_bytes();
             QMatMul::from_qtensor(output).map_err(model_err)?
         } else {
+            if arch.missing_output == MissingOutput::Refused {
+                return Err(EngineError::Model(format!("the GGUF has no tensor `{}`", arch.output)));
+            }
             // Tied embeddings: the output projection is the embedding table.
-            let tied = content.tensor(reader, "token_embd.weight", &device).map_err(model_err)?;
+            let tied = content.tensor(reader, arch.embeddings, &device).map_err(model_err)?;
             weight_bytes += tied.storage_size_in_bytes();
             QMatMul::from_qtensor(tied).map_err(model_err)?
         };
@@ -198,12 +202,12 @@ impl Transformer for Llama {
         self.weight_bytes
     }
 
-    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
         if tokens.is_empty() {
-            return Err(LocalError::Model("nothing to run: no tokens".into()));
+            return Err(EngineError::Model("nothing to run: no tokens".into()));
         }
         if self.cached + tokens.len() > self.config.context {
-            return Err(LocalError::Context { needed: self.cached + tokens.len(), context: self.config.context });
+            return Err(EngineError::Context { needed: self.cached + tokens.len(), context: self.config.context });
         }
         let logits = self.forward_inner(tokens).map_err(model_err)?;
         self.cached += tokens.len();
@@ -215,8 +219,9 @@ impl Transformer for Llama {
     }
 }
 
-/// Interleaved rotary tables (GGUF llama weights are laid out for adjacent-pair rotation).
+/// Interleaved rotary tables (the family's adjacent pairs: `rope_i`).
 fn rope_tables(c: &Config, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
+    let RopePairs::Adjacent = c.arch.rope.pairs;
     let half = c.head_dim / 2;
     let freqs: Vec<f32> = (0..half).map(|i| 1.0 / c.rope_base.powf(2.0 * i as f32 / c.head_dim as f32)).collect();
     let freqs = Tensor::new(freqs.as_slice(), device)?;

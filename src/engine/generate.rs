@@ -1,18 +1,18 @@
 //! One loaded model and the generation loop: render the chat prompt, reuse the cached prompt prefix,
 //! then token by token — forced tokens in one batched forward pass, masked logits, sampling — with
-//! every token sent as it is made and the bytes of a character split across tokens held back.
+//! every token sent as it is made and the bytes of a character split across tokens held back. In the
+//! engine's own words: an [`Ask`] in, [`Step`]s out, a [`Generated`] at the end.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use super::chat::ChatTemplate;
+use super::chat::{ChatTemplate, Turn};
 use super::constraint::{Constraint, Constraints, Grammar};
 use super::model::{Backend, Config, StoredWeights, Transformer, WeightsFrom};
 use super::sampler::{odds, Odds, RepeatPenalty, Sampler, Sampling};
 use super::tokenizer::{TextTokenizer, TokenId};
-use super::LocalError;
-use crate::provider::{Alternative, Event, FinishReason, ModeReport, Request, StructuredMode, TokenProb, Usage};
+use super::EngineError;
 
 /// Prompt positions are run in blocks that end at multiples of this (the first one from where the
 /// cached prefix ends). A token's numbers do not depend on the batch it runs in (the kernels' and
@@ -22,7 +22,7 @@ const PREFILL_BLOCK: usize = 64;
 /// The answer length when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
 
-/// How a model is loaded.
+/// How a model is loaded. The default keeps no stored weights (the provider names their folder).
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
     pub backend: Backend,
@@ -36,12 +36,7 @@ pub struct LoadOptions {
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self {
-            backend: Backend::Native,
-            context: 4096,
-            threads: super::threads::configured(),
-            stored_weights: crate::provider::cache_dir::cache_dir().map(|d| d.join("weights")),
-        }
+        Self { backend: Backend::Native, context: 4096, threads: super::threads::configured(), stored_weights: None }
     }
 }
 
@@ -50,7 +45,7 @@ pub struct Engine {
     model: Box<dyn Transformer>,
     tokenizer: Arc<TextTokenizer>,
     template: ChatTemplate,
-    constraints: OnceLock<Result<Constraints, LocalError>>,
+    constraints: OnceLock<Result<Constraints, EngineError>>,
     /// The tokens whose keys and values are in the model's cache, in order.
     cached: Vec<TokenId>,
     pub path: PathBuf,
@@ -63,7 +58,53 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-/// What a generation produced (the events carry the same, as they happen).
+/// What the engine is asked to answer.
+#[derive(Clone, Debug, Default)]
+pub struct Ask<'a> {
+    /// The conversation, rendered by the model's chat template.
+    pub turns: Vec<Turn<'a>>,
+    /// What the answer is held to (`None`: unconstrained).
+    pub grammar: Option<Grammar>,
+    /// The grammar's fixed text is inserted without sampling (forced tokens).
+    pub forcing: bool,
+    /// The answer's length in tokens at most.
+    pub max_tokens: usize,
+    pub sampling: Sampling,
+    /// Over the tokens the model chose, before the grammar's mask.
+    pub penalty: Option<RepeatPenalty>,
+    /// The answer stops once its text ends with one of these (empty ones never match).
+    pub stop: &'a [String],
+}
+
+/// Why an answer ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// The model or the grammar ended it, or a stop text was reached.
+    Stop,
+    /// The answer reached its length.
+    Length,
+}
+
+/// What the engine says while it answers, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// The prompt is encoded and the grammar built: the answer starts (sent once, first).
+    Started,
+    /// One token of the answer.
+    Token(Produced),
+}
+
+/// One generated token.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Produced {
+    pub id: TokenId,
+    /// The text it completes (empty while a character is split across tokens).
+    pub text: String,
+    /// How likely it was and its runner-up; `None` for a token the grammar forced.
+    pub odds: Option<Odds>,
+}
+
+/// What a generation produced (the steps carry the same, as they happen).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Generated {
     pub tokens: Vec<TokenId>,
@@ -73,7 +114,8 @@ pub struct Generated {
     pub reused_tokens: usize,
     /// Tokens inserted by the grammar without sampling.
     pub forced_tokens: usize,
-    pub finish: Option<FinishReason>,
+    /// `None` when the receiver stopped listening (cancelled).
+    pub finish: Option<Finish>,
 }
 
 /// Holds back the bytes of a character that is split across tokens.
@@ -138,7 +180,7 @@ pub fn candle_threads() -> usize {
 
 impl Engine {
     /// Loads a GGUF file: weights, tokenizer, chat template.
-    pub fn load(path: &Path, options: &LoadOptions) -> Result<Self, LocalError> {
+    pub fn load(path: &Path, options: &LoadOptions) -> Result<Self, EngineError> {
         set_candle_threads();
         let started = Instant::now();
         let (content, mut reader) = super::gguf::open(path)?;
@@ -181,7 +223,7 @@ impl Engine {
     }
 
     /// Runs later generations on `threads` threads: the same tokens and logits, bit for bit.
-    pub fn set_threads(&mut self, threads: usize) -> Result<(), LocalError> {
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), EngineError> {
         self.model.set_threads(threads)
     }
 
@@ -204,32 +246,31 @@ impl Engine {
         &self.tokenizer
     }
 
-    /// The prompt text the model sees for `request`.
-    pub fn prompt_text(&self, request: &Request) -> Result<String, LocalError> {
-        self.template.render(&request.messages)
+    /// The prompt text the model sees for `turns`.
+    pub fn prompt_of(&self, turns: &[Turn<'_>]) -> Result<String, EngineError> {
+        self.template.render(turns)
     }
 
-    fn constraints(&self) -> Result<&Constraints, LocalError> {
+    fn constraints(&self) -> Result<&Constraints, EngineError> {
         self.constraints.get_or_init(|| Constraints::new(Arc::clone(&self.tokenizer))).as_ref().map_err(Clone::clone)
     }
 
     /// Builds the constraint engine now (otherwise on the first constrained request).
-    pub fn prepare_constraints(&self) -> Result<(), LocalError> {
+    pub fn prepare_constraints(&self) -> Result<(), EngineError> {
         self.constraints().map(|_| ())
     }
 
-    /// The grammar a request's mode asks for (`None`: unconstrained).
-    fn grammar(request: &Request) -> Option<Grammar> {
-        Grammar::of(request.structured, request.schema.as_ref(), request.jsonl)
-    }
-
     /// Runs the prompt through the model, reusing the cached prefix; returns the logits after it.
-    fn prefill(&mut self, prompt: &[TokenId]) -> Result<(Vec<f32>, usize), LocalError> {
+    fn prefill(&mut self, prompt: &[TokenId]) -> Result<(Vec<f32>, usize), EngineError> {
         self.prefill_while(prompt, &|| true)
     }
 
     /// [`Self::prefill`], block after block while `go_on()` (the blocks run stay cached).
-    fn prefill_while(&mut self, prompt: &[TokenId], go_on: &dyn Fn() -> bool) -> Result<(Vec<f32>, usize), LocalError> {
+    fn prefill_while(
+        &mut self,
+        prompt: &[TokenId],
+        go_on: &dyn Fn() -> bool,
+    ) -> Result<(Vec<f32>, usize), EngineError> {
         let common = self.cached.iter().zip(prompt).take_while(|(a, b)| a == b).count();
         // Always run at least the last prompt token (its logits start the answer).
         let reuse = common.min(prompt.len().saturating_sub(1));
@@ -247,20 +288,15 @@ impl Engine {
         Ok((logits, reuse))
     }
 
-    /// Runs `request`'s prompt through the model, keeping its keys and values for the next generation
-    /// (which then runs only the prompt's last block), and builds the grammar engine when `request` is
-    /// constrained. Returns the prompt's tokens.
-    pub fn warm(&mut self, request: &Request) -> Result<usize, LocalError> {
-        self.warm_while(request, &|| true)
-    }
-
-    /// [`Self::warm`], stopping between blocks of the prompt once `go_on()` is false (a run or a newer
-    /// warm is waiting: what was run stays cached).
-    pub fn warm_while(&mut self, request: &Request, go_on: &dyn Fn() -> bool) -> Result<usize, LocalError> {
-        if Self::grammar(request).is_some() {
+    /// Runs `ask`'s prompt through the model, keeping its keys and values for the next generation
+    /// (which then runs only the prompt's last block), and builds the grammar engine when `ask` is
+    /// constrained; stops between blocks of the prompt once `go_on()` is false (a run or a newer warm
+    /// is waiting: what was run stays cached). Returns the prompt's tokens.
+    pub fn prepare_while(&mut self, ask: &Ask<'_>, go_on: &dyn Fn() -> bool) -> Result<usize, EngineError> {
+        if ask.grammar.is_some() {
             self.constraints()?;
         }
-        let prompt = self.tokenizer.encode(&self.prompt_text(request)?)?;
+        let prompt = self.tokenizer.encode(&self.prompt_of(&ask.turns)?)?;
         self.prefill_while(&prompt, go_on)?;
         Ok(prompt.len())
     }
@@ -275,39 +311,28 @@ impl Engine {
         self.cached.clear();
     }
 
-    fn step(&mut self, tokens: &[TokenId]) -> Result<Vec<f32>, LocalError> {
+    fn step(&mut self, tokens: &[TokenId]) -> Result<Vec<f32>, EngineError> {
         let logits = self.model.forward(tokens).inspect_err(|_| self.forget())?;
         self.cached.extend_from_slice(tokens);
         Ok(logits)
     }
 
-    /// Answers `request`, calling `emit` with each event (`Mode`, one `Token` per generated token,
-    /// `Usage`, `Finish`); stops early, without an error, when `emit` returns `false` (cancelled).
-    pub fn generate(
-        &mut self,
-        request: &Request,
-        emit: &mut dyn FnMut(Event) -> bool,
-    ) -> Result<Generated, LocalError> {
-        let grammar = Self::grammar(request);
-        let mut constraint: Option<Constraint> = match &grammar {
+    /// Answers `ask`, calling `emit` with each step (`Started`, one `Token` per generated token); stops
+    /// early, without an error, when `emit` returns `false` (cancelled: no finish).
+    pub fn answer(&mut self, ask: &Ask<'_>, emit: &mut dyn FnMut(Step) -> bool) -> Result<Generated, EngineError> {
+        let mut constraint: Option<Constraint> = match &ask.grammar {
             Some(grammar) => Some(self.constraints()?.matcher(grammar)?),
             None => None,
         };
-        let forcing = request.structured == StructuredMode::Constrained;
-        let prompt = self.tokenizer.encode(&self.prompt_text(request)?)?;
-        let mode = ModeReport { requested: request.structured, used: request.structured, ..ModeReport::default() };
-        if !emit(Event::Mode(mode)) {
+        let forcing = ask.forcing;
+        let prompt = self.tokenizer.encode(&self.prompt_of(&ask.turns)?)?;
+        if !emit(Step::Started) {
             return Ok(Generated::default());
         }
         let (mut logits, reused) = self.prefill(&prompt)?;
-        let max = request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize;
-        let sampling = Sampling {
-            temperature: request.temperature.unwrap_or(0.0),
-            seed: request.seed.unwrap_or(0),
-            ..Sampling::default()
-        };
-        let mut sampler = Sampler::new(sampling);
-        let penalty = request.repeat_penalty.and_then(|p| RepeatPenalty::new(p, request.repeat_last_n));
+        let max = ask.max_tokens;
+        let mut sampler = Sampler::new(ask.sampling);
+        let penalty = ask.penalty.as_ref();
         // The tokens the model chose (the penalty's window: the grammar's forced text is not a repeat).
         let mut sampled: Vec<TokenId> = Vec::new();
         let mut out = Generated { prompt_tokens: prompt.len(), reused_tokens: reused, ..Generated::default() };
@@ -315,7 +340,7 @@ impl Engine {
         let end_of_text = self.tokenizer.special_id("<|endoftext|>");
         let finish = 'generation: loop {
             if out.tokens.len() >= max {
-                break FinishReason::Length;
+                break Finish::Length;
             }
             // The schema's fixed text, inserted without sampling, in one forward pass.
             if let (true, Some(c)) = (forcing, constraint.as_mut()) {
@@ -330,29 +355,29 @@ impl Engine {
                     }
                     out.forced_tokens += forced.len();
                     if c.is_stopped() {
-                        break FinishReason::Stop;
+                        break Finish::Stop;
                     }
                     if out.tokens.len() >= max {
-                        break FinishReason::Length;
+                        break Finish::Length;
                     }
                     logits = self.step(&forced)?;
                     continue;
                 }
             }
             // The penalty applies to the model's logits, before the grammar's mask.
-            if let Some(penalty) = &penalty {
+            if let Some(penalty) = penalty {
                 penalty.apply(&mut logits, &sampled);
             }
             if let Some(c) = constraint.as_mut() {
                 c.mask(&mut logits)?;
             }
             let Some(token) = sampler.pick(&logits) else {
-                return Err(LocalError::Constraint("the grammar allows no token here".into()));
+                return Err(EngineError::Constraint("the grammar allows no token here".into()));
             };
             sampled.push(token);
             let odds = odds(&logits, token);
             if token == self.tokenizer.eos || Some(token) == end_of_text {
-                break FinishReason::Stop;
+                break Finish::Stop;
             }
             if let Some(c) = constraint.as_mut() {
                 c.consume(&[token])?;
@@ -361,28 +386,23 @@ impl Engine {
                 return Ok(out);
             }
             if constraint.as_ref().is_some_and(Constraint::is_stopped) {
-                break FinishReason::Stop;
+                break Finish::Stop;
             }
-            for stop in request.stop.iter().filter(|s| !s.is_empty()) {
+            for stop in ask.stop.iter().filter(|s| !s.is_empty()) {
                 if out.text.ends_with(stop.as_str()) {
-                    break 'generation FinishReason::Stop;
+                    break 'generation Finish::Stop;
                 }
             }
             if out.tokens.len() >= max {
-                break FinishReason::Length;
+                break Finish::Length;
             }
             logits = self.step(&[token])?;
         };
-        let usage =
-            Usage { input_tokens: prompt.len() as u64, output_tokens: out.tokens.len() as u64, estimated: false };
-        out.finish = Some(finish.clone());
-        if emit(Event::Usage(usage)) {
-            emit(Event::Finish(finish));
-        }
+        out.finish = Some(finish);
         Ok(out)
     }
 
-    /// Sends one generated token with the text it completes, then how likely it was (`odds`: `None`
+    /// Sends one generated token with the text it completes and how likely it was (`odds`: `None`
     /// for a token the grammar forced); `false` when the receiver is gone.
     fn send(
         &self,
@@ -390,22 +410,17 @@ impl Engine {
         odds: Option<Odds>,
         utf8: &mut Utf8Buffer,
         out: &mut Generated,
-        emit: &mut dyn FnMut(Event) -> bool,
+        emit: &mut dyn FnMut(Step) -> bool,
     ) -> bool {
         let text = utf8.push(self.tokenizer.token_bytes(token));
         out.tokens.push(token);
         out.text.push_str(&text);
-        let piece = |id: TokenId| String::from_utf8_lossy(self.tokenizer.token_bytes(id)).into_owned();
-        let prob = match odds {
-            None => TokenProb::forced(piece(token)),
-            Some(odds) => TokenProb {
-                token: piece(token),
-                p: Some(odds.p),
-                alt: odds.runner_up.map(|(id, p)| Alternative { token: piece(id), p }),
-                forced: false,
-            },
-        };
-        emit(Event::Token { id: token, text }) && emit(Event::Probs(vec![prob]))
+        emit(Step::Token(Produced { id: token, text, odds }))
+    }
+
+    /// A token's text as the tokenizer stores it (lossy where it is part of a character).
+    pub fn piece(&self, token: TokenId) -> String {
+        String::from_utf8_lossy(self.tokenizer.token_bytes(token)).into_owned()
     }
 }
 

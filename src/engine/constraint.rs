@@ -16,10 +16,9 @@ use llguidance::{Matcher, ParserFactory};
 use serde_json::Value;
 
 use super::closed::closed;
+use super::grammar::{jsonl_lark, with_options};
 use super::tokenizer::{TextTokenizer, TokenId};
-use super::LocalError;
-use crate::provider::grammar::{jsonl_lark, with_options};
-use crate::provider::StructuredMode;
+use super::EngineError;
 
 /// The model's tokenizer as llguidance sees it: every token's bytes (control tokens behind the trie's
 /// special marker) and a canonical tokenization of any bytes.
@@ -59,17 +58,26 @@ pub enum Grammar {
 }
 
 impl Grammar {
-    /// What an answer under `mode` is held to (`None`: unconstrained): any object for `json-object`,
-    /// the schema with its objects closed for `json-schema` and `constrained` (any object when there is
-    /// none); one value, or one per line for a `jsonl` answer.
-    pub fn of(mode: StructuredMode, schema: Option<&Value>, jsonl: bool) -> Option<Self> {
-        let any_object = || serde_json::json!({"type": "object"});
-        let schema = match mode {
-            StructuredMode::None => return None,
-            StructuredMode::JsonObject => any_object(),
-            StructuredMode::JsonSchema | StructuredMode::Constrained => schema.map_or_else(any_object, closed),
-        };
-        Some(if jsonl { Self::Jsonl(schema) } else { Self::Json(schema) })
+    /// Any JSON object (one, or one per line for a `jsonl` answer).
+    pub fn any_object(jsonl: bool) -> Self {
+        Self::shaped(serde_json::json!({"type": "object"}), jsonl)
+    }
+
+    /// `schema` with its objects closed ([`closed`]), any object when there is none; one value, or
+    /// one per line for a `jsonl` answer.
+    pub fn closed_schema(schema: Option<&Value>, jsonl: bool) -> Self {
+        match schema {
+            Some(schema) => Self::shaped(closed(schema), jsonl),
+            None => Self::any_object(jsonl),
+        }
+    }
+
+    fn shaped(schema: Value, jsonl: bool) -> Self {
+        if jsonl {
+            Self::Jsonl(schema)
+        } else {
+            Self::Json(schema)
+        }
     }
 
     /// The schema each value is held to.
@@ -88,7 +96,7 @@ impl Grammar {
 }
 
 impl Constraints {
-    pub fn new(tokenizer: Arc<TextTokenizer>) -> Result<Self, LocalError> {
+    pub fn new(tokenizer: Arc<TextTokenizer>) -> Result<Self, EngineError> {
         let mut info = TokRxInfo::new(tokenizer.vocab_size() as u32, tokenizer.eos);
         info.tok_bos = tokenizer.bos;
         info.tok_end_of_turn = Some(tokenizer.eos);
@@ -107,17 +115,17 @@ impl Constraints {
         let trie = TokTrie::from(&info, &words);
         let env: TokEnv = Arc::new(TokenizerAdapter { tokenizer, trie });
         let mut factory = ParserFactory::new_simple(&env)
-            .map_err(|e| LocalError::Constraint(format!("the constraint engine cannot start: {e}")))?;
+            .map_err(|e| EngineError::Constraint(format!("the constraint engine cannot start: {e}")))?;
         factory.quiet();
         Ok(Self { factory })
     }
 
     /// A fresh matcher for `grammar`; a schema llguidance cannot compile is an error naming why.
-    pub fn matcher(&self, grammar: &Grammar) -> Result<Constraint, LocalError> {
+    pub fn matcher(&self, grammar: &Grammar) -> Result<Constraint, EngineError> {
         let parser = self
             .factory
             .create_parser(grammar.top_level())
-            .map_err(|e| LocalError::Constraint(format!("the schema cannot be enforced: {e}")))?;
+            .map_err(|e| EngineError::Constraint(format!("the schema cannot be enforced: {e}")))?;
         Ok(Constraint { matcher: Matcher::new(Ok(parser)) })
     }
 }
@@ -128,15 +136,15 @@ pub struct Constraint {
 }
 
 impl Constraint {
-    fn check(&self) -> Result<(), LocalError> {
+    fn check(&self) -> Result<(), EngineError> {
         match self.matcher.get_error() {
-            Some(error) => Err(LocalError::Constraint(error)),
+            Some(error) => Err(EngineError::Constraint(error)),
             None => Ok(()),
         }
     }
 
     /// The tokens the grammar forces next (the schema's fixed text); [`Self::consume`] them.
-    pub fn forced(&mut self) -> Result<Vec<TokenId>, LocalError> {
+    pub fn forced(&mut self) -> Result<Vec<TokenId>, EngineError> {
         let tokens = self.matcher.compute_ff_tokens();
         self.check()?;
         Ok(tokens)
@@ -144,9 +152,9 @@ impl Constraint {
 
     /// Marks the tokens llguidance accepts next; `-inf` for every other logit. EOS is allowed when
     /// the answer is complete.
-    pub fn mask(&mut self, logits: &mut [f32]) -> Result<(), LocalError> {
+    pub fn mask(&mut self, logits: &mut [f32]) -> Result<(), EngineError> {
         let allowed: SimpleVob =
-            self.matcher.compute_mask_or_eos().map_err(|e| LocalError::Constraint(e.to_string()))?;
+            self.matcher.compute_mask_or_eos().map_err(|e| EngineError::Constraint(e.to_string()))?;
         for (token, logit) in logits.iter_mut().enumerate() {
             if !allowed.is_allowed(token as TokenId) {
                 *logit = f32::NEG_INFINITY;
@@ -156,8 +164,8 @@ impl Constraint {
     }
 
     /// Advances past `tokens` (sampled or forced).
-    pub fn consume(&mut self, tokens: &[TokenId]) -> Result<(), LocalError> {
-        self.matcher.consume_tokens(tokens).map_err(|e| LocalError::Constraint(e.to_string()))
+    pub fn consume(&mut self, tokens: &[TokenId]) -> Result<(), EngineError> {
+        self.matcher.consume_tokens(tokens).map_err(|e| EngineError::Constraint(e.to_string()))
     }
 
     /// The grammar is complete and nothing more may follow.

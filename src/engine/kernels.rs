@@ -1,25 +1,16 @@
-//! The inner loops of the forward pass: a quantized weight matrix times quantized activations, and f32
-//! dot products. The matrix kernels come in three paths chosen at run time: AVX-512 VNNI
-//! ([`super::avx512`]: up to four tokens per pass over the weights), AVX2 ([`super::avx2`]) and a
-//! portable one (other CPUs, and the reference the tests hold the others to). All three make each sum
-//! by the same arithmetic — exact integer block sums, then `fma(d_w·d_a, Σ, sums)` block after block
-//! (and `fma(m_w, s_a, offsets)` for 4-bit offsets) — so they give the same bits.
+//! The CPU dispatch and the inner loops of the forward pass. Every vector kernel (a quantized weight
+//! matrix times quantized activations, f32 dot products, activation quantizing, SiLU, attention's
+//! three steps) comes in three paths: AVX-512 VNNI ([`super::avx512`]: up to four tokens per pass over
+//! the weights), AVX2 ([`super::avx2`]) and a portable one (other CPUs, and the reference the tests
+//! hold the others to). Each path's kernels are listed once, in its table; [`Kernels`] is the table
+//! chosen once, at load, and every call site calls through it. All three make each sum by the same
+//! arithmetic — exact integer block sums, then `fma(d_w·d_a, Σ, sums)` block after block (and
+//! `fma(m_w, s_a, offsets)` for 4-bit offsets) — so they give the same bits.
 
 use std::ops::Range;
 
+use super::attention::Heads;
 use super::quant::{interleaved, ActBlock, Blocks, Matrix, Q4x16, Q8x16, ROWS};
-
-/// Whether this CPU runs the AVX2 f32 paths (with FMA and F16C, which every AVX2 CPU has).
-pub fn simd() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        super::avx2::available()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
 
 /// The matrix kernels' paths, slowest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -29,13 +20,97 @@ pub enum Level {
     Avx512,
 }
 
-/// Which kernels run. The field is private, so a value that asks for AVX2 or AVX-512 code is a proof
-/// that the CPU runs it ([`Kernels::detect`], [`Kernels::at`]); safe code cannot make one on a CPU
-/// without it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Kernels {
+/// Sixteen interleaved weight rows times `n` (1 to [`TILE`]) activation rows of `a`, each `per_row`
+/// blocks, into `out[..n]`.
+type Matmul<W> = unsafe fn(&[W], &[ActBlock], usize, usize, &mut [[f32; ROWS]; TILE]);
+
+/// Attention's three steps ([`Heads::scores`], [`Heads::softmax`], [`Heads::weigh`]).
+type Scores = unsafe fn(&Heads<'_>, &[f32], Range<usize>, &mut [f32]);
+type Softmax = unsafe fn(&Heads<'_>, &mut [f32], &mut [f32]);
+type Weigh = unsafe fn(&Heads<'_>, &[f32], &[f32], Range<usize>, &mut [f32]);
+
+/// One path's kernels: every vector kernel the forward pass calls, one entry each. The three tables
+/// below are the only place a path is chosen for a kernel; an entry may use its path's CPU features,
+/// which is why a table is reached only through [`Kernels`].
+struct Table {
     level: Level,
+    q4: Matmul<Q4x16>,
+    q8: Matmul<Q8x16>,
+    /// `a · b` in f32.
+    dot: unsafe fn(&[f32], &[f32]) -> f32,
+    /// Activations (a multiple of 32 values) into one block per 32 values.
+    quantize: unsafe fn(&[f32], &mut [ActBlock]),
+    /// `gate[i] ← silu(gate[i])·up[i]`.
+    silu_mul: unsafe fn(&mut [f32], &[f32]),
+    /// Attention's three steps.
+    scores: Scores,
+    softmax: Softmax,
+    weigh: Weigh,
 }
+
+/// Every CPU: the reference arithmetic the other paths are held to, bit for bit.
+static PORTABLE: Table = Table {
+    level: Level::Portable,
+    q4: portable_q4,
+    q8: portable_q8,
+    dot: dot_lanes,
+    quantize: super::quant::quantize_lanes,
+    silu_mul: super::math::silu_mul_lanes,
+    scores: super::attention::portable::scores,
+    softmax: super::attention::portable::softmax,
+    weigh: super::attention::portable::weigh,
+};
+
+/// AVX2 with FMA and F16C: the reference arithmetic compiled for them, one token at a time.
+#[cfg(target_arch = "x86_64")]
+static AVX2: Table = Table {
+    level: Level::Avx2,
+    q4: avx2_q4,
+    q8: avx2_q8,
+    dot: avx2_dot,
+    quantize: super::quant::quantize_avx2,
+    silu_mul: super::math::avx2::silu_mul,
+    scores: super::attention::avx2::scores,
+    softmax: super::attention::avx2::softmax,
+    weigh: super::attention::avx2::weigh,
+};
+
+/// AVX-512 VNNI (F, BW and F16C; AVX2 too): up to four tokens per pass over the weights; attention's
+/// AVX-512 shapes, else its AVX2 steps.
+#[cfg(target_arch = "x86_64")]
+static AVX512: Table = Table {
+    level: Level::Avx512,
+    q4: avx512_q4,
+    q8: avx512_q8,
+    dot: avx2_dot,
+    quantize: super::avx512::quantize,
+    silu_mul: super::math::avx512::silu_mul,
+    scores: super::attention::avx512::scores_shaped,
+    softmax: super::attention::avx512::softmax,
+    weigh: super::attention::avx512::weigh_shaped,
+};
+
+/// Which kernels run: one path's table, chosen once ([`Kernels::detect`] at load). The field is
+/// private, so a value that holds the AVX2 or AVX-512 table is a proof that the CPU runs it
+/// ([`Kernels::at`]); safe code cannot make one on a CPU without it.
+#[derive(Clone, Copy)]
+pub struct Kernels {
+    table: &'static Table,
+}
+
+impl std::fmt::Debug for Kernels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Kernels({:?})", self.table.level)
+    }
+}
+
+impl PartialEq for Kernels {
+    fn eq(&self, other: &Self) -> bool {
+        self.table.level == other.table.level
+    }
+}
+
+impl Eq for Kernels {}
 
 impl Kernels {
     /// The fastest kernels this CPU runs.
@@ -45,25 +120,61 @@ impl Kernels {
 
     /// The kernels of `level`, if this CPU runs them.
     pub fn at(level: Level) -> Option<Self> {
-        let runs = match level {
-            Level::Portable => true,
+        let table: &'static Table = match level {
+            Level::Portable => &PORTABLE,
             #[cfg(target_arch = "x86_64")]
-            Level::Avx2 => super::avx2::available(),
+            Level::Avx2 => (super::avx2::available()).then_some(&AVX2)?,
             #[cfg(target_arch = "x86_64")]
-            Level::Avx512 => super::avx512::available() && super::avx2::available(),
+            Level::Avx512 => (super::avx512::available() && super::avx2::available()).then_some(&AVX512)?,
             #[cfg(not(target_arch = "x86_64"))]
-            _ => false,
+            _ => return None,
         };
-        runs.then_some(Self { level })
+        Some(Self { table })
     }
 
     /// The portable kernels (every CPU; the reference the others are tested against).
     pub fn portable() -> Self {
-        Self { level: Level::Portable }
+        Self { table: &PORTABLE }
     }
 
     pub fn level(self) -> Level {
-        self.level
+        self.table.level
+    }
+
+    /// `a · b` in f32.
+    pub fn dot(self, a: &[f32], b: &[f32]) -> f32 {
+        // SAFETY (each call below): a table is held only on a CPU that runs its path (`Kernels::at`).
+        unsafe { (self.table.dot)(a, b) }
+    }
+
+    /// Quantizes activations `x` (a multiple of 32 values) into `out`, one block per 32 values.
+    pub fn quantize(self, x: &[f32], out: &mut [ActBlock]) {
+        // SAFETY: as in `dot`.
+        unsafe { (self.table.quantize)(x, out) }
+    }
+
+    /// `gate[i] ← silu(gate[i])·up[i]`, i.e. `g / (1 + e^−g) · u`.
+    pub fn silu_mul(self, gate: &mut [f32], up: &[f32]) {
+        // SAFETY: as in `dot`.
+        unsafe { (self.table.silu_mul)(gate, up) }
+    }
+
+    /// [`Heads::scores`]' kernel (its buffers checked there).
+    pub(super) fn scores(self, heads: &Heads<'_>, q: &[f32], tiles: Range<usize>, out: &mut [f32]) {
+        // SAFETY: as in `dot`.
+        unsafe { (self.table.scores)(heads, q, tiles, out) }
+    }
+
+    /// [`Heads::softmax`]' kernel (its buffers checked there).
+    pub(super) fn softmax(self, heads: &Heads<'_>, scores: &mut [f32], inverse: &mut [f32]) {
+        // SAFETY: as in `dot`.
+        unsafe { (self.table.softmax)(heads, scores, inverse) }
+    }
+
+    /// [`Heads::weigh`]' kernel (its buffers checked there).
+    pub(super) fn weigh(self, heads: &Heads<'_>, w: &[f32], inverse: &[f32], dims: Range<usize>, out: &mut [f32]) {
+        // SAFETY: as in `dot`.
+        unsafe { (self.table.weigh)(heads, w, inverse, dims, out) }
     }
 }
 
@@ -94,9 +205,16 @@ pub fn matmul_groups(
         while t < tokens {
             let n = (tokens - t).min(TILE);
             let a = &x[t * per_row..(t + n) * per_row];
-            match &w.blocks {
-                Blocks::Q4x16(all) => dot_q4(&all[g * per_row..(g + 1) * per_row], a, per_row, n, &mut out, kernels),
-                Blocks::Q8x16(all) => dot_q8(&all[g * per_row..(g + 1) * per_row], a, per_row, n, &mut out, kernels),
+            // SAFETY: as in `Kernels::dot`.
+            unsafe {
+                match &w.blocks {
+                    Blocks::Q4x16(all) => {
+                        (kernels.table.q4)(&all[g * per_row..(g + 1) * per_row], a, per_row, n, &mut out)
+                    }
+                    Blocks::Q8x16(all) => {
+                        (kernels.table.q8)(&all[g * per_row..(g + 1) * per_row], a, per_row, n, &mut out)
+                    }
+                }
             }
             for (i, sums) in out[..n].iter().enumerate() {
                 write(t + i, g, sums);
@@ -106,67 +224,76 @@ pub fn matmul_groups(
     }
 }
 
-/// Sixteen interleaved 4-bit weight rows times `n` (at most [`TILE`]) activation rows of `a`, each
-/// `per_row` blocks, into `out[..n]`.
-fn dot_q4(w: &[Q4x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE], kernels: Kernels) {
-    #[cfg(target_arch = "x86_64")]
-    match kernels.level {
-        // SAFETY: `Kernels` at a level is made only on a CPU that runs it (`Kernels::at`).
-        Level::Avx512 => unsafe {
-            match n {
-                1 => super::avx512::q4::<1>(w, a, per_row, out),
-                2 => super::avx512::q4::<2>(w, a, per_row, out),
-                3 => super::avx512::q4::<3>(w, a, per_row, out),
-                _ => super::avx512::q4::<4>(w, a, per_row, out),
-            }
-            return;
-        },
-        Level::Avx2 => {
-            for (t, out) in out[..n].iter_mut().enumerate() {
-                // SAFETY: as above.
-                *out = unsafe { super::avx2::q4(w, &a[t * per_row..]) };
-            }
-            return;
-        }
-        Level::Portable => {}
-    }
-    let _ = kernels;
-    for (t, out) in out[..n].iter_mut().enumerate() {
-        *out = portable_q4(w, &a[t * per_row..]);
+/// The AVX-512 matrix kernels, `n` tokens in one pass over the weights.
+///
+/// # Safety
+/// The CPU has AVX-512 F, BW, VNNI and F16C.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+unsafe fn avx512_q4(w: &[Q4x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
+    match n {
+        1 => super::avx512::q4::<1>(w, a, per_row, out),
+        2 => super::avx512::q4::<2>(w, a, per_row, out),
+        3 => super::avx512::q4::<3>(w, a, per_row, out),
+        _ => super::avx512::q4::<4>(w, a, per_row, out),
     }
 }
 
 /// The same for 8-bit weights.
-fn dot_q8(w: &[Q8x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE], kernels: Kernels) {
-    #[cfg(target_arch = "x86_64")]
-    match kernels.level {
-        // SAFETY: `Kernels` at a level is made only on a CPU that runs it (`Kernels::at`).
-        Level::Avx512 => unsafe {
-            match n {
-                1 => super::avx512::q8::<1>(w, a, per_row, out),
-                2 => super::avx512::q8::<2>(w, a, per_row, out),
-                3 => super::avx512::q8::<3>(w, a, per_row, out),
-                _ => super::avx512::q8::<4>(w, a, per_row, out),
-            }
-            return;
-        },
-        Level::Avx2 => {
-            for (t, out) in out[..n].iter_mut().enumerate() {
-                // SAFETY: as above.
-                *out = unsafe { super::avx2::q8(w, &a[t * per_row..]) };
-            }
-            return;
-        }
-        Level::Portable => {}
+///
+/// # Safety
+/// The CPU has AVX-512 F, BW, VNNI and F16C.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+unsafe fn avx512_q8(w: &[Q8x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
+    match n {
+        1 => super::avx512::q8::<1>(w, a, per_row, out),
+        2 => super::avx512::q8::<2>(w, a, per_row, out),
+        3 => super::avx512::q8::<3>(w, a, per_row, out),
+        _ => super::avx512::q8::<4>(w, a, per_row, out),
     }
-    let _ = kernels;
+}
+
+/// The AVX2 matrix kernels, one token at a time.
+///
+/// # Safety
+/// The CPU has AVX2, FMA and F16C.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn avx2_q4(w: &[Q4x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
     for (t, out) in out[..n].iter_mut().enumerate() {
-        *out = portable_q8(w, &a[t * per_row..]);
+        *out = super::avx2::q4(w, &a[t * per_row..]);
+    }
+}
+
+/// The same for 8-bit weights.
+///
+/// # Safety
+/// The CPU has AVX2, FMA and F16C.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn avx2_q8(w: &[Q8x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
+    for (t, out) in out[..n].iter_mut().enumerate() {
+        *out = super::avx2::q8(w, &a[t * per_row..]);
+    }
+}
+
+/// The portable matrix kernels, one token at a time.
+fn portable_q4(w: &[Q4x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
+    for (t, out) in out[..n].iter_mut().enumerate() {
+        *out = portable_q4_row(w, &a[t * per_row..]);
+    }
+}
+
+/// The same for 8-bit weights.
+fn portable_q8(w: &[Q8x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
+    for (t, out) in out[..n].iter_mut().enumerate() {
+        *out = portable_q8_row(w, &a[t * per_row..]);
     }
 }
 
 /// Sixteen 4-bit rows times one activation row, the reference arithmetic.
-fn portable_q4(w: &[Q4x16], a: &[ActBlock]) -> [f32; ROWS] {
+fn portable_q4_row(w: &[Q4x16], a: &[ActBlock]) -> [f32; ROWS] {
     std::array::from_fn(|r| {
         let (mut sums, mut offsets) = (0f32, 0f32);
         for (g, a) in w.iter().zip(a) {
@@ -183,7 +310,7 @@ fn portable_q4(w: &[Q4x16], a: &[ActBlock]) -> [f32; ROWS] {
 }
 
 /// Sixteen 8-bit rows times one activation row, the reference arithmetic.
-fn portable_q8(w: &[Q8x16], a: &[ActBlock]) -> [f32; ROWS] {
+fn portable_q8_row(w: &[Q8x16], a: &[ActBlock]) -> [f32; ROWS] {
     std::array::from_fn(|r| {
         let mut sums = 0f32;
         for (g, a) in w.iter().zip(a) {
@@ -192,16 +319,6 @@ fn portable_q8(w: &[Q8x16], a: &[ActBlock]) -> [f32; ROWS] {
         }
         sums
     })
-}
-
-/// `a · b` in f32.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if simd() {
-        // SAFETY: the CPU has AVX2 and FMA.
-        return unsafe { f32_avx2::dot(a, b) };
-    }
-    dot_lanes(a, b)
 }
 
 /// Eight running sums, so the compiler keeps them in one vector register.
@@ -218,21 +335,20 @@ fn dot_lanes(a: &[f32], b: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
+/// [`dot_lanes`] compiled for AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
-mod f32_avx2 {
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-        super::dot_lanes(a, b)
-    }
+#[target_feature(enable = "avx2,fma,f16c")]
+fn avx2_dot(a: &[f32], b: &[f32]) -> f32 {
+    dot_lanes(a, b)
 }
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::super::quant::{quantize_activations, Q4Block, Q8Block};
+    use super::super::quant::{Q4Block, Q8Block};
     use super::*;
 
     /// Deterministic values in [-1, 1) (the local model's kernel tests share them).
-    pub(in crate::provider::local) fn values(n: usize, seed: u32) -> Vec<f32> {
+    pub(in crate::engine) fn values(n: usize, seed: u32) -> Vec<f32> {
         let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
         (0..n)
             .map(|_| {
@@ -282,7 +398,7 @@ pub(super) mod tests {
             x[40] = 3.0;
         }
         let mut blocks = vec![ActBlock::default(); tokens * cols / 32];
-        quantize_activations(&x, &mut blocks);
+        Kernels::detect().quantize(&x, &mut blocks);
         blocks
     }
 
@@ -364,7 +480,9 @@ pub(super) mod tests {
         for n in [64, 67, 3] {
             let (a, b) = (values(n, 1), values(n, 2));
             let want: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-            assert!((dot(&a, &b) - want).abs() < 1e-4);
+            for kernels in paths() {
+                assert!((kernels.dot(&a, &b) - want).abs() < 1e-4, "{kernels:?}");
+            }
         }
     }
 }

@@ -8,7 +8,7 @@ use llguidance::Logger;
 use serde_json::{Map, Value};
 
 use super::constraint::Grammar;
-use crate::provider::grammar::with_options;
+use super::grammar::with_options;
 use crate::schema::LintIssue;
 
 /// `Ok` when the decoder compiles `grammar`; else the part of its schema it refuses, and why.
@@ -114,11 +114,10 @@ fn reason(error: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::StructuredMode;
     use serde_json::json;
 
     fn refused(schema: Value, jsonl: bool) -> Option<LintIssue> {
-        check(&Grammar::of(StructuredMode::Constrained, Some(&schema), jsonl).unwrap()).err()
+        check(&Grammar::closed_schema(Some(&schema), jsonl)).err()
     }
 
     #[test]
@@ -154,6 +153,6 @@ mod tests {
                             "format": {"type": "string", "format": "nonsense"}}});
         assert_eq!(refused(schema.clone(), false), None);
         assert_eq!(refused(schema, true), None);
-        assert!(check(&Grammar::of(StructuredMode::JsonObject, None, false).unwrap()).is_ok());
+        assert!(check(&Grammar::any_object(false)).is_ok());
     }
 }

@@ -14,7 +14,7 @@ use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 use half::f16;
 
-use super::LocalError;
+use super::EngineError;
 
 /// Values per block.
 pub const BLOCK: usize = 32;
@@ -191,19 +191,19 @@ impl Matrix {
         reader: &mut R,
         name: &str,
         scratch: &mut Vec<u8>,
-    ) -> Result<Self, LocalError> {
+    ) -> Result<Self, EngineError> {
         let info = content
             .tensor_infos
             .get(name)
-            .ok_or_else(|| LocalError::Model(format!("the GGUF has no tensor {name}")))?;
+            .ok_or_else(|| EngineError::Model(format!("the GGUF has no tensor {name}")))?;
         let dims = info.shape.dims();
         let (rows, cols) = match dims {
             [cols] => (1, *cols),
             [rows, cols] => (*rows, *cols),
-            _ => return Err(LocalError::Model(format!("tensor {name}: shape {dims:?} is not a matrix"))),
+            _ => return Err(EngineError::Model(format!("tensor {name}: shape {dims:?} is not a matrix"))),
         };
         if cols % BLOCK != 0 {
-            return Err(LocalError::Model(format!("tensor {name}: {cols} columns is not a multiple of {BLOCK}")));
+            return Err(EngineError::Model(format!("tensor {name}: {cols} columns is not a multiple of {BLOCK}")));
         }
         let n = rows * cols / BLOCK;
         let blocks = match info.ggml_dtype {
@@ -256,8 +256,8 @@ fn in_groups<T>(rows: usize, per_row: usize, group: impl Fn(usize, usize) -> T) 
 }
 
 /// Reads tensor `name` as f32 values, whatever its type (the norms).
-pub fn vector<R: Read + Seek>(content: &Content, reader: &mut R, name: &str) -> Result<Vec<f32>, LocalError> {
-    let model_err = |e: candle_core::Error| LocalError::Model(format!("tensor {name}: {e}"));
+pub fn vector<R: Read + Seek>(content: &Content, reader: &mut R, name: &str) -> Result<Vec<f32>, EngineError> {
+    let model_err = |e: candle_core::Error| EngineError::Model(format!("tensor {name}: {e}"));
     let tensor = content.tensor(reader, name, &Device::Cpu).map_err(model_err)?;
     tensor.dequantize(&Device::Cpu).and_then(|t| t.flatten_all()).and_then(|t| t.to_vec1::<f32>()).map_err(model_err)
 }
@@ -269,9 +269,9 @@ fn raw<'s, R: Read + Seek>(
     name: &str,
     len: usize,
     scratch: &'s mut Vec<u8>,
-) -> Result<&'s [u8], LocalError> {
+) -> Result<&'s [u8], EngineError> {
     let info = &content.tensor_infos[name];
-    let io = |e: std::io::Error| LocalError::Model(format!("tensor {name}: cannot read its {len} bytes: {e}"));
+    let io = |e: std::io::Error| EngineError::Model(format!("tensor {name}: cannot read its {len} bytes: {e}"));
     reader.seek(SeekFrom::Start(content.tensor_data_offset + info.offset)).map_err(io)?;
     scratch.clear();
     scratch.resize(len, 0);
@@ -319,28 +319,17 @@ pub fn quantize_weights(values: &[f32]) -> Vec<Q8Block> {
         .collect()
 }
 
-/// Quantizes activations `x` (a multiple of 32 values) into `out`, one block per 32 values.
-pub fn quantize_activations(x: &[f32], out: &mut [ActBlock]) {
-    #[cfg(target_arch = "x86_64")]
-    match super::kernels::Kernels::detect().level() {
-        // SAFETY: `detect` found a CPU with AVX-512 F and BW.
-        super::kernels::Level::Avx512 => return unsafe { super::avx512::quantize(x, out) },
-        // SAFETY: `detect` found a CPU with AVX2, FMA and F16C.
-        super::kernels::Level::Avx2 => return unsafe { quantize_avx2(x, out) },
-        super::kernels::Level::Portable => {}
-    }
-    quantize_lanes(x, out)
-}
-
-/// [`quantize_lanes`] compiled for AVX2.
+/// [`quantize_lanes`] compiled for AVX2 (a path of [`super::kernels::Kernels`]).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn quantize_avx2(x: &[f32], out: &mut [ActBlock]) {
+pub(super) fn quantize_avx2(x: &[f32], out: &mut [ActBlock]) {
     quantize_lanes(x, out)
 }
 
+/// Activations `x` (a multiple of 32 values) quantized into `out`, one block per 32 values: the
+/// reference arithmetic (a path of [`super::kernels::Kernels`]).
 #[inline(always)]
-fn quantize_lanes(x: &[f32], out: &mut [ActBlock]) {
+pub(super) fn quantize_lanes(x: &[f32], out: &mut [ActBlock]) {
     for (chunk, block) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
         let (d, qs) = quantize_block(chunk);
         let sum: i32 = qs.iter().map(|q| i32::from(*q)).sum();
@@ -371,6 +360,7 @@ fn quantize_with(chunk: &[f32], inverse: f32) -> [i8; 32] {
 
 #[cfg(test)]
 mod tests {
+    use super::super::kernels::{Kernels, Level};
     use super::*;
 
     #[test]
@@ -454,17 +444,10 @@ mod tests {
         quantize_lanes(&x, &mut want);
         assert_eq!((want[0].qs[1], want[0].qs[2], want[0].qs[31]), (-16, -14, 14), "ties to even");
         assert_eq!(want[1], ActBlock::default());
-        #[cfg(target_arch = "x86_64")]
-        for level in [super::super::kernels::Level::Avx2, super::super::kernels::Level::Avx512] {
-            let Some(kernels) = super::super::kernels::Kernels::at(level) else { continue };
+        for level in [Level::Portable, Level::Avx2, Level::Avx512] {
+            let Some(kernels) = Kernels::at(level) else { continue };
             let mut got = vec![ActBlock::default(); 40];
-            // SAFETY: the CPU runs `level`.
-            unsafe {
-                match kernels.level() {
-                    super::super::kernels::Level::Avx512 => super::super::avx512::quantize(&x, &mut got),
-                    _ => quantize_avx2(&x, &mut got),
-                }
-            }
+            kernels.quantize(&x, &mut got);
             assert_eq!(got, want, "{level:?}");
         }
     }
@@ -473,7 +456,7 @@ mod tests {
     fn activations_round_trip_within_half_a_step() {
         let x: Vec<f32> = (0..64).map(|i| ((i * 37 % 19) as f32 - 9.0) * 0.37).collect();
         let mut blocks = vec![ActBlock::default(); 2];
-        quantize_activations(&x, &mut blocks);
+        Kernels::detect().quantize(&x, &mut blocks);
         for (chunk, b) in x.chunks(32).zip(&blocks) {
             for (v, q) in chunk.iter().zip(b.qs) {
                 assert!((v - b.d * f32::from(q)).abs() <= b.d / 2.0 + 1e-6);
@@ -487,7 +470,7 @@ mod tests {
     #[test]
     fn a_zero_block_quantizes_to_zeros() {
         let mut blocks = vec![ActBlock { d: 9.0, s: 9.0, sum: 9, qs: [9; 32] }];
-        quantize_activations(&[0.0; 32], &mut blocks);
+        Kernels::detect().quantize(&[0.0; 32], &mut blocks);
         assert_eq!(blocks[0], ActBlock::default());
     }
 }

@@ -12,14 +12,15 @@ use std::io::{Read, Seek};
 
 use candle_core::quantized::gguf_file::Content;
 
+use super::arch::{Arch, MissingOutput, Norm, RopePairs};
 use super::attention::{attend, scratch_len, KvLayer, KvShape};
 use super::attention_split::{attend_split, split_scratch_len, Token};
-use super::kernels::{dot, groups, matmul_groups, Kernels};
+use super::kernels::{groups, matmul_groups, Kernels};
 use super::math::silu_mul;
-use super::quant::{quantize_activations, vector, ActBlock, Matrix, BLOCK, ROWS};
+use super::quant::{vector, ActBlock, Matrix, BLOCK, ROWS};
 use super::threads::{Disjoint, Pool, PoolError};
 use super::weights::{self, Identity};
-use super::LocalError;
+use super::EngineError;
 
 /// Where a GGUF's interleaved weights are kept on disk, and the GGUF's identity.
 #[derive(Clone, Debug)]
@@ -45,7 +46,7 @@ fn matrix_from<R: Read + Seek>(
     name: &str,
     scratch: &mut Vec<u8>,
     rebuilt: &mut bool,
-) -> Result<Matrix, LocalError> {
+) -> Result<Matrix, EngineError> {
     match stored.remove(name) {
         Some(m) => Ok(m),
         None => {
@@ -77,7 +78,7 @@ pub trait Transformer: Send {
         WeightsFrom::Gguf("candle's backend stores nothing".into())
     }
     /// Runs `tokens` at the positions after the cache and returns the logits after the last one.
-    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError>;
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError>;
     /// Forgets every cached position from `len` on.
     fn truncate_cache(&mut self, len: usize);
     /// The threads a forward pass runs on.
@@ -85,7 +86,7 @@ pub trait Transformer: Send {
         1
     }
     /// Runs later forward passes on `threads` threads (the numbers stay the same bits).
-    fn set_threads(&mut self, threads: usize) -> Result<(), LocalError> {
+    fn set_threads(&mut self, threads: usize) -> Result<(), EngineError> {
         let _ = threads;
         Ok(())
     }
@@ -102,7 +103,7 @@ pub fn load<R: Read + Seek>(
     context: usize,
     threads: usize,
     stored: Option<&StoredWeights>,
-) -> Result<Box<dyn Transformer>, LocalError> {
+) -> Result<Box<dyn Transformer>, EngineError> {
     Ok(match backend {
         Backend::Native => Box::new(Llama::load(content, reader, context, threads, stored)?),
         Backend::Candle => Box::new(super::reference::Llama::load(content, reader, context, true)?),
@@ -110,9 +111,11 @@ pub fn load<R: Read + Seek>(
     })
 }
 
-/// The shape of the model, from the GGUF's `llama.*` metadata.
+/// The shape of the model, from its family's metadata (`llama.*` for llama).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
+    /// The family: metadata keys, tensor names, norm, rotary embedding, output projection.
+    pub arch: &'static Arch,
     pub layers: usize,
     pub dim: usize,
     pub heads: usize,
@@ -123,14 +126,14 @@ pub struct Config {
     pub eps: f64,
 }
 
-fn meta_usize(content: &Content, key: &str) -> Result<usize, LocalError> {
-    let value = content.metadata.get(key).ok_or_else(|| LocalError::Model(format!("the GGUF has no `{key}`")))?;
+fn meta_usize(content: &Content, key: &str) -> Result<usize, EngineError> {
+    let value = content.metadata.get(key).ok_or_else(|| EngineError::Model(format!("the GGUF has no `{key}`")))?;
     value
         .to_u32()
         .map(|v| v as usize)
         .or_else(|_| value.to_u64().map(|v| v as usize))
         .or_else(|_| value.to_i32().map(|v| v.max(0) as usize))
-        .map_err(|e| LocalError::Model(format!("`{key}`: {e}")))
+        .map_err(|e| EngineError::Model(format!("`{key}`: {e}")))
 }
 
 fn meta_f32(content: &Content, key: &str) -> Option<f32> {
@@ -138,40 +141,43 @@ fn meta_f32(content: &Content, key: &str) -> Option<f32> {
 }
 
 impl Config {
-    pub fn from_gguf(content: &Content) -> Result<Self, LocalError> {
-        let arch = content.metadata.get("general.architecture").and_then(|v| v.to_string().ok()).cloned();
-        if arch.as_deref() != Some("llama") {
-            return Err(LocalError::Model(format!(
-                "general.architecture is {:?}: only llama-architecture GGUF models run here",
-                arch.unwrap_or_default()
-            )));
-        }
-        let dim = meta_usize(content, "llama.embedding_length")?;
-        let heads = meta_usize(content, "llama.attention.head_count")?;
-        let kv_heads = meta_usize(content, "llama.attention.head_count_kv").unwrap_or(heads);
+    /// The shape of `content`'s model, its family picked by `general.architecture`.
+    pub fn from_gguf(content: &Content) -> Result<Self, EngineError> {
+        Self::of_family(content, Arch::of(content)?)
+    }
+
+    /// The shape of `content`'s model read as family `arch` (its metadata keys and defaults).
+    pub fn of_family(content: &Content, arch: &'static Arch) -> Result<Self, EngineError> {
+        let key = |suffix: &str| arch.key(suffix);
+        let dim = meta_usize(content, &key("embedding_length"))?;
+        let heads = meta_usize(content, &key("attention.head_count"))?;
+        let kv_heads = meta_usize(content, &key("attention.head_count_kv")).unwrap_or(heads);
         if heads == 0 || kv_heads == 0 || dim % heads != 0 || heads % kv_heads != 0 || (dim / heads) % 2 != 0 {
-            return Err(LocalError::Model(format!(
+            return Err(EngineError::Model(format!(
                 "unusable attention shape: {dim} dims, {heads} heads, {kv_heads} key/value heads"
             )));
         }
         // Each layer is tensors of the file: more layers than tensors is a count to refuse, not to
         // allocate for.
-        let layers = meta_usize(content, "llama.block_count")?;
+        let layers_key = key("block_count");
+        let layers = meta_usize(content, &layers_key)?;
         if layers > content.tensor_infos.len() {
-            return Err(LocalError::Model(format!(
-                "`llama.block_count` is {layers}, more layers than the file has tensors ({})",
+            return Err(EngineError::Model(format!(
+                "`{layers_key}` is {layers}, more layers than the file has tensors ({})",
                 content.tensor_infos.len()
             )));
         }
+        let Norm::Rms { eps_key, default_eps } = arch.norm;
         Ok(Self {
+            arch,
             layers,
             dim,
             heads,
             kv_heads,
             head_dim: dim / heads,
-            context: meta_usize(content, "llama.context_length").unwrap_or(2048),
-            rope_base: meta_f32(content, "llama.rope.freq_base").unwrap_or(10_000.0),
-            eps: meta_f32(content, "llama.attention.layer_norm_rms_epsilon").unwrap_or(1e-5) as f64,
+            context: meta_usize(content, &key("context_length")).unwrap_or(arch.default_context),
+            rope_base: meta_f32(content, &key(arch.rope.base_key)).unwrap_or(arch.rope.default_base),
+            eps: meta_f32(content, &key(eps_key)).unwrap_or(default_eps) as f64,
         })
     }
 
@@ -238,8 +244,8 @@ pub struct Llama {
     weights_from: WeightsFrom,
 }
 
-pub(super) fn pool_err(error: PoolError) -> LocalError {
-    LocalError::Model(error.0)
+pub(super) fn pool_err(error: PoolError) -> EngineError {
+    EngineError::Model(error.0)
 }
 
 impl Llama {
@@ -249,7 +255,7 @@ impl Llama {
         context: usize,
         threads: usize,
         stored: Option<&StoredWeights>,
-    ) -> Result<Self, LocalError> {
+    ) -> Result<Self, EngineError> {
         let (mut from_disk, mut why) = match stored {
             Some(s) => match weights::load(&s.file, &s.identity) {
                 Ok(m) => (m, String::new()),
@@ -264,9 +270,10 @@ impl Llama {
         let mut layers = Vec::with_capacity(config.layers);
         let mut ffn = 0;
         let mut scratch = Vec::new();
+        let (arch, names) = (config.arch, &config.arch.layer);
         for i in 0..config.layers {
             let mut matrix = |name: &str, rows: Option<usize>, cols: usize| {
-                let full = format!("blk.{i}.{name}.weight");
+                let full = arch.layer_tensor(i, name);
                 let m = matrix_from(&mut from_disk, content, reader, &full, &mut scratch, &mut rebuilt)?;
                 match rows {
                     Some(rows) if (m.rows, m.cols) != (rows, cols) => Err(shape_err(&full, &m, rows, cols)),
@@ -275,28 +282,31 @@ impl Llama {
                 }
             };
             let (wq, wk, wv, wo) = (
-                matrix("attn_q", Some(dim), dim)?,
-                matrix("attn_k", Some(kv_dim), dim)?,
-                matrix("attn_v", Some(kv_dim), dim)?,
-                matrix("attn_output", Some(dim), dim)?,
+                matrix(names.q, Some(dim), dim)?,
+                matrix(names.k, Some(kv_dim), dim)?,
+                matrix(names.v, Some(kv_dim), dim)?,
+                matrix(names.attn_output, Some(dim), dim)?,
             );
-            let gate = matrix("ffn_gate", None, dim)?;
+            let gate = matrix(names.gate, None, dim)?;
             ffn = gate.rows;
-            let (up, down) = (matrix("ffn_up", Some(ffn), dim)?, matrix("ffn_down", Some(dim), ffn)?);
-            let attn_norm = norm_vector(content, reader, &format!("blk.{i}.attn_norm.weight"), dim)?;
-            let ffn_norm = norm_vector(content, reader, &format!("blk.{i}.ffn_norm.weight"), dim)?;
+            let (up, down) = (matrix(names.up, Some(ffn), dim)?, matrix(names.down, Some(dim), ffn)?);
+            let attn_norm = norm_vector(content, reader, &arch.layer_tensor(i, names.attn_norm), dim)?;
+            let ffn_norm = norm_vector(content, reader, &arch.layer_tensor(i, names.ffn_norm), dim)?;
             let cache = KvLayer::with_capacity(config.kv_shape(), config.context);
             layers.push(Layer { attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down, cache });
         }
-        let embeddings = matrix_from(&mut from_disk, content, reader, "token_embd.weight", &mut scratch, &mut rebuilt)?;
+        let embeddings = matrix_from(&mut from_disk, content, reader, arch.embeddings, &mut scratch, &mut rebuilt)?;
         if embeddings.cols != dim {
-            return Err(shape_err("token_embd.weight", &embeddings, embeddings.rows, dim));
+            return Err(shape_err(arch.embeddings, &embeddings, embeddings.rows, dim));
         }
-        let output = match content.tensor_infos.contains_key("output.weight") {
-            true => Some(matrix_from(&mut from_disk, content, reader, "output.weight", &mut scratch, &mut rebuilt)?),
-            false => None,
+        let output = match (content.tensor_infos.contains_key(arch.output), &arch.missing_output) {
+            (true, _) => Some(matrix_from(&mut from_disk, content, reader, arch.output, &mut scratch, &mut rebuilt)?),
+            (false, MissingOutput::Tied) => None,
+            (false, MissingOutput::Refused) => {
+                return Err(EngineError::Model(format!("the GGUF has no tensor `{}`", arch.output)))
+            }
         };
-        let norm = norm_vector(content, reader, "output_norm.weight", dim)?;
+        let norm = norm_vector(content, reader, arch.output_norm, dim)?;
         let (cos, sin) = rope_tables(&config);
         let pool = Pool::new(threads).map_err(pool_err)?;
         let kernels = Kernels::detect();
@@ -335,22 +345,23 @@ impl Llama {
     /// Every weight matrix with its tensor name.
     fn named_matrices(&self) -> Vec<(String, &Matrix)> {
         let mut out: Vec<(String, &Matrix)> = Vec::new();
+        let (arch, names) = (self.config.arch, &self.config.arch.layer);
         for (i, l) in self.layers.iter().enumerate() {
             for (m, name) in [
-                (&l.wq, "attn_q"),
-                (&l.wk, "attn_k"),
-                (&l.wv, "attn_v"),
-                (&l.wo, "attn_output"),
-                (&l.gate, "ffn_gate"),
-                (&l.up, "ffn_up"),
-                (&l.down, "ffn_down"),
+                (&l.wq, names.q),
+                (&l.wk, names.k),
+                (&l.wv, names.v),
+                (&l.wo, names.attn_output),
+                (&l.gate, names.gate),
+                (&l.up, names.up),
+                (&l.down, names.down),
             ] {
-                out.push((format!("blk.{i}.{name}.weight"), m));
+                out.push((arch.layer_tensor(i, name), m));
             }
         }
-        out.push(("token_embd.weight".into(), &self.embeddings));
+        out.push((arch.embeddings.into(), &self.embeddings));
         if let Some(output) = &self.output {
-            out.push(("output.weight".into(), output));
+            out.push((arch.output.into(), output));
         }
         out
     }
@@ -364,7 +375,7 @@ impl Llama {
         layers + self.output.as_ref().unwrap_or(&self.embeddings).bytes()
     }
 
-    fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
+    fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
         let Self {
             config: c, embeddings, layers, norm, output, ffn, cos, sin, cached, buffers: b, pool, kernels, ..
         } = self;
@@ -392,7 +403,7 @@ impl Llama {
         let acts = grow(&mut b.acts, seq * dim.max(ffn) / BLOCK);
         for (t, &token) in tokens.iter().enumerate() {
             if token as usize >= embeddings.rows {
-                return Err(LocalError::Model(format!(
+                return Err(EngineError::Model(format!(
                     "token {token} is outside the model's vocabulary of {}",
                     embeddings.rows
                 )));
@@ -400,6 +411,8 @@ impl Llama {
             embeddings.dequantize_row(token as usize, &mut x[t * dim..(t + 1) * dim]);
         }
         let half = hd / 2;
+        // The family's pairs: adjacent dimensions (the only ones a family here uses).
+        let RopePairs::Adjacent = c.arch.rope.pairs;
         let rope = |values: &mut [f32], heads: usize, position: usize| {
             let (cos, sin) = (&cos[position * half..][..half], &sin[position * half..][..half]);
             for head in values.chunks_exact_mut(hd).take(heads) {
@@ -423,8 +436,8 @@ impl Llama {
                     if i > 0 {
                         add(x, h);
                     }
-                    rms_norm_rows(x, &layer.attn_norm, eps, h);
-                    quantize_activations(h, a);
+                    rms_norm_rows(x, &layer.attn_norm, eps, h, kernels);
+                    kernels.quantize(h, a);
                 })?;
             }
             let (qo, ko, vo) = (Disjoint::new(&mut *q), Disjoint::new(&mut *k), Disjoint::new(&mut *v));
@@ -443,7 +456,7 @@ impl Llama {
             if split_heads {
                 let token = Token { cache: &layer.cache, shape, group, positions: start + 1, scale };
                 attend_split(pool, kernels, &token, &q[..dim], scratch, &mut y[..dim])?;
-                quantize_activations(&y[..dim], &mut acts[..per_dim]);
+                kernels.quantize(&y[..dim], &mut acts[..per_dim]);
             } else {
                 let (cache, q) = (&layer.cache, &*q);
                 let (yo, so, ao) = (Disjoint::new(&mut *y), Disjoint::new(&mut *scratch), Disjoint::new(&mut *acts));
@@ -464,7 +477,7 @@ impl Llama {
                     // SAFETY: token t's rows are this call's alone.
                     let (y, a) =
                         unsafe { (yo.slice(t * dim..(t + 1) * dim), ao.slice(t * per_dim..(t + 1) * per_dim)) };
-                    quantize_activations(y, a);
+                    kernels.quantize(y, a);
                 })?;
             }
             project(pool, &[(&layer.wo, &Disjoint::new(&mut *h))], acts, seq, kernels)?;
@@ -476,8 +489,8 @@ impl Llama {
                     let (x, h, a) =
                         unsafe { (xo.slice(rows.clone()), ho.slice(rows), ao.slice(t * per_dim..(t + 1) * per_dim)) };
                     add(x, h);
-                    rms_norm_rows(x, &layer.ffn_norm, eps, h);
-                    quantize_activations(h, a);
+                    rms_norm_rows(x, &layer.ffn_norm, eps, h, kernels);
+                    kernels.quantize(h, a);
                 })?;
             }
             {
@@ -509,15 +522,15 @@ impl Llama {
                     // SAFETY: token t's rows are this call's alone.
                     let (g, a) =
                         unsafe { (go.slice(t * ffn..(t + 1) * ffn), ao.slice(t * per_ffn..(t + 1) * per_ffn)) };
-                    quantize_activations(g, a);
+                    kernels.quantize(g, a);
                 })?;
             }
             project(pool, &[(&layer.down, &Disjoint::new(&mut *h))], acts, seq, kernels)?;
         }
         add(x, h);
         let last = &x[(seq - 1) * dim..];
-        rms_norm_rows(last, norm, eps, &mut h[..dim]);
-        quantize_rows(&h[..dim], dim, acts);
+        rms_norm_rows(last, norm, eps, &mut h[..dim], kernels);
+        quantize_rows(&h[..dim], dim, acts, kernels);
         let output = output.as_ref().unwrap_or(embeddings);
         let mut logits = vec![0f32; output.rows];
         project(pool, &[(output, &Disjoint::new(&mut logits))], acts, 1, kernels)?;
@@ -526,7 +539,7 @@ impl Llama {
 }
 
 /// Runs `f(t)` for each of `seq` tokens, split across the pool (the tokens' rows are independent).
-fn per_token(pool: &mut Pool, seq: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), LocalError> {
+fn per_token(pool: &mut Pool, seq: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), EngineError> {
     pool.split(seq, 2, &|_, tokens| tokens.for_each(f)).map_err(pool_err)
 }
 
@@ -538,7 +551,7 @@ fn project(
     acts: &[ActBlock],
     tokens: usize,
     kernels: Kernels,
-) -> Result<(), LocalError> {
+) -> Result<(), EngineError> {
     let units: usize = matrices.iter().map(|(m, _)| groups(m)).sum();
     pool.split(units, 2, &|_, range| {
         let mut first = 0;
@@ -572,12 +585,12 @@ impl Transformer for Llama {
         self.weights_from.clone()
     }
 
-    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, LocalError> {
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
         if tokens.is_empty() {
-            return Err(LocalError::Model("nothing to run: no tokens".into()));
+            return Err(EngineError::Model("nothing to run: no tokens".into()));
         }
         if self.cached + tokens.len() > self.config.context {
-            return Err(LocalError::Context { needed: self.cached + tokens.len(), context: self.config.context });
+            return Err(EngineError::Context { needed: self.cached + tokens.len(), context: self.config.context });
         }
         let logits = self.forward_inner(tokens)?;
         self.cached += tokens.len();
@@ -592,7 +605,7 @@ impl Transformer for Llama {
         self.pool.threads()
     }
 
-    fn set_threads(&mut self, threads: usize) -> Result<(), LocalError> {
+    fn set_threads(&mut self, threads: usize) -> Result<(), EngineError> {
         if threads != self.pool.threads() {
             self.pool = Pool::new(threads).map_err(pool_err)?;
         }
@@ -600,8 +613,8 @@ impl Transformer for Llama {
     }
 }
 
-fn shape_err(name: &str, m: &Matrix, rows: usize, cols: usize) -> LocalError {
-    LocalError::Model(format!("tensor {name} is {}×{}, expected {rows}×{cols}", m.rows, m.cols))
+fn shape_err(name: &str, m: &Matrix, rows: usize, cols: usize) -> EngineError {
+    EngineError::Model(format!("tensor {name} is {}×{}, expected {rows}×{cols}", m.rows, m.cols))
 }
 
 fn norm_vector<R: Read + Seek>(
@@ -609,19 +622,19 @@ fn norm_vector<R: Read + Seek>(
     reader: &mut R,
     name: &str,
     dim: usize,
-) -> Result<Vec<f32>, LocalError> {
+) -> Result<Vec<f32>, EngineError> {
     let values = vector(content, reader, name)?;
     if values.len() != dim {
-        return Err(LocalError::Model(format!("tensor {name} has {} values, expected {dim}", values.len())));
+        return Err(EngineError::Model(format!("tensor {name} has {} values, expected {dim}", values.len())));
     }
     Ok(values)
 }
 
 /// Each row of `x` divided by its root mean square, times `weight`, into `out`.
-fn rms_norm_rows(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
+fn rms_norm_rows(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32], kernels: Kernels) {
     let dim = weight.len();
     for (row, out) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
-        let mean = dot(row, row) / dim as f32;
+        let mean = kernels.dot(row, row) / dim as f32;
         let inverse = 1.0 / (mean + eps).sqrt();
         for ((o, v), w) in out.iter_mut().zip(row).zip(weight) {
             *o = v * inverse * w;
@@ -630,10 +643,10 @@ fn rms_norm_rows(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
 }
 
 /// Quantizes each `width`-value row of `x` into `acts`, row after row.
-fn quantize_rows(x: &[f32], width: usize, acts: &mut [ActBlock]) {
+fn quantize_rows(x: &[f32], width: usize, acts: &mut [ActBlock], kernels: Kernels) {
     let per_row = width / BLOCK;
     for (t, row) in x.chunks_exact(width).enumerate() {
-        quantize_activations(row, &mut acts[t * per_row..(t + 1) * per_row]);
+        kernels.quantize(row, &mut acts[t * per_row..(t + 1) * per_row]);
     }
 }
 
@@ -643,7 +656,7 @@ fn add(x: &mut [f32], delta: &[f32]) {
     }
 }
 
-/// Rotary tables for adjacent-pair rotation (GGUF llama weights are laid out for it).
+/// Rotary tables: position × pair `i` (of `head_dim / 2`), angle `p / base^(2i / head_dim)`.
 fn rope_tables(c: &Config) -> (Vec<f32>, Vec<f32>) {
     let half = c.head_dim / 2;
     let freqs: Vec<f32> = (0..half).map(|i| 1.0 / c.rope_base.powf(2.0 * i as f32 / c.head_dim as f32)).collect();

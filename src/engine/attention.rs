@@ -13,7 +13,7 @@
 
 use half::f16;
 
-use super::kernels::{Kernels, Level};
+use super::kernels::Kernels;
 use super::math::{exp, sum16};
 
 /// Positions per key tile.
@@ -173,32 +173,14 @@ impl<'a> Heads<'a> {
         let (hd, group) = (self.shape.head_dim, self.group);
         assert!(q.len() >= group * hd && out.len() >= tiles.len() * group * TILE, "buffers too short");
         assert!(tiles.end <= self::tiles(self.positions), "tiles {tiles:?} of {}", self.positions);
-        #[cfg(target_arch = "x86_64")]
-        match kernels.level() {
-            // SAFETY: `Kernels` at a level is made only on a CPU that runs it (`Kernels::at`).
-            Level::Avx512 if self.avx512_shape() => return unsafe { avx512::scores(self, q, tiles, out) },
-            // SAFETY: as above.
-            Level::Avx2 | Level::Avx512 => return unsafe { avx2::scores(self, q, tiles, out) },
-            Level::Portable => {}
-        }
-        let _ = kernels;
-        self.scores_lanes(q, tiles, out)
+        kernels.scores(self, q, tiles, out)
     }
 
     /// Step 2: each head's scores (all of `scores`) turned into `e^(s − max)` in place, and
     /// `inverse[g]` = 1 / their sum (summed in sixteen lanes, position `p` in lane `p mod 16`).
     pub fn softmax(&self, kernels: Kernels, scores: &mut [f32], inverse: &mut [f32]) {
         assert!(scores.len() >= self.scores_len() && inverse.len() >= self.group, "buffers too short");
-        #[cfg(target_arch = "x86_64")]
-        match kernels.level() {
-            // SAFETY: `Kernels` at a level is made only on a CPU that runs it (`Kernels::at`).
-            Level::Avx512 => return unsafe { avx512::softmax(self, scores, inverse) },
-            // SAFETY: as above.
-            Level::Avx2 => return unsafe { avx2::softmax(self, scores, inverse) },
-            Level::Portable => {}
-        }
-        let _ = kernels;
-        self.softmax_lanes(scores, inverse)
+        kernels.softmax(self, scores, inverse)
     }
 
     /// Step 3: dimensions `dims` (whole sixteens) of each head's output, into `out` (`group ×
@@ -214,23 +196,12 @@ impl<'a> Heads<'a> {
         let width = dims.len();
         assert!(weights.len() >= self.scores_len() && inverse.len() >= self.group, "buffers too short");
         assert!(out.len() >= self.group * width && dims.end <= self.shape.head_dim, "dimensions {dims:?}");
-        #[cfg(target_arch = "x86_64")]
-        match kernels.level() {
-            // SAFETY: `Kernels` at a level is made only on a CPU that runs it (`Kernels::at`).
-            Level::Avx512 if self.avx512_shape() && dims.start.is_multiple_of(16) && matches!(width, 32 | 64 | 128) => {
-                return unsafe { avx512::weigh(self, weights, inverse, dims, out) }
-            }
-            // SAFETY: as above.
-            Level::Avx2 | Level::Avx512 => return unsafe { avx2::weigh(self, weights, inverse, dims, out) },
-            Level::Portable => {}
-        }
-        let _ = kernels;
-        self.weigh_lanes(weights, inverse, dims, out)
+        kernels.weigh(self, weights, inverse, dims, out)
     }
 
     /// The reference arithmetic of step 1 (compiled as is for other CPUs, and for AVX2).
     #[inline(always)]
-    fn scores_lanes(&self, q: &[f32], tiles: std::ops::Range<usize>, out: &mut [f32]) {
+    pub(super) fn scores_lanes(&self, q: &[f32], tiles: std::ops::Range<usize>, out: &mut [f32]) {
         let (hd, group, tile_len) = (self.shape.head_dim, self.group, self.shape.tile_len());
         for (tile, out) in tiles.zip(out.chunks_exact_mut(group * TILE)) {
             let keys = &self.keys[tile * tile_len + self.kv * hd * TILE..][..hd * TILE];
@@ -250,7 +221,7 @@ impl<'a> Heads<'a> {
     }
 
     #[inline(always)]
-    fn softmax_lanes(&self, scores: &mut [f32], inverse: &mut [f32]) {
+    pub(super) fn softmax_lanes(&self, scores: &mut [f32], inverse: &mut [f32]) {
         let (n, group) = (self.positions, self.group);
         let tiles = tiles(n);
         for (g, inverse) in inverse[..group].iter_mut().enumerate() {
@@ -268,7 +239,7 @@ impl<'a> Heads<'a> {
     }
 
     #[inline(always)]
-    fn weigh_lanes(&self, weights: &[f32], inverse: &[f32], dims: std::ops::Range<usize>, out: &mut [f32]) {
+    pub(super) fn weigh_lanes(&self, weights: &[f32], inverse: &[f32], dims: std::ops::Range<usize>, out: &mut [f32]) {
         let (hd, group, kv_heads, width) = (self.shape.head_dim, self.group, self.shape.kv_heads, dims.len());
         for (g, out) in out.chunks_exact_mut(width).take(group).enumerate() {
             out.fill(0.0);
@@ -301,8 +272,28 @@ fn widen(h: f16) -> f32 {
 }
 
 /// The reference arithmetic compiled for AVX2 (the same operations, so the same bits).
+/// The reference arithmetic of the three steps as free functions: the portable entries of
+/// [`super::kernels`]' table.
+pub(super) mod portable {
+    use std::ops::Range;
+
+    use super::Heads;
+
+    pub fn scores(heads: &Heads, q: &[f32], tiles: Range<usize>, out: &mut [f32]) {
+        heads.scores_lanes(q, tiles, out)
+    }
+
+    pub fn softmax(heads: &Heads, scores: &mut [f32], inverse: &mut [f32]) {
+        heads.softmax_lanes(scores, inverse)
+    }
+
+    pub fn weigh(heads: &Heads, w: &[f32], inverse: &[f32], dims: Range<usize>, out: &mut [f32]) {
+        heads.weigh_lanes(w, inverse, dims, out)
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+pub(super) mod avx2 {
     use super::Heads;
 
     /// # Safety
@@ -328,12 +319,39 @@ mod avx2 {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
+pub(super) mod avx512 {
     use std::arch::x86_64::*;
     use std::ops::Range;
 
     use super::super::math::{exp512, sum16};
     use super::{tiles, Heads, TILE};
+
+    /// Step 1: the AVX-512 kernel for its shapes ([`Heads::avx512_shape`]), else the AVX2 one.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F, BW, VNNI and F16C.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+    pub unsafe fn scores_shaped(heads: &Heads, q: &[f32], tiles: Range<usize>, out: &mut [f32]) {
+        if heads.avx512_shape() {
+            scores(heads, q, tiles, out)
+        } else {
+            super::avx2::scores(heads, q, tiles, out)
+        }
+    }
+
+    /// Step 3: the AVX-512 kernel for its shapes (and `dims` from a multiple of 16, 32, 64 or 128
+    /// wide), else the AVX2 one.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F, BW, VNNI and F16C.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+    pub unsafe fn weigh_shaped(heads: &Heads, w: &[f32], inverse: &[f32], dims: Range<usize>, out: &mut [f32]) {
+        if heads.avx512_shape() && dims.start.is_multiple_of(16) && matches!(dims.len(), 32 | 64 | 128) {
+            weigh(heads, w, inverse, dims, out)
+        } else {
+            super::avx2::weigh(heads, w, inverse, dims, out)
+        }
+    }
 
     /// Step 1 for `G` heads.
     ///
@@ -493,6 +511,7 @@ mod avx512 {
 #[cfg(test)]
 mod tests {
     use super::super::kernels::tests::values;
+    use super::super::kernels::Level;
     use super::*;
 
     fn cache(shape: KvShape, positions: usize) -> KvLayer {

@@ -13,7 +13,7 @@ use std::path::Path;
 use candle_core::quantized::gguf_file::{Content, TensorInfo, Value, VersionedMagic};
 use candle_core::quantized::GgmlDType;
 
-use super::LocalError;
+use super::EngineError;
 
 /// The largest `general.alignment` accepted (the format's default is 32).
 pub const MAX_ALIGNMENT: u64 = 1 << 20;
@@ -28,13 +28,13 @@ const MAX_DEPTH: usize = 16;
 pub const MAX_VALUES: u64 = 1 << 24;
 
 /// Opens the GGUF at `path` and reads its header; the reader is left ready for the tensors' data.
-pub fn open(path: &Path) -> Result<(Content, BufReader<File>), LocalError> {
+pub fn open(path: &Path) -> Result<(Content, BufReader<File>), EngineError> {
     // Through the bounded reader's open: a regular file, opened without blocking (a FIFO is refused).
     let (file, _) = crate::files::open(path, crate::files::GGUF)
-        .map_err(|e| LocalError::Model(format!("cannot open the model: {e}")))?;
+        .map_err(|e| EngineError::Model(format!("cannot open the model: {e}")))?;
     let mut reader = BufReader::new(file);
     let content = read(&mut reader)
-        .map_err(|e| LocalError::Model(format!("{} is not a readable GGUF file: {e}", path.display())))?;
+        .map_err(|e| EngineError::Model(format!("{} is not a readable GGUF file: {e}", path.display())))?;
     Ok((content, reader))
 }
 

@@ -1,0 +1,78 @@
+//! The inference engine: a small GGUF instruct model run in-process on the CPU, in its own words
+//! (tokens, [`Ask`], [`Step`], [`Generated`], [`EngineError`]); it knows nothing of providers, runs or
+//! screens, and `provider::local` adapts it to the provider's requests and events.
+//!
+//! - [`generate`]: loading and the generation loop (prompt caching, forced tokens, sampling, UTF-8 hold-back).
+//! - [`model`]: the transformer (our forward pass: 4-bit weights as stored, [`kernels`] over [`quant`] blocks);
+//!   [`reference`]: the same on candle's quantized matmuls (the baseline and the tests' reference).
+//! - [`gguf`]: a GGUF file's header read with every size checked against the file (every loader opens it there).
+//! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back.
+//! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses; [`closed`]: objects
+//!   held to the keys their schema lists; [`decodable`]: whether the decoder accepts a schema, asked
+//!   before any model is loaded; [`grammar`]: the JSONL line grammar (also what a vLLM server is sent,
+//!   so it is built without the feature `local`).
+//! - [`attention`], [`attention_split`], [`math`], [`threads`]: the forward pass's arithmetic and its pool.
+//! - [`arch`]: the model families the loaders read (`general.architecture` → metadata keys, tensor
+//!   names, norm, rotary embedding, output projection); [`kernels`]: the CPU dispatch, one table per path.
+
+pub mod grammar;
+
+#[cfg(feature = "local")]
+pub mod arch;
+#[cfg(feature = "local")]
+pub mod attention;
+#[cfg(feature = "local")]
+pub mod attention_split;
+#[cfg(all(feature = "local", target_arch = "x86_64"))]
+pub mod avx2;
+#[cfg(all(feature = "local", target_arch = "x86_64"))]
+pub mod avx512;
+#[cfg(feature = "local")]
+pub mod chat;
+#[cfg(feature = "local")]
+pub mod closed;
+#[cfg(feature = "local")]
+pub mod constraint;
+#[cfg(feature = "local")]
+pub mod decodable;
+#[cfg(feature = "local")]
+pub mod generate;
+#[cfg(feature = "local")]
+pub mod gguf;
+#[cfg(feature = "local")]
+pub mod kernels;
+#[cfg(feature = "local")]
+pub mod math;
+#[cfg(feature = "local")]
+pub mod model;
+#[cfg(feature = "local")]
+pub mod quant;
+#[cfg(feature = "local")]
+pub mod reference;
+#[cfg(feature = "local")]
+pub mod sampler;
+#[cfg(feature = "local")]
+pub mod threads;
+#[cfg(feature = "local")]
+pub mod tokenizer;
+#[cfg(feature = "local")]
+pub mod weights;
+
+#[cfg(feature = "local")]
+pub use generate::{Ask, Engine, Finish, Generated, LoadOptions, Produced, Step, DEFAULT_MAX_TOKENS};
+#[cfg(feature = "local")]
+pub use model::Backend;
+
+/// What can go wrong in the engine; every message names the file or value at fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The model file is missing, unreadable or not a model this build runs.
+    #[error("{0}")]
+    Model(String),
+    /// The grammar engine refused the schema or failed mid-answer.
+    #[error("constrained decoding: {0}")]
+    Constraint(String),
+    /// Prompt and answer do not fit in the model's context.
+    #[error("the prompt and answer need {needed} positions, more than the {context} of the model's context")]
+    Context { needed: usize, context: usize },
+}
