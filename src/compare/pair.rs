@@ -71,9 +71,11 @@ pub fn replay_jobs(plans: Vec<[RunPlan; 2]>, transcripts: [&Path; 2], batch: boo
         .map(|[a, b]| {
             let job = |mut plan: RunPlan, first: &Path| -> Result<Job, RunError> {
                 let case = if batch { plan.case.clone() } else { None };
-                // A side with no model claimed plays under the model its transcript recorded.
+                // A side with no model claimed plays under the model its transcript (the case's, in a
+                // batch) recorded.
                 if plan.request.model.is_empty() {
-                    plan.request.model = Replay::from_file(first, Pace::Instant)?.transcript().header.model.clone();
+                    let path = crate::run::factory::transcript_path(first, case.as_deref(), 1);
+                    plan.request.model = Replay::from_file(&path, Pace::Instant)?.transcript().header.model.clone();
                 }
                 let choice = ProviderChoice::new(&replay_settings(), Some(first.to_path_buf()), Pace::Instant);
                 Ok(Job { provider: choice.build(case.as_deref())?, plan })
