@@ -10,7 +10,7 @@ use crate::prompt::template::Variables;
 use crate::provider::replay::{Pace, Replay};
 use crate::provider::ProviderError;
 use crate::run::decodable;
-use crate::run::factory::{concurrency_for, transcript_path, Concurrency};
+use crate::run::factory::{concurrency_for, transcript_path, Concurrency, ReplaySequence};
 use crate::run::{run_batch, Job, ProviderChoice, RunError, RunEvent, RunPlan, RunRecord, RunSettings};
 use crate::truncate::transcript::Transcript;
 
@@ -71,22 +71,17 @@ pub fn replay_jobs(plans: Vec<[RunPlan; 2]>, transcripts: [&Path; 2], batch: boo
         .map(|[a, b]| {
             let job = |mut plan: RunPlan, first: &Path| -> Result<Job, RunError> {
                 let case = if batch { plan.case.clone() } else { None };
-                // A side with no model claimed plays under the model its transcript (the case's, in a
-                // batch) recorded.
+                // The transcripts are read once: they are the provider, and a side with no model
+                // claimed plays under the model they recorded (the case's, in a batch).
+                let sequence = ReplaySequence::open(first, case.as_deref(), Pace::Instant)?;
                 if plan.request.model.is_empty() {
-                    let path = crate::run::factory::transcript_path(first, case.as_deref(), 1);
-                    plan.request.model = Replay::from_file(&path, Pace::Instant)?.transcript().header.model.clone();
+                    plan.request.model = sequence.model().to_string();
                 }
-                let choice = ProviderChoice::new(&replay_settings(), Some(first.to_path_buf()), Pace::Instant);
-                Ok(Job { provider: choice.build(case.as_deref())?, plan })
+                Ok(Job { provider: std::sync::Arc::new(sequence), plan })
             };
             Ok([job(a, transcripts[0])?, job(b, transcripts[1])?])
         })
         .collect()
-}
-
-fn replay_settings() -> RunSettings {
-    RunSettings::replay()
 }
 
 /// Runs every pair, at most `concurrency` runs at a time, in order A then B of each case (so with 1

@@ -41,12 +41,8 @@ pub fn history_path() -> Result<PathBuf, HistoryError> {
 /// a run stopped before its answer began is not (`Ok(None)`); any other run, cancelled ones too, is
 /// appended (`Ok(Some(path))`).
 pub fn keep(record: &RunRecord) -> Result<Option<PathBuf>, HistoryError> {
-    if record.never_started() {
-        return Ok(None);
-    }
     let path = history_path()?;
-    keep_in(&path, record)?;
-    Ok(Some(path))
+    keep_in(&path, record).map(|kept| kept.then_some(path))
 }
 
 /// [`keep`] into the history file at `path`; `true` when the record was appended.

@@ -137,18 +137,26 @@ fn a_live_comparison_runs_both_sides_one_after_the_other_on_a_local_server() {
     assert_eq!(history.lines().count(), 2);
 }
 
+/// A live comparison of the definitions sample on `server` (with `extra` flags), both sides recorded
+/// into `dir`: the two transcripts' paths and the command's output (it succeeded).
+fn record_live(dir: &Path, server: &WireServer, extra: &[&str]) -> ([String; 2], std::process::Output) {
+    let [a, b] = ["a.jsonl", "b.jsonl"].map(|name| dir.join(name).display().to_string());
+    let live = tunebench(dir)
+        .arg("compare")
+        .arg(sample("extract-definitions"))
+        .args(["--base-url", &format!("{}/v1", server.url()), "--json", "--no-history", "--record", &a, &b])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(live.status.code(), Some(0), "{}", String::from_utf8_lossy(&live.stderr));
+    ([a, b], live)
+}
+
 #[test]
 fn a_recorded_comparison_compares_again_from_its_transcripts() {
     let (_runtime, server) = live_server();
     let dir = tempfile::tempdir().unwrap();
-    let [a, b] = ["a.jsonl", "b.jsonl"].map(|name| dir.path().join(name).display().to_string());
-    let live = tunebench(dir.path())
-        .arg("compare")
-        .arg(sample("extract-definitions"))
-        .args(["--base-url", &format!("{}/v1", server.url()), "--json", "--no-history", "--record", &a, &b])
-        .output()
-        .unwrap();
-    assert_eq!(live.status.code(), Some(0), "{}", String::from_utf8_lossy(&live.stderr));
+    let ([a, b], live) = record_live(dir.path(), &server, &[]);
     let replayed = tunebench(dir.path())
         .arg("compare")
         .arg(sample("extract-definitions"))
@@ -264,15 +272,7 @@ fn bad_input_exits_2_naming_the_bad_value() {
 fn a_replayed_comparison_names_the_model_its_transcripts_recorded() {
     let (_runtime, server) = live_server();
     let dir = tempfile::tempdir().unwrap();
-    let [a, b] = ["a.jsonl", "b.jsonl"].map(|name| dir.path().join(name).display().to_string());
-    let live = tunebench(dir.path())
-        .arg("compare")
-        .arg(sample("extract-definitions"))
-        .args(["--base-url", &format!("{}/v1", server.url()), "--model", "served-model", "--json", "--no-history"])
-        .args(["--record", &a, &b])
-        .output()
-        .unwrap();
-    assert_eq!(live.status.code(), Some(0), "{}", String::from_utf8_lossy(&live.stderr));
+    let ([a, b], _) = record_live(dir.path(), &server, &["--model", "served-model"]);
     // The same prompt, now naming another model in its [provider] table.
     let text = std::fs::read_to_string(sample("extract-definitions")).unwrap();
     let prompt = dir.path().join("extract-definitions.toml");
