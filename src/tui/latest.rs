@@ -7,13 +7,14 @@ use std::sync::mpsc::{channel, Sender};
 /// A worker that runs the newest job it was given.
 pub struct Latest<T: Send + 'static> {
     jobs: Sender<T>,
+    worker: std::thread::JoinHandle<()>,
 }
 
 impl<T: Send + 'static> Latest<T> {
     /// A worker named `name` that runs `work` on each job it takes.
     pub fn new(name: &str, work: impl Fn(T) + Send + 'static) -> std::io::Result<Self> {
         let (jobs, queue) = channel::<T>();
-        std::thread::Builder::new().name(name.to_string()).spawn(move || {
+        let worker = std::thread::Builder::new().name(name.to_string()).spawn(move || {
             while let Ok(mut job) = queue.recv() {
                 // Jobs that came while the last one ran: only the newest is worth doing.
                 while let Ok(newer) = queue.try_recv() {
@@ -22,12 +23,19 @@ impl<T: Send + 'static> Latest<T> {
                 work(job);
             }
         })?;
-        Ok(Self { jobs })
+        Ok(Self { jobs, worker })
     }
 
     /// Hands `job` to the worker (it replaces any job still waiting).
     pub fn ask(&self, job: T) {
         let _ = self.jobs.send(job);
+    }
+
+    /// Runs the job still waiting, if any, and ends the worker: what must be done before the
+    /// workbench exits (its last recovery write or clear).
+    pub fn finish(self) {
+        drop(self.jobs);
+        let _ = self.worker.join();
     }
 }
 

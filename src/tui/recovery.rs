@@ -65,6 +65,25 @@ pub fn read(data_dir: &Path, prompt: &Path) -> Result<Option<Recovery>, String> 
     }
 }
 
+/// What the recovery worker is asked to do. Only the last job asked for matters (a write after a
+/// clear, or a clear after a write, decides what the file holds), so the worker is latest-wins and
+/// the loop never waits for a large text to be serialised and written.
+#[derive(Debug)]
+pub enum Job {
+    /// Write these edits (the path already absolute, the time already set).
+    Write(Recovery),
+    /// Delete the recovery file of this prompt (absolute).
+    Clear(PathBuf),
+}
+
+/// Does `job` in `data_dir`; an error is said in words the workbench shows.
+pub fn carry_out(data_dir: &Path, job: Job) -> Result<(), String> {
+    match job {
+        Job::Write(edits) => write(data_dir, &edits).map(|_| ()).map_err(|e| format!("recovery file not written: {e}")),
+        Job::Clear(prompt) => clear(data_dir, &prompt),
+    }
+}
+
 /// Deletes the recovery file of `prompt` (nothing to do when there is none).
 pub fn clear(data_dir: &Path, prompt: &Path) -> Result<(), String> {
     let path = recovery_path(data_dir, prompt);
@@ -97,5 +116,28 @@ mod tests {
         assert_eq!(read(dir.path(), Path::new("/tmp/other.toml")).unwrap(), None);
         clear(dir.path(), prompt).unwrap();
         assert_eq!(read(dir.path(), prompt).unwrap(), None);
+    }
+
+    #[test]
+    fn the_last_job_decides_what_the_file_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let prompt = Path::new("/tmp/some/prompt.toml");
+        let edits = |template: &str| Recovery {
+            path: prompt.to_path_buf(),
+            system: String::new(),
+            template: template.into(),
+            schema: "{}".into(),
+            written_at_ms: 1,
+            variables: None,
+        };
+        let done = |jobs: Vec<Job>| {
+            // As the latest-wins worker does: only the newest waiting job runs.
+            let last = jobs.into_iter().last().unwrap();
+            carry_out(dir.path(), last).unwrap();
+            read(dir.path(), prompt).unwrap().map(|r| r.template)
+        };
+        assert_eq!(done(vec![Job::Write(edits("a")), Job::Write(edits("b"))]), Some("b".into()));
+        assert_eq!(done(vec![Job::Write(edits("c")), Job::Clear(prompt.into())]), None);
+        assert_eq!(done(vec![Job::Clear(prompt.into()), Job::Write(edits("d"))]), Some("d".into()));
     }
 }

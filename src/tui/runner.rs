@@ -48,6 +48,9 @@ pub struct Runner {
     /// (started on first use).
     pub(super) lints: Option<Latest<LintRequest>>,
     pub(super) counts: Option<Latest<CountRequest>>,
+    /// Writes and clears the recovery file off the loop: the newest job wins, and the last one is
+    /// done before the workbench exits.
+    pub(super) recoveries: Option<Latest<recovery::Job>>,
 }
 
 impl Runner {
@@ -71,6 +74,7 @@ impl Runner {
             env: crate::run::env_var,
             lints: None,
             counts: None,
+            recoveries: None,
         })
     }
 
@@ -133,22 +137,14 @@ impl Runner {
                 vec![Msg::Saved(result)]
             }
             Effect::WriteRecovery(mut edits) => {
-                let Some(dir) = &self.data_dir else { return Vec::new() };
                 edits.path = absolute(&edits.path);
                 edits.written_at_ms = crate::run::record::now_ms();
-                match recovery::write(dir, &edits) {
-                    Ok(_) => Vec::new(),
-                    Err(e) => vec![Msg::Note(format!("recovery file not written: {e}"))],
-                }
+                self.recovery(recovery::Job::Write(edits))
             }
-            Effect::ClearRecovery => {
-                if let (Some(dir), Some(path)) = (&self.data_dir, self.prompt_path.as_ref()) {
-                    if let Err(e) = recovery::clear(dir, &absolute(path)) {
-                        return vec![Msg::Note(e)];
-                    }
-                }
-                Vec::new()
-            }
+            Effect::ClearRecovery => match self.prompt_path.as_deref().map(absolute) {
+                Some(path) => self.recovery(recovery::Job::Clear(path)),
+                None => Vec::new(),
+            },
             Effect::ComputeSweep(request) => {
                 let tx = self.tx.clone();
                 std::thread::spawn(move || {
@@ -309,8 +305,40 @@ impl Runner {
                 });
                 Vec::new()
             }
-            Effect::Quit => Vec::new(),
+            Effect::Quit => {
+                self.finish_recovery();
+                Vec::new()
+            }
         }
+    }
+
+    /// Waits for the recovery worker's last job (the workbench is about to exit).
+    fn finish_recovery(&mut self) {
+        if let Some(worker) = self.recoveries.take() {
+            worker.finish();
+        }
+    }
+
+    /// Hands `job` to the recovery worker (started on first use); nothing to do without a data
+    /// directory.
+    fn recovery(&mut self, job: recovery::Job) -> Vec<Msg> {
+        let Some(dir) = self.data_dir.clone() else { return Vec::new() };
+        if self.recoveries.is_none() {
+            let tx = self.tx.clone();
+            let work = move |job| {
+                if let Err(e) = recovery::carry_out(&dir, job) {
+                    let _ = tx.send(Msg::Note(e));
+                }
+            };
+            match Latest::new("recovery", work) {
+                Ok(worker) => self.recoveries = Some(worker),
+                Err(e) => return vec![Msg::Note(format!("recovery file not written: {e}"))],
+            }
+        }
+        if let Some(worker) = &self.recoveries {
+            worker.ask(job);
+        }
+        Vec::new()
     }
 
     fn start(&mut self, request: RunRequest) -> anyhow::Result<()> {
@@ -374,9 +402,11 @@ impl Runner {
 
 impl Drop for Runner {
     /// Stops a running comparison first: the runtime waits for its blocking thread when dropped.
+    /// However the workbench ends, its last recovery write or clear is done.
     fn drop(&mut self) {
         self.compare_cancel = None;
         self.eval_cancel = None;
+        self.finish_recovery();
     }
 }
 

@@ -224,6 +224,34 @@ fn unsaved_edits_go_to_the_recovery_file_once_a_second() {
 }
 
 #[test]
+fn the_recovery_file_is_written_off_the_loop_and_its_last_job_is_done_before_exit() {
+    use tunebench::tui::recovery;
+    use tunebench::tui::runner::Runner;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let prompt = dir.path().join("p.toml");
+    let mut state = sample_state();
+    type_text(&mut state, "a");
+    let mut edits = tunebench::tui::edit::recovery(&state, 0);
+    edits.path = prompt.clone();
+    let (tx, _rx) = std::sync::mpsc::channel();
+    // Written by the worker; the runner's end waits for it.
+    let mut runner = Runner::new(tx.clone(), Some(data.clone())).unwrap();
+    runner.prompt_path = Some(prompt.clone());
+    assert!(runner.execute(Effect::WriteRecovery(edits.clone())).is_empty());
+    drop(runner);
+    let read = recovery::read(&data, &prompt).unwrap().expect("written before the runner ended");
+    assert!(read.template.starts_with('a'));
+    // A write then a clear (quit without saving): the clear is the last word, done before `Quit` returns.
+    let mut runner = Runner::new(tx, Some(data.clone())).unwrap();
+    runner.prompt_path = Some(prompt.clone());
+    runner.execute(Effect::WriteRecovery(edits));
+    runner.execute(Effect::ClearRecovery);
+    runner.execute(Effect::Quit);
+    assert_eq!(recovery::read(&data, &prompt).unwrap(), None);
+}
+
+#[test]
 fn recovered_edits_are_offered_and_restored() {
     let mut state = sample_state();
     let mut edits = tunebench::tui::edit::recovery(&state, 0);
