@@ -3,7 +3,7 @@
 //! asked for once typing settles (`Msg::Settled`); a change of provider, structured mode or file asks
 //! at once. A lint is a job (`Effect::Lint`, latest wins in the runner) that comes back as
 //! `Msg::Linted` and is shown only when nothing moved on since it was asked for (a schema edit or a
-//! newer lint makes it stale: dropped). The workbench's start lints in place ([`lint_now`]).
+//! newer lint makes it stale: dropped). The workbench's start lints a small schema in place and asks for a large one's lint at once.
 
 use serde_json::Value;
 
@@ -73,7 +73,7 @@ impl LintRequest {
     }
 }
 
-/// Lints the schema editor's text now, in place (the workbench's start, before the loop runs).
+/// Lints the schema editor's text now, in place (a small text: cheap enough for the key).
 pub fn lint_now(state: &mut State) {
     state.lint_asked += 1;
     state.lint = LintRequest::of(state).lint();

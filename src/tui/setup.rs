@@ -72,6 +72,11 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
         .unwrap_or(Pace::Recorded);
     let mut app = App { state, theme, rx, runner, started, stats: LoopStats::default() };
     app.runner.watch(super::update::outside::watched(&app.state));
+    // A large schema is linted in the background: the first frame does not wait for it.
+    if let Some(request) = super::lint::ask(&mut app.state, false) {
+        let follow = app.runner.execute(Effect::Lint(Box::new(request)));
+        follow.into_iter().for_each(|m| app.handle(m));
+    }
     let follow = app.runner.execute(Effect::LoadHistory { prompt_id: app.state.saved.id.clone() });
     follow.into_iter().for_each(|m| app.handle(m));
     let follow = app.runner.execute(Effect::ListEvals { path: app.state.path.clone() });

@@ -101,3 +101,23 @@ fn a_valid_but_wrong_answer_shows_the_case_failing_and_each_difference() {
     assert!(screen.contains(r#"the answer /from: expected"#) && screen.contains(r#"got "Lisle""#), "{screen}");
     assert!(!screen.contains("✓0 ✗0"), "no JSONL line counts over a json answer:\n{screen}");
 }
+
+#[test]
+fn a_large_schema_is_linted_in_the_background_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    // Over the 64 kB from which the lint leaves the loop, with an error the lint must find.
+    let schema = tunebench::tui::bench_schema::large_schema(100_000).replacen("\"string\"", "\"strin\"", 1);
+    let path = dir.path().join("large.toml");
+    std::fs::write(&path, format!("id = \"large\"\ntemplate = \"Fill the fields.\"\nschema = '''\n{schema}\n'''\n"))
+        .unwrap();
+    let options =
+        Options { data_dir: Some(dir.path().join("data")), pace: Some(Pace::Instant), run_now: false, no_fetch: true, warm_model: false };
+    let (mut app, _tx) = build(&path, options).unwrap();
+    assert!(app.state.heavy());
+    assert!(app.state.schema_unlinted, "the start did not lint the large schema in place");
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    let started = Instant::now();
+    app.run(&mut terminal, |state| !state.schema_unlinted || started.elapsed() > Duration::from_secs(120)).unwrap();
+    assert!(!app.state.schema_unlinted, "the background lint came back");
+    assert!(app.state.lint.issues.iter().any(|issue| issue.contains("strin")), "{:?}", app.state.lint.issues);
+}
