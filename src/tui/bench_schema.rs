@@ -82,7 +82,8 @@ pub fn measure(dir: &Path, bytes: usize) -> anyhow::Result<SchemaKeyFigures> {
         .enumerate()
         .find_map(|(row, line)| line.find("field 0").map(|column| (row, column)))
         .ok_or_else(|| anyhow::anyhow!("the bench schema has no description"))?;
-    app.state.schema.move_cursor(CursorMove::Jump(row as u16, column as u16));
+    app.state.schema.area_mut().move_cursor(CursorMove::Jump(row as u16, column as u16));
+    app.state.schema.settle();
     let mut terminal = Terminal::new(TestBackend::new(120, 40))?;
     terminal.draw(|frame| super::panes::render(frame, &app.state, &app.theme))?;
     let mut times = Vec::with_capacity(KEYS);

@@ -20,22 +20,8 @@ pub fn edited(state: &mut State) {
 /// large schema joins no copy of it).
 pub fn is_dirty(state: &State) -> bool {
     let editors = [&state.system, &state.template, &state.schema];
-    editors.iter().zip(&state.saved_texts).any(|(area, saved)| !same_text(area.lines(), saved))
+    editors.iter().zip(&state.saved_texts).any(|(editor, saved)| !editor.is(saved))
         || super::variables::changed(state)
-}
-
-/// Whether `lines` joined by newlines are `text`.
-fn same_text(lines: &[String], text: &str) -> bool {
-    let mut rest = text;
-    for (index, line) in lines.iter().enumerate() {
-        if index > 0 {
-            let Some(after) = rest.strip_prefix('\n') else { return false };
-            rest = after;
-        }
-        let Some(after) = rest.strip_prefix(line.as_str()) else { return false };
-        rest = after;
-    }
-    rest.is_empty()
 }
 
 /// The prompt as the editors hold it, for a run: a schema file's edited text is inlined.

@@ -97,7 +97,7 @@ pub fn open_model_picker(state: &mut State) -> Vec<Effect> {
 /// A box editor holding `text`, the cursor at its end: long lines soft-wrap at the box's edge, as in
 /// the prompt's editors.
 pub fn box_editor(text: &str) -> TextArea<'static> {
-    let mut area = super::state::editor(text);
+    let mut area = super::editor::area_of(text);
     area.set_cursor_line_style(ratatui::style::Style::default());
     area.move_cursor(CursorMove::Bottom);
     area.move_cursor(CursorMove::End);

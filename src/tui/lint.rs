@@ -36,7 +36,7 @@ impl LintRequest {
         LintRequest {
             asked: state.lint_asked,
             kind: state.schema_kind.clone(),
-            text: state.schema.lines().join("\n"),
+            text: state.schema.text(),
             decoder,
         }
     }

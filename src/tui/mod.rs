@@ -25,6 +25,7 @@ pub mod cases;
 pub mod compare_runner;
 pub mod compare_state;
 pub mod edit;
+pub mod editor;
 pub mod eval_review;
 pub mod eval_runner;
 pub mod eval_state;

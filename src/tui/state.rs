@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use ratatui_textarea::{TextArea, WrapMode};
+use super::editor::Editor;
 
 use super::keymap::Keymap;
 use super::recovery::Recovery;
@@ -334,9 +334,9 @@ pub struct State {
     /// The prompt file's text as last loaded or saved: what a save edits in place, and what a change
     /// made outside the workbench is noticed against.
     pub saved_text: String,
-    pub system: TextArea<'static>,
-    pub template: TextArea<'static>,
-    pub schema: TextArea<'static>,
+    pub system: Editor,
+    pub template: Editor,
+    pub schema: Editor,
     pub schema_kind: SchemaKind,
     /// The schema text as last loaded or saved (dirty tracking).
     pub saved_texts: [String; 3],
@@ -504,16 +504,13 @@ impl State {
     /// (that waits for typing to settle, and is made in the background); smaller texts are linted
     /// and counted on the key, as they are cheap.
     pub fn heavy(&self) -> bool {
-        let mut size = 0;
-        [&self.system, &self.template, &self.schema].iter().flat_map(|area| area.lines()).any(|line| {
-            size += line.len() + 1;
-            size > self.background_bytes
-        })
+        [&self.system, &self.template, &self.schema].iter().map(|editor| editor.bytes() + 1).sum::<usize>()
+            > self.background_bytes
     }
 
     /// The texts of the three editors.
     pub fn texts(&self) -> [String; 3] {
-        [self.system.lines().join("\n"), self.template.lines().join("\n"), self.schema.lines().join("\n")]
+        [self.system.text(), self.template.text(), self.schema.text()]
     }
 
     pub fn response_type(&self) -> ResponseType {
@@ -531,32 +528,8 @@ impl State {
 /// dev build (`tunebench bench --tui-only`), so under it a key stays well inside its 50 ms.
 pub const BACKGROUND_BYTES: usize = 64 * 1024;
 
-/// A text editor holding `text`: long lines soft-wrap at the pane's edge (at words, a longer word at
-/// any character), so the whole line is on screen; the cursor moves by screen rows. A text longer
-/// than [`WRAP_LIMIT`] is not wrapped (see [`fit_wrap`]).
-pub fn editor(text: &str) -> TextArea<'static> {
-    let lines: Vec<String> =
-        if text.is_empty() { vec![String::new()] } else { text.split('\n').map(str::to_string).collect() };
-    let mut area = TextArea::new(lines);
-    area.set_max_histories(200);
-    fit_wrap(&mut area);
-    area
-}
-
-/// The longest text an editor soft-wraps, in bytes. The editor widget wraps its whole text again
-/// after every edit (at words, by Unicode's rules): a key in a 7 MB schema took 400 ms for that
-/// alone. Past this size long lines run off the pane's edge instead, and a key stays cheap.
-pub const WRAP_LIMIT: usize = 256 * 1024;
-
-/// Soft-wraps `area` unless its text is longer than [`WRAP_LIMIT`] (when it is made or pasted into).
-pub fn fit_wrap(area: &mut TextArea<'static>) {
-    let mut size = 0;
-    let long = area.lines().iter().any(|line| {
-        size += line.len() + 1;
-        size > WRAP_LIMIT
-    });
-    let mode = if long { WrapMode::None } else { WrapMode::WordOrGlyph };
-    if area.wrap_mode() != mode {
-        area.set_wrap_mode(mode);
-    }
+/// An editor pane holding `text` (see [`Editor`]: long lines soft-wrap unless the text is large, and
+/// a very large text is edited through a window).
+pub fn editor(text: &str) -> Editor {
+    Editor::new(text)
 }

@@ -27,17 +27,17 @@ fn draw(state: &State, width: u16, height: u16) -> Terminal<TestBackend> {
 #[test]
 fn the_cursor_moves_by_wrapped_rows_and_a_click_lands_on_the_character_under_it() {
     let mut state = sample_state();
-    let first_line = state.template.lines()[0].clone();
+    let first_line = state.template.area().lines()[0].clone();
     assert!(first_line.chars().count() > 120, "the sample's first template line is long");
     state.zoom = true;
     draw(&state, 80, 24);
     // Down moves to the next screen row of the same (wrapped) line, not to the next line.
     update(&mut state, special(Key::Down));
-    let ratatui_textarea::DataCursor(row, col) = state.template.cursor();
+    let ratatui_textarea::DataCursor(row, col) = state.template.area().cursor();
     assert_eq!(row, 0, "still on the first line");
     assert!(col > 40 && col < 80, "one wrapped row further: column {col}");
     update(&mut state, special(Key::Up));
-    assert_eq!(state.template.cursor(), (0, 0));
+    assert_eq!(state.template.area().cursor(), (0, 0));
     assert!(!state.dirty, "moving is no edit");
 
     // A click on the second screen row of the first line, at the whole layout of 120×40.
@@ -52,17 +52,17 @@ fn the_cursor_moves_by_wrapped_rows_and_a_click_lands_on_the_character_under_it(
     let (column, row) = (rect.x + 1 + 5, rect.y + 1 + 1);
     let cell = terminal.backend().buffer()[(column, row)].symbol().to_string();
     update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Click, column, row })));
-    let ratatui_textarea::DataCursor(line, at) = state.template.cursor();
+    let ratatui_textarea::DataCursor(line, at) = state.template.area().cursor();
     assert_eq!(line, 0, "the wrapped row belongs to the first line");
     assert!(at > 5, "past the first row's characters: {at}");
     assert_eq!(first_line.chars().nth(at).map(String::from), Some(cell), "the cursor is on the clicked character");
     // A drag selects from the click to the drag's end.
     update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Drag, column: column + 4, row })));
-    assert_eq!(state.template.selection_range(), Some(((0, at), (0, at + 4))));
+    assert_eq!(state.template.area().selection_range(), Some(((0, at), (0, at + 4))));
     // Typing there edits the first line at the clicked place.
     update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Click, column, row })));
     update(&mut state, key('#'));
-    assert_eq!(state.template.lines()[0].chars().nth(at), Some('#'));
+    assert_eq!(state.template.area().lines()[0].chars().nth(at), Some('#'));
 }
 
 /// The sample's request as `tunebench run` plans it under `provider` and `structured`, counted by o200k.

@@ -12,8 +12,8 @@ use crate::tui::theme::Theme;
 
 pub fn render(frame: &mut Frame, area: Rect, pane: Pane, state: &State, theme: &Theme) {
     let (area_widget, extra) = match pane {
-        Pane::System => (&state.system, vec![]),
-        Pane::Template => (&state.template, vec![Span::styled(format!("({}) ", response_type_name(state)), theme.dim)]),
+        Pane::System => (state.system.area(), vec![]),
+        Pane::Template => (state.template.area(), vec![Span::styled(format!("({}) ", response_type_name(state)), theme.dim)]),
         _ => {
             let kind = match &state.schema_kind {
                 SchemaKind::Inline => "inline JSON Schema".to_string(),
@@ -21,7 +21,7 @@ pub fn render(frame: &mut Frame, area: Rect, pane: Pane, state: &State, theme: &
                 SchemaKind::Signature => "signature".to_string(),
                 SchemaKind::None => "none yet: type a JSON Schema".to_string(),
             };
-            (&state.schema, vec![Span::styled(format!("({kind}) "), theme.dim)])
+            (state.schema.area(), vec![Span::styled(format!("({kind}) "), theme.dim)])
         }
     };
     let frame_block = block(pane, state, theme, extra);

@@ -15,7 +15,7 @@ pub(super) fn editable(state: &State) -> bool {
     state.focus.is_editor() && !(state.preview && state.focus == Pane::System)
 }
 
-pub(super) fn editor_mut(state: &mut State) -> Option<&mut ratatui_textarea::TextArea<'static>> {
+pub(super) fn editor_mut(state: &mut State) -> Option<&mut super::super::editor::Editor> {
     match state.focus {
         Pane::System => Some(&mut state.system),
         Pane::Template => Some(&mut state.template),

@@ -81,8 +81,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
         Msg::Term(TermEvent::Paste(text)) => {
             if state.overlay == Overlay::None && editable(state) {
                 if let Some(area) = editor_mut(state) {
-                    area.insert_str(text.replace("\r\n", "\n").replace('\r', "\n"));
-                    super::state::fit_wrap(area);
+                    area.insert_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
                 }
                 after_edit(state);
             }

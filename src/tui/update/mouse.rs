@@ -56,7 +56,8 @@ pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
                     Pane::Template => &mut state.template,
                     _ => &mut state.schema,
                 };
-                area.scroll((if down { 3 } else { -3 }, 0));
+                area.area_mut().scroll((if down { 3 } else { -3 }, 0));
+                area.settle();
                 return Vec::new();
             }
             if pane == Pane::Truncation {
@@ -81,11 +82,12 @@ fn click_in_editor(state: &mut State, pane: Pane, rect: Rect, mouse: Mouse) {
     if !text.contains(ratatui::layout::Position { x: mouse.column, y: mouse.row }) {
         return;
     }
-    let area = match pane {
+    let editor = match pane {
         Pane::System => &mut state.system,
         Pane::Template => &mut state.template,
         _ => &mut state.schema,
     };
+    let area = editor.area_mut();
     let (top_row, top_col) = area.scroll_offset();
     let row = usize::from(mouse.row - text.y) + usize::from(top_row);
     let col = usize::from(mouse.column - text.x) + usize::from(top_col);
@@ -97,4 +99,5 @@ fn click_in_editor(state: &mut State, pane: Pane, rect: Rect, mouse: Mouse) {
     }
     let (row, col) = (u16::try_from(at.0).unwrap_or(u16::MAX), u16::try_from(at.1).unwrap_or(u16::MAX));
     area.move_cursor(ratatui_textarea::CursorMove::Jump(row, col));
+    editor.settle();
 }
