@@ -130,10 +130,11 @@ impl Editor {
     /// A key typed into the editor; whether it changed the text.
     pub fn input(&mut self, input: Input) -> bool {
         match to_text_end(&input) {
-            Some(End::Start) if !self.above.is_empty() => self.recut(0, 0),
+            Some(End::Start) if !self.above.is_empty() => self.recut(0, 0, false),
             Some(End::Finish) if !self.below.is_empty() => {
                 let last = self.above.len() + self.area.lines().len() + self.below.len() - 1;
-                self.recut(last, 0);
+                // The widget shows the last line at the pane's foot, as it does for a whole text.
+                self.recut(last, 0, false);
             }
             _ => {}
         }
@@ -159,7 +160,7 @@ impl Editor {
         let grown = window > 2 * WINDOW_LINES + 1 || self.window_bytes() > 4 * WINDOW_BYTES;
         if near_top || near_bottom || (grown && self.bytes() >= WINDOW_LIMIT) {
             let (line, col) = self.cursor();
-            self.recut(line, col);
+            self.recut(line, col, true);
         }
     }
 
@@ -168,8 +169,8 @@ impl Editor {
     }
 
     /// Cuts the window again around `line` of the whole text, the cursor at (`line`, `col`), keeping
-    /// the cursor's place on screen.
-    fn recut(&mut self, line: usize, col: usize) {
+    /// the cursor's place on screen when `stay`.
+    fn recut(&mut self, line: usize, col: usize, stay: bool) {
         let (top, _) = self.area.scroll_offset();
         let screen_row = self.area.cursor().0.saturating_sub(usize::from(top));
         let wrap = self.area.wrap_mode();
@@ -230,7 +231,7 @@ impl Editor {
         let jump = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
         area.move_cursor(CursorMove::Jump(jump(row), jump(col)));
         // The cursor stays where it was on screen: the viewport's top follows it.
-        let mut top = row.saturating_sub(screen_row);
+        let mut top = if stay { row.saturating_sub(screen_row) } else { 0 };
         while top > 0 {
             let step = top.min(i16::MAX as usize);
             area.scroll((step as i16, 0));

@@ -116,6 +116,9 @@ fn a_large_schema_is_linted_in_the_background_from_the_start() {
     assert!(app.state.heavy());
     assert!(app.state.schema_unlinted, "the start did not lint the large schema in place");
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    app.state.focus = tunebench::tui::state::Pane::Schema;
+    terminal.draw(|frame| render(frame, &app.state, &app.theme)).unwrap();
+    assert!(terminal.backend().to_string().contains("linting the schema"), "not shown as compiling before its lint");
     let started = Instant::now();
     app.run(&mut terminal, |state| !state.schema_unlinted || started.elapsed() > Duration::from_secs(120)).unwrap();
     assert!(!app.state.schema_unlinted, "the background lint came back");

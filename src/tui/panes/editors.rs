@@ -32,7 +32,10 @@ pub fn render(frame: &mut Frame, area: Rect, pane: Pane, state: &State, theme: &
         return;
     }
     let issues = &state.lint.issues;
-    let lines: Vec<Line> = if issues.is_empty() {
+    let lines: Vec<Line> = if state.lint.what.is_empty() {
+        // A large schema's first lint is on its way (made in the background).
+        vec![Line::from(Span::styled("linting the schema…", theme.dim))]
+    } else if issues.is_empty() {
         vec![Line::from(Span::styled(
             if state.lint.what == "no schema" {
                 "no schema: items are not checked".to_string()
