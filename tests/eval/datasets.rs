@@ -99,14 +99,14 @@ fn a_bad_row_stops_the_eval_before_any_request() {
     let message = stderr(&output);
     let want = format!("{}:3: the template (line 1) needs the variable `text`", jsonl.display());
     assert!(message.contains(&want), "{message}");
-    // Row 2 (lines 2-3, a quoted line break) is good; row 3 (line 4) has bad JSON as its expected answer.
+    // Lines 2 and 3-4 (a quoted line break) are good; the row on line 5 has bad JSON as its expected answer.
     let csv = dir.path().join("cases.csv");
     std::fs::write(&csv, "text,expected\nALPHA-TEXT,\"[]\"\n\"BETA\nTEXT\",\"[]\"\nGAMMA,\"[{\"\"entity\"\"\"\n")
         .unwrap();
     let output = eval(dir.path(), &prompt, &server, &["--cases", csv.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let message = stderr(&output);
-    assert!(message.contains(&format!("{}:4: column `expected`: ", csv.display())), "{message}");
+    assert!(message.contains(&format!("{}:5: column `expected`: ", csv.display())), "{message}");
     assert!(server.received().is_empty(), "no request before every row is checked");
 }
 
