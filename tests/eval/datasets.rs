@@ -130,3 +130,33 @@ fn run_with_cases_runs_every_row() {
     assert_eq!(cases, ["alpha", BETA]);
     assert_eq!(server.received().len(), 2);
 }
+
+#[test]
+fn the_readmes_sample_dataset_joins_the_samples_cases() {
+    let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-prompts");
+    // Each review answered with its expected label; "a-gift" answered wrong.
+    let answer = |sentiment: &str| sse_answer(&format!("{{\"sentiment\": \"{sentiment}\", \"score\": 0.8}}"), "stop");
+    let routes = [
+        ("left earbud", "neutral"),
+        ("third replacement", "negative"),
+        ("Best purchase", "very positive"),
+        ("two weeks late", "negative"),
+        ("Nothing more", "neutral"),
+        ("my dad uses it", "negative"),
+    ];
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let routes = routes.iter().map(|(text, label)| (text.to_string(), answer(label))).collect();
+    let server = runtime.block_on(tunebench::provider::wire_server::WireServer::start_routed(routes)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // The README's command, on the wire server.
+    let cases = samples.join("classify-sentiment.cases.csv");
+    let args = ["--json", "--cases", cases.to_str().unwrap()];
+    let output = eval(dir.path(), &samples.join("classify-sentiment.toml"), &server, &args);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let (rows, verdicts) = outcome(&output);
+    let rows: Vec<&str> = rows.iter().map(|r| r.as_deref().unwrap()).collect();
+    assert_eq!(rows, ["mixed", "sarcasm", "five-point-scale", "late-delivery", "does-the-job", "a-gift"]);
+    let verdicts: Vec<Verdict> = verdicts.iter().map(|(v, _)| *v).collect();
+    use Verdict::{Fail, Pass};
+    assert_eq!(verdicts, [Pass, Pass, Pass, Pass, Pass, Fail]);
+}
