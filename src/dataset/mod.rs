@@ -3,12 +3,15 @@
 //! read one row at a time and checked in full (every row rendered against the template) before
 //! anything runs. Every bad row is an error naming the file, the line (the CSV column) and why.
 //!
+//! An approve writes an answer back into its row alone ([`write_expected`]).
+//!
 //! The rows become the prompt's own [`Case`]s, after its inline ones ([`read_into`]), so the eval
 //! pipeline, `run --all-cases` and `batch export` do not know where a case came from.
 
 mod csv_rows;
 mod jsonl;
 mod row;
+mod write;
 mod yaml;
 
 use std::collections::HashMap;
@@ -19,6 +22,7 @@ use crate::prompt::file::{named, Case, DatasetCases, PromptFile};
 use crate::prompt::template::{self, Part, Template, TemplateError, Variables};
 
 pub use row::RowAt;
+pub use write::write_expected;
 
 /// The most bytes one row may take (a longer one is bad input, not a reason to hold it all).
 pub const ROW_BYTES: usize = 1 << 20;

@@ -219,3 +219,58 @@ fn a_cases_file_stays_inside_the_prompts_folder() {
         assert!(error.contains("outside the folder"), "{error}");
     }
 }
+
+#[test]
+fn an_approved_answer_changes_only_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let jsonl_text = "{\"name\": \"a\",  \"text\": \"x\"}\r\n\n{\"text\": \"y\", \"expected\": [1]}\n{\"name\": \"c\", \"text\": \"z\"}";
+    let jsonl = write(d, "cases.jsonl", jsonl_text.as_bytes());
+    let before = cases_of(&jsonl).unwrap();
+    write_expected(&jsonl, "line-3", &json!([{"k": "v"}])).unwrap();
+    let after = std::fs::read_to_string(&jsonl).unwrap();
+    assert_eq!(
+        after,
+        "{\"name\": \"a\",  \"text\": \"x\"}\r\n\n{\"text\":\"y\",\"expected\":[{\"k\":\"v\"}]}\n{\"name\": \"c\", \"text\": \"z\"}"
+    );
+    let now = cases_of(&jsonl).unwrap();
+    assert_eq!(now[1].expected.as_ref().unwrap().items, Some(vec![json!({"k": "v"})]));
+    assert_eq!((&now[0], &now[2]), (&before[0], &before[2]), "the other rows read the same");
+    write_expected(&jsonl, "c", &json!({"v": 1})).unwrap();
+    assert!(std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .ends_with("{\"name\":\"c\",\"text\":\"z\",\"expected\":{\"v\":1}}"));
+
+    let csv_text = "name,text,expected\r\na,\"two\r\nlines\",\nb,\"say \"\"hi\"\"\",[]\r\nc,z,\n";
+    let csv = write(d, "cases.csv", csv_text.as_bytes());
+    write_expected(&csv, "b", &json!([{"q": "a \"quote\", a comma"}])).unwrap();
+    let after = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(
+        after,
+        "name,text,expected\r\na,\"two\r\nlines\",\nb,\"say \"\"hi\"\"\",\"[{\"\"q\"\":\"\"a \\\"\"quote\\\"\", a comma\"\"}]\"\r\nc,z,\n"
+    );
+    let rows = cases_of(&csv).unwrap();
+    assert_eq!(rows[1].expected.as_ref().unwrap().items, Some(vec![json!({"q": "a \"quote\", a comma"})]));
+    assert_eq!(rows[0].variables["text"], json!("two\r\nlines"));
+
+    // Nothing written when the row or the column is not there.
+    let error = write_expected(&csv, "nobody", &json!(1)).unwrap_err().to_string();
+    assert!(error.contains("no row is the case \"nobody\""), "{error}");
+    let plain = write(d, "plain.csv", b"text\nx\n");
+    let error = write_expected(&plain, "line-2", &json!(1)).unwrap_err().to_string();
+    assert!(error.contains("no `expected` column"), "{error}");
+    assert_eq!(std::fs::read(&plain).unwrap(), b"text\nx\n");
+}
+
+#[test]
+fn reading_and_writing_the_same_answer_back_keeps_the_file_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "{\"name\":\"a\",\"text\":\"x\",\"expected\":[1,2]}\n{\"name\":\"b\",\"text\":\"y\"}\n";
+    let jsonl = write(dir.path(), "same.jsonl", text.as_bytes());
+    write_expected(&jsonl, "a", &json!([1, 2])).unwrap();
+    assert_eq!(std::fs::read_to_string(&jsonl).unwrap(), text);
+    let text = "name,expected\na,\"[1,2]\"\nb,\n";
+    let csv = write(dir.path(), "same.csv", text.as_bytes());
+    write_expected(&csv, "a", &json!([1, 2])).unwrap();
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), text);
+}
