@@ -24,6 +24,8 @@ pub const PROMPT_FILE: Limit = Limit { kind: "a prompt file", bytes: 64 * MIB };
 pub const SCHEMA_FILE: Limit = Limit { kind: "a schema file", bytes: 32 * MIB };
 /// A case's `expected_file`.
 pub const EXPECTED_FILE: Limit = Limit { kind: "an expected file", bytes: 128 * MIB };
+/// A dataset of cases (`cases_file`, `--cases`): JSONL and CSV are streamed row by row, YAML read whole.
+pub const DATASET: Limit = Limit { kind: "a dataset of cases", bytes: 1024 * MIB };
 /// A response-cache entry (the answer cap is 16 MiB by default; an entry also holds the request and a
 /// line per chunk).
 pub const CACHE_ENTRY: Limit = Limit { kind: "a response-cache entry", bytes: 64 * MIB };

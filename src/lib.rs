@@ -10,6 +10,7 @@
 //!   constrained decoding), in its own words; `provider::local` adapts it.
 //! - [`run`]: the run engine (live parsing, retry with feedback), run records and the history.
 //! - [`compare`]: json vs jsonl side by side: twins, paired runs, figures, agreement, truncation curves.
+//! - [`dataset`]: datasets of cases (`cases_file`, `--cases`): JSONL, CSV and YAML rows read as cases.
 //! - [`eval`]: expected answers, checks and scores per case; eval records, baselines, the response cache.
 //! - [`batch`]: the case matrix as a provider's batch file (OpenAI, Anthropic, vLLM), results imported
 //!   back into run records.
@@ -28,6 +29,7 @@ pub mod bench_data;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod compare;
+pub mod dataset;
 // The one wing where `unsafe` is allowed: the engine's SIMD kernels, thread pool and disjoint buffers,
 // each block with its SAFETY comment.
 #[allow(unsafe_code)]

@@ -63,13 +63,16 @@ pub struct Entry {
 }
 
 impl Exported {
-    /// `prompt` (from `path`) as it goes into a manifest: a `schema_file` inlined, so the manifest
-    /// stands alone.
+    /// `prompt` (from `path`) as it goes into a manifest: a `schema_file` and a dataset's cases
+    /// inlined, so the manifest stands alone.
     pub fn new(path: &Path, prompt: &PromptFile) -> anyhow::Result<Self> {
         let mut exported = prompt.clone();
         if exported.schema_file.is_some() {
             exported.inline_schema(&base_dir(path))?;
         }
+        // A dataset's rows written as the copy's own cases: the import scores them without the file.
+        exported.dataset = None;
+        exported.cases_file = None;
         Ok(Self { path: path.to_path_buf(), toml: exported.to_toml_string()? })
     }
 

@@ -71,8 +71,9 @@ pub struct ExportArgs {
     /// One test case, by name.
     #[arg(long)]
     pub case: Option<String>,
-    /// Cases from a JSONL file instead of the prompts' own: one per line, {"name": .., "variables":
-    /// {..}} or the variables themselves (named line-N); --var is laid over each.
+    /// Cases from a dataset (.jsonl, .csv, .yaml) instead of the prompts' own, one case a row, read as
+    /// `eval --cases` reads it (README, Datasets): a row's variables, name (else line-N) and expected
+    /// answer; --var is laid over each.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cases", "case"])]
     pub cases_file: Option<PathBuf>,
     /// Each prompt's json/jsonl twin too, for every case.
@@ -201,17 +202,27 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     for output in [args.output.clone(), Manifest::beside(&args.output)] {
         crate::files::refuse_overwriting("--output", &output, &inputs).map_err(anyhow::Error::msg)?;
     }
-    let file_cases = match &args.cases_file {
-        Some(path) => Some(read_cases_file(path, &variables)?),
-        None => None,
-    };
     let created_at_ms = now_ms();
     let tag = tag_for(&args.prompts, created_at_ms);
     let (mut prompts, mut entries) = (Vec::new(), Vec::<Entry>::new());
     let mut lines = String::new();
     let mut models = Vec::new();
     for path in &args.prompts {
-        let prompt = PromptFile::load(path)?;
+        let mut prompt = PromptFile::load(path)?;
+        let base_dir = crate::run::setup::base_dir(path);
+        crate::dataset::read_into(&mut prompt, path, &base_dir, args.cases_file.as_deref(), &variables)?;
+        // `--cases-file`: that file's rows alone, each a case of the prompt now (scored on import).
+        let file_cases: Option<Vec<CaseSpec>> = match (&args.cases_file, &prompt.dataset) {
+            (Some(_), Some(dataset)) => Some(
+                prompt
+                    .cases
+                    .iter()
+                    .skip(dataset.first)
+                    .map(|c| (Some(c.name.clone()), true, variables.clone()))
+                    .collect(),
+            ),
+            _ => None,
+        };
         let mut sides = vec![prompt.clone()];
         if args.twins {
             let base_dir = path.parent().unwrap_or(Path::new("."));
@@ -330,48 +341,6 @@ fn prompt_cases(args: &ExportArgs, prompt: &PromptFile, variables: &Variables) -
         return Ok(prompt.cases.iter().map(|c| (Some(c.name.clone()), true, variables.clone())).collect());
     }
     Ok(vec![(None, false, variables)])
-}
-
-/// The cases of a cases file: one JSON object per line, either `{"name": .., "variables": {..}}` or the
-/// variables themselves (named `line-N`), each laid over `--var`. Errors name the file and line.
-fn read_cases_file(path: &Path, flags: &Variables) -> anyhow::Result<Vec<CaseSpec>> {
-    let text = read_text(path)?;
-    let mut cases = Vec::new();
-    let mut names = std::collections::HashSet::new();
-    for (index, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = || format!("{}:{}", path.display(), index + 1);
-        let value: Value = serde_json::from_str(line).with_context(|| format!("{}: not JSON", at()))?;
-        let Value::Object(object) = value else {
-            bail!("{}: expected a JSON object of variables, or {{\"name\": .., \"variables\": {{..}}}}", at());
-        };
-        let (name, given) = match (object.get("variables"), object.get("name")) {
-            (Some(Value::Object(variables)), name) => {
-                let name = match name {
-                    Some(Value::String(name)) if !name.trim().is_empty() => name.clone(),
-                    None => format!("line-{}", index + 1),
-                    Some(other) => bail!("{}: \"name\" is {other}, not a non-empty string", at()),
-                };
-                (name, variables.clone())
-            }
-            (Some(other), _) => bail!("{}: \"variables\" is {other}, not an object", at()),
-            (None, _) => (format!("line-{}", index + 1), object),
-        };
-        if !names.insert(name.clone()) {
-            bail!("{}: case name {name:?} is used twice", at());
-        }
-        let mut variables = given;
-        for (key, value) in flags {
-            variables.insert(key.clone(), value.clone());
-        }
-        cases.push((Some(name), false, variables));
-    }
-    if cases.is_empty() {
-        bail!("{}: no cases (one JSON object per line)", path.display());
-    }
-    Ok(cases)
 }
 
 /// Six hexadecimal digits that tell this export's `custom_id`s from any other's.

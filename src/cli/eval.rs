@@ -75,6 +75,10 @@ pub struct EvalRunArgs {
     /// Only this case (repeat for several) [default: every case of each prompt].
     #[arg(long = "case", value_name = "NAME")]
     pub cases: Vec<String>,
+    /// A dataset of cases (.jsonl, .csv, .yaml), one case a row, in place of each prompt's own
+    /// `cases_file` (see README, Datasets).
+    #[arg(long = "cases", value_name = "FILE", visible_alias = "cases-file")]
+    pub cases_file: Option<PathBuf>,
     /// A model to run every prompt on (repeat to compare models): local, openai:gpt-4o-mini,
     /// ollama:qwen2.5, vllm:NAME, a .gguf file, or a NAME on --provider [default: as `run`].
     #[arg(long = "model", value_name = "SPEC")]
@@ -154,6 +158,7 @@ pub fn options(args: &EvalRunArgs) -> anyhow::Result<EvalOptions> {
     Ok(EvalOptions {
         prompts: args.prompts.clone(),
         cases: args.cases.clone(),
+        cases_file: args.cases_file.clone(),
         models,
         repeat: args.repeat,
         types: args.types.clone(),
@@ -214,6 +219,7 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
 pub fn refuse_overwriting_inputs(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<()> {
     let mut inputs = plan.watched_files();
     inputs.extend(args.transcript.clone());
+    inputs.extend(args.cases_file.clone());
     for (flag, output) in [("--junit", &args.junit), ("--csv", &args.csv)] {
         if let Some(output) = output {
             crate::files::refuse_overwriting(flag, output, &inputs).map_err(anyhow::Error::msg)?;

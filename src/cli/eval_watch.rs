@@ -38,7 +38,7 @@ pub fn watch(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
     let options = cmd::options(args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let mut previous: Option<EvalRecord> = None;
-    let mut files: Vec<PathBuf> = args.prompts.clone();
+    let mut files: Vec<PathBuf> = args.prompts.iter().chain(&args.cases_file).cloned().collect();
     let mut first = true;
     let mut code = ExitCode::SUCCESS;
     for round in 1.. {
@@ -46,6 +46,7 @@ pub fn watch(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         match EvalPlan::new(&options) {
             Ok(plan) => {
                 files = plan.watched_files();
+                files.extend(args.cases_file.clone());
                 if first {
                     cmd::refuse_overwriting_inputs(args, &plan)?;
                     previous = cmd::baseline(args, &plan)?;

@@ -27,6 +27,10 @@ pub struct RunArgs {
     pub prompt: PathBuf,
     #[command(flatten)]
     pub options: RunOptions,
+    /// A dataset of cases (.jsonl, .csv, .yaml), one case a row, in place of the prompt's own
+    /// `cases_file`: every row is run as a batch (or the one --case names).
+    #[arg(long = "cases", value_name = "FILE", visible_alias = "cases-file", conflicts_with = "all_cases")]
+    pub cases_file: Option<PathBuf>,
     /// The sampling seed (with --temperature above 0; without it a fresh seed, kept in the run record).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -69,14 +73,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         format!("--replay-speed {:?}: use recorded, instant, or a speed such as 10x", args.replay_speed)
     })?;
     let options = &args.options;
-    let setup = RunSetup::load(
+    let variables = options.variables()?;
+    let mut prompt = PromptFile::load(&args.prompt)?;
+    let base_dir = crate::run::setup::base_dir(&args.prompt);
+    crate::dataset::read_into(&mut prompt, &args.prompt, &base_dir, args.cases_file.as_deref(), &variables)?;
+    let setup = RunSetup::new(
+        prompt,
         &args.prompt,
         SetupOptions {
             overrides: options.provider_settings(),
             max_turns: options.flags.max_turns,
             context_tokens: Some(options.flags.context_tokens),
             profile: args.profile,
-            variables: options.variables()?,
+            variables,
             replay: args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
             seed: args.seed,
             cache: if args.cache { CacheMode::Use } else { CacheMode::Off },
@@ -84,7 +93,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         },
     )?;
     let prompt = &setup.prompt;
-    let cases = options.cases(prompt)?;
+    // `--cases FILE` alone runs every row of it.
+    let whole_dataset = args.cases_file.is_some() && options.case.is_none();
+    let cases = match &prompt.dataset {
+        Some(dataset) if whole_dataset => {
+            prompt.cases.iter().skip(dataset.first).map(|c| Some(c.name.clone())).collect()
+        }
+        _ => options.cases(prompt)?,
+    };
     #[cfg(feature = "local")]
     if setup.settings.provider == crate::provider::kind::ProviderKind::Local
         && !args.no_fetch
@@ -95,7 +111,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             fetch::fetch(&mut super::model::show_progress)?;
         }
     }
-    let batch = args.options.all_cases;
+    let batch = args.options.all_cases || whole_dataset;
     let jobs = setup.jobs(&cases, batch)?;
     let concurrency = args.concurrency.unwrap_or_else(|| setup.concurrency().runs).max(1);
     let names: Vec<String> = jobs.iter().map(|j| j.plan.case.clone().unwrap_or_default()).collect();

@@ -5,6 +5,8 @@
 //! An answer that leaves something out is refused; the user may insist, and then the valid items are
 //! written with what was left out kept beside them in `[cases.expected] left_out`.
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use super::values::cut;
@@ -179,23 +181,54 @@ impl Approval {
 /// the answer out is refused with the reason unless `insist`: then the valid items are written and
 /// `[cases.expected] left_out` lists what was not. An answer with nothing valid is always refused.
 pub fn approve(prompt: &mut PromptFile, approval: &Approval, insist: bool) -> Result<(), PromptError> {
-    let refuse = |message: String| PromptError::Expectation { id: prompt.id.clone(), message };
+    let (answer, left_out) =
+        written(approval, insist).map_err(|message| PromptError::Expectation { id: prompt.id.clone(), message })?;
+    prompt.approve(&approval.case, &answer, left_out)
+}
+
+/// What approving writes (the answer and what it leaves out), or why it is refused.
+fn written(approval: &Approval, insist: bool) -> Result<(Value, Vec<String>), String> {
     let case = &approval.case;
     let answer = match &approval.answer {
         _ if !approval.has_answer() => {
             let why = approval.refusal().unwrap_or_else(|| "there is no answer".to_string());
-            return Err(refuse(format!("case {case:?}: nothing to approve: {why}")));
+            return Err(format!("case {case:?}: nothing to approve: {why}"));
         }
         Approved::Items(items) => Value::Array(items.clone()),
         Approved::Value(value) => value.clone(),
         Approved::Nothing => Value::Null,
     };
     let left_out = match approval.refusal() {
-        Some(why) if !insist => return Err(refuse(format!("case {case:?}: not approved: {why}"))),
+        Some(why) if !insist => return Err(format!("case {case:?}: not approved: {why}")),
         Some(_) => approval.left_out.clone(),
         None => Vec::new(),
     };
-    prompt.approve(case, &answer, left_out)
+    Ok((answer, left_out))
+}
+
+/// Writes `approval` into its row of the dataset the prompt file at `prompt_path` names
+/// (`cases_file`), as [`approve`] writes an inline case (refused the same way unless `insist`; a
+/// dataset row has no `left_out`, so what was left out is not kept). Only that row's bytes change
+/// ([`crate::dataset::write_expected`]). Returns the prompt read again with its dataset, to score with.
+pub fn approve_in_dataset(prompt_path: &Path, approval: &Approval, insist: bool) -> Result<PromptFile, String> {
+    let base_dir = crate::run::setup::base_dir(prompt_path);
+    let read = || -> Result<PromptFile, String> {
+        let mut prompt = PromptFile::load(prompt_path).map_err(|e| e.to_string())?;
+        crate::dataset::read_into(&mut prompt, prompt_path, &base_dir, None, &Default::default())
+            .map_err(|e| e.to_string())?;
+        Ok(prompt)
+    };
+    let prompt = read()?;
+    let case = &approval.case;
+    let Some(dataset) = &prompt.dataset else {
+        return Err(format!("case {case:?}: the prompt names no dataset (cases_file) to write it into"));
+    };
+    if !prompt.cases.iter().skip(dataset.first).any(|c| &c.name == case) {
+        return Err(format!("case {case:?} is not a row of {}", dataset.path.display()));
+    }
+    let (answer, _) = written(approval, insist)?;
+    crate::dataset::write_expected(&dataset.path, case, &answer).map_err(|e| e.to_string())?;
+    read()
 }
 
 /// Whether the answer ended before it was complete: the token limit (or the client's cap), a stop, a

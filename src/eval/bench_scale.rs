@@ -1,7 +1,8 @@
 //! (feature `testing`) `tunebench bench`'s scale figures: each step a user waits for on a large eval,
 //! measured at N and at 2N (cases, or answer items that share a key) in the same run, reported as
 //! the time per case at 2N over the time per case at N: about 1 when the step is linear, about 2
-//! when it is quadratic. The steps: a prompt file read and planned up to its first request; `eval
+//! when it is quadratic. The steps: a prompt file read and planned up to its first request; the same
+//! cases as a JSONL dataset (`cases_file`) read, checked and planned; `eval
 //! diff` of two records; a baseline delta with the matrix printed; the JUnit report; one cell's
 //! items scored when every item shares one key.
 
@@ -77,6 +78,24 @@ pub fn measure(
         std::fs::remove_file(&path)?;
         Ok(elapsed)
     };
+    let read_dataset = |rows: usize| -> anyhow::Result<f64> {
+        let path = dir.join(format!("bench-dataset-{rows}.toml"));
+        let dataset = dir.join(format!("bench-dataset-{rows}.jsonl"));
+        std::fs::write(
+            &path,
+            format!("cases_file = \"bench-dataset-{rows}.jsonl\"\n{}", super::bench::prompt_text(0)),
+        )?;
+        std::fs::write(&dataset, dataset_text(rows))?;
+        let options = EvalOptions { prompts: vec![path.clone()], repeat: 1, ..EvalOptions::default() };
+        let started = Instant::now();
+        let plan = EvalPlan::new(&options)?;
+        let jobs = super::pipeline::jobs(&plan, None)?;
+        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+        anyhow::ensure!(jobs.len() == rows, "{} jobs planned for {rows} dataset rows", jobs.len());
+        std::fs::remove_file(&path)?;
+        std::fs::remove_file(&dataset)?;
+        Ok(elapsed)
+    };
     let eval_diff = |cases: usize| -> anyhow::Result<f64> {
         let (a, b) = (record(cases, 0), record(cases, 1));
         let started = Instant::now();
@@ -114,6 +133,7 @@ pub fn measure(
     };
     let steps = [
         Step { name: "read + plan a prompt file (cases)", time: &read_and_plan },
+        Step { name: "read + plan a JSONL dataset (rows)", time: &read_dataset },
         Step { name: "eval diff of two records (cases)", time: &eval_diff },
         Step { name: "baseline delta + matrix printed (cases)", time: &baseline },
         Step { name: "JUnit report (cases)", time: &junit_report },
@@ -136,6 +156,20 @@ pub fn measure(
         });
     }
     Ok(ScaleFigures { steps: figures })
+}
+
+/// A JSONL dataset of `rows` rows, each the case [`super::bench::prompt_text`] writes inline.
+pub fn dataset_text(rows: usize) -> String {
+    let mut text = String::new();
+    for i in 0..rows {
+        let items: Vec<Value> =
+            (0..5).map(|k| json!({"entity": format!("entity {i} {k}"), "definition": "A thing."})).collect();
+        text.push_str(
+            &json!({"name": format!("case-{i}"), "text": format!("MARK-{i}-END"), "expected": items}).to_string(),
+        );
+        text.push('\n');
+    }
+    text
 }
 
 /// An eval record of `cases` cases on one column; `side` 1 differs from side 0 on every third case

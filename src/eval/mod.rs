@@ -48,7 +48,7 @@ pub mod totals;
 pub mod values;
 mod verdict;
 
-pub use approval::{approve, Approval};
+pub use approval::{approve, approve_in_dataset, Approval};
 pub use pipeline::{EvalEvent, Pipeline};
 pub use plan::{Column, EvalOptions, EvalPlan, ModelSpec};
 pub use record::{CellRecord, EvalRecord};

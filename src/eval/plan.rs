@@ -159,6 +159,9 @@ pub struct EvalOptions {
     /// Only these cases (by name); empty: every case of each prompt (a prompt without cases: its own
     /// variables, once).
     pub cases: Vec<String>,
+    /// `--cases FILE`: a dataset of cases read for every prompt, in place of its own `cases_file`
+    /// (each prompt's own is read when this is `None`).
+    pub cases_file: Option<PathBuf>,
     /// The models (`--model`, repeatable); empty: the front end's provider and model alone.
     pub models: Vec<ModelSpec>,
     /// Runs per cell (at least 1).
@@ -195,7 +198,16 @@ impl EvalPlan {
         for path in &options.prompts {
             let text = crate::files::read_text(path, crate::files::PROMPT_FILE)
                 .map_err(|e| EvalError::Input(e.to_string()))?;
-            let prompt = PromptFile::from_toml_str(&text, path).map_err(|e| EvalError::Input(e.to_string()))?;
+            let mut prompt = PromptFile::from_toml_str(&text, path).map_err(|e| EvalError::Input(e.to_string()))?;
+            let base_dir = crate::run::setup::base_dir(path);
+            crate::dataset::read_into(
+                &mut prompt,
+                path,
+                &base_dir,
+                options.cases_file.as_deref(),
+                &options.setup.variables,
+            )
+            .map_err(|e| EvalError::Input(e.to_string()))?;
             let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
             prompts.push(PromptText { path: absolute, id: prompt.id.clone(), text });
             loaded.push(prompt);
@@ -264,8 +276,8 @@ impl EvalPlan {
         }
     }
 
-    /// The files whose change should re-run the eval (`--watch`): each prompt file, its schema file and
-    /// the expected files its cases name.
+    /// The files whose change should re-run the eval (`--watch`): each prompt file, its schema file,
+    /// its dataset (`cases_file`) and the expected files its cases name.
     pub fn watched_files(&self) -> Vec<PathBuf> {
         let mut files = Vec::new();
         for prompt in &self.prompts {
@@ -281,14 +293,16 @@ impl EvalPlan {
     }
 }
 
-/// String values under `schema_file` or `expected_file` keys anywhere in a prompt file, resolved
+/// String values under `schema_file`, `cases_file` or `expected_file` keys anywhere in a prompt file, resolved
 /// against its directory.
 fn collect_files(value: &toml::Value, base_dir: &Path, files: &mut Vec<PathBuf>) {
     match value {
         toml::Value::Table(table) => {
             for (key, value) in table {
                 match value {
-                    toml::Value::String(file) if key == "schema_file" || key == "expected_file" => {
+                    toml::Value::String(file)
+                        if matches!(key.as_str(), "schema_file" | "expected_file" | "cases_file") =>
+                    {
                         files.push(base_dir.join(file));
                     }
                     other => collect_files(other, base_dir, files),

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 pub use check::{CheckKind, CheckSpec};
 pub use fields::{first_segment, pointer, pointer_error, Fields};
-pub(crate) use parse::{parse_check, parse_eval, parse_expected, RawCheck, RawEval, RawExpected};
+pub(crate) use parse::{parse_check, parse_eval, parse_expected, FieldValue, RawCheck, RawEval, RawExpected};
 
 /// Where a table or value was written: the prompt file and the 1-based line and column.
 #[derive(Clone, Debug, PartialEq, Eq)]

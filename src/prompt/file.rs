@@ -11,6 +11,7 @@
 //! template = """..."""               # the user message: Jinja + PtcRunner's Mustache forms
 //! schema = '''{"type": "object"}'''  # at most one of: schema (JSON text, or a TOML table),
 //!                                    # schema_file (relative to this file), signature
+//! cases_file = "cases.jsonl"         # optional: more cases, one a row (.jsonl, .csv, .yaml; `dataset`)
 //! [variables]                        # defaults (any JSON value)
 //! text = "..."
 //! [terms]                            # TrustGraph's global terms: under the variables
@@ -81,8 +82,14 @@ pub struct PromptFile {
     pub variables: Variables,
     /// TrustGraph's global terms: available to system and template, overridden by the variables.
     pub terms: Variables,
-    /// Named test cases.
+    /// Named test cases: the file's `[[cases]]`, then the rows of its dataset once one is read in
+    /// ([`PromptFile::dataset`]).
     pub cases: Vec<Case>,
+    /// A dataset of more cases beside the prompt (`cases_file`, relative to the prompt file).
+    pub cases_file: Option<PathBuf>,
+    /// Where the cases read from a dataset begin in `cases` and where each was written; `None` until
+    /// `dataset::read_into` reads one in. A save writes the inline cases alone.
+    pub dataset: Option<DatasetCases>,
     /// How many turns a run may take (validation errors fed back), PtcRunner's `max_turns`.
     pub max_turns: Option<u32>,
     pub provider: ProviderSettings,
@@ -113,6 +120,15 @@ pub struct Case {
     /// This case's own checks (`[[cases.checks]]`), run after the prompt's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckSpec>,
+}
+
+/// The cases of `cases` that came from a dataset file: the tail of `cases` from `first` on, the file
+/// they were read from and the line each row starts on (in order).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DatasetCases {
+    pub path: PathBuf,
+    pub first: usize,
+    pub lines: Vec<usize>,
 }
 
 /// A case as the file writes it, with the places of its expectations and checks.
@@ -220,6 +236,7 @@ struct RawPrompt {
     terms: Variables,
     #[serde(default)]
     cases: Vec<Spanned<RawCase>>,
+    cases_file: Option<Spanned<PathBuf>>,
     max_turns: Option<u32>,
     #[serde(default)]
     provider: ProviderSettings,
@@ -244,6 +261,8 @@ impl PromptFile {
             variables: Variables::new(),
             terms: Variables::new(),
             cases: Vec::new(),
+            cases_file: None,
+            dataset: None,
             max_turns: None,
             provider: ProviderSettings::default(),
             profile: None,
@@ -355,6 +374,12 @@ impl PromptFile {
                 return Err(PromptError::Invalid { path, line, column, message });
             }
         }
+        if let Some(file) = &raw.cases_file {
+            if let Some(message) = named::refused_as_written("cases_file", file.get_ref()) {
+                let (path, line, column) = at(file.span());
+                return Err(PromptError::Invalid { path, line, column, message });
+            }
+        }
         let schema = match raw.schema {
             Some(spanned) => {
                 let span = spanned.span();
@@ -445,6 +470,8 @@ impl PromptFile {
             variables: raw.variables,
             terms: raw.terms,
             cases,
+            cases_file: raw.cases_file.map(Spanned::into_inner),
+            dataset: None,
             max_turns: raw.max_turns,
             provider: raw.provider,
             profile: raw.profile,
@@ -484,6 +511,12 @@ impl PromptFile {
             return Ok(Some(ResolvedSchema { schema: sig.output_schema(), origin: SchemaOrigin::Signature(sig) }));
         }
         Ok(None)
+    }
+
+    /// The cases the file itself writes (`[[cases]]`): every case but a dataset's.
+    pub fn inline_cases(&self) -> &[Case] {
+        let end = self.dataset.as_ref().map_or(self.cases.len(), |d| d.first.min(self.cases.len()));
+        self.cases.get(..end).unwrap_or(&self.cases)
     }
 
     /// The default variables with `case`'s variables merged over them (name by name).

@@ -99,6 +99,10 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
 
 /// Scores `request`'s run against its case's expectations in the prompt as approved.
 pub fn rescore(request: &RescoreRequest) -> Msg {
+    rescore_msg(request)
+}
+
+fn rescore_msg(request: &RescoreRequest) -> Msg {
     let base_dir = crate::run::setup::base_dir(&request.path);
     let case = request.cell.case.as_deref();
     let news = match Expectations::for_case(&request.prompt, &base_dir, case) {
@@ -110,6 +114,28 @@ pub fn rescore(request: &RescoreRequest) -> Msg {
         Err(e) => return Msg::Note(format!("not scored again: {e}")),
     };
     Msg::Eval { id: request.id, news }
+}
+
+/// An approved answer written into its dataset row (the core's [`crate::eval::approve_in_dataset`]),
+/// then the row scored again against the prompt read back; else a note saying why nothing was written.
+pub fn approve_in_dataset(request: super::msg::DatasetApproval) -> Vec<Msg> {
+    let case = request.approval.case.clone();
+    match crate::eval::approve_in_dataset(&request.path, &request.approval, request.insist) {
+        Ok(prompt) => {
+            let file = prompt.dataset.as_ref().map(|d| d.path.display().to_string()).unwrap_or_default();
+            let note = Msg::Note(format!("approved: case {case:?} now expects {} in {file}", request.approval.count()));
+            let rescore = RescoreRequest {
+                id: request.id,
+                row: request.row,
+                prompt,
+                path: request.path,
+                cell: request.cell,
+                run: request.run,
+            };
+            vec![note, rescore_msg(&rescore)]
+        }
+        Err(e) => vec![Msg::Note(format!("not approved: {e}"))],
+    }
 }
 
 /// A workbench run of `case` scored against the case's expected answer and checks in `prompt` (the

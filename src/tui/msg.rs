@@ -335,6 +335,9 @@ pub enum Effect {
     CancelEval,
     /// Score one row's run again against the prompt (after approve).
     Rescore(Box<RescoreRequest>),
+    /// Write an approved answer into its row of the prompt's dataset (`cases_file`), then score the
+    /// row again.
+    ApproveInDataset(Box<DatasetApproval>),
     /// List the evals of the prompt file `path` in the eval store, in the background.
     ListEvals { path: PathBuf },
     /// Read the eval record `file` (and `against`, the one it is compared with) for eval screen `id`.
@@ -357,6 +360,18 @@ pub struct EvalRequest {
     /// The baseline: the one read before the screen's first run, else that first run's record, else
     /// (`None`) the last eval of the prompt on this model, read now.
     pub baseline: Option<Box<crate::eval::EvalRecord>>,
+}
+
+/// An approve of a dataset row: the saved prompt file, what to write, and the row to score again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DatasetApproval {
+    pub id: u64,
+    pub row: usize,
+    pub path: PathBuf,
+    pub approval: crate::eval::Approval,
+    pub insist: bool,
+    pub cell: Box<crate::eval::CellRecord>,
+    pub run: Box<RunRecord>,
 }
 
 /// A row scored again: the prompt as approved, the row's cell and run.

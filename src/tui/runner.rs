@@ -289,6 +289,7 @@ impl Runner {
                 Vec::new()
             }
             Effect::Rescore(request) => vec![super::eval_runner::rescore(&request)],
+            Effect::ApproveInDataset(request) => super::eval_runner::approve_in_dataset(*request),
             Effect::ListEvals { path } => {
                 super::eval_runner::list(self, path);
                 Vec::new()

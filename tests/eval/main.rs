@@ -9,6 +9,7 @@ mod baseline;
 mod batch;
 mod cache;
 mod cli;
+mod datasets;
 mod hostile;
 mod support;
 mod watch;

@@ -102,3 +102,41 @@ fn the_confirmation_says_how_many_items_and_scrolls_to_the_last() {
     drive(&mut state, effects);
     assert_eq!(saved_beta(dir.path()).items.map(|i| i.len()), Some(4));
 }
+
+#[test]
+fn approving_a_dataset_row_writes_that_row_alone_and_scores_it_again() {
+    // alpha inline; beta and gamma rows of the prompt's dataset.
+    let dir = folder();
+    let inline = super::eval::PROMPT.split("[[cases]]\nname = \"beta\"").next().unwrap();
+    std::fs::write(dir.path().join("definitions.toml"), format!("cases_file = \"cases.jsonl\"\n{inline}")).unwrap();
+    let beta = r#"{"name": "beta", "text": "BETA-TEXT", "expected": [{"entity": "Beta", "definition": "The second letter."}, {"entity": "Gamma", "definition": "The third letter."}]}"#;
+    let gamma = r#"{"name": "gamma",   "text": "GAMMA-TEXT"}"#;
+    let dataset = dir.path().join("cases.jsonl");
+    std::fs::write(&dataset, format!("{beta}\r\n{gamma}\n")).unwrap();
+    let gamma_answer = "{\"entity\": \"Gamma\", \"definition\": \"The third letter.\"}\n";
+    std::fs::write(dir.path().join("answers/definitions.gamma.jsonl"), transcript(gamma_answer)).unwrap();
+    let prompt_before = std::fs::read(dir.path().join("definitions.toml")).unwrap();
+    let mut state = evaluated(dir.path());
+    let rows: Vec<Option<String>> = ["alpha", "beta", "gamma"].iter().map(|r| Some(r.to_string())).collect();
+    assert_eq!(state.eval.rows, rows);
+    assert_eq!(super::eval::verdict(&state, 1), Some(tunebench::eval::score::Verdict::Fail), "beta misses Gamma");
+
+    update(&mut state, special(Key::Down));
+    assert!(update(&mut state, key('a')).is_empty());
+    let effects = update(&mut state, key('y'));
+    assert!(matches!(effects.as_slice(), [Effect::ApproveInDataset(_)]), "{effects:?}");
+    drive(&mut state, effects);
+    assert_eq!(super::eval::verdict(&state, 1), Some(tunebench::eval::score::Verdict::Pass), "{}", note(&state));
+    let written =
+        r#"{"name":"beta","text":"BETA-TEXT","expected":[{"entity":"Beta","definition":"The second letter."}]}"#;
+    assert_eq!(
+        std::fs::read_to_string(&dataset).unwrap(),
+        format!("{written}\r\n{gamma}\n"),
+        "only beta's line changed"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("definitions.toml")).unwrap(),
+        prompt_before,
+        "the prompt file is untouched"
+    );
+}

@@ -30,6 +30,8 @@ struct Out<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     schema_file: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    cases_file: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<&'a str>,
     template: &'a str,
     /// Inline schemas are written as pretty JSON text: how JSON Schema reads best, and it keeps nulls.
@@ -78,7 +80,7 @@ fn out(prompt: &PromptFile) -> Result<Out<'_>, PromptError> {
     }
     check_no_null("variables", &prompt.variables).map_err(not_toml)?;
     check_no_null("terms", &prompt.terms).map_err(not_toml)?;
-    for case in &prompt.cases {
+    for case in prompt.inline_cases() {
         check_no_null(&format!("case {:?}", case.name), &case.variables).map_err(not_toml)?;
         if let Some(expected) = &case.expected {
             let values = expected.items.iter().flatten().chain(&expected.value);
@@ -96,6 +98,12 @@ fn out(prompt: &PromptFile) -> Result<Out<'_>, PromptError> {
         }
         None => None,
     };
+    let cases_file = match &prompt.cases_file {
+        Some(path) => {
+            Some(path.to_str().ok_or_else(|| not_toml(format!("cases_file {} is not UTF-8", path.display())))?)
+        }
+        None => None,
+    };
     let schema = prompt.schema.as_ref().map(|schema| pretty_json(schema, 0));
     Ok(Out {
         id: &prompt.id,
@@ -105,6 +113,7 @@ fn out(prompt: &PromptFile) -> Result<Out<'_>, PromptError> {
         max_turns: prompt.max_turns,
         signature: prompt.signature.as_deref(),
         schema_file,
+        cases_file,
         system: prompt.system.as_deref(),
         template: &prompt.template,
         schema,
@@ -113,7 +122,7 @@ fn out(prompt: &PromptFile) -> Result<Out<'_>, PromptError> {
         provider: &prompt.provider,
         eval: &prompt.eval,
         checks: &prompt.checks,
-        cases: &prompt.cases,
+        cases: prompt.inline_cases(),
     })
 }
 

@@ -9,7 +9,7 @@ use crate::eval::diff::Delta;
 use crate::eval::{Approval, EvalEvent};
 use crate::prompt::file::OnDisk;
 use crate::tui::eval_state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
-use crate::tui::msg::{Action, Effect, EvalNews, EvalRequest, RescoreRequest};
+use crate::tui::msg::{Action, DatasetApproval, Effect, EvalNews, EvalRequest, RescoreRequest};
 use crate::tui::state::State;
 
 /// `eval` from the edit screen: open the eval screen; the first time, run it.
@@ -241,6 +241,14 @@ pub(super) fn approve(state: &mut State, row: usize, insist: bool) -> Vec<Effect
     };
     // On the prompt as last written: an approve whose save has not been confirmed yet is kept.
     let mut prompt = state.pending_save.as_ref().map_or_else(|| state.saved.clone(), |pending| pending.0.clone());
+    if prompt.cases_file.is_some() && prompt.case(&approval.case).is_err() {
+        // A row of the prompt's dataset: written into that row by the runner, the prompt file untouched.
+        state.eval.overlay = EvalOverlay::None;
+        state.note = Some(format!("approving case {:?} into the dataset…", approval.case));
+        let request =
+            DatasetApproval { id: state.eval.id, row, path: state.path.clone(), approval, insist, cell: scored, run };
+        return vec![Effect::ApproveInDataset(Box::new(request))];
+    }
     if let Err(e) = crate::eval::approve(&mut prompt, &approval, insist) {
         let again = if approval.has_answer() && !insist {
             format!("; a again writes only the {} with the rest marked", approval.count())

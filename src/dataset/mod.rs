@@ -1,0 +1,189 @@
+//! Datasets of cases: a `.jsonl`, `.csv` or `.yaml` file of rows (a prompt's `cases_file`, or `--cases
+//! FILE`), each row a case as `[[cases]]` writes one (variables, a name, the expected answer, checks),
+//! read one row at a time and checked in full (every row rendered against the template) before
+//! anything runs. Every bad row is an error naming the file, the line (the CSV column) and why.
+//!
+//! An approve writes an answer back into its row alone ([`write_expected`]).
+//!
+//! The rows become the prompt's own [`Case`]s, after its inline ones ([`read_into`]), so the eval
+//! pipeline, `run --all-cases` and `batch export` do not know where a case came from.
+
+mod csv_rows;
+mod jsonl;
+mod row;
+mod write;
+mod yaml;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::files::DATASET;
+use crate::prompt::file::{named, Case, DatasetCases, PromptFile};
+use crate::prompt::template::{self, Part, Template, TemplateError, Variables};
+
+pub use row::RowAt;
+pub use write::write_expected;
+
+/// The most bytes one row may take (a longer one is bad input, not a reason to hold it all).
+pub const ROW_BYTES: usize = 1 << 20;
+
+/// A dataset that cannot be read, or a row in it that is bad: the place (`file`, `file:line`,
+/// `file:line:column` or `file:line: column `name``) and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{at}: {message}")]
+pub struct DatasetError {
+    pub at: String,
+    pub message: String,
+}
+
+impl DatasetError {
+    fn file(path: &Path, message: impl Into<String>) -> Self {
+        Self { at: path.display().to_string(), message: message.into() }
+    }
+}
+
+/// What a reader hands each row to.
+type Take<'a> = dyn FnMut(Case, RowAt<'_>) -> Result<(), DatasetError> + 'a;
+
+/// The dataset at `path` opened to stream (a regular file within [`DATASET`]'s cap).
+fn open(path: &Path) -> Result<std::fs::File, DatasetError> {
+    let (file, metadata) =
+        crate::files::open(path, DATASET.kind).map_err(|e| DatasetError::file(path, e.problem.to_string()))?;
+    if metadata.len() > DATASET.bytes {
+        return Err(DatasetError::file(path, crate::files::Problem::TooLarge(DATASET).to_string()));
+    }
+    Ok(file)
+}
+
+/// How a dataset's rows are written, by the file's extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Jsonl,
+    Csv,
+    Yaml,
+}
+
+impl Format {
+    /// The format `path`'s extension names; any other extension is an error naming the file.
+    pub fn of(path: &Path) -> Result<Format, DatasetError> {
+        let extension = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+        match extension.as_deref() {
+            Some("jsonl") => Ok(Format::Jsonl),
+            Some("csv") => Ok(Format::Csv),
+            Some("yaml" | "yml") => Ok(Format::Yaml),
+            _ => Err(DatasetError::file(
+                path,
+                "a dataset of cases is a .jsonl, .csv or .yaml (.yml) file; this extension is none of them",
+            )),
+        }
+    }
+}
+
+/// Reads the rows of the dataset at `path` one at a time, each handed to `each` as a case with the
+/// line it starts on. Stops at the first bad row (or the first error `each` returns). Row names
+/// are checked distinct here (a second row of one name is an error naming both lines).
+pub fn read(path: &Path, mut each: impl FnMut(Case, RowAt) -> Result<(), DatasetError>) -> Result<usize, DatasetError> {
+    let mut names: HashMap<String, usize> = HashMap::new();
+    let mut rows = 0;
+    let mut take = |case: Case, at: RowAt| -> Result<(), DatasetError> {
+        if let Some(first) = names.insert(case.name.clone(), at.line) {
+            return Err(at.error(format!("a second case named {:?} (the first is on line {first})", case.name)));
+        }
+        rows += 1;
+        each(case, at)
+    };
+    match Format::of(path)? {
+        Format::Jsonl => jsonl::read(path, &mut take)?,
+        Format::Csv => csv_rows::read(path, &mut take)?,
+        Format::Yaml => yaml::read(path, &mut take)?,
+    }
+    if rows == 0 {
+        return Err(DatasetError::file(path, "no rows: a dataset holds at least one case"));
+    }
+    Ok(rows)
+}
+
+/// Where the dataset of `prompt` is: `given` (`--cases FILE`, as the user wrote it) over the prompt's
+/// own `cases_file` (resolved inside the prompt's folder `base_dir`, as `schema_file` is). `None`
+/// when it names none.
+pub fn path_for(prompt: &PromptFile, base_dir: &Path, given: Option<&Path>) -> Result<Option<PathBuf>, DatasetError> {
+    if let Some(given) = given {
+        return Ok(Some(given.to_path_buf()));
+    }
+    let Some(name) = &prompt.cases_file else { return Ok(None) };
+    named::resolve(base_dir, "cases_file", name, None)
+        .map(Some)
+        .map_err(|e| DatasetError { at: format!("prompt `{}`", prompt.id), message: e.to_string() })
+}
+
+/// Reads the dataset of `prompt` ([`path_for`]) into its cases, after the inline ones, each row
+/// checked: a name that is also an inline case's, and a row the template cannot render with
+/// (`overrides`, the `--var` values, laid over it as a run lays them) are errors at the row's line.
+/// Nothing is added unless every row is good. Returns how many rows were read (0: no dataset).
+pub fn read_into(
+    prompt: &mut PromptFile,
+    prompt_path: &Path,
+    base_dir: &Path,
+    given: Option<&Path>,
+    overrides: &Variables,
+) -> Result<usize, DatasetError> {
+    let Some(path) = path_for(prompt, base_dir, given)? else { return Ok(0) };
+    let inline: HashMap<&str, ()> = prompt.inline_cases().iter().map(|c| (c.name.as_str(), ())).collect();
+    let renders = Renders::new(prompt)?;
+    let mut cases = Vec::new();
+    let mut lines = Vec::new();
+    read(&path, |case, at| {
+        if inline.contains_key(case.name.as_str()) {
+            return Err(at.error(format!(
+                "a case named {:?} is also in the [[cases]] of {}; a dataset's names differ from the prompt's",
+                case.name,
+                prompt_path.display()
+            )));
+        }
+        renders.check(prompt, &case, overrides).map_err(|e| at.error(e))?;
+        lines.push(at.line);
+        cases.push(case);
+        Ok(())
+    })?;
+    let rows = cases.len();
+    let first = prompt.inline_cases().len();
+    prompt.cases.truncate(first);
+    prompt.cases.extend(cases);
+    prompt.dataset = Some(DatasetCases { path, first, lines });
+    Ok(rows)
+}
+
+/// The prompt's texts compiled once, to render every row with before anything runs.
+struct Renders {
+    system: Option<Template>,
+    user: Template,
+}
+
+impl Renders {
+    fn new(prompt: &PromptFile) -> Result<Self, DatasetError> {
+        let bad = |e: TemplateError| DatasetError { at: format!("prompt `{}`", prompt.id), message: e.to_string() };
+        let system = prompt.system.as_deref().map(|s| Template::compile(Part::System, s)).transpose().map_err(bad)?;
+        Ok(Self { system, user: Template::compile(Part::Template, &prompt.template).map_err(bad)? })
+    }
+
+    /// Why `case` cannot be rendered (a variable the template needs and the row does not give, …).
+    fn check(&self, prompt: &PromptFile, case: &Case, overrides: &Variables) -> Result<(), String> {
+        let vars = template::merge(&[&prompt.terms, &prompt.variables, &case.variables, overrides]);
+        let explain = |e: TemplateError| {
+            match e {
+            TemplateError::Undefined { part, name, line } => format!(
+                "the {part} (line {line}) needs the variable `{name}`, which this row does not give (nor the prompt's [variables])"
+            ),
+            other => other.to_string(),
+        }
+        };
+        if let Some(system) = &self.system {
+            system.render(&vars).map_err(explain)?;
+        }
+        self.user.render(&vars).map_err(explain)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,276 @@
+//! The dataset readers: the same cases from JSONL, CSV and YAML as `[[cases]]` gives, and every bad
+//! row an error at its file:line (and CSV column).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::*;
+
+const PROMPT: &str = r#"id = "definitions"
+response_type = "jsonl"
+template = "Define every entity in: {{text}}"
+schema = '''{"type": "object", "properties": {"entity": {"type": "string"}, "definition": {"type": "string"}}, "required": ["entity", "definition"]}'''
+
+[[cases]]
+name = "alpha"
+variables = { text = "ALPHA-TEXT" }
+[cases.expected]
+items = [{ entity = "Alpha", definition = "The first letter." }]
+[[cases.checks]]
+kind = "items"
+min = 1
+"#;
+
+fn write(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn cases_of(path: &Path) -> Result<Vec<Case>, DatasetError> {
+    let mut cases = Vec::new();
+    read(path, |case, _| {
+        cases.push(case);
+        Ok(())
+    })?;
+    Ok(cases)
+}
+
+fn error_of(dir: &Path, name: &str, text: &[u8]) -> String {
+    let path = write(dir, name, text);
+    match cases_of(&path) {
+        Ok(cases) => panic!("{name} read as {} cases", cases.len()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The inline case `alpha` of [`PROMPT`], as the TOML reader gives it.
+fn inline_alpha() -> Case {
+    let prompt = PromptFile::from_toml_str(PROMPT, Path::new("p.toml")).unwrap();
+    prompt.cases[0].clone()
+}
+
+#[test]
+fn the_three_formats_give_the_case_toml_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = write(
+        dir.path(),
+        "a.jsonl",
+        br#"{"name": "alpha", "vars": {"text": "ALPHA-TEXT"}, "expected": [{"entity": "Alpha", "definition": "The first letter."}], "checks": [{"kind": "items", "min": 1}]}
+"#,
+    );
+    let flat = write(
+        dir.path(),
+        "b.jsonl",
+        "\u{feff}{\"__description\": \"alpha\", \"text\": \"ALPHA-TEXT\", \"expected\": [{\"entity\": \"Alpha\", \"definition\": \"The first letter.\"}], \"checks\": [{\"kind\": \"items\", \"min\": 1}]}\r\n\n"
+            .as_bytes(),
+    );
+    let csv = write(
+        dir.path(),
+        "c.csv",
+        b"name,text,expected,checks\nalpha,ALPHA-TEXT,\"[{\"\"entity\"\": \"\"Alpha\"\", \"\"definition\"\": \"\"The first letter.\"\"}]\",\"[{\"\"kind\"\": \"\"items\"\", \"\"min\"\": 1}]\"\n",
+    );
+    let yaml = write(
+        dir.path(),
+        "d.yaml",
+        b"# cases\n- name: alpha\n  vars:\n    text: ALPHA-TEXT\n  expected:\n    - entity: Alpha\n      definition: The first letter.\n  checks:\n    - kind: items\n      min: 1\n",
+    );
+    let want = inline_alpha();
+    for path in [&jsonl, &flat, &csv, &yaml] {
+        let cases = cases_of(path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cases, vec![want.clone()], "{}", path.display());
+    }
+    // The place of the expected answer and the checks is the row's line.
+    let yaml_case = &cases_of(&yaml).unwrap()[0];
+    let place = yaml_case.expected.as_ref().unwrap().at.0.clone().unwrap();
+    assert_eq!((place.path.as_path(), place.line), (yaml.as_path(), 2));
+}
+
+#[test]
+fn names_default_to_the_line_and_promptfoo_columns_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = write(
+        dir.path(),
+        "t.csv",
+        b"text,__expected,__description\nhello,\"{\"\"a\"\": 1}\",greeting\nbye,,\n\"multi\nline\",,\n",
+    );
+    let cases = cases_of(&csv).unwrap();
+    let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["greeting", "line-3", "line-4"]);
+    assert_eq!(cases[0].expected.as_ref().unwrap().value, Some(json!({"a": 1})));
+    assert_eq!(cases[1].expected, None, "an empty cell is no expected answer");
+    assert_eq!(cases[2].variables["text"], json!("multi\nline"));
+}
+
+#[test]
+fn each_bad_row_is_an_error_at_its_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let at = |name: &str| d.join(name).display().to_string();
+    let error = error_of(d, "bad.csv", b"text,expected\nok,[1]\nx,\"[1, \"\n");
+    assert!(error.starts_with(&format!("{}:3: column `expected`: ", at("bad.csv"))), "{error}");
+    assert!(error.contains("not JSON"), "{error}");
+    let error = error_of(d, "dup.jsonl", b"{\"name\": \"a\"}\n{\"name\": \"b\"}\n{\"name\": \"a\"}\n");
+    assert_eq!(error, format!("{}:3: a second case named \"a\" (the first is on line 1)", at("dup.jsonl")));
+    let error = error_of(d, "list.jsonl", b"{\"text\": \"a\"}\n[1, 2]\n");
+    assert!(error.starts_with(&format!("{}:2: expected a JSON object", at("list.jsonl"))), "{error}");
+    let error = error_of(d, "notjson.jsonl", b"{\"text\": \"a\"}\n{text}\n");
+    assert!(error.starts_with(&format!("{}:2: not JSON", at("notjson.jsonl"))), "{error}");
+    let error = error_of(d, "latin1.jsonl", b"{\"text\": \"a\"}\n{\"text\": \"caf\xe9\"}\n");
+    assert_eq!(error, format!("{}:2:14: not UTF-8 (byte 0xe9); a dataset is UTF-8 text", at("latin1.jsonl")));
+    let error = error_of(d, "latin1.csv", b"text\ncaf\xe9\n");
+    assert!(error.starts_with(&format!("{}:2: column `text`: not UTF-8 (byte 0xe9)", at("latin1.csv"))), "{error}");
+    let error = error_of(d, "latin1.yaml", b"- text: caf\xe9\n");
+    assert!(error.starts_with(&format!("{}:1:12: not UTF-8", at("latin1.yaml"))), "{error}");
+    let long = format!("{{\"text\": \"{}\"}}\n", "x".repeat(ROW_BYTES));
+    let error = error_of(d, "long.jsonl", format!("{{\"text\": \"a\"}}\n{long}").as_bytes());
+    assert!(error.starts_with(&format!("{}:2: a row longer than", at("long.jsonl"))), "{error}");
+    let error = error_of(d, "long.csv", format!("text\na\n{}\n", "y".repeat(ROW_BYTES + 1)).as_bytes());
+    assert!(error.starts_with(&format!("{}:3: a row longer than", at("long.csv"))), "{error}");
+    let error = error_of(d, "wide.csv", b"a,b\n1,2\n1,2,3\n");
+    assert!(error.starts_with(&format!("{}:3: a row of 3 cells", at("wide.csv"))), "{error}");
+    let error = error_of(d, "check.jsonl", b"{\"text\": \"a\", \"checks\": [{\"kind\": \"nope\"}]}\n");
+    assert!(
+        error.starts_with(&format!("{}:1: key `checks`: check 1: unknown check kind", at("check.jsonl"))),
+        "{error}"
+    );
+    let error = error_of(d, "prompfoo.csv", b"text,__expected\na,contains: foo\n");
+    assert!(
+        error.starts_with(&format!("{}:2: column `__expected`: \"contains: foo\" is not JSON", at("prompfoo.csv"))),
+        "{error}"
+    );
+    let error = error_of(d, "scalar.yaml", b"- text: a\n- 7\n");
+    assert!(error.starts_with(&format!("{}:2: a row is a mapping", at("scalar.yaml"))), "{error}");
+    let error = error_of(d, "extra.jsonl", b"{\"vars\": {\"text\": \"a\"}, \"assert\": []}\n");
+    assert!(error.starts_with(&format!("{}:1: key `assert`: unknown beside `vars`", at("extra.jsonl"))), "{error}");
+    let error = error_of(d, "empty.jsonl", b"\n\n");
+    assert_eq!(error, format!("{}: no rows: a dataset holds at least one case", at("empty.jsonl")));
+    let error = error_of(d, "cases.txt", b"a\n");
+    assert!(error.contains("a .jsonl, .csv or .yaml"), "{error}");
+}
+
+#[test]
+fn a_dataset_joins_the_inline_cases_checked_against_the_template_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prompt_path = d.join("p.toml");
+    let text = format!("cases_file = \"cases.jsonl\"\n{PROMPT}");
+    write(d, "cases.jsonl", b"{\"name\": \"beta\", \"text\": \"BETA\"}\n{\"name\": \"gamma\", \"text\": \"G\"}\n");
+    let mut prompt = PromptFile::from_toml_str(&text, &prompt_path).unwrap();
+    assert_eq!(read_into(&mut prompt, &prompt_path, d, None, &Variables::new()).unwrap(), 2);
+    let names: Vec<&str> = prompt.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["alpha", "beta", "gamma"]);
+    assert_eq!(prompt.inline_cases().len(), 1);
+    assert_eq!(prompt.dataset.as_ref().map(|d| d.lines.clone()), Some(vec![1, 2]));
+    assert_eq!(prompt.render(Some("gamma"), &Variables::new()).unwrap().user, "Define every entity in: G");
+    // A save writes the inline case alone, and the `cases_file` key.
+    let saved = prompt.to_toml_string().unwrap();
+    assert!(saved.contains("cases_file = \"cases.jsonl\"") && !saved.contains("gamma"), "{saved}");
+
+    // A row without the variable the template needs, after a good one: nothing is added.
+    let cases =
+        write(d, "cases.jsonl", b"{\"name\": \"beta\", \"text\": \"BETA\"}\n\n{\"name\": \"gamma\", \"txt\": \"G\"}\n");
+    let mut prompt = PromptFile::from_toml_str(&text, &prompt_path).unwrap();
+    let error = read_into(&mut prompt, &prompt_path, d, None, &Variables::new()).unwrap_err().to_string();
+    assert!(
+        error.starts_with(&format!("{}:3: the template (line 1) needs the variable `text`", cases.display())),
+        "{error}"
+    );
+    assert_eq!(prompt.cases.len(), 1);
+    // --var gives it.
+    let given = Variables::from_iter([("text".to_string(), json!("x"))]);
+    assert_eq!(read_into(&mut prompt, &prompt_path, d, None, &given).unwrap(), 2);
+
+    // A name the inline cases hold already: both places named.
+    write(d, "cases.jsonl", b"{\"name\": \"alpha\", \"text\": \"A\"}\n");
+    let mut prompt = PromptFile::from_toml_str(&text, &prompt_path).unwrap();
+    let error = read_into(&mut prompt, &prompt_path, d, None, &Variables::new()).unwrap_err().to_string();
+    assert_eq!(
+        error,
+        format!(
+            "{}:1: a case named \"alpha\" is also in the [[cases]] of {}; a dataset's names differ from the prompt's",
+            cases.display(),
+            prompt_path.display()
+        )
+    );
+}
+
+#[test]
+fn a_cases_file_stays_inside_the_prompts_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompt_path = dir.path().join("p.toml");
+    for name in ["../cases.jsonl", "/etc/cases.jsonl"] {
+        let text = format!("cases_file = \"{name}\"\n{PROMPT}");
+        let error = PromptFile::from_toml_str(&text, &prompt_path).unwrap_err().to_string();
+        assert!(error.starts_with(&format!("{}:1:", prompt_path.display())), "{error}");
+        assert!(error.contains("`cases_file`") && error.contains("stay inside its folder"), "{error}");
+    }
+    #[cfg(unix)]
+    {
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "cases.jsonl", b"{\"text\": \"a\"}\n");
+        std::os::unix::fs::symlink(outside.path().join("cases.jsonl"), dir.path().join("cases.jsonl")).unwrap();
+        let text = format!("cases_file = \"cases.jsonl\"\n{PROMPT}");
+        let mut prompt = PromptFile::from_toml_str(&text, &prompt_path).unwrap();
+        let error = read_into(&mut prompt, &prompt_path, dir.path(), None, &Variables::new()).unwrap_err().to_string();
+        assert!(error.contains("outside the folder"), "{error}");
+    }
+}
+
+#[test]
+fn an_approved_answer_changes_only_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let jsonl_text = "{\"name\": \"a\",  \"text\": \"x\"}\r\n\n{\"text\": \"y\", \"expected\": [1]}\n{\"name\": \"c\", \"text\": \"z\"}";
+    let jsonl = write(d, "cases.jsonl", jsonl_text.as_bytes());
+    let before = cases_of(&jsonl).unwrap();
+    write_expected(&jsonl, "line-3", &json!([{"k": "v"}])).unwrap();
+    let after = std::fs::read_to_string(&jsonl).unwrap();
+    assert_eq!(
+        after,
+        "{\"name\": \"a\",  \"text\": \"x\"}\r\n\n{\"text\":\"y\",\"expected\":[{\"k\":\"v\"}]}\n{\"name\": \"c\", \"text\": \"z\"}"
+    );
+    let now = cases_of(&jsonl).unwrap();
+    assert_eq!(now[1].expected.as_ref().unwrap().items, Some(vec![json!({"k": "v"})]));
+    assert_eq!((&now[0], &now[2]), (&before[0], &before[2]), "the other rows read the same");
+    write_expected(&jsonl, "c", &json!({"v": 1})).unwrap();
+    assert!(std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .ends_with("{\"name\":\"c\",\"text\":\"z\",\"expected\":{\"v\":1}}"));
+
+    let csv_text = "name,text,expected\r\na,\"two\r\nlines\",\nb,\"say \"\"hi\"\"\",[]\r\nc,z,\n";
+    let csv = write(d, "cases.csv", csv_text.as_bytes());
+    write_expected(&csv, "b", &json!([{"q": "a \"quote\", a comma"}])).unwrap();
+    let after = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(
+        after,
+        "name,text,expected\r\na,\"two\r\nlines\",\nb,\"say \"\"hi\"\"\",\"[{\"\"q\"\":\"\"a \\\"\"quote\\\"\", a comma\"\"}]\"\r\nc,z,\n"
+    );
+    let rows = cases_of(&csv).unwrap();
+    assert_eq!(rows[1].expected.as_ref().unwrap().items, Some(vec![json!({"q": "a \"quote\", a comma"})]));
+    assert_eq!(rows[0].variables["text"], json!("two\r\nlines"));
+
+    // Nothing written when the row or the column is not there.
+    let error = write_expected(&csv, "nobody", &json!(1)).unwrap_err().to_string();
+    assert!(error.contains("no row is the case \"nobody\""), "{error}");
+    let plain = write(d, "plain.csv", b"text\nx\n");
+    let error = write_expected(&plain, "line-2", &json!(1)).unwrap_err().to_string();
+    assert!(error.contains("no `expected` column"), "{error}");
+    assert_eq!(std::fs::read(&plain).unwrap(), b"text\nx\n");
+}
+
+#[test]
+fn reading_and_writing_the_same_answer_back_keeps_the_file_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "{\"name\":\"a\",\"text\":\"x\",\"expected\":[1,2]}\n{\"name\":\"b\",\"text\":\"y\"}\n";
+    let jsonl = write(dir.path(), "same.jsonl", text.as_bytes());
+    write_expected(&jsonl, "a", &json!([1, 2])).unwrap();
+    assert_eq!(std::fs::read_to_string(&jsonl).unwrap(), text);
+    let text = "name,expected\na,\"[1,2]\"\nb,\n";
+    let csv = write(dir.path(), "same.csv", text.as_bytes());
+    write_expected(&csv, "a", &json!([1, 2])).unwrap();
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), text);
+}
