@@ -20,8 +20,7 @@ pub fn edited(state: &mut State) {
 /// large schema joins no copy of it).
 pub fn is_dirty(state: &State) -> bool {
     let editors = [&state.system, &state.template, &state.schema];
-    editors.iter().zip(&state.saved_texts).any(|(editor, saved)| !editor.is(saved))
-        || super::variables::changed(state)
+    editors.iter().zip(&state.saved_texts).any(|(editor, saved)| !editor.is(saved)) || super::variables::changed(state)
 }
 
 /// The prompt as the editors hold it, for a run: a schema file's edited text is inlined.

@@ -51,8 +51,7 @@ impl Editor {
     pub fn new(text: &str) -> Editor {
         let lines: Vec<String> =
             if text.is_empty() { vec![String::new()] } else { text.split('\n').map(str::to_string).collect() };
-        let mut editor =
-            Editor { area: new_area(Vec::new()), above: Vec::new(), below: Vec::new(), outside_bytes: 0 };
+        let mut editor = Editor { area: new_area(Vec::new()), above: Vec::new(), below: Vec::new(), outside_bytes: 0 };
         if text.len() >= WINDOW_LIMIT {
             // The window starts at the top: everything else waits below.
             let mut lines = lines;
@@ -293,7 +292,10 @@ mod tests {
     use super::*;
 
     fn large(lines: usize) -> String {
-        (0..lines).map(|i| format!("line {i:06} of a large text, long enough to matter for bytes")).collect::<Vec<_>>().join("\n")
+        (0..lines)
+            .map(|i| format!("line {i:06} of a large text, long enough to matter for bytes"))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     fn key(key: Key) -> Input {

@@ -95,6 +95,8 @@ pub struct EvalView {
     pub baseline: Option<Delta>,
     /// The selected row.
     pub selected: usize,
+    /// Which rows the matrix shows (`/` a name, `v` a kind of verdict).
+    pub filter: super::eval_filter::RowFilter,
     pub overlay: EvalOverlay,
     /// First line shown of the drill-down's answer.
     pub scroll: usize,

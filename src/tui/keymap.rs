@@ -235,6 +235,8 @@ pub fn describe(action: Action) -> &'static str {
         Action::MarkEval => "mark an eval to compare",
         Action::EvalDiff => "diff against the baseline",
         Action::AnswerTruncation => "truncation of a case answer",
+        Action::FilterCases => "show cases whose name holds…",
+        Action::FilterVerdicts => "show all / failing / passing / changed",
     }
 }
 

@@ -33,12 +33,7 @@ impl LintRequest {
         let decoder = RunSettings::resolve(&state.saved, &overrides, None, None)
             .ok()
             .map(|settings| (settings, state.saved.response_type));
-        LintRequest {
-            asked: state.lint_asked,
-            kind: state.schema_kind.clone(),
-            text: state.schema.text(),
-            decoder,
-        }
+        LintRequest { asked: state.lint_asked, kind: state.schema_kind.clone(), text: state.schema.text(), decoder }
     }
 
     /// The lint: JSON syntax errors at line:column, schema errors at their path, signature errors

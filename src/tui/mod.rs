@@ -26,6 +26,7 @@ pub mod compare_runner;
 pub mod compare_state;
 pub mod edit;
 pub mod editor;
+pub mod eval_filter;
 pub mod eval_review;
 pub mod eval_runner;
 pub mod eval_state;

@@ -149,6 +149,11 @@ pub enum Action {
     EvalDiff,
     /// On the eval screen's case: the truncation view of its answer (every cut swept by the core).
     AnswerTruncation,
+    /// On the eval screen: type a name; only the cases whose name holds it are shown (enter keeps
+    /// it, esc clears it).
+    FilterCases,
+    /// On the eval screen: show all cases, then the failing, the passing, the improved or regressed.
+    FilterVerdicts,
 }
 
 /// Everything `update` accepts.

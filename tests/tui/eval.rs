@@ -268,3 +268,83 @@ fn a_rerun_asks_the_server_only_for_changed_cases() {
     assert!(server.received()[2].body.contains("BETA-TEXT, again"));
     assert_eq!(cached(&state), [true, false]);
 }
+
+/// A scored cell with `verdict` (only what the matrix and its filter read).
+fn scored(row: usize, verdict: Verdict) -> tunebench::tui::eval_state::EvalCell {
+    let score = tunebench::eval::score::CaseScore {
+        verdict,
+        items: None,
+        differences: Vec::new(),
+        checks: Vec::new(),
+        recovered: Vec::new(),
+        reason: format!("{verdict:?}"),
+    };
+    let record = tunebench::eval::CellRecord {
+        row,
+        column: 0,
+        repeat: 1,
+        case: Some(format!("case-{row:05}")),
+        score,
+        run: Default::default(),
+    };
+    tunebench::tui::eval_state::EvalCell { started: true, scored: Some(Box::new(record)), ..Default::default() }
+}
+
+#[test]
+fn ten_thousand_dataset_rows_are_filtered_by_name_and_verdict_and_drawn_a_screen_at_a_time() {
+    let mut state = sample_state();
+    state.size = (120, 40);
+    let rows = 10_000;
+    state.eval.open = true;
+    state.eval.phase = EvalPhase::Done;
+    state.eval.rows = (0..rows).map(|row| Some(format!("case-{row:05}"))).collect();
+    // Every seventh case fails.
+    state.eval.cells =
+        (0..rows).map(|row| scored(row, if row % 7 == 0 { Verdict::Fail } else { Verdict::Pass })).collect();
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    let draw = |terminal: &mut Terminal<TestBackend>, state: &State| {
+        terminal.draw(|frame| render(frame, state, &Theme::default())).unwrap();
+        terminal.backend().to_string()
+    };
+
+    // `/` and a name: only the cases whose name holds it; the selection moves among them.
+    update(&mut state, key('/'));
+    for c in "case-0990".chars() {
+        update(&mut state, key(c));
+    }
+    update(&mut state, special(Key::Enter));
+    assert_eq!(state.eval.shown_rows(), (9900..9910).collect::<Vec<_>>());
+    let screen = draw(&mut terminal, &state);
+    assert!(screen.contains("name ~ \"case-0990\" all (10 of 10000)"), "{screen}");
+    assert!(screen.contains("case-09909") && !screen.contains("case-00000"), "{screen}");
+    update(&mut state, special(Key::Down));
+    assert_eq!(state.eval.selected, 9901, "from the hidden first row to the second shown one");
+    // `v`: the failing ones among them (9905 = 7 × 1415).
+    update(&mut state, key('v'));
+    assert_eq!(state.eval.shown_rows(), [9905]);
+    assert_eq!(state.eval.selected, 9905);
+    // esc while typing clears the name: every failing case, a screen at a time.
+    update(&mut state, key('/'));
+    update(&mut state, special(Key::Esc));
+    assert!(state.eval.open, "esc cleared the filter, it did not leave the screen");
+    assert_eq!(state.eval.shown_rows().len(), rows.div_ceil(7));
+    update(&mut state, special(Key::End));
+    assert_eq!(state.eval.selected, 9996);
+    let screen = draw(&mut terminal, &state);
+    assert!(
+        screen.contains("case-09996") && screen.contains("case-09989") && !screen.contains("case-09990"),
+        "{screen}"
+    );
+    // A click on the first row drawn selects the case drawn there, scrolled as it is.
+    let first_drawn =
+        screen.lines().nth(2).unwrap().split_whitespace().find(|w| w.starts_with("case-")).unwrap().to_string();
+    update(
+        &mut state,
+        Msg::Term(tunebench::tui::msg::TermEvent::Mouse(tunebench::tui::msg::Mouse {
+            kind: tunebench::tui::msg::MouseKind::Click,
+            column: 5,
+            row: 2,
+        })),
+    );
+    assert_eq!(state.eval.rows[state.eval.selected].as_deref(), Some(first_drawn.as_str()));
+}

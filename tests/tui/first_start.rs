@@ -110,8 +110,13 @@ fn a_large_schema_is_linted_in_the_background_from_the_start() {
     let path = dir.path().join("large.toml");
     std::fs::write(&path, format!("id = \"large\"\ntemplate = \"Fill the fields.\"\nschema = '''\n{schema}\n'''\n"))
         .unwrap();
-    let options =
-        Options { data_dir: Some(dir.path().join("data")), pace: Some(Pace::Instant), run_now: false, no_fetch: true, warm_model: false };
+    let options = Options {
+        data_dir: Some(dir.path().join("data")),
+        pace: Some(Pace::Instant),
+        run_now: false,
+        no_fetch: true,
+        warm_model: false,
+    };
     let (mut app, _tx) = build(&path, options).unwrap();
     assert!(app.state.heavy());
     assert!(app.state.schema_unlinted, "the start did not lint the large schema in place");

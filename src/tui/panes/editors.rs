@@ -13,7 +13,9 @@ use crate::tui::theme::Theme;
 pub fn render(frame: &mut Frame, area: Rect, pane: Pane, state: &State, theme: &Theme) {
     let (area_widget, extra) = match pane {
         Pane::System => (state.system.area(), vec![]),
-        Pane::Template => (state.template.area(), vec![Span::styled(format!("({}) ", response_type_name(state)), theme.dim)]),
+        Pane::Template => {
+            (state.template.area(), vec![Span::styled(format!("({}) ", response_type_name(state)), theme.dim)])
+        }
         _ => {
             let kind = match &state.schema_kind {
                 SchemaKind::Inline => "inline JSON Schema".to_string(),

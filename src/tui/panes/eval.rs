@@ -88,6 +88,18 @@ fn title<'a>(view: &EvalView, stale: bool, theme: &Theme) -> Vec<Span<'a>> {
         (None, None, EvalPhase::Done) => spans.push(Span::styled("· no baseline yet ", theme.dim)),
         _ => {}
     }
+    let filter = &view.filter;
+    if filter.is_on() || filter.typing {
+        let name = if filter.typing || !filter.name.is_empty() {
+            format!("name ~ \"{}{}\" ", escape_controls(&filter.name), if filter.typing { "▏" } else { "" })
+        } else {
+            String::new()
+        };
+        spans.push(Span::styled(
+            format!("· shown: {name}{} ({} of {}) ", filter.verdicts.name(), view.shown_rows().len(), view.rows.len()),
+            theme.warning,
+        ));
+    }
     if stale {
         spans.push(Span::styled("· stale: the prompt was edited since, ctrl-r runs it again ", theme.warning));
     }
@@ -152,8 +164,12 @@ fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         }
     }
     let height = (inner.height as usize).saturating_sub(1);
-    let first = view.selected.saturating_sub(height.saturating_sub(1));
-    for (row, case) in view.rows.iter().enumerate().skip(first).take(height) {
+    let shown = view.shown_rows();
+    if shown.is_empty() && !view.rows.is_empty() {
+        lines.push(Line::from(Span::styled("no case is shown: / changes the name filter, v the verdicts", theme.dim)));
+    }
+    for &row in shown.iter().skip(first_drawn(&shown, view.selected, height)).take(height) {
+        let case = &view.rows[row];
         let cell = view.cells.get(row).cloned().unwrap_or_default();
         let (verdict, f1) = verdict_text(&cell);
         let name = case.as_deref().unwrap_or("(variables)");
@@ -194,6 +210,15 @@ fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         lines.push(line);
     }
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The matrix's lines that are not rows: the status bar (2), the frame (2) and the header (1).
+pub const MATRIX_CHROME: usize = 5;
+
+/// The index in `shown` of the first row drawn when `height` rows fit: the selection in view.
+pub fn first_drawn(shown: &[usize], selected: usize, height: usize) -> usize {
+    let at = shown.partition_point(|&row| row < selected);
+    at.saturating_sub(height.saturating_sub(1))
 }
 
 /// The baseline's verdict and F1 for `row` (`–` when the baseline has no such case).

@@ -154,7 +154,12 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Eval => super::eval::enter(state),
         Action::MarkEval => super::eval_history::mark(state),
-        Action::Approve | Action::Review | Action::EvalDiff | Action::AnswerTruncation => {
+        Action::Approve
+        | Action::Review
+        | Action::EvalDiff
+        | Action::AnswerTruncation
+        | Action::FilterCases
+        | Action::FilterVerdicts => {
             state.note = Some("approve and review work on the eval screen (alt-e)".into());
             Vec::new()
         }

@@ -8,6 +8,7 @@ use ratatui_textarea::Input;
 use crate::eval::diff::Delta;
 use crate::eval::{Approval, EvalEvent};
 use crate::prompt::file::OnDisk;
+use crate::tui::eval_filter::Move;
 use crate::tui::eval_state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
 use crate::tui::msg::{Action, DatasetApproval, Effect, EvalNews, EvalRequest, RescoreRequest};
 use crate::tui::state::State;
@@ -27,7 +28,7 @@ pub fn enter(state: &mut State) -> Vec<Effect> {
 }
 
 fn help_line() -> &'static str {
-    "eval: ↑/↓ case, enter open, a approve, r review, ctrl-r re-run, esc back"
+    "eval: ↑/↓ case, enter open, a approve, r review, / name, v verdicts, ctrl-r re-run, esc back"
 }
 
 /// Runs the whole matrix again (the edits saved first: the eval runs the saved file).
@@ -125,15 +126,37 @@ pub fn key(state: &mut State, input: &Input) -> Vec<Effect> {
         }
         return Vec::new();
     }
+    if state.eval.filter.typing {
+        filter_key(state, input);
+        return Vec::new();
+    }
     match state.keymap.eval_action(input) {
         Some(action) => act(state, action),
         None => Vec::new(),
     }
 }
 
+/// A key while a case name filter is typed: it narrows the matrix as it is typed.
+fn filter_key(state: &mut State, input: &Input) {
+    use ratatui_textarea::Key;
+    let view = &mut state.eval;
+    match input.key {
+        Key::Char(c) if !input.ctrl && !input.alt => view.filter.name.push(c),
+        Key::Backspace => {
+            view.filter.name.pop();
+        }
+        Key::Enter => view.filter.typing = false,
+        Key::Esc => {
+            view.filter.name.clear();
+            view.filter.typing = false;
+        }
+        _ => return,
+    }
+    view.move_selection(Move::By(0));
+}
+
 /// An action while the eval screen is shown.
 pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
-    let rows = state.eval.rows.len();
     let view = &mut state.eval;
     let scrolled = view.overlay == EvalOverlay::Case || matches!(view.overlay, EvalOverlay::Diff(_));
     match action {
@@ -143,12 +166,17 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         Action::Down if scrolled => view.scroll += 1,
         Action::PageUp if scrolled => view.scroll = view.scroll.saturating_sub(10),
         Action::PageDown if scrolled => view.scroll += 10,
-        Action::Up => view.selected = view.selected.saturating_sub(1),
-        Action::Down => view.selected = (view.selected + 1).min(rows.saturating_sub(1)),
-        Action::PageUp => view.selected = view.selected.saturating_sub(10),
-        Action::PageDown => view.selected = (view.selected + 10).min(rows.saturating_sub(1)),
-        Action::Home => view.selected = 0,
-        Action::End => view.selected = rows.saturating_sub(1),
+        Action::Up => view.move_selection(Move::By(-1)),
+        Action::Down => view.move_selection(Move::By(1)),
+        Action::PageUp => view.move_selection(Move::By(-10)),
+        Action::PageDown => view.move_selection(Move::By(10)),
+        Action::Home => view.move_selection(Move::First),
+        Action::End => view.move_selection(Move::Last),
+        Action::FilterCases if view.overlay == EvalOverlay::None => view.filter.typing = true,
+        Action::FilterVerdicts if view.overlay == EvalOverlay::None => {
+            view.filter.verdicts = view.filter.verdicts.next();
+            view.move_selection(Move::By(0));
+        }
         Action::Open if view.selected_cell().is_some_and(|c| c.scored.is_some()) => {
             view.overlay = EvalOverlay::Case;
             view.scroll = 0;
@@ -172,11 +200,12 @@ pub fn click(state: &mut State, row: u16) -> Vec<Effect> {
     if state.eval.overlay != EvalOverlay::None {
         return Vec::new();
     }
-    // The matrix starts below its frame's top line and the header line.
-    if let Some(index) = (row as usize).checked_sub(2) {
-        if index < state.eval.rows.len() {
-            state.eval.selected = index;
-        }
+    // The matrix starts below its frame's top line and the header line, at the first row drawn.
+    let height = usize::from(state.size.1).saturating_sub(crate::tui::panes::eval::MATRIX_CHROME);
+    let shown = state.eval.shown_rows();
+    let first = crate::tui::panes::eval::first_drawn(&shown, state.eval.selected, height);
+    if let Some(&index) = (row as usize).checked_sub(2).and_then(|at| shown.get(first + at)) {
+        state.eval.selected = index;
     }
     Vec::new()
 }
