@@ -224,10 +224,9 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         for side in &sides {
             let exported = Exported::new(path, side)?;
             let options = SetupOptions {
-                overrides: overrides.clone(),
                 max_turns: Some(1),
                 profile: args.profile,
-                ..SetupOptions::default()
+                ..SetupOptions::from_flags(overrides.clone())?
             };
             let setup = RunSetup::new(exported.prompt_file()?, path, options)?;
             let settings = &setup.settings;

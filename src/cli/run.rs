@@ -71,17 +71,16 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let options = &args.options;
     let setup = RunSetup::load(
         &args.prompt,
-        SetupOptions {
-            overrides: options.provider_settings(),
-            max_turns: options.flags.max_turns,
-            context_tokens: Some(options.flags.context_tokens),
-            profile: args.profile,
-            variables: options.variables()?,
-            replay: args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
-            seed: args.seed,
-            cache: if args.cache { CacheMode::Use } else { CacheMode::Off },
-            cache_dir: None,
-        },
+        replaying(
+            SetupOptions {
+                profile: args.profile,
+                seed: args.seed,
+                cache: if args.cache { CacheMode::Use } else { CacheMode::Off },
+                cache_dir: None,
+                ..options.setup_options()?
+            },
+            args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
+        ),
     )?;
     let prompt = &setup.prompt;
     let cases = options.cases(prompt)?;
@@ -268,6 +267,12 @@ impl Printer {
             let _ = out.flush();
         }
     }
+}
+
+/// `options` with `--transcript` (what the replay provider plays) in its target.
+pub(super) fn replaying(mut options: SetupOptions, replay: Option<ReplayFrom>) -> SetupOptions {
+    options.target.replay = replay;
+    options
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use super::pair::{self, At};
 use super::{Comparison, SideSpec};
 use crate::prompt::template::Variables;
-use crate::run::{history, ProviderChoice, RunError, RunEvent, RunSettings};
+use crate::provider::kind::ProviderKind;
+use crate::run::{history, setup, ProviderChoice, RunError, RunEvent, RunSettings, SetupOptions, Target};
 
 /// Where the answers come from.
 #[derive(Clone, Debug)]
@@ -50,18 +51,16 @@ pub struct Compared {
 /// model its transcript recorded.
 pub fn settings(
     prompt: &crate::prompt::file::PromptFile,
-    overrides: &crate::prompt::file::ProviderSettings,
-    max_turns: Option<u32>,
-    context_tokens: Option<u32>,
+    options: &SetupOptions,
     replaying: bool,
-) -> Result<RunSettings, RunError> {
+) -> anyhow::Result<RunSettings> {
     if !replaying {
-        return RunSettings::resolve(prompt, overrides, max_turns, context_tokens);
+        return setup::settings(prompt, options);
     }
     // Resolved as a replay from the start, so no default of another provider (the local model's
     // constrained mode) is claimed for answers it did not give.
-    let replay = crate::prompt::file::ProviderSettings { name: Some("replay".into()), ..overrides.clone() };
-    let mut settings = RunSettings::resolve(prompt, &replay, max_turns, context_tokens)?;
+    let target = Target { provider: Some(ProviderKind::Replay), replay: None, ..options.target.clone() };
+    let mut settings = setup::settings(prompt, &SetupOptions { target, ..options.clone() })?;
     settings.model.clear();
     Ok(settings)
 }

@@ -19,6 +19,8 @@
 //! - [`limits`]: what the client holds on its own side (deadline, answer cap, max_tokens counted by us).
 //! - [`repeats`]: a jsonl answer's guard: repeated lines reported and not counted, `max_items`.
 //! - [`seed`]: the sampling seed: a fresh one for a sampling run given none, seed + k for repeat k.
+//! - [`target`]: what a run is aimed at ([`Target`]: provider, model, server, structured mode, max
+//!   tokens, replay), typed once from the command line's flags or the workbench's choice.
 //! - [`setup`]: one run setup for every front end: a prompt and the front end's options to settings,
 //!   the reading, each case's plan and its provider ([`RunSetup`]).
 //! - [`decodable`]: whether the local model's constrained decoder accepts a prompt's schema, asked
@@ -49,6 +51,7 @@ pub mod record;
 pub mod repeats;
 pub mod seed;
 pub mod setup;
+pub mod target;
 mod turn;
 
 pub use cache::CacheMode;
@@ -60,7 +63,8 @@ pub use factory::{
 pub use limits::{Limits, Stop};
 pub use plan::{Expected, LiveSweep, Reading, RunPlan, RunSettings};
 pub use record::{RunRecord, Turn};
-pub use setup::{ReplayFrom, RunSetup, SetupOptions};
+pub use setup::{RunSetup, SetupOptions};
+pub use target::{ReplayFrom, Target};
 
 use crate::output::{LineVerdict, Report};
 use crate::provider::{FinishReason, ModeReport, ProviderError, Request, Usage};
