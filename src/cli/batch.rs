@@ -25,9 +25,10 @@ use crate::output::Profile;
 use crate::prompt::file::{write_atomic, PromptFile};
 use crate::prompt::template::Variables;
 use crate::provider::Request;
-use crate::run::factory::write_transcripts;
+use crate::run::job::write_transcripts;
+use crate::run::job::{self, History};
 use crate::run::record::now_ms;
-use crate::run::{history, RunSetup, SetupOptions};
+use crate::run::{RunSetup, SetupOptions};
 
 /// Options of `tunebench batch`.
 #[derive(Debug, clap::Args)]
@@ -422,7 +423,7 @@ fn import_text(
     let imported = runtime()?.block_on(import(&manifest, text));
     if into.history {
         for record in &imported.records {
-            if let Err(error) = history::keep(record) {
+            if let Err(error) = job::keep(record, &History::DataDir) {
                 super::note!("tunebench: warning: the run was not added to the history: {error}");
                 break;
             }

@@ -20,7 +20,7 @@ use crate::compare::{cases, twin_of, Comparison, SideSpec};
 use crate::output::{Profile, ResponseType};
 use crate::prompt::file::PromptFile;
 use crate::provider::replay::Pace;
-use crate::run::factory::write_transcripts;
+use crate::run::job::write_transcripts;
 use crate::run::{ProviderChoice, RunEvent, SetupOptions};
 use crate::truncate::cut::Unit;
 

@@ -16,8 +16,7 @@ use crate::output::Profile;
 use crate::prompt::file::PromptFile;
 use crate::prompt::template::Variables;
 use crate::provider::replay::Pace;
-use crate::run::factory::write_transcripts;
-use crate::run::{engine, history, CacheMode, ReplayFrom, RunEvent, RunRecord, RunSetup, SetupOptions};
+use crate::run::{CacheMode, History, Ran, ReplayFrom, RunEvent, RunJob, RunSetup, SetupOptions};
 use crate::safe_text::escape_controls;
 
 /// Options of `tunebench run`.
@@ -82,55 +81,32 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
         ),
     )?;
-    let prompt = &setup.prompt;
-    let cases = options.cases(prompt)?;
-    #[cfg(feature = "local")]
-    if setup.settings.provider == crate::provider::kind::ProviderKind::Local
-        && !args.no_fetch
-        && setup.settings.model.is_empty()
-    {
-        use crate::provider::local::fetch;
-        if fetch::installed_model().is_err() {
-            fetch::fetch(&mut super::model::show_progress)?;
-        }
-    }
+    let cases = options.cases(&setup.prompt)?;
     let batch = args.options.all_cases;
-    let jobs = setup.jobs(&cases, batch)?;
-    let concurrency = args.concurrency.unwrap_or_else(|| setup.concurrency().runs).max(1);
-    let names: Vec<String> = jobs.iter().map(|j| j.plan.case.clone().unwrap_or_default()).collect();
-    let mut printer = Printer::new(!args.json, !args.no_stream && (jobs.len() == 1 || concurrency == 1), names);
+    let job = RunJob {
+        setup,
+        cases,
+        batch,
+        concurrency: args.concurrency,
+        history: if args.no_history { History::Off } else { History::DataDir },
+        transcripts: args.record.clone(),
+    };
+    #[cfg(feature = "local")]
+    if !args.no_fetch && job.needs_local_model() {
+        crate::provider::local::fetch::fetch(&mut super::model::show_progress)?;
+    }
+    let names: Vec<String> = job.cases.iter().map(|c| c.clone().unwrap_or_default()).collect();
+    let mut printer = Printer::new(!args.json, !args.no_stream && (names.len() == 1 || job.concurrency() == 1), names);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let records = runtime.block_on(engine::run_batch_until(
-        &jobs,
-        concurrency,
-        |index, event| printer.on(index, event),
-        super::interrupt::interrupted(),
-    ));
-    finish(args, prompt, &records, batch, &printer).map(super::interrupt::exit_code)
+    let ran = runtime.block_on(job.run(|index, event| printer.on(index, event), super::interrupt::interrupted()))?;
+    finish(args, &job.setup.prompt, &ran, batch, &printer).map(super::interrupt::exit_code)
 }
 
-/// Writes transcripts and history, prints the record or summary, and picks the exit code.
-fn finish(
-    args: &RunArgs,
-    prompt: &PromptFile,
-    records: &[RunRecord],
-    batch: bool,
-    printer: &Printer,
-) -> anyhow::Result<ExitCode> {
-    for record in records {
-        if !args.no_history {
-            if let Err(error) = history::keep(record) {
-                super::note!("tunebench: warning: the run was not added to the history: {error}");
-            }
-        }
-        if let Some(base) = &args.record {
-            let case = if batch { record.case.as_deref() } else { None };
-            match write_transcripts(record, base, case) {
-                Ok(paths) => paths.iter().for_each(|path| super::note!("recorded {}", path.display())),
-                Err(error) => super::note!("tunebench: warning: the transcript was not recorded: {error}"),
-            }
-        }
-    }
+/// Says what the job wrote, prints the record or summary, and picks the exit code.
+fn finish(args: &RunArgs, prompt: &PromptFile, ran: &Ran, batch: bool, printer: &Printer) -> anyhow::Result<ExitCode> {
+    let records = ran.records.as_slice();
+    ran.recorded.iter().for_each(|path| super::note!("recorded {}", path.display()));
+    ran.warnings.iter().for_each(|warning| super::note!("tunebench: warning: {warning}"));
     let ok = records.iter().all(|r| r.ok);
     if args.json {
         match records {

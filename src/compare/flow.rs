@@ -9,7 +9,8 @@ use super::pair::{self, At};
 use super::{Comparison, SideSpec};
 use crate::prompt::template::Variables;
 use crate::provider::kind::ProviderKind;
-use crate::run::{history, setup, ProviderChoice, RunError, RunEvent, RunSettings, SetupOptions, Target};
+use crate::run::job::{self, History};
+use crate::run::{setup, ProviderChoice, RunError, RunEvent, RunSettings, SetupOptions, Target};
 
 /// Where the answers come from.
 #[derive(Clone, Debug)]
@@ -98,7 +99,7 @@ pub async fn compare<F: FnMut(At, RunEvent) + Send>(flow: Flow<'_>, sink: F) -> 
         }
         Answers::Live(_) if flow.record_history => {
             for record in records.iter().flatten() {
-                if let Err(error) = history::keep(record) {
+                if let Err(error) = job::keep(record, &History::DataDir) {
                     warnings.push(format!("the run was not added to the history: {error}"));
                 }
             }

@@ -16,6 +16,8 @@
 //!   the cap that keeps a retry inside the context window.
 //! - [`record`]: the run record and its turns.
 //! - [`history`]: the data directory and the history file.
+//! - [`job`]: the run job ([`RunJob`]): a setup's cases run, each record kept in the history (the
+//!   never-started rule) and its transcripts written; the local model fetched when missing.
 //! - [`limits`]: what the client holds on its own side (deadline, answer cap, max_tokens counted by us).
 //! - [`repeats`]: a jsonl answer's guard: repeated lines reported and not counted, `max_items`.
 //! - [`seed`]: the sampling seed: a fresh one for a sampling run given none, seed + k for repeat k.
@@ -44,6 +46,7 @@ pub mod engine;
 pub mod factory;
 pub mod feedback;
 pub mod history;
+pub mod job;
 pub mod limits;
 pub mod plan;
 pub mod prompt_tokens;
@@ -60,6 +63,7 @@ pub use factory::{
     env_var, fetch_local_model, local_model, transcript_path, warm_local_model, LocalModel, Lookup, ProviderChoice,
     ReplaySequence,
 };
+pub use job::{History, Ran, RunJob};
 pub use limits::{Limits, Stop};
 pub use plan::{Expected, LiveSweep, Reading, RunPlan, RunSettings};
 pub use record::{RunRecord, Turn};
