@@ -7,7 +7,7 @@
 //!        │                                                      ▼
 //!        │                                   parse report ─ ok? ─ no, turns left ─▶ feedback ─▶ turn 2 ...
 //!        ▼
-//! RunRecord (`run --json`) ──history::keep──▶ <data dir>/history.jsonl
+//! RunRecord (`run --json`) ──job::keep──▶ <data dir>/history.jsonl
 //! ```
 //!
 //! - [`plan`]: what one run sends ([`RunPlan`]) and the settings it is built from ([`RunSettings`]).

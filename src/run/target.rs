@@ -99,3 +99,45 @@ impl Target {
         .find_map(|(set, what)| set.then_some(what))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompt::file::PromptFile;
+    use crate::run::setup::{settings, SetupOptions};
+
+    #[test]
+    fn flags_are_typed_where_they_are_given_and_the_rest_passes_as_written() {
+        let flags = ProviderSettings {
+            name: Some("ollama".into()),
+            model: Some("qwen".into()),
+            structured: Some(" json-schema ".into()),
+            max_tokens: Some(50),
+            temperature: Some(0.5),
+            ..ProviderSettings::default()
+        };
+        let (target, rest) = Target::from_flags(flags).unwrap();
+        assert_eq!(target.provider, Some(ProviderKind::Ollama));
+        assert_eq!((target.model.as_deref(), target.structured), (Some("qwen"), Some(StructuredMode::JsonSchema)));
+        assert_eq!(target.max_tokens, Some(50));
+        assert_eq!(rest, ProviderSettings { temperature: Some(0.5), ..ProviderSettings::default() });
+        let bad = |flags: ProviderSettings| Target::from_flags(flags).map(|_| ()).unwrap_err().to_string();
+        let error = bad(ProviderSettings { name: Some("gpt".into()), ..ProviderSettings::default() });
+        assert!(error.contains("\"gpt\" (from --provider) is not a provider: openai"), "{error}");
+        let error = bad(ProviderSettings { structured: Some("strict".into()), ..ProviderSettings::default() });
+        assert!(error.contains("\"strict\" (from --structured) is not a structured mode"), "{error}");
+    }
+
+    #[test]
+    fn a_target_named_in_the_other_settings_is_refused_by_the_run_setup() {
+        let prompt = PromptFile::new("p", "Hi.");
+        let options = SetupOptions {
+            overrides: ProviderSettings { name: Some("openai".into()), ..ProviderSettings::default() },
+            ..SetupOptions::default()
+        };
+        let error = settings(&prompt, &options).map(|_| ()).unwrap_err().to_string();
+        assert!(error.contains("the provider is named in the provider settings"), "{error}");
+        let options = SetupOptions { target: Target::on(ProviderKind::Openai), ..SetupOptions::default() };
+        assert_eq!(settings(&prompt, &options).unwrap().provider, ProviderKind::Openai);
+    }
+}

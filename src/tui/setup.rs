@@ -163,8 +163,8 @@ fn load_theme(config: Option<&Path>, notes: &mut Vec<String>) -> Theme {
 fn choose_provider(state: &mut State) {
     let transcript = sample::transcript_for(&state.path);
     state.choice.transcript = transcript.clone();
-    let named = state.saved.provider.name.clone();
-    if named.as_deref().is_some_and(|n| n != "local") {
+    // A provider the prompt names (typed when the state was made) other than the local model stays.
+    if state.saved.provider.name.is_some() && state.choice.provider != ProviderKind::Local {
         return;
     }
     let why = match local_model() {

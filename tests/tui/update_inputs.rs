@@ -206,3 +206,26 @@ fn a_case_variable_is_edited_in_its_case_and_json_values_must_stay_json() {
     assert!(state.input.is_none());
     assert_eq!(state.variables["limit"], serde_json::json!(5));
 }
+
+/// The provider and structured mode the prompt names are typed where the workbench opens on it: an
+/// unknown one is refused then, naming the file and the value (not deep in a run).
+#[test]
+fn an_unknown_provider_or_mode_in_the_prompt_is_refused_when_the_workbench_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(SAMPLE).unwrap();
+    let with = |name: &str, line: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text.replacen("[provider]\n", &format!("[provider]\n{line}\n"), 1)).unwrap();
+        path
+    };
+    let gpt = with("gpt.toml", "name = \"gpt\"");
+    let error = tunebench::tui::setup::state_for(&gpt).map(|_| ()).unwrap_err().to_string();
+    assert!(error.contains("gpt.toml") && error.contains("\"gpt\" is not a provider"), "{error}");
+    let strict = with("strict.toml", "structured = \"strict\"");
+    let error = tunebench::tui::setup::state_for(&strict).map(|_| ()).unwrap_err().to_string();
+    assert!(error.contains("\"strict\" is not a structured mode"), "{error}");
+    let ollama = with("ollama.toml", "name = \"ollama\"\nstructured = \"json-schema\"");
+    let state = tunebench::tui::setup::state_for(&ollama).unwrap();
+    assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Ollama);
+    assert_eq!(state.choice.structured, Some(tunebench::provider::StructuredMode::JsonSchema));
+}
