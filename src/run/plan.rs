@@ -80,7 +80,7 @@ impl RunSettings {
     /// the prompt's `[provider]` table and `max_turns`, over the defaults (local, else openai; no model;
     /// prompt-only, or `constrained` for a json/jsonl prompt on `local`; 1 turn, 8,192 context tokens;
     /// on `local`, the repetition penalty [`LOCAL_REPEAT_PENALTY`]). Called by the run setup alone
-    /// ([`super::setup::settings`]), so the rules live in one place.
+    /// (`run::setup::settings`), so the rules live in one place.
     pub(super) fn resolve(
         prompt: &PromptFile,
         target: &Target,

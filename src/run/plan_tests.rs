@@ -207,3 +207,14 @@ fn cases_and_overrides_are_rendered_and_kept() {
     let error = unknown.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(error.contains("no case named \"sun\"") && error.contains("moon"), "{error}");
 }
+
+#[test]
+fn a_target_named_in_the_other_settings_is_refused() {
+    let prompt = prompt(ResponseType::Json);
+    let named = ProviderSettings { name: Some("openai".into()), ..ProviderSettings::default() };
+    let error = RunSettings::resolve(&prompt, &Target::default(), &named, None, None).unwrap_err().to_string();
+    assert!(error.contains("the provider is named in the provider settings"), "{error}");
+    let target = Target::on(ProviderKind::Openai);
+    let settings = RunSettings::resolve(&prompt, &target, &ProviderSettings::default(), None, None).unwrap();
+    assert_eq!(settings.provider, ProviderKind::Openai);
+}

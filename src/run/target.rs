@@ -103,8 +103,6 @@ impl Target {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prompt::file::PromptFile;
-    use crate::run::setup::{settings, SetupOptions};
 
     #[test]
     fn flags_are_typed_where_they_are_given_and_the_rest_passes_as_written() {
@@ -126,18 +124,5 @@ mod tests {
         assert!(error.contains("\"gpt\" (from --provider) is not a provider: openai"), "{error}");
         let error = bad(ProviderSettings { structured: Some("strict".into()), ..ProviderSettings::default() });
         assert!(error.contains("\"strict\" (from --structured) is not a structured mode"), "{error}");
-    }
-
-    #[test]
-    fn a_target_named_in_the_other_settings_is_refused_by_the_run_setup() {
-        let prompt = PromptFile::new("p", "Hi.");
-        let options = SetupOptions {
-            overrides: ProviderSettings { name: Some("openai".into()), ..ProviderSettings::default() },
-            ..SetupOptions::default()
-        };
-        let error = settings(&prompt, &options).map(|_| ()).unwrap_err().to_string();
-        assert!(error.contains("the provider is named in the provider settings"), "{error}");
-        let options = SetupOptions { target: Target::on(ProviderKind::Openai), ..SetupOptions::default() };
-        assert_eq!(settings(&prompt, &options).unwrap().provider, ProviderKind::Openai);
     }
 }
