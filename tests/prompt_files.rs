@@ -313,9 +313,8 @@ fn replayed(prompt: &PromptFile, case: &str, answer: &str) -> tunebench::run::Ru
         end: Some(End { t_ms: 9, finish_reason: Some("stop".into()), usage: None, error: None }),
     };
     let options = SetupOptions {
-        overrides: tunebench::prompt::file::ProviderSettings { name: Some("replay".into()), ..Default::default() },
+        target: tunebench::run::Target::replaying(ReplayFrom::Transcript(Box::new(transcript))),
         max_turns: Some(1),
-        replay: Some(ReplayFrom::Transcript(Box::new(transcript))),
         ..SetupOptions::default()
     };
     let setup = RunSetup::new(prompt.clone(), &samples_dir().join("x.toml"), options).unwrap();

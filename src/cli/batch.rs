@@ -25,9 +25,10 @@ use crate::output::Profile;
 use crate::prompt::file::{write_atomic, PromptFile};
 use crate::prompt::template::Variables;
 use crate::provider::Request;
-use crate::run::factory::write_transcripts;
+use crate::run::job::write_transcripts;
+use crate::run::job::{self, History};
 use crate::run::record::now_ms;
-use crate::run::{history, RunSetup, SetupOptions};
+use crate::run::{RunSetup, SetupOptions};
 
 /// Options of `tunebench batch`.
 #[derive(Debug, clap::Args)]
@@ -235,10 +236,9 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         for side in &sides {
             let exported = Exported::new(path, side)?;
             let options = SetupOptions {
-                overrides: overrides.clone(),
                 max_turns: Some(1),
                 profile: args.profile,
-                ..SetupOptions::default()
+                ..SetupOptions::from_flags(overrides.clone())?
             };
             let setup = RunSetup::new(exported.prompt_file()?, path, options)?;
             let settings = &setup.settings;
@@ -392,7 +392,7 @@ fn import_text(
     let imported = runtime()?.block_on(import(&manifest, text));
     if into.history {
         for record in &imported.records {
-            if let Err(error) = history::keep(record) {
+            if let Err(error) = job::keep(record, &History::DataDir) {
                 super::note!("tunebench: warning: the run was not added to the history: {error}");
                 break;
             }

@@ -132,7 +132,7 @@ fn sample_workload() -> anyhow::Result<crate::provider::local::bench::Workload> 
             repeat_penalty,
             ..ProviderSettings::default()
         };
-        let setup = RunSetup::new(prompt.clone(), path, SetupOptions { overrides, ..SetupOptions::default() })?;
+        let setup = RunSetup::new(prompt.clone(), path, SetupOptions::from_flags(overrides)?)?;
         Ok(setup.plan(case)?.request)
     };
     Ok(crate::provider::local::bench::Workload {

@@ -20,8 +20,8 @@ use crate::compare::{cases, twin_of, Comparison, SideSpec};
 use crate::output::{Profile, ResponseType};
 use crate::prompt::file::PromptFile;
 use crate::provider::replay::Pace;
-use crate::run::factory::write_transcripts;
-use crate::run::{ProviderChoice, RunEvent};
+use crate::run::job::write_transcripts;
+use crate::run::{ProviderChoice, RunEvent, SetupOptions};
 use crate::truncate::cut::Unit;
 
 /// Options of `tunebench compare`.
@@ -91,7 +91,12 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let options = &args.options;
-    let cli_settings = options.provider_settings();
+    // The variables are read once, above: the target and the turns are all the settings need.
+    let setup_options = SetupOptions {
+        max_turns: options.flags.max_turns,
+        context_tokens: Some(options.flags.context_tokens),
+        ..SetupOptions::from_flags(options.provider_settings())?
+    };
     let replaying = !args.transcripts.is_empty();
     if replaying
         && (args.options.flags.provider.is_some()
@@ -100,13 +105,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     {
         bail!("--transcripts replays recorded answers: --provider, --model and --base-url do not apply");
     }
-    let settings = flow::settings(
-        prompt,
-        &cli_settings,
-        args.options.flags.max_turns,
-        Some(args.options.flags.context_tokens),
-        replaying,
-    )?;
+    let settings = flow::settings(prompt, &setup_options, replaying)?;
     let (concurrency, why) = flow::concurrency(&settings, args.concurrency);
     let batch = args.options.all_cases;
     let answers = match args.transcripts.as_slice() {

@@ -162,17 +162,16 @@ pub fn options(args: &EvalRunArgs) -> anyhow::Result<EvalOptions> {
         models,
         repeat: args.repeat,
         types: args.types.clone(),
-        setup: SetupOptions {
-            overrides: args.flags.provider_settings(None),
-            max_turns: args.flags.max_turns,
-            context_tokens: Some(args.flags.context_tokens),
-            profile: args.profile,
-            variables: args.flags.variables()?,
-            replay: args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
-            seed: args.seed,
-            cache: cache_mode(args),
-            cache_dir: None,
-        },
+        setup: super::run::replaying(
+            SetupOptions {
+                profile: args.profile,
+                seed: args.seed,
+                cache: cache_mode(args),
+                cache_dir: None,
+                ..args.flags.setup_options(None)?
+            },
+            args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
+        ),
     })
 }
 

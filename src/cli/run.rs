@@ -16,8 +16,7 @@ use crate::output::Profile;
 use crate::prompt::file::PromptFile;
 use crate::prompt::template::Variables;
 use crate::provider::replay::Pace;
-use crate::run::factory::write_transcripts;
-use crate::run::{engine, history, CacheMode, ReplayFrom, RunEvent, RunRecord, RunSetup, SetupOptions};
+use crate::run::{CacheMode, History, Ran, ReplayFrom, RunEvent, RunJob, RunSetup, SetupOptions};
 use crate::safe_text::escape_controls;
 
 /// Options of `tunebench run`.
@@ -80,74 +79,50 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let setup = RunSetup::new(
         prompt,
         &args.prompt,
-        SetupOptions {
-            overrides: options.provider_settings(),
-            max_turns: options.flags.max_turns,
-            context_tokens: Some(options.flags.context_tokens),
-            profile: args.profile,
-            variables,
-            replay: args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
-            seed: args.seed,
-            cache: if args.cache { CacheMode::Use } else { CacheMode::Off },
-            cache_dir: None,
-        },
+        replaying(
+            SetupOptions {
+                profile: args.profile,
+                seed: args.seed,
+                cache: if args.cache { CacheMode::Use } else { CacheMode::Off },
+                cache_dir: None,
+                ..options.setup_options()?
+            },
+            args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
+        ),
     )?;
-    let prompt = &setup.prompt;
     // `--cases FILE` alone runs every row of it.
     let whole_dataset = args.cases_file.is_some() && options.case.is_none();
-    let cases = match &prompt.dataset {
+    let cases = match &setup.prompt.dataset {
         Some(dataset) if whole_dataset => {
-            prompt.cases.iter().skip(dataset.first).map(|c| Some(c.name.clone())).collect()
+            setup.prompt.cases.iter().skip(dataset.first).map(|c| Some(c.name.clone())).collect()
         }
-        _ => options.cases(prompt)?,
+        _ => options.cases(&setup.prompt)?,
+    };
+    let batch = args.options.all_cases || whole_dataset;
+    let job = RunJob {
+        setup,
+        cases,
+        batch,
+        concurrency: args.concurrency,
+        history: if args.no_history { History::Off } else { History::DataDir },
+        transcripts: args.record.clone(),
     };
     #[cfg(feature = "local")]
-    if setup.settings.provider == crate::provider::kind::ProviderKind::Local
-        && !args.no_fetch
-        && setup.settings.model.is_empty()
-    {
-        use crate::provider::local::fetch;
-        if fetch::installed_model().is_err() {
-            fetch::fetch(&mut super::model::show_progress)?;
-        }
+    if !args.no_fetch && job.needs_local_model() {
+        crate::provider::local::fetch::fetch(&mut super::model::show_progress)?;
     }
-    let batch = args.options.all_cases || whole_dataset;
-    let jobs = setup.jobs(&cases, batch)?;
-    let concurrency = args.concurrency.unwrap_or_else(|| setup.concurrency().runs).max(1);
-    let names: Vec<String> = jobs.iter().map(|j| j.plan.case.clone().unwrap_or_default()).collect();
-    let mut printer = Printer::new(!args.json, !args.no_stream && (jobs.len() == 1 || concurrency == 1), names);
+    let names: Vec<String> = job.cases.iter().map(|c| c.clone().unwrap_or_default()).collect();
+    let mut printer = Printer::new(!args.json, !args.no_stream && (names.len() == 1 || job.concurrency() == 1), names);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let records = runtime.block_on(engine::run_batch_until(
-        &jobs,
-        concurrency,
-        |index, event| printer.on(index, event),
-        super::interrupt::interrupted(),
-    ));
-    finish(args, prompt, &records, batch, &printer).map(super::interrupt::exit_code)
+    let ran = runtime.block_on(job.run(|index, event| printer.on(index, event), super::interrupt::interrupted()))?;
+    finish(args, &job.setup.prompt, &ran, batch, &printer).map(super::interrupt::exit_code)
 }
 
-/// Writes transcripts and history, prints the record or summary, and picks the exit code.
-fn finish(
-    args: &RunArgs,
-    prompt: &PromptFile,
-    records: &[RunRecord],
-    batch: bool,
-    printer: &Printer,
-) -> anyhow::Result<ExitCode> {
-    for record in records {
-        if !args.no_history {
-            if let Err(error) = history::keep(record) {
-                super::note!("tunebench: warning: the run was not added to the history: {error}");
-            }
-        }
-        if let Some(base) = &args.record {
-            let case = if batch { record.case.as_deref() } else { None };
-            match write_transcripts(record, base, case) {
-                Ok(paths) => paths.iter().for_each(|path| super::note!("recorded {}", path.display())),
-                Err(error) => super::note!("tunebench: warning: the transcript was not recorded: {error}"),
-            }
-        }
-    }
+/// Says what the job wrote, prints the record or summary, and picks the exit code.
+fn finish(args: &RunArgs, prompt: &PromptFile, ran: &Ran, batch: bool, printer: &Printer) -> anyhow::Result<ExitCode> {
+    let records = ran.records.as_slice();
+    ran.recorded.iter().for_each(|path| super::note!("recorded {}", path.display()));
+    ran.warnings.iter().for_each(|warning| super::note!("tunebench: warning: {warning}"));
     let ok = records.iter().all(|r| r.ok);
     if args.json {
         match records {
@@ -284,6 +259,12 @@ impl Printer {
             let _ = out.flush();
         }
     }
+}
+
+/// `options` with `--transcript` (what the replay provider plays) in its target.
+pub(super) fn replaying(mut options: SetupOptions, replay: Option<ReplayFrom>) -> SetupOptions {
+    options.target.replay = replay;
+    options
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use anyhow::bail;
 
 use crate::prompt::file::{PromptFile, ProviderSettings};
 use crate::prompt::template::Variables;
+use crate::run::SetupOptions;
 
 /// How a prompt is run (`compare`: both sides alike, defaults from side A's prompt).
 #[derive(Debug, clap::Args)]
@@ -102,6 +103,17 @@ impl SetupFlags {
     pub fn variables(&self) -> anyhow::Result<Variables> {
         self.sampling.variables()
     }
+
+    /// The run setup's options these flags give, with `model`: the target typed here (a bad
+    /// `--provider` is an error naming it), the variables read, the turns and context window.
+    pub fn setup_options(&self, model: Option<String>) -> anyhow::Result<SetupOptions> {
+        Ok(SetupOptions {
+            max_turns: self.max_turns,
+            context_tokens: Some(self.context_tokens),
+            variables: self.variables()?,
+            ..SetupOptions::from_flags(self.provider_settings(model))?
+        })
+    }
 }
 
 /// The variables and sampling settings laid over a prompt's (`run`, `compare`, `batch export`).
@@ -162,6 +174,11 @@ impl RunOptions {
     /// The `--var` and `--var-file` values.
     pub fn variables(&self) -> anyhow::Result<Variables> {
         self.flags.variables()
+    }
+
+    /// The run setup's options these flags give ([`SetupFlags::setup_options`] with `--model`).
+    pub fn setup_options(&self) -> anyhow::Result<SetupOptions> {
+        self.flags.setup_options(self.model.clone())
     }
 
     /// The cases to run: every case of `prompt` (`--all-cases`), the one named, or none.

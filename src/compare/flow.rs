@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use super::pair::{self, At};
 use super::{Comparison, SideSpec};
 use crate::prompt::template::Variables;
-use crate::run::{history, ProviderChoice, RunError, RunEvent, RunSettings};
+use crate::provider::kind::ProviderKind;
+use crate::run::job::{self, History};
+use crate::run::{setup, ProviderChoice, RunError, RunEvent, RunSettings, SetupOptions, Target};
 
 /// Where the answers come from.
 #[derive(Clone, Debug)]
@@ -50,18 +52,16 @@ pub struct Compared {
 /// model its transcript recorded.
 pub fn settings(
     prompt: &crate::prompt::file::PromptFile,
-    overrides: &crate::prompt::file::ProviderSettings,
-    max_turns: Option<u32>,
-    context_tokens: Option<u32>,
+    options: &SetupOptions,
     replaying: bool,
-) -> Result<RunSettings, RunError> {
+) -> anyhow::Result<RunSettings> {
     if !replaying {
-        return RunSettings::resolve(prompt, overrides, max_turns, context_tokens);
+        return setup::settings(prompt, options);
     }
     // Resolved as a replay from the start, so no default of another provider (the local model's
     // constrained mode) is claimed for answers it did not give.
-    let replay = crate::prompt::file::ProviderSettings { name: Some("replay".into()), ..overrides.clone() };
-    let mut settings = RunSettings::resolve(prompt, &replay, max_turns, context_tokens)?;
+    let target = Target { provider: Some(ProviderKind::Replay), replay: None, ..options.target.clone() };
+    let mut settings = setup::settings(prompt, &SetupOptions { target, ..options.clone() })?;
     settings.model.clear();
     Ok(settings)
 }
@@ -99,7 +99,7 @@ pub async fn compare<F: FnMut(At, RunEvent) + Send>(flow: Flow<'_>, sink: F) -> 
         }
         Answers::Live(_) if flow.record_history => {
             for record in records.iter().flatten() {
-                if let Err(error) = history::keep(record) {
+                if let Err(error) = job::keep(record, &History::DataDir) {
                     warnings.push(format!("the run was not added to the history: {error}"));
                 }
             }

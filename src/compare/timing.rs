@@ -13,7 +13,7 @@ use super::*;
 use crate::bench_data::array_answer;
 use crate::output::Profile;
 use crate::provider::replay::{Pace, Replay};
-use crate::run::{Job, RunPlan, RunSettings};
+use crate::run::{Job, RunPlan};
 use crate::schema::CompiledSchema;
 use crate::truncate::tokens::o200k_token_ends;
 use crate::truncate::transcript::{Chunk, End, Header, Transcript};
@@ -77,7 +77,7 @@ fn comparison_against_its_two_sweeps() {
             format!("{item}\n")
         })
         .collect();
-    let settings = RunSettings::resolve(&specs[0].prompt, &Default::default(), None, None).expect("settings");
+    let settings = crate::run::setup::settings(&specs[0].prompt, &Default::default()).expect("settings");
     let job = |spec: &SideSpec, answer: &str| Job {
         provider: Arc::new(Replay::new(transcript(answer), Pace::Instant)),
         plan: RunPlan::new(&spec.prompt, &spec.base_dir, None, &Default::default(), &settings, spec.reading.clone())

@@ -13,8 +13,9 @@ use super::score::{score_record, CaseScore, Verdict};
 use super::EvalError;
 use crate::provider::kind::ProviderKind;
 use crate::provider::Provider;
+use crate::run::job::{self, History};
 use crate::run::record::now_ms;
-use crate::run::{engine, history, Job, RunEvent, RunRecord, Stop};
+use crate::run::{engine, Job, RunEvent, RunRecord, Stop};
 
 /// What an eval reports while it goes, in order per cell: a front end follows the eval from these.
 #[derive(Clone, Debug, PartialEq)]
@@ -86,7 +87,7 @@ where
             cancelled.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         if pipeline.record_history {
-            if let Err(error) = history::keep(record) {
+            if let Err(error) = job::keep(record, &History::DataDir) {
                 let mut warnings = warnings.lock().unwrap_or_else(|p| p.into_inner());
                 if warnings.is_empty() {
                     warnings.push(format!("the runs were not added to the history: {error}"));

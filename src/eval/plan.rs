@@ -393,19 +393,18 @@ fn column_for(
     if let Some(spec) = model {
         match spec.provider {
             Some(kind) => {
-                let front = options.overrides.name.as_deref().and_then(ProviderKind::parse);
                 let file = prompt.provider.name.as_deref().and_then(ProviderKind::parse);
                 // Another provider than the one the flags or the file set up: their URL is not its own.
-                if front.is_some_and(|f| f != kind) {
-                    options.overrides.base_url = None;
+                if options.target.provider.is_some_and(|f| f != kind) {
+                    options.target.base_url = None;
                 }
                 if file != Some(kind) {
                     prompt.provider.base_url = None;
                 }
-                options.overrides.name = Some(kind.name().to_string());
-                options.overrides.model = Some(spec.model.clone().unwrap_or_default());
+                options.target.provider = Some(kind);
+                options.target.model = Some(spec.model.clone().unwrap_or_default());
             }
-            None => options.overrides.model = spec.model.clone(),
+            None => options.target.model = spec.model.clone(),
         }
     }
     let setup = RunSetup::new(prompt, path, options).map_err(|e| {

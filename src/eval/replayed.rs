@@ -78,12 +78,9 @@ fn run_with(
     overrides: ProviderSettings,
     replay: Option<Transcript>,
 ) -> RunRecord {
-    let options = SetupOptions {
-        overrides,
-        max_turns: Some(1),
-        replay: replay.map(|t| ReplayFrom::Transcript(Box::new(t))),
-        ..SetupOptions::default()
-    };
+    let mut options = SetupOptions::from_flags(overrides).expect("the test's settings are well named");
+    options.max_turns = Some(1);
+    options.target.replay = replay.map(|t| ReplayFrom::Transcript(Box::new(t)));
     let setup = RunSetup::new(prompt.clone(), Path::new("t.toml"), options).expect("the test prompt sets up");
     let plan = setup.plan(case).expect("the case plans");
     let provider =

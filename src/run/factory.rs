@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::plan::RunSettings;
-use super::record::RunRecord;
 use super::RunError;
 use crate::provider::anthropic::{self, Anthropic};
 use crate::provider::http::HttpOptions;
@@ -247,22 +246,6 @@ pub fn transcript_path(base: &Path, case: Option<&str>, turn: u32) -> PathBuf {
         name.push_str(&extension.to_string_lossy());
     }
     base.with_file_name(name)
-}
-
-/// Writes every turn of `record` as a transcript file (see [`transcript_path`]); returns the paths.
-pub fn write_transcripts(record: &RunRecord, base: &Path, case: Option<&str>) -> std::io::Result<Vec<PathBuf>> {
-    let mut written = Vec::new();
-    if let Some(dir) = base.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display())))?;
-    }
-    for turn in &record.turns {
-        let path = transcript_path(base, case, turn.turn);
-        std::fs::write(&path, turn.transcript.to_jsonl())
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
-        written.push(path);
-    }
-    Ok(written)
 }
 
 /// Recorded turns played in order: the n-th request gets the n-th transcript (the last one repeats),

@@ -7,7 +7,7 @@
 //!        │                                                      ▼
 //!        │                                   parse report ─ ok? ─ no, turns left ─▶ feedback ─▶ turn 2 ...
 //!        ▼
-//! RunRecord (`run --json`) ──history::keep──▶ <data dir>/history.jsonl
+//! RunRecord (`run --json`) ──job::keep──▶ <data dir>/history.jsonl
 //! ```
 //!
 //! - [`plan`]: what one run sends ([`RunPlan`]) and the settings it is built from ([`RunSettings`]).
@@ -16,9 +16,13 @@
 //!   the cap that keeps a retry inside the context window.
 //! - [`record`]: the run record and its turns.
 //! - [`history`]: the data directory and the history file.
+//! - [`job`]: the run job ([`RunJob`]): a setup's cases run, each record kept in the history (the
+//!   never-started rule) and its transcripts written; the local model fetched when missing.
 //! - [`limits`]: what the client holds on its own side (deadline, answer cap, max_tokens counted by us).
 //! - [`repeats`]: a jsonl answer's guard: repeated lines reported and not counted, `max_items`.
 //! - [`seed`]: the sampling seed: a fresh one for a sampling run given none, seed + k for repeat k.
+//! - [`target`]: what a run is aimed at ([`Target`]: provider, model, server, structured mode, max
+//!   tokens, replay), typed once from the command line's flags or the workbench's choice.
 //! - [`setup`]: one run setup for every front end: a prompt and the front end's options to settings,
 //!   the reading, each case's plan and its provider ([`RunSetup`]).
 //! - [`decodable`]: whether the local model's constrained decoder accepts a prompt's schema, asked
@@ -42,6 +46,7 @@ pub mod engine;
 pub mod factory;
 pub mod feedback;
 pub mod history;
+pub mod job;
 pub mod limits;
 pub mod plan;
 pub mod prompt_tokens;
@@ -49,6 +54,7 @@ pub mod record;
 pub mod repeats;
 pub mod seed;
 pub mod setup;
+pub mod target;
 mod turn;
 
 pub use cache::CacheMode;
@@ -57,10 +63,12 @@ pub use factory::{
     env_var, fetch_local_model, local_model, transcript_path, warm_local_model, LocalModel, Lookup, ProviderChoice,
     ReplaySequence,
 };
+pub use job::{History, Ran, RunJob};
 pub use limits::{Limits, Stop};
 pub use plan::{Expected, LiveSweep, Reading, RunPlan, RunSettings};
 pub use record::{RunRecord, Turn};
-pub use setup::{ReplayFrom, RunSetup, SetupOptions};
+pub use setup::{RunSetup, SetupOptions};
+pub use target::{ReplayFrom, Target};
 
 use crate::output::{LineVerdict, Report};
 use crate::provider::{FinishReason, ModeReport, ProviderError, Request, Usage};

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::limits::Limits;
+use super::target::Target;
 use super::RunError;
 use crate::output::{Profile, ResponseType};
 use crate::prompt::file::{PromptFile, ProviderSettings, SchemaOrigin};
@@ -75,30 +76,38 @@ impl RunSettings {
         }
     }
 
-    /// `overrides` (the command line; `name` is the provider) over the prompt's `[provider]` table and
-    /// `max_turns`, over the defaults (local, else openai; no model; prompt-only, or `constrained` for a
-    /// json/jsonl prompt on `local`; 1 turn, 8,192 context tokens; on `local`, the repetition penalty
-    /// [`LOCAL_REPEAT_PENALTY`]).
-    pub fn resolve(
+    /// The front end's `target` and `overrides` (the rest of the command line: sampling, limits) over
+    /// the prompt's `[provider]` table and `max_turns`, over the defaults (local, else openai; no model;
+    /// prompt-only, or `constrained` for a json/jsonl prompt on `local`; 1 turn, 8,192 context tokens;
+    /// on `local`, the repetition penalty [`LOCAL_REPEAT_PENALTY`]). Called by the run setup alone
+    /// (`run::setup::settings`), so the rules live in one place.
+    pub(super) fn resolve(
         prompt: &PromptFile,
+        target: &Target,
         overrides: &ProviderSettings,
         max_turns: Option<u32>,
         context_tokens: Option<u32>,
     ) -> Result<Self, RunError> {
+        if let Some(what) = Target::named_in(overrides) {
+            return Err(RunError::Setting(format!(
+                "{what} is named in the provider settings laid over the prompt: a front end names it in the run's target"
+            )));
+        }
         let file = &prompt.provider;
         // A base URL names a server: with no provider named, it is an OpenAI-compatible one.
-        let has_url = overrides.base_url.is_some() || file.base_url.is_some();
-        let provider = match pick(&overrides.name, &file.name, "--provider") {
-            None if has_url => ProviderKind::Openai,
-            None => ProviderKind::DEFAULT,
-            Some((name, origin)) => ProviderKind::parse(&name)
-                .ok_or_else(|| setting(&name, origin, &format!("a provider: {}", ProviderKind::names())))?,
+        let has_url = target.base_url.is_some() || file.base_url.is_some();
+        let provider = match (target.provider, &file.name) {
+            (Some(kind), _) => kind,
+            (None, None) if has_url => ProviderKind::Openai,
+            (None, None) => ProviderKind::DEFAULT,
+            (None, Some(name)) => ProviderKind::parse(name)
+                .ok_or_else(|| setting(name, FILE, &format!("a provider: {}", ProviderKind::names())))?,
         };
-        let structured = match pick(&overrides.structured, &file.structured, "--structured") {
-            None => default_structured(provider, prompt.response_type),
-            Some((text, origin)) => StructuredMode::parse(text.trim()).ok_or_else(|| {
-                setting(&text, origin, "a structured mode: none, json-object, json-schema, constrained")
-            })?,
+        let structured = match (target.structured, &file.structured) {
+            (Some(mode), _) => mode,
+            (None, None) => default_structured(provider, prompt.response_type),
+            (None, Some(text)) => StructuredMode::parse(text.trim())
+                .ok_or_else(|| setting(text, FILE, "a structured mode: none, json-object, json-schema, constrained"))?,
         };
         let temperature = overrides.temperature.or(file.temperature);
         if let Some(t) = temperature.filter(|t| !t.is_finite() || *t < 0.0) {
@@ -109,7 +118,7 @@ impl RunSettings {
             return Err(RunError::Setting("max_turns is 0: a run needs at least 1 turn".into()));
         }
         let context_tokens = context_tokens.unwrap_or(DEFAULT_CONTEXT_TOKENS);
-        let max_tokens = overrides.max_tokens.or(file.max_tokens);
+        let max_tokens = target.max_tokens.or(file.max_tokens);
         if max_tokens == Some(0) {
             return Err(RunError::Setting("max_tokens is 0: the model could not answer at all".into()));
         }
@@ -126,8 +135,8 @@ impl RunSettings {
         };
         Ok(Self {
             provider,
-            model: overrides.model.clone().or_else(|| file.model.clone()).unwrap_or_default(),
-            base_url: overrides.base_url.clone().or_else(|| file.base_url.clone()),
+            model: target.model.clone().or_else(|| file.model.clone()).unwrap_or_default(),
+            base_url: target.base_url.clone().or_else(|| file.base_url.clone()),
             temperature,
             max_tokens,
             stop: if overrides.stop.is_empty() { file.stop.clone() } else { overrides.stop.clone() },
@@ -195,14 +204,8 @@ fn limits(overrides: &ProviderSettings, file: &ProviderSettings) -> Result<Limit
     Ok(limits)
 }
 
-/// The value and where it came from (command line first).
-fn pick(cli: &Option<String>, file: &Option<String>, flag: &'static str) -> Option<(String, &'static str)> {
-    match (cli, file) {
-        (Some(value), _) => Some((value.clone(), flag)),
-        (None, Some(value)) => Some((value.clone(), "the prompt's [provider]")),
-        (None, None) => None,
-    }
-}
+/// Where a setting of the prompt file comes from, in errors.
+const FILE: &str = "the prompt's [provider]";
 
 fn setting(value: &str, origin: &str, expected: &str) -> RunError {
     RunError::Setting(format!("{value:?} (from {origin}) is not {expected}"))

@@ -13,6 +13,17 @@ fn prompt(response_type: ResponseType) -> PromptFile {
     prompt
 }
 
+/// The command line's flags as written (`name` the provider) over `file`, as a run setup resolves them.
+fn resolve(
+    file: &PromptFile,
+    cli: &ProviderSettings,
+    max_turns: Option<u32>,
+    context_tokens: Option<u32>,
+) -> Result<RunSettings, RunError> {
+    let (target, rest) = super::super::Target::from_flags(cli.clone())?;
+    RunSettings::resolve(file, &target, &rest, max_turns, context_tokens)
+}
+
 fn reading(response_type: ResponseType) -> Reading {
     Reading { response_type, profile: Profile::Lenient, check: None }
 }
@@ -23,7 +34,7 @@ fn settings_for(provider: &str, structured: &str) -> RunSettings {
         structured: Some(structured.into()),
         ..ProviderSettings::default()
     };
-    RunSettings::resolve(&prompt(ResponseType::Json), &cli, None, None).unwrap()
+    resolve(&prompt(ResponseType::Json), &cli, None, None).unwrap()
 }
 
 fn settings(structured: &str) -> RunSettings {
@@ -49,46 +60,43 @@ fn the_command_line_wins_over_the_prompt_over_the_defaults() {
     };
     file.max_turns = Some(3);
     let cli = ProviderSettings { model: Some("qwen".into()), max_tokens: Some(50), ..ProviderSettings::default() };
-    let settings = RunSettings::resolve(&file, &cli, None, Some(4096)).unwrap();
+    let settings = resolve(&file, &cli, None, Some(4096)).unwrap();
     assert_eq!((settings.provider.name(), settings.model.as_str()), ("ollama", "qwen"));
     assert_eq!((settings.temperature, settings.max_tokens, settings.max_turns), (Some(0.2), Some(50), 3));
     assert_eq!((settings.stop.clone(), settings.context_tokens), (vec!["END".to_string()], 4096));
-    let defaults = RunSettings::resolve(&prompt(ResponseType::Json), &ProviderSettings::default(), None, None).unwrap();
+    let defaults = resolve(&prompt(ResponseType::Json), &ProviderSettings::default(), None, None).unwrap();
     // The local model holds a json answer to its schema unless told not to; other providers are asked plainly.
     let default_mode =
         if ProviderKind::DEFAULT == ProviderKind::Local { StructuredMode::Constrained } else { StructuredMode::None };
     assert_eq!((defaults.provider, defaults.structured, defaults.max_turns), (ProviderKind::DEFAULT, default_mode, 1));
-    let text = RunSettings::resolve(&prompt(ResponseType::Text), &ProviderSettings::default(), None, None).unwrap();
+    let text = resolve(&prompt(ResponseType::Text), &ProviderSettings::default(), None, None).unwrap();
     assert_eq!(text.structured, StructuredMode::None, "a text answer is asked plainly");
     let openai = ProviderSettings { name: Some("openai".into()), ..ProviderSettings::default() };
-    let remote = RunSettings::resolve(&prompt(ResponseType::Json), &openai, None, None).unwrap();
+    let remote = resolve(&prompt(ResponseType::Json), &openai, None, None).unwrap();
     assert_eq!(remote.structured, StructuredMode::None);
     let told =
         ProviderSettings { name: Some("local".into()), structured: Some("none".into()), ..ProviderSettings::default() };
-    assert_eq!(
-        RunSettings::resolve(&prompt(ResponseType::Json), &told, None, None).unwrap().structured,
-        StructuredMode::None
-    );
+    assert_eq!(resolve(&prompt(ResponseType::Json), &told, None, None).unwrap().structured, StructuredMode::None);
     assert_eq!(defaults.context_tokens, DEFAULT_CONTEXT_TOKENS);
-    assert_eq!(RunSettings::resolve(&file, &cli, Some(1), None).unwrap().max_turns, 1);
+    assert_eq!(resolve(&file, &cli, Some(1), None).unwrap().max_turns, 1);
 }
 
 #[test]
 fn bad_settings_name_the_value_and_where_it_came_from() {
     let mut file = prompt(ResponseType::Json);
     file.provider.structured = Some("strict".into());
-    let error = RunSettings::resolve(&file, &ProviderSettings::default(), None, None).unwrap_err().to_string();
+    let error = resolve(&file, &ProviderSettings::default(), None, None).unwrap_err().to_string();
     assert!(error.contains("\"strict\" (from the prompt's [provider]) is not a structured mode"), "{error}");
     let cli = ProviderSettings { name: Some("gpt".into()), ..ProviderSettings::default() };
-    let error = RunSettings::resolve(&file, &cli, None, None).unwrap_err().to_string();
+    let error = resolve(&file, &cli, None, None).unwrap_err().to_string();
     assert!(error.contains("\"gpt\" (from --provider) is not a provider"), "{error}");
     let ok = prompt(ResponseType::Json);
-    let error = RunSettings::resolve(&ok, &ProviderSettings::default(), Some(0), None).unwrap_err().to_string();
+    let error = resolve(&ok, &ProviderSettings::default(), Some(0), None).unwrap_err().to_string();
     assert!(error.contains("at least 1 turn"), "{error}");
     let cold = ProviderSettings { temperature: Some(-1.0), ..ProviderSettings::default() };
-    assert!(RunSettings::resolve(&ok, &cold, None, None).is_err());
+    assert!(resolve(&ok, &cold, None, None).is_err());
     let none = ProviderSettings { max_tokens: Some(0), ..ProviderSettings::default() };
-    assert!(RunSettings::resolve(&ok, &none, None, None).is_err());
+    assert!(resolve(&ok, &none, None, None).is_err());
 }
 
 #[test]
@@ -148,7 +156,7 @@ fn the_local_model_keeps_the_mode_of_a_jsonl_prompt_and_constrains_each_line() {
             .unwrap();
     assert_eq!((object.request.structured, object.request.jsonl), (StructuredMode::None, false));
     let url = ProviderSettings { base_url: Some("http://127.0.0.1:1/v1".into()), ..ProviderSettings::default() };
-    let served = RunSettings::resolve(&prompt, &url, None, None).unwrap();
+    let served = resolve(&prompt, &url, None, None).unwrap();
     assert_eq!(served.provider, ProviderKind::Openai, "a base URL with no provider means an OpenAI-compatible server");
 }
 
@@ -198,4 +206,15 @@ fn cases_and_overrides_are_rendered_and_kept() {
     let unknown = RunPlan::new(&file, Path::new("."), Some("sun"), &overrides, &settings, reading(ResponseType::Json));
     let error = unknown.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(error.contains("no case named \"sun\"") && error.contains("moon"), "{error}");
+}
+
+#[test]
+fn a_target_named_in_the_other_settings_is_refused() {
+    let prompt = prompt(ResponseType::Json);
+    let named = ProviderSettings { name: Some("openai".into()), ..ProviderSettings::default() };
+    let error = RunSettings::resolve(&prompt, &Target::default(), &named, None, None).unwrap_err().to_string();
+    assert!(error.contains("the provider is named in the provider settings"), "{error}");
+    let target = Target::on(ProviderKind::Openai);
+    let settings = RunSettings::resolve(&prompt, &target, &ProviderSettings::default(), None, None).unwrap();
+    assert_eq!(settings.provider, ProviderKind::Openai);
 }

@@ -17,21 +17,17 @@ use crate::provider::kind::ProviderKind;
 use crate::provider::replay::{Pace, Replay};
 use crate::provider::Provider;
 use crate::schema::Check;
-use crate::truncate::transcript::Transcript;
 
-/// What a replay plays.
-#[derive(Clone, Debug)]
-pub enum ReplayFrom {
-    /// A transcript file (and, in a batch, each case's file beside it), at this pace.
-    File(PathBuf, Pace),
-    /// A transcript in memory (a history record's), instantly.
-    Transcript(Box<Transcript>),
-}
+pub use super::target::{ReplayFrom, Target};
 
 /// What a front end says about a run, laid over the prompt file.
 #[derive(Clone, Debug, Default)]
 pub struct SetupOptions {
-    /// Over the prompt's `[provider]` (`name` is the provider).
+    /// What the run is aimed at (provider, model, server, structured mode, max tokens, what a replay
+    /// plays), over the prompt's `[provider]`: the only way a front end names them.
+    pub target: Target,
+    /// The rest of the command line over the prompt's `[provider]` (sampling, limits): naming a part
+    /// of the target here is an error.
     pub overrides: ProviderSettings,
     pub max_turns: Option<u32>,
     pub context_tokens: Option<u32>,
@@ -39,14 +35,21 @@ pub struct SetupOptions {
     pub profile: Option<Profile>,
     /// `--var` values laid over every case.
     pub variables: Variables,
-    /// For the replay provider.
-    pub replay: Option<ReplayFrom>,
     /// The local model's sampling seed.
     pub seed: Option<u64>,
     /// Whether the providers answer through the response cache (`Off` by default).
     pub cache: CacheMode,
     /// The response cache's folder; `None`: `<cache dir>/responses`.
     pub cache_dir: Option<PathBuf>,
+}
+
+impl SetupOptions {
+    /// The command line's provider settings as written: the target typed from them (a bad
+    /// `--provider` or `--structured` named), the rest laid over the prompt as they are.
+    pub fn from_flags(flags: ProviderSettings) -> Result<Self, RunError> {
+        let (target, overrides) = Target::from_flags(flags)?;
+        Ok(Self { target, overrides, ..Self::default() })
+    }
 }
 
 /// A prompt ready to run: settings resolved, answers' reading and checks compiled once.
@@ -78,11 +81,11 @@ impl RunSetup {
 
     /// `prompt` as held in memory (the workbench's edited prompt; a derived twin), named by `path`.
     pub fn new(prompt: PromptFile, path: &Path, options: SetupOptions) -> anyhow::Result<Self> {
-        let settings = settings_for(&prompt, &options)?;
+        let settings = settings(&prompt, &options)?;
         let setup = Self::with_settings(prompt, path, settings, options.profile)?;
         Ok(Self {
             variables: options.variables,
-            replay: options.replay,
+            replay: options.target.replay,
             seed: options.seed,
             cache: options.cache,
             cache_dir: options.cache_dir,
@@ -93,7 +96,7 @@ impl RunSetup {
     /// [`Self::new`] without the checks: its plans' requests are exactly [`Self::new`]'s, but no schema
     /// is compiled and no answer could be judged. For a view redrawn every frame (the request preview).
     pub fn unchecked(prompt: PromptFile, path: &Path, options: SetupOptions) -> anyhow::Result<Self> {
-        let settings = settings_for(&prompt, &options)?;
+        let settings = settings(&prompt, &options)?;
         let profile = options.profile.or(prompt.profile).unwrap_or_default();
         Ok(Self {
             reading: Reading { response_type: prompt.response_type, profile, check: None },
@@ -103,7 +106,7 @@ impl RunSetup {
             prompt,
             settings,
             variables: options.variables,
-            replay: options.replay,
+            replay: options.target.replay,
             seed: options.seed,
             cache: options.cache,
             cache_dir: options.cache_dir,
@@ -206,12 +209,15 @@ impl RunSetup {
     }
 }
 
-/// The front end's options over the prompt's `[provider]` (a replay with no model named plays under
-/// its transcript's).
-fn settings_for(prompt: &PromptFile, options: &SetupOptions) -> anyhow::Result<RunSettings> {
-    let mut settings = RunSettings::resolve(prompt, &options.overrides, options.max_turns, options.context_tokens)?;
+/// The settings a run of `prompt` under `options` resolves to: the front end's target and options over
+/// the prompt's `[provider]` (a replay with no model named plays under its transcript's). The one
+/// place [`RunSettings::resolve`] is called: a run setup, a comparison's shared settings and the
+/// workbench's schema lint all resolve here.
+pub fn settings(prompt: &PromptFile, options: &SetupOptions) -> anyhow::Result<RunSettings> {
+    let mut settings =
+        RunSettings::resolve(prompt, &options.target, &options.overrides, options.max_turns, options.context_tokens)?;
     if settings.provider == ProviderKind::Replay && settings.model.is_empty() {
-        settings.model = match &options.replay {
+        settings.model = match &options.target.replay {
             Some(ReplayFrom::File(path, _)) => {
                 Replay::from_file(path, Pace::Instant)?.transcript().header.model.clone()
             }

@@ -119,7 +119,7 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
         warm_model: false,
     };
     let (mut app, tx) = build(&prompt_path, options)?;
-    app.state.choice.provider = "replay".into();
+    app.state.choice.provider = crate::provider::kind::ProviderKind::Replay;
     let mut terminal = Terminal::new(TestBackend::new(120, 40))?;
     app.run(&mut terminal, |_| true)?;
     let first_frame = app.stats.first_frame.unwrap_or_else(Instant::now);
@@ -213,8 +213,8 @@ fn spawn_typist(tx: Sender<Msg>, typed: Arc<AtomicBool>) -> std::thread::JoinHan
 
 /// The engine alone on the same transcript: live parsing and validation, events dropped.
 fn engine_only(prompt_path: &Path, transcript: &Transcript) -> anyhow::Result<Duration> {
-    let overrides = crate::prompt::file::ProviderSettings { name: Some("replay".into()), ..Default::default() };
-    let options = crate::run::SetupOptions { overrides, ..Default::default() };
+    let target = crate::run::Target::on(crate::provider::kind::ProviderKind::Replay);
+    let options = crate::run::SetupOptions { target, ..Default::default() };
     let plan = crate::run::RunSetup::load(prompt_path, options)?.plan(None)?;
     let provider = Replay::new(transcript.clone(), Pace::Instant);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

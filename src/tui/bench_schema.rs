@@ -75,7 +75,7 @@ pub fn measure(dir: &Path, bytes: usize) -> anyhow::Result<SchemaKeyFigures> {
         warm_model: false,
     };
     let (mut app, _tx) = build(&path, options)?;
-    app.state.choice.provider = "openai".into();
+    app.state.choice.provider = crate::provider::kind::ProviderKind::Openai;
     app.state.focus = Pane::Schema;
     let (row, column) = schema
         .lines()

@@ -14,7 +14,8 @@ use crate::output::ResponseType;
 use crate::prompt::file::PromptFile;
 use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::template::Variables;
-use crate::run::{ProviderChoice, Reading};
+use crate::provider::kind::ProviderKind;
+use crate::run::{ProviderChoice, Reading, SetupOptions};
 
 /// Starts the comparison on the runner's runtime; an error says why it cannot start.
 pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String> {
@@ -24,16 +25,18 @@ pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String>
     runner.compare_cancel = None;
     let base_dir = request.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
     let specs = sides(&request, &base_dir)?;
-    let overrides =
-        super::request::overrides(&request.provider, &request.model, &request.structured, request.max_tokens);
     let cases = [request.case.clone()];
-    let replay = if request.provider == "replay" {
+    let replay = if request.target.provider == Some(ProviderKind::Replay) {
         Some(recorded_answers(&specs, &request.path, &request.prompt.id)?)
     } else {
         None
     };
-    let settings =
-        flow::settings(&request.prompt, &overrides, None, None, replay.is_some()).map_err(|e| e.to_string())?;
+    let settings = flow::settings(
+        &request.prompt,
+        &SetupOptions { target: request.target.clone(), ..SetupOptions::default() },
+        replay.is_some(),
+    )
+    .map_err(|e| format!("{e:#}"))?;
     let (concurrency, _) = flow::concurrency(&settings, None);
     let answers = match replay {
         Some(paths) => Answers::Recorded(paths),
@@ -44,7 +47,7 @@ pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String>
         request.path.display(),
         specs[0].prompt.id,
         specs[1].prompt.id,
-        request.provider
+        settings.provider
     ));
     let (tx, id, record_history) = (runner.tx.clone(), request.id, runner.record_history);
     // The batch's future is not `Send` (a closure lifetime in `run_batch`), so it runs on a

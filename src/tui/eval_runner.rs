@@ -10,8 +10,7 @@ use super::msg::{EvalDone, EvalNews, EvalRequest, Msg, OpenedEval, RescoreReques
 use super::runner::Runner;
 use crate::eval::pipeline::{self, Pipeline};
 use crate::eval::{diff, store, EvalOptions, EvalPlan, Expectations};
-use crate::provider::replay::Pace;
-use crate::run::{CacheMode, ReplayFrom, SetupOptions, Stop};
+use crate::run::{CacheMode, SetupOptions, Stop};
 
 /// Starts the eval on the runner's runtime; an error says why it cannot start.
 pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
@@ -20,13 +19,7 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
         prompts: vec![request.path.clone()],
         repeat: 1,
         setup: SetupOptions {
-            overrides: super::request::overrides(
-                &request.provider,
-                &request.model,
-                &request.structured,
-                request.max_tokens,
-            ),
-            replay: request.transcript.clone().map(|path| ReplayFrom::File(path, Pace::Instant)),
+            target: request.target.clone(),
             // A re-run asks the model only for the cases whose rendered request changed.
             cache: CacheMode::Use,
             ..SetupOptions::default()

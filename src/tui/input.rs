@@ -8,13 +8,14 @@ use ratatui_textarea::{CursorMove, Input, Key, TextArea};
 use super::msg::Effect;
 use super::state::State;
 use super::variables::{self, Origin};
+use crate::provider::kind::ProviderKind;
 
 /// What an open input is for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InputKind {
     /// The model of the next run for `provider` (empty: the provider's default; for `local`, the
     /// default cached model).
-    Model { provider: String },
+    Model { provider: ProviderKind },
     /// The value of variable `name` in the table `origin` names; `was` is its value before.
     Variable { name: String, origin: Origin, was: serde_json::Value },
     /// A case to insert at `at` (into `State::cases`), typed as TOML; `copy_of` names the case copied.
@@ -57,7 +58,7 @@ impl InputBox {
     /// The hint shown after it.
     pub fn hint(&self) -> &'static str {
         match &self.kind {
-            InputKind::Model { provider } if provider == "local" => {
+            InputKind::Model { provider: ProviderKind::Local } => {
                 "empty: default cached model, else a .gguf path · enter/esc"
             }
             InputKind::Model { .. } => "a model name, empty: the server's default · enter/esc",
@@ -79,8 +80,8 @@ fn line_editor(text: &str) -> TextArea<'static> {
 
 /// `choose-model`: opens the model input, prefilled with the current model.
 pub fn open_model_picker(state: &mut State) -> Vec<Effect> {
-    let provider = state.choice.provider.clone();
-    if provider == "replay" {
+    let provider = state.choice.provider;
+    if provider == ProviderKind::Replay {
         state.note = Some(
             "the replay provider plays a recorded answer with its recorded model: alt-p picks another provider first"
                 .into(),
@@ -89,7 +90,11 @@ pub fn open_model_picker(state: &mut State) -> Vec<Effect> {
     }
     let current = state.choice.model.clone().unwrap_or_default();
     let mut area = line_editor(&current);
-    area.set_placeholder_text(if provider == "local" { "(default cached model)" } else { "(server default)" });
+    area.set_placeholder_text(if provider == ProviderKind::Local {
+        "(default cached model)"
+    } else {
+        "(server default)"
+    });
     state.input = Some(Box::new(InputBox { kind: InputKind::Model { provider }, area, error: None }));
     Vec::new()
 }
@@ -165,7 +170,7 @@ fn apply(state: &mut State) -> Vec<Effect> {
     let Some(open) = state.input.take() else { return Vec::new() };
     let text = open.text();
     let result = match &open.kind {
-        InputKind::Model { provider } => apply_model(state, provider, text.trim()),
+        InputKind::Model { provider } => apply_model(state, *provider, text.trim()),
         InputKind::Variable { name, origin, was } => variables::value_of(name, was, &text).map(|value| {
             super::cases::remember(state, format!("the change of {name}"));
             variables::set(state, name, *origin, value);
@@ -183,15 +188,15 @@ fn apply(state: &mut State) -> Vec<Effect> {
 
 /// The model of the next run: for `local`, empty (the default cached model) or a `.gguf` path; for a
 /// server, any name (empty: the server's default).
-fn apply_model(state: &mut State, provider: &str, model: &str) -> Result<(), String> {
-    if provider == "local" && !model.is_empty() && !model.to_ascii_lowercase().ends_with(".gguf") {
+fn apply_model(state: &mut State, provider: ProviderKind, model: &str) -> Result<(), String> {
+    if provider == ProviderKind::Local && !model.is_empty() && !model.to_ascii_lowercase().ends_with(".gguf") {
         return Err(format!(
             "{model:?} is not a .gguf file: the local provider runs a GGUF model (leave it empty for the default cached model)"
         ));
     }
     state.choice.model = (!model.is_empty()).then(|| model.to_string());
     state.note = Some(match (&state.choice.model, provider) {
-        (None, "local") => "model: the default cached model (the next run uses it)".to_string(),
+        (None, ProviderKind::Local) => "model: the default cached model (the next run uses it)".to_string(),
         (None, _) => format!("model: {provider}'s default (the next run uses it)"),
         (Some(model), _) => format!("model: {model} (the next run uses it)"),
     });

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::state::{Lint, SchemaKind, State};
 use crate::output::ResponseType;
 use crate::prompt::signature;
-use crate::run::{decodable, RunSettings};
+use crate::run::{decodable, setup, RunSettings, SetupOptions};
 use crate::schema::lint_schema_text;
 
 /// The schema editor's text to lint, numbered `asked` (`State::lint_asked` when it was asked for),
@@ -27,12 +27,9 @@ pub struct LintRequest {
 impl LintRequest {
     /// The schema as the state holds it now, under the workbench's choices.
     pub fn of(state: &State) -> LintRequest {
-        let choice = &state.choice;
-        let overrides =
-            super::request::overrides(&choice.provider, &choice.model, &choice.structured, choice.max_tokens);
-        let decoder = RunSettings::resolve(&state.saved, &overrides, None, None)
-            .ok()
-            .map(|settings| (settings, state.saved.response_type));
+        let options = SetupOptions { target: state.choice.target(), ..SetupOptions::default() };
+        let decoder =
+            setup::settings(&state.saved, &options).ok().map(|settings| (settings, state.saved.response_type));
         LintRequest { asked: state.lint_asked, kind: state.schema_kind.clone(), text: state.schema.text(), decoder }
     }
 

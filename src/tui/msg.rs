@@ -8,9 +8,8 @@ use ratatui_textarea::Input;
 
 use crate::prompt::file::{OnDisk, PromptFile};
 use crate::run::prompt_tokens::LocalTokenizer;
-use crate::run::{RunEvent, RunRecord};
+use crate::run::{RunEvent, RunRecord, Target};
 use crate::truncate::sweep::Sweep;
-use crate::truncate::transcript::Transcript;
 
 /// How long typing pauses before the schema is linted and the request's tokens counted again.
 pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(150);
@@ -356,12 +355,8 @@ pub enum Effect {
 pub struct EvalRequest {
     pub id: u64,
     pub path: PathBuf,
-    pub provider: String,
-    pub model: Option<String>,
-    pub structured: Option<String>,
-    pub max_tokens: Option<u32>,
-    /// The recorded answer the replay provider plays (each case: its own file beside it).
-    pub transcript: Option<PathBuf>,
+    /// The workbench's choice (a replay: the recorded answer it plays, each case its own file beside it).
+    pub target: Target,
     /// The baseline: the one read before the screen's first run, else that first run's record, else
     /// (`None`) the last eval of the prompt on this model, read now.
     pub baseline: Option<Box<crate::eval::EvalRecord>>,
@@ -398,10 +393,8 @@ pub struct CompareRequest {
     /// The prompt file (its directory holds `answers/` and resolves `schema_file`).
     pub path: PathBuf,
     pub case: Option<String>,
-    pub provider: String,
-    pub model: Option<String>,
-    pub structured: Option<String>,
-    pub max_tokens: Option<u32>,
+    /// The workbench's choice.
+    pub target: Target,
 }
 
 /// One run to start: the prompt as edited, and the run settings chosen in the workbench.
@@ -413,23 +406,11 @@ pub struct RunRequest {
     /// The prompt file (names it in errors; its directory resolves `schema_file`).
     pub path: PathBuf,
     pub case: Option<String>,
-    pub provider: String,
-    pub model: Option<String>,
-    pub structured: Option<String>,
-    pub max_tokens: Option<u32>,
+    /// The workbench's choice, and what a replay plays (a transcript file at the runner's pace, or a
+    /// history record's transcript, instantly).
+    pub target: Target,
     /// `Some(1)` for "run one turn"; else the prompt's.
     pub max_turns: Option<u32>,
-    /// What the replay provider plays.
-    pub replay: Option<ReplaySource>,
-}
-
-/// A recorded answer for the replay provider.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ReplaySource {
-    /// A transcript file, at its recorded pace.
-    File(PathBuf),
-    /// A transcript from a history record (its last turn's), instantly.
-    Record(Box<Transcript>),
 }
 
 /// A truncation sweep to compute: the answer, where its chunks ended, and how to read it.

@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use super::edit;
-use super::msg::{ReplaySource, RunRequest};
+use super::msg::RunRequest;
 use super::state::State;
-use crate::prompt::file::{PromptFile, ProviderSettings};
+use crate::prompt::file::PromptFile;
+use crate::provider::kind::ProviderKind;
 use crate::provider::replay::Pace;
 use crate::provider::{ModeReport, Outgoing, Provider, Request};
 use crate::run::{ReplayFrom, RunPlan, RunSetup, SetupOptions};
@@ -19,7 +20,7 @@ pub type Env = fn(&str) -> Option<String>;
 
 /// The run of the prompt as edited under the workbench's choices (`max_turns` `Some(1)`: one turn;
 /// `replay`: a recorded answer), numbered `state.run_id`; `Err` says why it cannot start.
-pub fn run_request(state: &State, max_turns: Option<u32>, replay: Option<ReplaySource>) -> Result<RunRequest, String> {
+pub fn run_request(state: &State, max_turns: Option<u32>, replay: Option<ReplayFrom>) -> Result<RunRequest, String> {
     request_of(state, edit::prompt_for_run(state)?, max_turns, replay)
 }
 
@@ -28,62 +29,44 @@ pub fn request_of(
     state: &State,
     prompt: PromptFile,
     max_turns: Option<u32>,
-    replay: Option<ReplaySource>,
+    replay: Option<ReplayFrom>,
 ) -> Result<RunRequest, String> {
+    // The replay chosen plays the prompt's recorded answer (at the runner's pace: it sets it).
     let replay = replay.or_else(|| {
-        (state.choice.provider == "replay").then(|| state.choice.transcript.clone().map(ReplaySource::File)).flatten()
+        let chosen = (state.choice.provider == ProviderKind::Replay).then(|| state.choice.transcript.clone());
+        chosen.flatten().map(|path| ReplayFrom::File(path, Pace::Recorded))
     });
-    let provider = if replay.is_some() { "replay".to_string() } else { state.choice.provider.clone() };
-    if provider == "replay" && replay.is_none() {
+    let mut target = state.choice.target();
+    if replay.is_some() {
+        target.provider = Some(ProviderKind::Replay);
+    } else if target.provider == Some(ProviderKind::Replay) {
         return Err("the replay provider needs a recorded transcript and this prompt has none in answers/; \
                     alt-p picks another provider"
             .into());
     }
+    target.replay = replay;
     Ok(RunRequest {
         run: state.run_id,
         prompt,
         path: state.path.clone(),
         case: state.choice.case.clone(),
-        provider,
-        model: state.choice.model.clone(),
-        structured: state.choice.structured.clone(),
-        max_tokens: state.choice.max_tokens,
+        target,
         max_turns,
-        replay,
     })
 }
 
-/// The workbench's choices (provider, model, structured mode, max tokens) as settings over a prompt's
-/// `[provider]`, as `tunebench run` lays its flags over it: for runs and comparisons alike.
-pub fn overrides(
-    provider: &str,
-    model: &Option<String>,
-    structured: &Option<String>,
-    max_tokens: Option<u32>,
-) -> ProviderSettings {
-    ProviderSettings {
-        name: Some(provider.to_string()),
-        model: model.clone(),
-        structured: structured.clone(),
-        max_tokens,
-        ..ProviderSettings::default()
-    }
-}
-
 /// The run setup of `request`: the workbench's choices over the prompt's `[provider]`, as
-/// `tunebench run` lays its flags over it (`replay`: what a replay plays, at `pace`).
+/// `tunebench run` lays its flags over it (a replayed file at `pace`).
 pub fn setup(request: &RunRequest, pace: Pace) -> anyhow::Result<RunSetup> {
     RunSetup::new(request.prompt.clone(), &request.path, options(request, pace))
 }
 
 fn options(request: &RunRequest, pace: Pace) -> SetupOptions {
-    let overrides = overrides(&request.provider, &request.model, &request.structured, request.max_tokens);
-    let replay = match &request.replay {
-        Some(ReplaySource::File(path)) => Some(ReplayFrom::File(path.clone(), pace)),
-        Some(ReplaySource::Record(transcript)) => Some(ReplayFrom::Transcript(transcript.clone())),
-        None => None,
-    };
-    SetupOptions { overrides, max_turns: request.max_turns, replay, ..SetupOptions::default() }
+    SetupOptions {
+        target: request.target.clone().at_pace(pace),
+        max_turns: request.max_turns,
+        ..SetupOptions::default()
+    }
 }
 
 /// What a run of `request` runs: its plan and the provider that answers it (a replay's model, when
@@ -105,14 +88,16 @@ pub enum Sent {
     /// plan's steps and the provider's) it asks for.
     Http { outgoing: Outgoing, mode: ModeReport },
     /// A provider with no HTTP request (`local`, `replay`) is handed the plan's request.
-    InProcess { provider: String, request: Request, mode: ModeReport },
+    InProcess { provider: ProviderKind, request: Request, mode: ModeReport },
 }
 
 /// The plan ctrl-r would run now and its setup, made without the answers' checks (no schema
 /// compiled; the request is the same): what the preview and the token count show.
 pub fn preview_plan(state: &State) -> Result<(RunSetup, RunPlan), String> {
     // A replay sends no HTTP request: the recorded answer is not read for the preview.
-    preview_plan_of(&RunRequest { replay: None, ..run_request(state, None, None)? })
+    let mut request = run_request(state, None, None)?;
+    request.target.replay = None;
+    preview_plan_of(&request)
 }
 
 /// [`preview_plan`] of a request taken off the state (the token count makes it in the background).
@@ -131,11 +116,9 @@ pub fn sent(state: &State) -> Result<Sent, String> {
     let env = state.env;
     match setup.choice().first_request(&plan.request, &env).map_err(|e| e.to_string())? {
         Some((outgoing, mode)) => Ok(Sent::Http { outgoing, mode: plan.mode_with(Some(&mode)) }),
-        None => Ok(Sent::InProcess {
-            provider: setup.settings.provider.to_string(),
-            mode: plan.mode.clone(),
-            request: plan.request,
-        }),
+        None => {
+            Ok(Sent::InProcess { provider: setup.settings.provider, mode: plan.mode.clone(), request: plan.request })
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use super::tokens::CountRequest;
 use crate::prompt::file::{named, write_atomic, write_over, OnDisk, PromptError, PromptFile};
 use crate::prompt::reading::setup_for_prompt;
 use crate::provider::replay::Pace;
+use crate::run::job::{self, History};
 use crate::run::{engine, history, Stop};
 use crate::truncate::points::{Offsets, Points};
 use crate::truncate::sweep::sweep_points;
@@ -383,11 +384,8 @@ impl Runner {
             }
             if record_history {
                 let result = tokio::task::spawn_blocking(move || {
-                    match history_file {
-                        Some(path) => history::keep_in(&path, &record).map(|kept| kept.then_some(path)),
-                        None => history::keep(&record),
-                    }
-                    .map_err(|e| e.to_string())
+                    let history = history_file.map_or(History::DataDir, History::File);
+                    job::keep(&record, &history).map_err(|e| e.to_string())
                 })
                 .await
                 .unwrap_or_else(|e| Err(e.to_string()));

@@ -15,6 +15,7 @@ use super::theme::Theme;
 use super::{paths, recovery, sample};
 use crate::files;
 use crate::prompt::file::PromptFile;
+use crate::provider::kind::ProviderKind;
 use crate::provider::replay::Pace;
 use crate::run::{local_model, LocalModel};
 
@@ -87,7 +88,11 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
         follow.into_iter().for_each(|m| app.handle(m));
     }
     // The local model loads (and the prompt runs through it) while the user reads the screen.
-    if options.warm_model && app.state.choice.provider == "local" && !app.state.fetch_model && !options.run_now {
+    if options.warm_model
+        && app.state.choice.provider == ProviderKind::Local
+        && !app.state.fetch_model
+        && !options.run_now
+    {
         if let Ok(request) = super::request::run_request(&app.state, None, None) {
             let follow = app.runner.execute(Effect::WarmModel(Box::new(request)));
             follow.into_iter().for_each(|m| app.handle(m));
@@ -113,6 +118,8 @@ fn choose_first_case(state: &mut State) {
 /// beyond reading the prompt (and its schema file and recorded answer).
 pub fn state_for(path: &Path) -> anyhow::Result<State> {
     let file = PromptFile::read(path)?;
+    // The prompt's provider and structured mode are typed here, where the workbench opens on them.
+    super::state::Choice::of(&file.prompt).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let (schema_text, schema_kind) = super::edit::schema_text(&file, path)?;
     let mut state = State::new(path.to_path_buf(), file, schema_text, schema_kind);
     choose_provider(&mut state);
@@ -161,8 +168,8 @@ fn load_theme(config: Option<&Path>, notes: &mut Vec<String>) -> Theme {
 fn choose_provider(state: &mut State) {
     let transcript = sample::transcript_for(&state.path);
     state.choice.transcript = transcript.clone();
-    let named = state.saved.provider.name.clone();
-    if named.as_deref().is_some_and(|n| n != "local") {
+    // A provider the prompt names (typed when the state was made) other than the local model stays.
+    if state.saved.provider.name.is_some() && state.choice.provider != ProviderKind::Local {
         return;
     }
     let why = match local_model() {
@@ -178,15 +185,15 @@ fn choose_provider(state: &mut State) {
     };
     match transcript {
         Some(path) => {
-            state.choice.provider = "replay".into();
+            state.choice.provider = ProviderKind::Replay;
             state.replay_reason = Some(format!("replay: {} ({why})", path.display()));
         }
         None if state.fetch_model => {
-            state.choice.provider = "local".into();
+            state.choice.provider = ProviderKind::Local;
             state.note = Some(format!("{why}; runs wait for the fetch"));
         }
         None => {
-            state.choice.provider = "openai".into();
+            state.choice.provider = ProviderKind::Openai;
             state.note = Some(format!("no local model ({why}) and no recorded answer: alt-p picks a provider"));
         }
     }

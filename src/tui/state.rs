@@ -9,8 +9,9 @@ use super::keymap::Keymap;
 use super::recovery::Recovery;
 use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
 use crate::prompt::file::{OnDisk, PromptFile};
-use crate::provider::{FinishReason, ModeReport, TokenProb, Usage};
-use crate::run::RunRecord;
+use crate::provider::kind::ProviderKind;
+use crate::provider::{FinishReason, ModeReport, StructuredMode, TokenProb, Usage};
+use crate::run::{RunRecord, Target};
 use crate::truncate::sweep::Sweep;
 
 /// The panes, in focus order.
@@ -134,9 +135,10 @@ pub enum RunPhase {
 /// The run settings chosen in the workbench.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Choice {
-    pub provider: String,
+    pub provider: ProviderKind,
     pub model: Option<String>,
-    pub structured: Option<String>,
+    /// `None`: the prompt's, else the provider's default.
+    pub structured: Option<StructuredMode>,
     pub max_tokens: Option<u32>,
     /// `None`: the prompt's default variables.
     pub case: Option<String>,
@@ -148,14 +150,51 @@ impl Choice {
     /// The structured mode a run of this choice asks for, and whether it is the provider's default
     /// (none chosen: the core's [`crate::run::plan::default_structured`], as `tunebench run` decides it).
     pub fn asked_mode(&self, response_type: ResponseType) -> (String, bool) {
-        match (&self.structured, crate::provider::kind::ProviderKind::parse(&self.provider)) {
-            (Some(mode), _) => (mode.clone(), false),
-            (None, Some(provider)) => {
-                let mode = crate::run::plan::default_structured(provider, response_type);
-                (mode.to_string(), mode != crate::provider::StructuredMode::None)
+        match self.structured {
+            Some(mode) => (mode.to_string(), false),
+            None => {
+                let mode = crate::run::plan::default_structured(self.provider, response_type);
+                (mode.to_string(), mode != StructuredMode::None)
             }
-            (None, None) => ("none".into(), false),
         }
+    }
+
+    /// What a run of this choice is aimed at (the run setup lays it over the prompt's `[provider]`);
+    /// nothing replayed yet.
+    pub fn target(&self) -> Target {
+        Target {
+            provider: Some(self.provider),
+            model: self.model.clone(),
+            base_url: None,
+            structured: self.structured,
+            max_tokens: self.max_tokens,
+            replay: None,
+        }
+    }
+
+    /// The choice a prompt's `[provider]` makes (no name: the replay, until the start-up picks one);
+    /// an unknown provider or structured mode is an error naming it, before the workbench opens.
+    pub fn of(prompt: &PromptFile) -> Result<Self, String> {
+        let settings = &prompt.provider;
+        let provider = match settings.name.as_deref() {
+            None => ProviderKind::Replay,
+            Some(name) => ProviderKind::parse(name)
+                .ok_or_else(|| format!("[provider] name {name:?} is not a provider: {}", ProviderKind::names()))?,
+        };
+        let structured = match settings.structured.as_deref() {
+            None => None,
+            Some(text) => Some(StructuredMode::parse(text.trim()).ok_or_else(|| {
+                format!("[provider] structured {text:?} is not a structured mode: none, json-object, json-schema, constrained")
+            })?),
+        };
+        Ok(Self {
+            provider,
+            model: settings.model.clone(),
+            structured,
+            max_tokens: settings.max_tokens,
+            case: None,
+            transcript: None,
+        })
     }
 }
 
@@ -187,8 +226,8 @@ pub struct RunView {
     /// The run's answer scored against its case's expected answer and checks, once it ended (`Err`:
     /// why it could not be; `None`: no case, nothing expected, or not ended).
     pub scored: Option<Result<Box<crate::eval::score::CaseScore>, String>>,
-    /// The provider and model as the run reported them.
-    pub provider: String,
+    /// The provider and model as the run reported them (`None`: no run yet).
+    pub provider: Option<ProviderKind>,
     pub model: String,
     /// The structured mode as the run reported it (asked, used, each fallback with its reason).
     pub mode: Option<ModeReport>,
@@ -428,17 +467,18 @@ impl State {
         let OnDisk { text: saved_text, prompt } = file;
         let system = prompt.system.clone().unwrap_or_default();
         let template = prompt.template.clone();
-        let transcript = None;
         let prompt_variables = prompt.variables.clone();
         let cases = prompt.cases.clone();
-        let choice = Choice {
-            provider: prompt.provider.name.clone().unwrap_or_else(|| "replay".into()),
+        // The start-up refuses a prompt whose choice cannot be read (`setup::state_for`); one made
+        // here without it runs on the replay with the prompt's model.
+        let choice = Choice::of(&prompt).unwrap_or_else(|_| Choice {
+            provider: ProviderKind::Replay,
             model: prompt.provider.model.clone(),
-            structured: prompt.provider.structured.clone(),
+            structured: None,
             max_tokens: prompt.provider.max_tokens,
             case: None,
-            transcript,
-        };
+            transcript: None,
+        });
         let mut state = State {
             path,
             saved_texts: [system.clone(), template.clone(), schema_text.clone()],

@@ -100,14 +100,14 @@ pub fn refresh(state: &mut State) -> Vec<Effect> {
     let local = local.map(|(model, ok)| (model.to_string(), ok));
     state.tokens.inputs = Some(Inputs { edits: state.edits, choice: state.choice.clone(), local });
     let mut effects = Vec::new();
-    let local = state.choice.provider == ProviderKind::Local.name();
+    let local = state.choice.provider == ProviderKind::Local;
     let model = state.choice.model.clone().unwrap_or_default();
     let read = state.tokens.local.as_ref().filter(|(m, _)| *m == model).map(|(_, read)| read.clone());
     if local && read.is_none() && state.tokens.loading.as_deref() != Some(model.as_str()) {
         state.tokens.loading = Some(model.clone());
         effects.push(Effect::LoadTokenizer { model });
     }
-    if state.choice.provider == ProviderKind::Replay.name() && state.choice.transcript.is_none() {
+    if state.choice.provider == ProviderKind::Replay && state.choice.transcript.is_none() {
         // Nothing can be sent: no recorded answer to play (the preview says so); a count on its way
         // is of no use.
         state.tokens.shown = None;
@@ -149,7 +149,7 @@ fn count(state: &mut State, heavy: bool) -> Option<Effect> {
 fn ask(state: &mut State) -> CountRequest {
     state.tokens.waiting = false;
     state.tokens.asked += 1;
-    let local = state.choice.provider == ProviderKind::Local.name();
+    let local = state.choice.provider == ProviderKind::Local;
     let model = state.choice.model.clone().unwrap_or_default();
     let read = state.tokens.local.as_ref().filter(|(m, _)| *m == model).map(|(_, read)| read.clone());
     let tokenizer = match read {
@@ -163,7 +163,10 @@ fn ask(state: &mut State) -> CountRequest {
     let saved = state.saved.clone();
     state.saved.schema = schema;
     // A replay sends no HTTP request: the recorded answer is not read for the count.
-    let request = super::request::request_of(state, saved, None, None).map(|r| RunRequest { replay: None, ..r });
+    let request = super::request::request_of(state, saved, None, None).map(|mut r| {
+        r.target.replay = None;
+        r
+    });
     let asked = state.tokens.asked;
     CountRequest { asked, request, edits, tokenizer, counted: state.tokens.counted }
 }

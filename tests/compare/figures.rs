@@ -20,7 +20,6 @@ use serde_json::json;
 use tunebench::compare::pair::{keep_recorded_times, recorded_turns, replay_jobs, run_pairs};
 use tunebench::compare::{Comparison, Crossing, RowStatus};
 use tunebench::prompt::template::Variables;
-use tunebench::run::RunSettings;
 use tunebench::truncate::strategy::Strategy;
 
 use crate::support::*;
@@ -29,7 +28,7 @@ use crate::support::*;
 async fn two_recorded_transcripts_give_the_figures_worked_out_by_hand() {
     let specs = twin_sides("extract-definitions");
     let transcripts = [fixture("compare/definitions-json.jsonl"), fixture("compare/definitions.jsonl")];
-    let settings = RunSettings::resolve(&specs[1].prompt, &Default::default(), None, None).unwrap();
+    let settings = tunebench::run::setup::settings(&specs[1].prompt, &Default::default()).unwrap();
     let plans = tunebench::compare::pair::plans([&specs[0], &specs[1]], &[None], &Variables::new(), &settings).unwrap();
     let jobs = replay_jobs(plans, [&transcripts[0], &transcripts[1]], false).unwrap();
     let mut records = run_pairs(&jobs, 2, |_, _| {}).await.pop().unwrap();

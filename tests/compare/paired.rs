@@ -43,7 +43,8 @@ fn settings(server: &WireServer) -> RunSettings {
         max_tokens: Some(256),
         ..ProviderSettings::default()
     };
-    RunSettings::resolve(&specs[1].prompt, &cli, None, None).unwrap()
+    tunebench::run::setup::settings(&specs[1].prompt, &tunebench::run::SetupOptions::from_flags(cli.clone()).unwrap())
+        .unwrap()
 }
 
 /// Runs both sides of extract-definitions and its json twin, `concurrency` at a time.

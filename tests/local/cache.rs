@@ -19,10 +19,9 @@ fn run_cached(cache: &Path, max_tokens: u32) -> RunRecord {
         ..ProviderSettings::default()
     };
     let options = SetupOptions {
-        overrides,
         cache: CacheMode::Use,
         cache_dir: Some(cache.to_path_buf()),
-        ..SetupOptions::default()
+        ..SetupOptions::from_flags(overrides).unwrap()
     };
     let setup = RunSetup::load(&prompt, options).unwrap();
     let provider = setup.provider_with(None, &|_| None).unwrap();

@@ -22,7 +22,7 @@ fn the_definitions_sample_keeps_to_the_schemas_keys_and_stops() {
             temperature: Some(0.0),
             ..ProviderSettings::default()
         };
-        let setup = RunSetup::load(&prompt, SetupOptions { overrides, ..SetupOptions::default() }).unwrap();
+        let setup = RunSetup::load(&prompt, SetupOptions::from_flags(overrides).unwrap()).unwrap();
         let provider = setup.provider_with(None, &|_| None).unwrap();
         let plan = setup.plan(None).unwrap();
         let record = runtime.block_on(tunebench::run::run(provider.as_ref(), &plan, |_| {}));

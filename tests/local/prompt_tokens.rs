@@ -32,7 +32,7 @@ fn the_local_count_is_the_prompt_the_engine_reads() {
 fn the_workbench_counts_with_the_local_tokenizer_once_it_is_read() {
     model_file();
     let mut state = tunebench::tui::setup::state_for(Path::new("sample-prompts/extract-topics.toml")).unwrap();
-    state.choice.provider = "local".into();
+    state.choice.provider = tunebench::provider::kind::ProviderKind::Local;
     update(&mut state, Msg::Tick { now_ms: 1 });
     let estimate = state.tokens.shown.clone().unwrap().unwrap();
     assert!(!estimate.exact);

@@ -22,7 +22,7 @@ fn options(seed: Option<u64>) -> SetupOptions {
         max_tokens: Some(32),
         ..ProviderSettings::default()
     };
-    SetupOptions { overrides, seed, cache: CacheMode::Off, ..SetupOptions::default() }
+    SetupOptions { seed, cache: CacheMode::Off, ..SetupOptions::from_flags(overrides).unwrap() }
 }
 
 fn runtime() -> tokio::runtime::Runtime {

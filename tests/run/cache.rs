@@ -22,8 +22,11 @@ fn cached_setup(prompt: &Path, server: &WireServer, cache: &Path, mode: CacheMod
 fn setup_with(prompt: &Path, server: &WireServer, cache: &Path, mode: CacheMode, more: ProviderSettings) -> RunSetup {
     let overrides =
         ProviderSettings { name: Some("openai".into()), base_url: Some(format!("{}/v1", server.url())), ..more };
-    let options =
-        SetupOptions { overrides, cache: mode, cache_dir: Some(cache.to_path_buf()), ..SetupOptions::default() };
+    let options = SetupOptions {
+        cache: mode,
+        cache_dir: Some(cache.to_path_buf()),
+        ..SetupOptions::from_flags(overrides).unwrap()
+    };
     RunSetup::load(prompt, options).unwrap()
 }
 

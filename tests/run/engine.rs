@@ -7,7 +7,7 @@ use tunebench::prompt::signature::json_mode;
 use tunebench::provider::replay::Pace;
 use tunebench::provider::wire_server::Reply;
 use tunebench::provider::{FinishReason, Role, StructuredMode};
-use tunebench::run::factory::write_transcripts;
+use tunebench::run::job::write_transcripts;
 use tunebench::run::{Expected, ReplaySequence, RunEvent};
 
 use crate::support::*;

@@ -130,11 +130,15 @@ fn max_items_and_max_repeats_come_from_the_prompt_file_and_the_command_line() {
     let path = prompt_file(dir.path(), "guarded", &text);
     let prompt = tunebench::prompt::file::PromptFile::load(&path).unwrap();
     let local = ProviderSettings { name: Some("local".into()), ..Default::default() };
-    let settings = tunebench::run::RunSettings::resolve(&prompt, &local, None, None).unwrap();
+    let settings =
+        tunebench::run::setup::settings(&prompt, &tunebench::run::SetupOptions::from_flags(local.clone()).unwrap())
+            .unwrap();
     assert_eq!((settings.limits.max_items, settings.limits.max_repeats), (Some(4), 3));
     assert_eq!(settings.repeat_penalty, Some(1.2));
     let cli = ProviderSettings { max_items: Some(9), repeat_penalty: Some(1.0), ..local };
-    let settings = tunebench::run::RunSettings::resolve(&prompt, &cli, None, None).unwrap();
+    let settings =
+        tunebench::run::setup::settings(&prompt, &tunebench::run::SetupOptions::from_flags(cli.clone()).unwrap())
+            .unwrap();
     assert_eq!((settings.limits.max_items, settings.repeat_penalty), (Some(9), None), "1 is off");
     let plan = plan_with(&path, None, &cli, None);
     assert_eq!(plan.request.repeat_penalty, None);

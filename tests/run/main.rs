@@ -14,6 +14,7 @@ mod escapes;
 mod fault_matrix;
 mod faults;
 mod guards;
+mod job;
 mod limits;
 mod support;
 mod undecodable;

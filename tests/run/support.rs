@@ -11,7 +11,7 @@ use tunebench::provider::http::HttpOptions;
 use tunebench::provider::openai::OpenAi;
 use tunebench::provider::wire_server::{reply_from_recording, Reply, WireServer};
 use tunebench::provider::Provider;
-use tunebench::run::{Reading, RunEvent, RunPlan, RunRecord, RunSettings};
+use tunebench::run::{Reading, RunEvent, RunPlan, RunRecord};
 
 /// A fixture file under `tests/fixtures/wire/`.
 pub fn fixture(path: &str) -> String {
@@ -52,7 +52,14 @@ pub fn plan_with(prompt_path: &Path, case: Option<&str>, cli: &ProviderSettings,
     .setup()
     .expect("setup");
     let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
-    let settings = RunSettings::resolve(&prompt, cli, max_turns, None).expect("settings");
+    let settings = tunebench::run::setup::settings(
+        &prompt,
+        &tunebench::run::SetupOptions {
+            max_turns,
+            ..tunebench::run::SetupOptions::from_flags(cli.clone()).expect("flags")
+        },
+    )
+    .expect("settings");
     let base = prompt_path.parent().expect("dir");
     RunPlan::new(&prompt, base, case, &Variables::new(), &settings, reading).expect("plan")
 }

@@ -56,7 +56,9 @@ fn compared() -> State {
     };
     let effects = update(&mut state, alt('x'));
     assert!(state.compare.open, "alt-x opens the compare screen");
-    assert!(matches!(effects.as_slice(), [Effect::StartCompare(r)] if r.provider == "replay" && r.id == 1));
+    assert!(
+        matches!(effects.as_slice(), [Effect::StartCompare(r)] if r.target.provider == Some(tunebench::provider::kind::ProviderKind::Replay) && r.id == 1)
+    );
     drive(&mut state, effects);
     state
 }

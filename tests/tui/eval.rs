@@ -109,7 +109,7 @@ pub fn verdict(state: &State, row: usize) -> Option<Verdict> {
 pub fn evaluated(dir: &Path) -> State {
     without_local_model();
     let mut state = state_for(&dir.join("definitions.toml")).unwrap();
-    assert_eq!(state.choice.provider, "replay");
+    assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Replay);
     let effects = update(&mut state, alt('e'));
     assert!(state.eval.open, "alt-e opens the eval screen");
     assert!(matches!(effects.as_slice(), [Effect::StartEval(r)] if r.id == 1));
@@ -239,7 +239,7 @@ fn a_rerun_asks_the_server_only_for_changed_cases() {
     std::fs::write(&path, text).unwrap();
     without_local_model();
     let mut state = state_for(&path).unwrap();
-    assert_eq!(state.choice.provider, "openai");
+    assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Openai);
     let effects = update(&mut state, alt('e'));
     drive(&mut state, effects);
     assert_eq!(state.eval.phase, EvalPhase::Done, "{:?}", state.note);

@@ -110,7 +110,7 @@ fn a_single_run_of_a_case_is_scored_against_its_expected_answer() {
     without_local_model();
     let dir = folder();
     let mut state = state_for(&dir.path().join("definitions.toml")).unwrap();
-    assert_eq!(state.choice.provider, "replay");
+    assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Replay);
     run_case(&mut state, "beta");
     // The workbench's replay plays the prompt's recorded answer (alpha's) whatever the case: a valid
     // line, and the wrong answer for beta.

@@ -29,7 +29,11 @@ fn the_first_start_runs_the_samples_first_case_and_shows_it_passes() {
         warm_model: false,
     };
     let (mut app, _tx) = build(&path, options).unwrap();
-    assert_eq!(app.state.choice.provider, "replay", "no model here: the recorded answer plays");
+    assert_eq!(
+        app.state.choice.provider,
+        tunebench::provider::kind::ProviderKind::Replay,
+        "no model here: the recorded answer plays"
+    );
     assert_eq!(app.state.choice.case.as_deref(), Some("flight"), "the first run is of a case with an expected answer");
 
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();

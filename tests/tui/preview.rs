@@ -44,9 +44,9 @@ struct Case {
 fn state(case: &Case, server: &WireServer) -> State {
     without_local_model();
     let mut state = state_for(Path::new(case.prompt)).expect("the sample loads");
-    state.choice.provider = case.provider.into();
+    state.choice.provider = tunebench::provider::kind::ProviderKind::parse(case.provider).expect("a provider");
     state.choice.model = case.model.map(Into::into);
-    state.choice.structured = case.structured.map(Into::into);
+    state.choice.structured = case.structured.map(|s| StructuredMode::parse(s).expect("a structured mode"));
     state.saved.provider.base_url = Some(format!("{}{}", server.url(), case.base_path));
     state.env = env;
     state
@@ -202,11 +202,11 @@ fn ollama_preview_is_what_is_sent_with_the_schema_as_format() {
 fn in_process_providers_preview_their_messages_and_copy_no_curl() {
     without_local_model();
     let mut state = state_for(Path::new("sample-prompts/extract-definitions.toml")).expect("the sample loads");
-    state.choice.provider = "local".into();
-    state.choice.structured = Some("constrained".into());
+    state.choice.provider = tunebench::provider::kind::ProviderKind::Local;
+    state.choice.structured = Some(tunebench::provider::StructuredMode::Constrained);
     let Ok(Sent::InProcess { provider, request, mode }) = request::sent(&state) else { panic!("in process") };
     assert_eq!(
-        (provider.as_str(), request.structured, mode.used),
+        (provider.name(), request.structured, mode.used),
         ("local", StructuredMode::Constrained, StructuredMode::Constrained)
     );
     assert!(request.jsonl && request.messages[0].content.contains("JSON Lines"), "{request:?}");
@@ -250,7 +250,7 @@ fn the_workbench_and_the_cli_send_the_same_request_for_the_same_choice() {
     state.saved.provider.base_url = Some("http://127.0.0.1:9/v1".into());
     tunebench::tui::update::fetch::use_local_model(&mut state);
     assert_eq!(tunebench::tui::panes::status::mode_text(&state), "asked constrained (default on local)");
-    while state.choice.provider != "openai" {
+    while state.choice.provider != tunebench::provider::kind::ProviderKind::Openai {
         update(&mut state, Msg::Action(Action::NextProvider));
     }
     assert_eq!(tunebench::tui::panes::status::mode_text(&state), "asked none", "a server's default is none");

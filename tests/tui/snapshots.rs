@@ -147,8 +147,8 @@ fn request_preview_shows_the_request_as_sent() {
     let mut state =
         tunebench::tui::setup::state_for(std::path::Path::new("sample-prompts/extract-definitions-json.toml"))
             .expect("the sample loads");
-    state.choice.provider = "openai".into();
-    state.choice.structured = Some("json-schema".into());
+    state.choice.provider = tunebench::provider::kind::ProviderKind::Openai;
+    state.choice.structured = Some(tunebench::provider::StructuredMode::JsonSchema);
     state.saved.provider.base_url = Some("http://127.0.0.1:8080/v1".into());
     state.env = |name| (name == "OPENAI_API_KEY").then(|| "sk-not-shown".to_string());
     update(&mut state, Msg::Action(Action::TogglePreview));

@@ -2,7 +2,7 @@
 
 use ratatui_textarea::Key;
 use tunebench::output::LineStatus;
-use tunebench::tui::msg::{Action, Effect, FetchNews, Mouse, MouseKind, Msg, ReplaySource, TermEvent};
+use tunebench::tui::msg::{Action, Effect, FetchNews, Mouse, MouseKind, Msg, TermEvent};
 use tunebench::tui::state::{Overlay, Pane, RunPhase};
 use tunebench::tui::update::update;
 
@@ -67,7 +67,7 @@ fn what_the_local_models_decoder_refuses_is_linted_at_its_path() {
     let [issue] = state.lint.issues.as_slice() else { panic!("{:?}", state.lint) };
     assert!(issue.starts_with("at \"/properties/code/pattern\":") && issue.contains("look-around"), "{issue}");
     // Another provider holds no answer to it.
-    while state.choice.provider != "openai" {
+    while state.choice.provider != tunebench::provider::kind::ProviderKind::Openai {
         update(&mut state, Msg::Action(Action::NextProvider));
     }
     assert!(state.lint.issues.is_empty(), "{:?}", state.lint);
@@ -123,11 +123,13 @@ fn one_lint(effects: &[Effect]) -> tunebench::tui::lint::LintRequest {
 #[test]
 fn run_streams_into_output_and_lines_and_its_sweep_into_the_chart() {
     let mut state = sample_state();
-    assert_eq!(state.choice.provider, "replay");
+    assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Replay);
     let effects = update(&mut state, ctrl('r'));
     let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
-    assert_eq!(request.provider, "replay");
-    assert!(matches!(&request.replay, Some(ReplaySource::File(p)) if p.ends_with("answers/agent-kg-extract.jsonl")));
+    assert_eq!(request.target.provider, Some(tunebench::provider::kind::ProviderKind::Replay));
+    assert!(
+        matches!(&request.target.replay, Some(tunebench::run::ReplayFrom::File(p, _)) if p.ends_with("answers/agent-kg-extract.jsonl"))
+    );
     assert_eq!(state.phase, RunPhase::Starting);
     // A second run while one goes is refused.
     assert!(update(&mut state, ctrl('r')).is_empty());
@@ -321,12 +323,12 @@ fn click_focuses_and_lines_selection_highlights_in_output() {
 fn settings_cycle_from_the_keyboard() {
     let mut state = sample_state();
     update(&mut state, alt('p'));
-    assert_eq!(state.choice.provider, "openai");
+    assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Openai);
     // From the provider's default: none said outright, then each mode.
     update(&mut state, alt('m'));
-    assert_eq!(state.choice.structured.as_deref(), Some("none"));
+    assert_eq!(state.choice.structured, Some(tunebench::provider::StructuredMode::None));
     update(&mut state, alt('m'));
-    assert_eq!(state.choice.structured.as_deref(), Some("json-object"));
+    assert_eq!(state.choice.structured, Some(tunebench::provider::StructuredMode::JsonObject));
     let cases = state.saved.cases.len();
     assert!(cases > 0);
     update(&mut state, alt('c'));
@@ -336,9 +338,9 @@ fn settings_cycle_from_the_keyboard() {
     assert_eq!(state.choice.max_tokens, Some(before.map_or(256, |n| n * 2)));
     let effects = update(&mut state, special(Key::F(6)));
     let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
-    assert_eq!(request.provider, "openai");
+    assert_eq!(request.target.provider, Some(tunebench::provider::kind::ProviderKind::Openai));
     assert_eq!(request.max_turns, Some(1));
-    assert!(request.replay.is_none());
+    assert!(request.target.replay.is_none());
 }
 
 /// Without the local model the sample runs on its recorded answer and asks for a fetch; when the
@@ -352,27 +354,27 @@ fn a_fetched_local_model_takes_over_from_the_recorded_answer() {
     assert!(update(&mut state, Msg::ModelFetch(progress)).is_empty());
     assert_eq!(state.note.as_deref(), Some("local model: extracting the model 40%"));
     let effects = update(&mut state, Msg::ModelFetch(FetchNews::Done(Ok("/cache/model.gguf".into()))));
-    assert_eq!(state.choice.provider, "local");
+    assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Local);
     assert!(state.replay_reason.is_none());
     // The run starts, and the local model's tokenizer is asked for (the status line's token count).
     let [Effect::StartRun(request), Effect::LoadTokenizer { model }] = effects.as_slice() else {
         panic!("{effects:?}")
     };
-    assert_eq!(request.provider, "local");
+    assert_eq!(request.target.provider, Some(tunebench::provider::kind::ProviderKind::Local));
     // No mode chosen: the run setup's default for a jsonl prompt on the local model, constrained.
-    assert_eq!(request.structured, None);
+    assert_eq!(request.target.structured, None);
     assert_eq!(state.choice.asked_mode(state.saved.response_type), ("constrained".into(), true));
     assert_eq!(model, "", "the default cached model");
 
     let mut picked = sample_state();
-    picked.choice.provider = "openai".into();
+    picked.choice.provider = tunebench::provider::kind::ProviderKind::Openai;
     let effects = update(&mut picked, Msg::ModelFetch(FetchNews::Done(Ok("/cache/model.gguf".into()))));
     assert!(effects.is_empty());
-    assert_eq!(picked.choice.provider, "openai");
+    assert_eq!(picked.choice.provider, tunebench::provider::kind::ProviderKind::Openai);
 
     let mut failed = sample_state();
     assert!(update(&mut failed, Msg::ModelFetch(FetchNews::Done(Err("pip: not found".into())))).is_empty());
-    assert_eq!(failed.choice.provider, "replay");
+    assert_eq!(failed.choice.provider, tunebench::provider::kind::ProviderKind::Replay);
     assert!(failed.note.as_deref().unwrap_or("").contains("pip: not found"));
 }
 
@@ -383,7 +385,7 @@ fn a_model_fetched_during_the_example_replay_runs_when_the_replay_ends() {
     let mut state = sample_state();
     let effects = update(&mut state, ctrl('r'));
     let [Effect::StartRun(replay)] = effects.as_slice() else { panic!("{effects:?}") };
-    assert_eq!(replay.provider, "replay");
+    assert_eq!(replay.target.provider, Some(tunebench::provider::kind::ProviderKind::Replay));
     let mut events = sample_events(None);
     let rest = events.split_off(events.len() / 2);
     assert!(feed(&mut state, events).is_empty());
@@ -398,14 +400,21 @@ fn a_model_fetched_during_the_example_replay_runs_when_the_replay_ends() {
     );
     let warm = effects.iter().find_map(|e| if let Effect::WarmModel(r) = e { Some(r) } else { None });
     let warm = warm.expect("the model is warmed while the example plays");
-    assert_eq!((warm.provider.as_str(), warm.structured.as_deref()), ("local", None), "the default: constrained");
-    assert_eq!(state.choice.provider, "local");
+    assert_eq!(
+        (warm.target.provider, warm.target.structured),
+        (Some(tunebench::provider::kind::ProviderKind::Local), None),
+        "the default: constrained"
+    );
+    assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Local);
     assert!(state.note.as_deref().unwrap_or("").contains("runs when the example ends"), "{:?}", state.note);
     let replay_run = state.run_id;
 
     let effects = feed(&mut state, rest);
     let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
-    assert_eq!((request.provider.as_str(), request.structured.as_deref()), ("local", None));
+    assert_eq!(
+        (request.target.provider, request.target.structured),
+        (Some(tunebench::provider::kind::ProviderKind::Local), None)
+    );
     assert!(state.run_id > replay_run && state.running());
     // The model's own end starts nothing more.
     let run = state.run_id;
@@ -424,7 +433,7 @@ fn a_model_fetched_during_the_example_replay_runs_when_the_replay_ends() {
     assert!(cancelled.note.as_deref().unwrap_or("").contains("ctrl-r runs it"), "{:?}", cancelled.note);
     let effects = update(&mut cancelled, ctrl('r'));
     let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
-    assert_eq!(request.provider, "local");
+    assert_eq!(request.target.provider, Some(tunebench::provider::kind::ProviderKind::Local));
 }
 
 /// Choosing another case with the local model runs its prompt through the model in the background
@@ -432,13 +441,13 @@ fn a_model_fetched_during_the_example_replay_runs_when_the_replay_ends() {
 #[test]
 fn choosing_a_case_on_the_local_model_warms_its_prompt() {
     let mut state = sample_state();
-    state.choice.provider = "local".into();
+    state.choice.provider = tunebench::provider::kind::ProviderKind::Local;
     let warms = |effects: Vec<Effect>| -> Vec<Box<tunebench::tui::msg::RunRequest>> {
         effects.into_iter().filter_map(|e| if let Effect::WarmModel(r) = e { Some(r) } else { None }).collect()
     };
     let warmed = warms(update(&mut state, Msg::Action(Action::NextCase)));
     let [request] = warmed.as_slice() else { panic!("one warm: {warmed:?}") };
-    assert_eq!(request.provider, "local");
+    assert_eq!(request.target.provider, Some(tunebench::provider::kind::ProviderKind::Local));
     assert!(request.case.is_some(), "the chosen case: {:?}", request.case);
     assert_eq!(request.case, state.choice.case);
 
@@ -448,6 +457,6 @@ fn choosing_a_case_on_the_local_model_warms_its_prompt() {
     let mut running = sample_state();
     update(&mut running, ctrl('r'));
     assert!(running.running());
-    running.choice.provider = "local".into();
+    running.choice.provider = tunebench::provider::kind::ProviderKind::Local;
     assert!(warms(update(&mut running, Msg::Action(Action::NextCase))).is_empty(), "a run is going");
 }

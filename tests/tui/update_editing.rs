@@ -68,20 +68,20 @@ fn the_cursor_moves_by_wrapped_rows_and_a_click_lands_on_the_character_under_it(
 /// The sample's request as `tunebench run` plans it under `provider` and `structured`, counted by o200k.
 fn planned_tokens(state: &State, structured: Option<&str>) -> usize {
     let overrides = tunebench::prompt::file::ProviderSettings {
-        name: Some(state.choice.provider.clone()),
+        name: Some(state.choice.provider.name().to_string()),
         structured: structured.map(str::to_string),
         max_tokens: state.choice.max_tokens,
         ..Default::default()
     };
-    let setup = RunSetup::new(state.saved.clone(), Path::new(SAMPLE), SetupOptions { overrides, ..Default::default() })
-        .unwrap();
+    let setup =
+        RunSetup::new(state.saved.clone(), Path::new(SAMPLE), SetupOptions::from_flags(overrides).unwrap()).unwrap();
     Tokenizer::O200k.count(&setup.plan(None).unwrap().request).unwrap()
 }
 
 #[test]
 fn the_status_line_counts_the_planned_request_and_recounts_only_when_it_changes() {
     let mut state = sample_state();
-    state.choice.provider = "openai".into();
+    state.choice.provider = tunebench::provider::kind::ProviderKind::Openai;
     update(&mut state, Msg::Tick { now_ms: 1 });
     let shown = state.tokens.shown.clone().unwrap().unwrap();
     assert_eq!(
@@ -115,7 +115,7 @@ fn the_status_line_counts_the_planned_request_and_recounts_only_when_it_changes(
     for _ in 0..3 {
         update(&mut state, alt('m'));
     }
-    assert_eq!(state.choice.structured.as_deref(), Some("json-schema"));
+    assert_eq!(state.choice.structured, Some(tunebench::provider::StructuredMode::JsonSchema));
     let with_schema = state.tokens.shown.clone().unwrap().unwrap().tokens;
     assert!(with_schema > before + 50, "the schema instructions are counted: {before} → {with_schema}");
     // A template that does not render says so.
@@ -126,7 +126,7 @@ fn the_status_line_counts_the_planned_request_and_recounts_only_when_it_changes(
 #[test]
 fn a_large_prompt_is_counted_in_the_background_once_typing_settles_and_an_older_count_is_dropped() {
     let mut state = sample_state();
-    state.choice.provider = "openai".into();
+    state.choice.provider = tunebench::provider::kind::ProviderKind::Openai;
     // The sample is small (counted on the key): as large as the 7 MB schema that lagged.
     state.background_bytes = 0;
     let count = |effects: Vec<Effect>| {
@@ -182,7 +182,7 @@ fn the_local_tokenizer_is_asked_for_once_and_o200k_estimates_meanwhile() {
     let mut state = sample_state();
     let effects = update(&mut state, Msg::Action(Action::NextProvider));
     assert!(!effects.iter().any(|e| matches!(e, Effect::LoadTokenizer { .. })), "not local yet: {effects:?}");
-    while state.choice.provider != "local" {
+    while state.choice.provider != tunebench::provider::kind::ProviderKind::Local {
         update(&mut state, Msg::Action(Action::NextProvider));
     }
     assert_eq!(state.tokens.loading.as_deref(), Some(""), "the default model's tokenizer was asked for");

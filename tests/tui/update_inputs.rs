@@ -11,17 +11,17 @@ use super::support::*;
 fn model_of_next_run(state: &mut tunebench::tui::state::State) -> Option<String> {
     let effects = update(state, Msg::Action(Action::Run));
     let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
-    request.model.clone()
+    request.target.model.clone()
 }
 
 #[test]
 fn a_typed_model_name_is_used_by_the_next_run() {
     let mut state = sample_state();
-    state.choice.provider = "openai".into();
+    state.choice.provider = tunebench::provider::kind::ProviderKind::Openai;
     state.choice.model = Some("gpt-old".into());
     update(&mut state, alt('o'));
     let open = state.input.as_ref().expect("alt-o opens the model input");
-    assert_eq!(open.kind, InputKind::Model { provider: "openai".into() });
+    assert_eq!(open.kind, InputKind::Model { provider: tunebench::provider::kind::ProviderKind::Openai });
     assert_eq!(open.text(), "gpt-old", "prefilled with the current model");
     // Typing does not go to the template behind it.
     let template = state.texts()[1].clone();
@@ -41,7 +41,7 @@ fn a_typed_model_name_is_used_by_the_next_run() {
 #[test]
 fn esc_cancels_and_keeps_the_model() {
     let mut state = sample_state();
-    state.choice.provider = "ollama".into();
+    state.choice.provider = tunebench::provider::kind::ProviderKind::Ollama;
     state.choice.model = Some("llama3".into());
     update(&mut state, alt('o'));
     type_text(&mut state, "-typo");
@@ -55,7 +55,7 @@ fn esc_cancels_and_keeps_the_model() {
 #[test]
 fn local_takes_the_default_cached_model_or_a_gguf_path() {
     let mut state = sample_state();
-    state.choice.provider = "local".into();
+    state.choice.provider = tunebench::provider::kind::ProviderKind::Local;
     update(&mut state, Msg::Action(Action::ChooseModel));
     assert_eq!(state.input.as_ref().unwrap().text(), "", "no model: the default cached one");
     type_text(&mut state, "gpt-4o");
@@ -74,7 +74,7 @@ fn local_takes_the_default_cached_model_or_a_gguf_path() {
     assert_eq!(model_of_next_run(&mut state).as_deref(), Some("/models/tiny.Q8_0.gguf"));
     // Emptied: back to the default cached model.
     let mut state = sample_state();
-    state.choice.provider = "local".into();
+    state.choice.provider = tunebench::provider::kind::ProviderKind::Local;
     state.choice.model = Some("/models/tiny.gguf".into());
     update(&mut state, alt('o'));
     for _ in 0.."/models/tiny.gguf".len() {
@@ -88,7 +88,7 @@ fn local_takes_the_default_cached_model_or_a_gguf_path() {
 #[test]
 fn the_replay_provider_has_no_model_to_choose() {
     let mut state = sample_state();
-    assert_eq!(state.choice.provider, "replay");
+    assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Replay);
     update(&mut state, alt('o'));
     assert!(state.input.is_none());
     assert!(state.note.as_deref().unwrap_or("").contains("alt-p"), "{:?}", state.note);
@@ -205,4 +205,27 @@ fn a_case_variable_is_edited_in_its_case_and_json_values_must_stay_json() {
     update(&mut state, special(Key::Enter));
     assert!(state.input.is_none());
     assert_eq!(state.variables["limit"], serde_json::json!(5));
+}
+
+/// The provider and structured mode the prompt names are typed where the workbench opens on it: an
+/// unknown one is refused then, naming the file and the value (not deep in a run).
+#[test]
+fn an_unknown_provider_or_mode_in_the_prompt_is_refused_when_the_workbench_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(SAMPLE).unwrap();
+    let with = |name: &str, line: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text.replacen("[provider]\n", &format!("[provider]\n{line}\n"), 1)).unwrap();
+        path
+    };
+    let gpt = with("gpt.toml", "name = \"gpt\"");
+    let error = tunebench::tui::setup::state_for(&gpt).map(|_| ()).unwrap_err().to_string();
+    assert!(error.contains("gpt.toml") && error.contains("\"gpt\" is not a provider"), "{error}");
+    let strict = with("strict.toml", "structured = \"strict\"");
+    let error = tunebench::tui::setup::state_for(&strict).map(|_| ()).unwrap_err().to_string();
+    assert!(error.contains("\"strict\" is not a structured mode"), "{error}");
+    let ollama = with("ollama.toml", "name = \"ollama\"\nstructured = \"json-schema\"");
+    let state = tunebench::tui::setup::state_for(&ollama).unwrap();
+    assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Ollama);
+    assert_eq!(state.choice.structured, Some(tunebench::provider::StructuredMode::JsonSchema));
 }

@@ -2,8 +2,9 @@
 //! fallback, default on local), cancelled runs in the history, the truncation chart growing live.
 
 use tunebench::provider::{Fallback, ModeReport, StructuredMode};
+use tunebench::run::ReplayFrom;
 use tunebench::run::RunEvent;
-use tunebench::tui::msg::{Action, Effect, Msg, ReplaySource};
+use tunebench::tui::msg::{Action, Effect, Msg};
 use tunebench::tui::panes::status::mode_text;
 use tunebench::tui::state::State;
 use tunebench::tui::update::update;
@@ -32,7 +33,7 @@ fn the_status_bar_says_constrained_was_chosen_by_default_on_local() {
     for _ in 0..4 {
         update(&mut state, alt('m'));
     }
-    assert_eq!(state.choice.structured.as_deref(), Some("constrained"));
+    assert_eq!(state.choice.structured, Some(tunebench::provider::StructuredMode::Constrained));
     update(&mut state, Msg::Action(Action::Run));
     mode_event(&mut state, ModeReport { requested: used, used, ..ModeReport::default() });
     assert_eq!(mode_text(&state), "constrained");
@@ -41,8 +42,8 @@ fn the_status_bar_says_constrained_was_chosen_by_default_on_local() {
 #[test]
 fn a_fallback_shows_each_step_and_its_reason() {
     let mut state = sample_state();
-    state.choice.provider = "openai".into();
-    state.choice.structured = Some("json-schema".into());
+    state.choice.provider = tunebench::provider::kind::ProviderKind::Openai;
+    state.choice.structured = Some(tunebench::provider::StructuredMode::JsonSchema);
     update(&mut state, Msg::Action(Action::Run));
     assert_eq!(mode_text(&state), "asked json-schema");
     let reason = "the server refused response_format json_schema (400)".to_string();
@@ -200,7 +201,9 @@ fn a_history_record_is_listed_and_replays_its_last_turn() {
     update(&mut state, Msg::Action(Action::FocusHistory));
     let effects = update(&mut state, Msg::Action(Action::Open));
     let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
-    let Some(ReplaySource::Record(transcript)) = &request.replay else { panic!("{:?}", request.replay) };
+    let Some(ReplayFrom::Transcript(transcript)) = &request.target.replay else {
+        panic!("{:?}", request.target.replay)
+    };
     assert_eq!(**transcript, record.turns[0].transcript);
     assert_eq!(request.max_turns, Some(1));
 }
@@ -211,7 +214,7 @@ fn a_history_record_is_listed_and_replays_its_last_turn() {
 #[test]
 fn a_provider_switch_does_not_carry_a_model_or_mode_that_does_not_fit() {
     let mut state = sample_state();
-    while state.choice.provider != "openai" {
+    while state.choice.provider != tunebench::provider::kind::ProviderKind::Openai {
         update(&mut state, Msg::Action(Action::NextProvider));
     }
     state.choice.model = Some("canned".into());
@@ -219,17 +222,20 @@ fn a_provider_switch_does_not_carry_a_model_or_mode_that_does_not_fit() {
     assert_eq!(state.choice.model, None);
     let note = state.note.clone().unwrap_or_default();
     assert!(note.contains("\"canned\" was chosen for another provider"), "{note}");
-    while state.choice.provider != "local" {
+    while state.choice.provider != tunebench::provider::kind::ProviderKind::Local {
         update(&mut state, Msg::Action(Action::NextProvider));
     }
     assert_eq!(state.choice.model, None, "the default cached model");
     assert_eq!(mode_text(&state), "asked constrained (default on local)");
     let effects = update(&mut state, Msg::Action(Action::Run));
     let Some(Effect::StartRun(request)) = effects.first() else { panic!("{effects:?}") };
-    assert_eq!((request.provider.as_str(), request.model.as_deref()), ("local", None));
+    assert_eq!(
+        (request.target.provider, request.target.model.as_deref()),
+        (Some(tunebench::provider::kind::ProviderKind::Local), None)
+    );
     // Back to a server: no mode follows from the local model.
     update(&mut state, Msg::Action(Action::CancelRun));
-    while state.choice.provider != "openai" {
+    while state.choice.provider != tunebench::provider::kind::ProviderKind::Openai {
         update(&mut state, Msg::Action(Action::NextProvider));
     }
     assert_eq!(state.choice.asked_mode(state.saved.response_type), ("none".into(), false));
@@ -238,7 +244,7 @@ fn a_provider_switch_does_not_carry_a_model_or_mode_that_does_not_fit() {
     own.saved.provider.name = Some("ollama".into());
     own.saved.provider.model = Some("qwen2.5".into());
     own.choice.model = Some("typed".into());
-    while own.choice.provider != "ollama" {
+    while own.choice.provider != tunebench::provider::kind::ProviderKind::Ollama {
         update(&mut own, Msg::Action(Action::NextProvider));
     }
     assert_eq!(own.choice.model.as_deref(), Some("qwen2.5"));

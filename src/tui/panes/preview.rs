@@ -2,6 +2,7 @@
 //! and the provider's own request code: method, URL, headers (the key as `$VARIABLE`), each message
 //! as text, then the rest of the body as JSON; and the same as a curl command (alt-y).
 
+use crate::provider::kind::ProviderKind;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -26,7 +27,7 @@ pub fn curl(state: &State) -> Result<String, String> {
 pub fn lines(state: &State) -> Vec<(Kind, String)> {
     match request::sent(state) {
         Ok(Sent::Http { outgoing, mode }) => http_lines(&outgoing, &mode),
-        Ok(Sent::InProcess { provider, request, mode }) => in_process_lines(&provider, &request, &mode),
+        Ok(Sent::InProcess { provider, request, mode }) => in_process_lines(provider, &request, &mode),
         Err(e) => vec![(Kind::Error, escape_controls(&e).into_owned())],
     }
 }
@@ -69,8 +70,8 @@ fn http_lines(outgoing: &Outgoing, mode: &ModeReport) -> Vec<(Kind, String)> {
     out
 }
 
-fn in_process_lines(provider: &str, request: &Request, mode: &ModeReport) -> Vec<(Kind, String)> {
-    let what = if provider == "replay" { "plays a recorded answer" } else { "runs in this process" };
+fn in_process_lines(provider: ProviderKind, request: &Request, mode: &ModeReport) -> Vec<(Kind, String)> {
+    let what = if provider == ProviderKind::Replay { "plays a recorded answer" } else { "runs in this process" };
     let mut out = vec![(Kind::Title, format!("{provider}: {what}, no HTTP request; it is handed these messages"))];
     if !request.model.is_empty() {
         out.push((Kind::Dim, escape_controls(&format!("model: {}", request.model)).into_owned()));

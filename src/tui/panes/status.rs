@@ -48,7 +48,7 @@ pub fn mode_text(state: &State) -> String {
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let run = &state.run;
-    let provider = if run.provider.is_empty() { state.choice.provider.as_str() } else { run.provider.as_str() };
+    let provider = run.provider.unwrap_or(state.choice.provider).name();
     let model = if run.model.is_empty() { state.choice.model.as_deref().unwrap_or("") } else { run.model.as_str() };
     let phase = match &state.phase {
         RunPhase::Idle => "idle".to_string(),
@@ -97,7 +97,11 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .note
         .clone()
         .or_else(|| run.error.as_ref().map(|e| format!("stream error: {e}")))
-        .or_else(|| (state.choice.provider == "replay").then(|| state.replay_reason.clone()).flatten())
+        .or_else(|| {
+            (state.choice.provider == crate::provider::kind::ProviderKind::Replay)
+                .then(|| state.replay_reason.clone())
+                .flatten()
+        })
         .unwrap_or_default();
     frame.render_widget(Paragraph::new(Line::from(first).style(theme.status)), Rect { height: 1, ..area });
     let second_row = Rect { y: area.y + 1, height: area.height.saturating_sub(1), ..area };

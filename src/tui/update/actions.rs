@@ -10,10 +10,17 @@ use super::compare;
 use super::navigate::{cut_by, open, step};
 use super::run::start_run;
 use super::PROVIDERS;
+use crate::provider::kind::ProviderKind;
+use crate::provider::StructuredMode;
 
 /// `None`: the provider's default (constrained on the local model, none on a server).
-const STRUCTURED: [Option<&str>; 5] =
-    [None, Some("none"), Some("json-object"), Some("json-schema"), Some("constrained")];
+const STRUCTURED: [Option<StructuredMode>; 5] = [
+    None,
+    Some(StructuredMode::None),
+    Some(StructuredMode::JsonObject),
+    Some(StructuredMode::JsonSchema),
+    Some(StructuredMode::Constrained),
+];
 
 /// Applies one action.
 pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
@@ -91,13 +98,13 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             }
         },
         Action::NextProvider => {
-            let at = PROVIDERS.iter().position(|p| p.name() == state.choice.provider).map_or(0, |i| i + 1);
-            choose_provider(state, PROVIDERS[at % PROVIDERS.len()].name());
+            let at = PROVIDERS.iter().position(|p| *p == state.choice.provider).map_or(0, |i| i + 1);
+            choose_provider(state, PROVIDERS[at % PROVIDERS.len()]);
             Vec::new()
         }
         Action::NextStructured => {
-            let at = STRUCTURED.iter().position(|s| *s == state.choice.structured.as_deref()).map_or(0, |i| i + 1);
-            state.choice.structured = STRUCTURED[at % STRUCTURED.len()].map(str::to_string);
+            let at = STRUCTURED.iter().position(|s| *s == state.choice.structured).map_or(0, |i| i + 1);
+            state.choice.structured = STRUCTURED[at % STRUCTURED.len()];
             state.note = Some(match &state.choice.structured {
                 Some(mode) => format!("structured: {mode}"),
                 None => format!(
@@ -187,12 +194,12 @@ pub(super) fn save(state: &mut State) -> Vec<Effect> {
 /// Runs go to `provider` from now on. What was chosen for another provider and does not fit this one
 /// is reset: a model typed for one provider is not sent to another (the prompt's own model comes back
 /// when its provider does), and the note says so.
-pub fn choose_provider(state: &mut State, provider: &str) {
+pub fn choose_provider(state: &mut State, provider: ProviderKind) {
     if state.choice.provider == provider {
         return;
     }
-    state.choice.provider = provider.to_string();
-    let own = state.saved.provider.name.as_deref().map(str::trim) == Some(provider);
+    state.choice.provider = provider;
+    let own = state.saved.provider.name.as_deref().map(str::trim).and_then(ProviderKind::parse) == Some(provider);
     let model = if own { state.saved.provider.model.clone() } else { None };
     let dropped = state.choice.model.clone().filter(|m| !m.is_empty() && Some(m) != model.as_ref());
     state.choice.model = model;

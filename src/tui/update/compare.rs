@@ -30,10 +30,7 @@ pub fn enter(state: &mut State) -> Vec<Effect> {
         prompt,
         path: state.path.clone(),
         case: state.choice.case.clone(),
-        provider: state.choice.provider.clone(),
-        model: state.choice.model.clone(),
-        structured: state.choice.structured.clone(),
-        max_tokens: state.choice.max_tokens,
+        target: state.choice.target(),
     }))]
 }
 

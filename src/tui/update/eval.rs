@@ -68,11 +68,7 @@ pub fn rerun(state: &mut State) -> Vec<Effect> {
     effects.push(Effect::StartEval(Box::new(EvalRequest {
         id,
         path: state.path.clone(),
-        provider: state.choice.provider.clone(),
-        model: state.choice.model.clone(),
-        structured: state.choice.structured.clone(),
-        max_tokens: state.choice.max_tokens,
-        transcript: (state.choice.provider == "replay").then(|| state.choice.transcript.clone()).flatten(),
+        target: eval_target(&state.choice),
         baseline,
     })));
     effects
@@ -435,4 +431,13 @@ fn cell_event(view: &mut EvalView, event: EvalEvent) {
         }
         EvalEvent::Done { .. } => {}
     }
+}
+
+/// What the eval of `choice` runs on: the replay plays the prompt's recorded answers (each case its
+/// own file beside them) instantly.
+fn eval_target(choice: &crate::tui::state::Choice) -> crate::run::Target {
+    let replayed = (choice.provider == crate::provider::kind::ProviderKind::Replay).then(|| choice.transcript.clone());
+    let replay =
+        replayed.flatten().map(|path| crate::run::ReplayFrom::File(path, crate::provider::replay::Pace::Instant));
+    crate::run::Target { replay, ..choice.target() }
 }

@@ -4,6 +4,7 @@
 //! on the model runs its prompt through it in the background ([`warm_choice`]).
 
 use super::update;
+use crate::provider::kind::ProviderKind;
 use crate::tui::msg::{Action, Effect, FetchNews, Msg};
 use crate::tui::state::State;
 
@@ -19,7 +20,7 @@ pub fn model_fetch(state: &mut State, news: FetchNews) -> Vec<Effect> {
         }
         FetchNews::Done(Ok(path)) => {
             // Only a replay the workbench chose itself gives way; a provider the user picked stays.
-            if state.choice.provider != "replay" || state.replay_reason.is_none() {
+            if state.choice.provider != ProviderKind::Replay || state.replay_reason.is_none() {
                 state.note = Some(format!("local model ready: {}", path.display()));
                 return Vec::new();
             }
@@ -44,7 +45,7 @@ pub fn model_fetch(state: &mut State, news: FetchNews) -> Vec<Effect> {
 /// through the model in the background now, so ctrl-r finds it ready and only runs the last block
 /// (a warm the user has already moved on from gives way to the newer one).
 pub fn warm_choice(state: &State) -> Vec<Effect> {
-    if state.choice.provider != "local" || state.running() {
+    if state.choice.provider != ProviderKind::Local || state.running() {
         return Vec::new();
     }
     crate::tui::request::run_request(state, None, None)
@@ -68,5 +69,5 @@ pub fn replay_ended(state: &mut State, cancelled: bool) -> Vec<Effect> {
 /// Runs go to the local model (a json/jsonl prompt that names no structured mode is then held to its
 /// schema by constrained decoding: the run setup's default, which the status bar shows).
 pub fn use_local_model(state: &mut State) {
-    super::actions::choose_provider(state, "local");
+    super::actions::choose_provider(state, ProviderKind::Local);
 }

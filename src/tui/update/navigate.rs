@@ -1,7 +1,7 @@
 //! Moving in the views: the selection of lines, history and variables, the output's scroll, the cut,
 //! and enter (replay a past run, pick a case or edit a variable, jump to a line).
 
-use super::super::msg::{Effect, ReplaySource};
+use super::super::msg::Effect;
 use super::super::state::{Pane, State};
 use super::run::start_run;
 
@@ -53,7 +53,9 @@ pub(super) fn open(state: &mut State) -> Vec<Effect> {
             let run = state.history_selected - state.evals.len();
             let Some(record) = state.history.get(run) else { return Vec::new() };
             match record.turns.last().map(|turn| turn.transcript.clone()) {
-                Some(transcript) => start_run(state, Some(1), Some(ReplaySource::Record(Box::new(transcript)))),
+                Some(transcript) => {
+                    start_run(state, Some(1), Some(crate::run::ReplayFrom::Transcript(Box::new(transcript))))
+                }
                 None => {
                     state.note = Some("this history entry has no transcript to replay".into());
                     Vec::new()

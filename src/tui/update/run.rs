@@ -1,14 +1,14 @@
 //! Runs: starting one from the prompt as edited (with the settings chosen), and its events filling
 //! the live view (output, verdicts, timings, mode, turns, the end).
 
-use super::super::msg::{Effect, ReplaySource};
+use super::super::msg::Effect;
 use super::super::request::run_request;
 use super::super::state::{RunPhase, State};
 use super::sweep::{live_cut, live_delta, sweep_if_missing, swept};
-use crate::run::RunEvent;
+use crate::run::{ReplayFrom, RunEvent};
 
 /// Starts a run of the prompt as edited (`max_turns` `Some(1)`: one turn; `replay`: a recorded answer).
-pub(super) fn start_run(state: &mut State, max_turns: Option<u32>, replay: Option<ReplaySource>) -> Vec<Effect> {
+pub(super) fn start_run(state: &mut State, max_turns: Option<u32>, replay: Option<ReplayFrom>) -> Vec<Effect> {
     if state.running() {
         state.note = Some("a run is going: esc cancels it".into());
         return Vec::new();
@@ -30,7 +30,7 @@ pub(super) fn start_run(state: &mut State, max_turns: Option<u32>, replay: Optio
     state.run_prompt = Some(Box::new(request.prompt.clone()));
     state.run_id += 1;
     request.run = state.run_id;
-    state.run.provider = request.provider.clone();
+    state.run.provider = request.target.provider;
     state.run.model = state.choice.model.clone().unwrap_or_default();
     state.run.mode = None;
     (state.run.asked_mode, state.run.mode_by_default) = state.choice.asked_mode(request.prompt.response_type);

@@ -1,0 +1,129 @@
+//! The run job: a prompt's cases taken from a run setup to kept records — the local model fetched
+//! when the run needs it and it is missing, the runs (bounded, cancellable), each record kept in the
+//! history (never a run stopped before its answer began) and its transcripts written. `tunebench run`
+//! runs through it whole; the workbench's run, the comparison and the eval keep their records through
+//! [`keep`], and `compare --record` and `batch import --transcripts` write through
+//! [`write_transcripts`]: the rules live here once.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+
+use super::factory::transcript_path;
+use super::history::{self, HistoryError};
+use super::limits::Stop;
+use super::{engine, RunError, RunEvent, RunRecord, RunSetup};
+use crate::provider::kind::ProviderKind;
+
+/// Where the records of a job are kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum History {
+    /// Not kept (`--no-history`).
+    Off,
+    /// The history file of the data directory.
+    DataDir,
+    /// This history file (the workbench's data directory; tests).
+    File(PathBuf),
+}
+
+/// One run job: these cases of the setup's prompt, how many at once, where the records go.
+#[derive(Clone)]
+pub struct RunJob {
+    pub setup: RunSetup,
+    /// `None`: the prompt's own variables; several make a batch when [`Self::batch`].
+    pub cases: Vec<Option<String>>,
+    /// The cases are a batch (`--all-cases`): a replay plays each case's file, transcripts are named
+    /// by case.
+    pub batch: bool,
+    /// Runs at once; `None`: the provider's default ([`RunSetup::concurrency`]).
+    pub concurrency: Option<usize>,
+    pub history: History,
+    /// Write each run's transcripts over this file name (see [`transcript_path`]).
+    pub transcripts: Option<PathBuf>,
+}
+
+/// What a job did beside its records: the files written and what could not be kept.
+#[derive(Debug, Default)]
+pub struct Ran {
+    /// One per case, in order.
+    pub records: Vec<RunRecord>,
+    /// The runs at once the job used.
+    pub concurrency: usize,
+    /// The history file each record went to (`None`: not kept, or a run stopped before it began).
+    pub kept: Vec<Option<PathBuf>>,
+    /// The transcript files written.
+    pub recorded: Vec<PathBuf>,
+    /// What went wrong on the side (a history or transcript not written).
+    pub warnings: Vec<String>,
+}
+
+impl RunJob {
+    /// How many runs go at once: the one asked for, else the provider's default (at least 1).
+    pub fn concurrency(&self) -> usize {
+        self.concurrency.unwrap_or_else(|| self.setup.concurrency().runs).max(1)
+    }
+
+    /// Whether the job runs the default local model and it is not fetched yet (then
+    /// [`fetch_local_model`](super::fetch_local_model) gets it, or the run fails saying why).
+    pub fn needs_local_model(&self) -> bool {
+        self.setup.settings.provider == ProviderKind::Local
+            && self.setup.settings.model.is_empty()
+            && matches!(super::local_model(), super::LocalModel::Missing(_))
+    }
+
+    /// Runs every case (`sink` gets each event with its case's index), until each ends or `cancel`
+    /// resolves; then keeps each record and writes its transcripts.
+    pub async fn run<F, C>(&self, sink: F, cancel: C) -> Result<Ran, RunError>
+    where
+        F: FnMut(usize, RunEvent) + Send,
+        C: Future<Output = Stop> + Send,
+    {
+        let jobs = self.setup.jobs(&self.cases, self.batch)?;
+        let concurrency = self.concurrency();
+        let records = engine::run_batch_until(&jobs, concurrency, sink, cancel).await;
+        let mut ran = Ran { concurrency, ..Ran::default() };
+        for record in &records {
+            match keep(record, &self.history) {
+                Ok(path) => ran.kept.push(path),
+                Err(error) => {
+                    ran.kept.push(None);
+                    ran.warnings.push(format!("the run was not added to the history: {error}"));
+                }
+            }
+            if let Some(base) = &self.transcripts {
+                let case = if self.batch { record.case.as_deref() } else { None };
+                match write_transcripts(record, base, case) {
+                    Ok(paths) => ran.recorded.extend(paths),
+                    Err(error) => ran.warnings.push(format!("the transcript was not recorded: {error}")),
+                }
+            }
+        }
+        ran.records = records;
+        Ok(ran)
+    }
+}
+
+/// Keeps `record` in `history` by the one rule ([`history::keep_in`]): a run stopped before its
+/// answer began is not kept (`Ok(None)`); any other run is appended (`Ok(Some(file))`).
+pub fn keep(record: &RunRecord, history: &History) -> Result<Option<PathBuf>, HistoryError> {
+    match history {
+        History::Off => Ok(None),
+        History::DataDir => history::keep(record),
+        History::File(path) => history::keep_in(path, record).map(|kept| kept.then(|| path.clone())),
+    }
+}
+
+/// Writes every turn of `record` as a transcript file (see [`transcript_path`]); returns the paths.
+pub fn write_transcripts(record: &RunRecord, base: &Path, case: Option<&str>) -> std::io::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    if let Some(dir) = base.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display())))?;
+    }
+    for turn in &record.turns {
+        let path = transcript_path(base, case, turn.turn);
+        std::fs::write(&path, turn.transcript.to_jsonl())
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
+        written.push(path);
+    }
+    Ok(written)
+}
