@@ -72,7 +72,8 @@ fn an_unknown_extension_is_refused_before_any_model_call() {
         assert!(said.contains(&bad.display().to_string()) && said.contains(".html"), "{said}");
         assert!(!bad.exists() && !html.exists(), "nothing written");
     }
-    assert!(stderr(&eval(dir.path(), &prompt, &server, &["-o", "x.PDF"])).contains("\".PDF\""));
+    let said = stderr(&eval(dir.path(), &prompt, &server, &["-o", "x.PDF"]));
+    assert!(said.contains("-o x.PDF: unknown report extension \".pdf\""), "{said}");
     assert!(server.received().is_empty(), "refused before anything ran");
 }
 
