@@ -1,6 +1,7 @@
 //! `tunebench eval`: every case of one or more prompts (× models × the json/jsonl twin × repeats) run
 //! through the eval pipeline, scored against the cases' expectations, recorded in the data directory
-//! and printed as a matrix (or `--json`, `--junit`, `--csv`); `eval list`, `eval diff A B`, `--watch`.
+//! and printed as a matrix (or `--json`), reports written by `-o FILE` (`--junit`, `--csv`); `eval list`,
+//! `eval diff A B`, `--watch`.
 //!
 //! Exit codes: 0 every cell passed; 1 a cell failed, was truncated or got no answer, or (with
 //! `--fail-on-regression`) a cell regressed against the baseline; 2 bad input; 3 the provider could
@@ -15,7 +16,8 @@ use super::eval_human as human;
 use super::run_options::SetupFlags;
 use crate::eval::diff::{self, Delta};
 use crate::eval::pipeline::{self, EvalEvent, Pipeline};
-use crate::eval::{report, store, EvalOptions, EvalPlan, EvalRecord, ModelSpec};
+use crate::eval::report_file::ReportFormat;
+use crate::eval::{store, EvalOptions, EvalPlan, EvalRecord, ModelSpec};
 use crate::output::{Profile, ResponseType};
 use crate::provider::kind::ProviderKind;
 use crate::provider::replay::Pace;
@@ -114,10 +116,14 @@ pub struct EvalRunArgs {
     /// Print the whole eval record as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Write the eval as JUnit XML (a testsuite per column, a testcase per case × column).
+    /// Write a report, its format by the extension (repeat for several): .json (the eval record),
+    /// .jsonl (a line per cell), .csv, .xml (JUnit), .html (one self-contained page).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub outputs: Vec<PathBuf>,
+    /// Write the eval as JUnit XML (a testsuite per column, a testcase per case × column); as -o FILE.xml.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Write every cell as a CSV line.
+    /// Write every cell as a CSV line; as -o FILE.csv.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Compare with an earlier eval: `last` (of these prompt files), an id, or an eval record file.
@@ -192,6 +198,7 @@ pub fn baseline(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<Option<Ev
 }
 
 fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
+    reports(args)?;
     if let Some(tag) = &args.from_batch {
         let mut record = store::find_batch(tag)?;
         if let Some(which) = &args.baseline {
@@ -213,16 +220,26 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
     finish(args, &record).map(super::interrupt::exit_code)
 }
 
-/// `--junit` and `--csv` never name an input: a prompt file, a file a prompt names, the transcript
-/// (bad input, before anything runs).
+/// The report files asked for, each with the flag that asked and its format: `--junit`, `--csv`, then
+/// every `-o` by its extension (an unknown one is bad input, before anything runs).
+pub fn reports(args: &EvalRunArgs) -> anyhow::Result<Vec<(&'static str, &Path, ReportFormat)>> {
+    let mut reports = Vec::new();
+    reports.extend(args.junit.as_deref().map(|path| ("--junit", path, ReportFormat::Junit)));
+    reports.extend(args.csv.as_deref().map(|path| ("--csv", path, ReportFormat::Csv)));
+    for path in &args.outputs {
+        reports.push(("-o", path.as_path(), ReportFormat::of(path).map_err(anyhow::Error::msg)?));
+    }
+    Ok(reports)
+}
+
+/// No report (`-o`, `--junit`, `--csv`) names an input: a prompt file, a file a prompt names, the
+/// transcript (bad input, before anything runs).
 pub fn refuse_overwriting_inputs(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<()> {
     let mut inputs = plan.watched_files();
     inputs.extend(args.transcript.clone());
     inputs.extend(args.cases_file.clone());
-    for (flag, output) in [("--junit", &args.junit), ("--csv", &args.csv)] {
-        if let Some(output) = output {
-            crate::files::refuse_overwriting(flag, output, &inputs).map_err(anyhow::Error::msg)?;
-        }
+    for (flag, output, _) in reports(args)? {
+        crate::files::refuse_overwriting(flag, output, &inputs).map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }
@@ -290,18 +307,21 @@ pub fn save(record: &EvalRecord) {
 
 /// Prints the record and writes the report files; the exit code.
 fn finish(args: &EvalRunArgs, record: &EvalRecord) -> anyhow::Result<ExitCode> {
-    if let Some(path) = &args.junit {
-        write_file(path, &report::junit(record))?;
-    }
-    if let Some(path) = &args.csv {
-        write_file(path, &report::csv(record))?;
-    }
+    write_reports(args, record)?;
     if args.json {
         super::print_json(record)?;
     } else {
         super::say!("{}", human::report(record));
     }
     Ok(exit_code(record, record.delta.as_ref(), args.fail_on_regression))
+}
+
+/// Writes every report asked for (each file replaced atomically).
+pub fn write_reports(args: &EvalRunArgs, record: &EvalRecord) -> anyhow::Result<()> {
+    for (_, path, format) in reports(args)? {
+        write_file(path, &format.text(record)?)?;
+    }
+    Ok(())
 }
 
 /// 0 all passed; 1 a cell did not pass, or a regression with `fail_on_regression`; 3 no cell got an

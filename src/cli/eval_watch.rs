@@ -1,7 +1,8 @@
 //! `tunebench eval --watch`: the eval run, then run again whenever a prompt file, its schema file or a
 //! case's expected file changes on disk (their contents polled a few times a second: no watcher
 //! crate, and an editor's atomic save is seen like any other), each run printed with its changes
-//! against the run before. A prompt that no longer reads is reported and waited on. ctrl-c ends it.
+//! against the run before and its reports (`-o`) written again. A prompt that no longer reads is
+//! reported and waited on. ctrl-c ends it.
 
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
@@ -59,6 +60,7 @@ pub fn watch(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
                     record.delta = Some(diff::delta(previous, &record));
                 }
                 cmd::save(&record);
+                cmd::write_reports(args, &record)?;
                 super::say!("{}", human::report(&record));
                 code = cmd::exit_code(&record, record.delta.as_ref(), args.fail_on_regression);
                 if record.cancelled {

@@ -64,12 +64,13 @@ pub fn answer(i: usize) -> String {
         .collect()
 }
 
-/// A jsonl prompt with `cases` cases, each expecting five items.
+/// A jsonl prompt with `cases` cases, each expecting five items, with a `max_tokens` as real prompts
+/// set (the client counts an answer against it; a cached answer is not counted again).
 pub fn prompt_text(cases: usize) -> String {
     let mut text = String::from(
         "id = \"bench\"\nresponse_type = \"jsonl\"\ntemplate = \"Define: {{text}}\"\n\
          schema = '''{\"type\": \"object\", \"properties\": {\"entity\": {\"type\": \"string\"}, \"definition\": {\"type\": \"string\"}}, \"required\": [\"entity\", \"definition\"]}'''\n\
-         [provider]\nname = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n[eval]\nmatch = \"entity\"\n",
+         [provider]\nname = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmax_tokens = 512\n[eval]\nmatch = \"entity\"\n",
     );
     for i in 0..cases {
         text.push_str(&format!(

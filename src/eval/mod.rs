@@ -6,7 +6,7 @@
 //! prompt files, --model specs, --types ─▶ plan::EvalPlan (cells = case × column × repeat)
 //!     ─▶ pipeline::run (RunSetup per column, run_batch_each, history) ─▶ EvalEvent ─▶ front end
 //!     ─▶ score::score_record per cell ─▶ record::EvalRecord (+ totals) ─▶ store (data dir)
-//!                                           │ baseline / eval diff: diff.rs; JUnit / CSV: report.rs
+//!                                           │ baseline / eval diff: diff.rs; reports: report*.rs
 //! ```
 //!
 //! - [`score`]: one run record scored against its case's expectations: verdict, precision / recall /
@@ -23,7 +23,8 @@
 //! - [`totals`]: per column, and per row × column over repeats (k/N, pass^N, flaky).
 //! - [`store`]: one file per eval in the data directory; list, load by id, `last` or file.
 //! - [`diff`]: the baseline delta and `eval diff A B`.
-//! - [`report`]: JUnit XML and CSV.
+//! - [`report`]: JUnit XML and CSV; [`report_html`]: the self-contained HTML page; [`report_file`]: the
+//!   format a file's extension asks for (`eval -o`).
 //! - [`batch`]: an imported provider batch's runs scored into an eval record.
 //! - `bench`, `bench_scale` (feature `testing`): `tunebench bench`'s eval figures, and how large evals scale.
 
@@ -42,6 +43,8 @@ pub mod record;
 #[cfg(test)]
 mod replayed;
 pub mod report;
+pub mod report_file;
+pub mod report_html;
 pub mod score;
 pub mod store;
 pub mod totals;

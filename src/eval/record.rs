@@ -94,6 +94,10 @@ pub struct RunBrief {
     pub error: Option<String>,
     /// The run's one-line summary (`RunRecord::summary_line`).
     pub summary: String,
+    /// The answer as the model gave it (the last turn's text; empty when none came): what the HTML
+    /// report shows and sweeps (empty in records written before it was kept).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub answer: String,
 }
 
 impl RunBrief {
@@ -127,6 +131,7 @@ impl RunBrief {
             seed: record.seed,
             error: record.error.clone(),
             summary: record.summary_line(),
+            answer: last.map(|t| t.output.clone()).unwrap_or_default(),
         }
     }
 }

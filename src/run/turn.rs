@@ -68,7 +68,13 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
         };
         recorder.observe(&event);
         match event {
-            Event::Cached => cached = true,
+            Event::Cached => {
+                cached = true;
+                // A kept answer was counted against this very request's max_tokens when it was
+                // recorded (the key holds the request; an answer the client cut is never kept), so it
+                // is not counted again: a cached eval never builds the tokenizer.
+                tokens = TokenGuard::new(None);
+            }
             Event::Mode(report) => {
                 sink(RunEvent::Mode(plan.mode_with(Some(&report))));
                 mode = Some(report);

@@ -1,6 +1,23 @@
 //! Token positions in text with no recorded chunks, from a real BPE tokenizer (o200k, via tiktoken-rs).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use super::points::Offsets;
+
+/// How many times this process asked for the o200k tokenizer (building it the first time costs
+/// tens of milliseconds: a cached eval must not need it).
+static ASKED: AtomicUsize = AtomicUsize::new(0);
+
+/// The tokenizer, built on first use; every use counted in [`ASKED`].
+fn o200k() -> &'static tiktoken_rs::CoreBPE {
+    ASKED.fetch_add(1, Ordering::Relaxed);
+    tiktoken_rs::o200k_base_singleton()
+}
+
+/// How many times this process asked for the o200k tokenizer so far (0: it was never built).
+pub fn o200k_uses() -> usize {
+    ASKED.load(Ordering::Relaxed)
+}
 
 /// Byte offsets in `text` where each o200k token ends, in order; the last is `text.len()`.
 ///
@@ -25,7 +42,7 @@ pub fn o200k_token_offsets(text: &str) -> Offsets {
 
 /// Where each o200k token of `text` ends.
 fn token_ends(text: &str) -> impl ExactSizeIterator<Item = usize> + '_ {
-    let bpe = tiktoken_rs::o200k_base_singleton();
+    let bpe = o200k();
     let mut end = 0;
     bpe.encode_ordinary(text).into_iter().map(move |token| {
         end += bpe.decode_bytes(&[token]).map_or(0, |bytes| bytes.len());
@@ -39,7 +56,7 @@ fn token_ends(text: &str) -> impl ExactSizeIterator<Item = usize> + '_ {
 
 /// How many o200k tokens `text` is, for usage estimates where a provider sends none.
 pub fn count_o200k(text: &str) -> usize {
-    tiktoken_rs::o200k_base_singleton().encode_ordinary(text).len()
+    o200k().encode_ordinary(text).len()
 }
 
 #[cfg(test)]

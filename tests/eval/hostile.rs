@@ -131,7 +131,7 @@ fn a_report_that_would_replace_an_input_is_refused() {
     let gold = dir.path().join("gold.json");
     // `eval --junit a.toml a.toml`, and a report over a file the prompt names (given another way).
     let other_name = dir.path().join(".").join("gold.json");
-    for (flag, path) in [("--junit", &prompt), ("--csv", &prompt), ("--csv", &other_name)] {
+    for (flag, path) in [("--junit", &prompt), ("--csv", &prompt), ("--csv", &other_name), ("-o", &other_name)] {
         let output = tunebench(dir.path())
             .arg("eval")
             .args([flag, path.to_str().unwrap()])

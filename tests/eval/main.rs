@@ -1,7 +1,8 @@
 //! Eval tests: `tunebench eval` driven as a binary against the in-process wire server (the matrix,
 //! the record read back, JUnit and CSV read back by real parsers, exit codes), baselines and `eval
-//! diff`, `--watch` on a file change, imported batches scored as evals, and hostile files (a prompt's
-//! files outside its folder, pipes and devices, reports over inputs, edited cache entries).
+//! diff`, `--watch` on a file change, imported batches scored as evals, hostile files (a prompt's
+//! files outside its folder, pipes and devices, reports over inputs, edited cache entries), and the
+//! reports `-o` writes (the HTML one rendered in a headless Chromium).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
 
@@ -11,5 +12,6 @@ mod cache;
 mod cli;
 mod datasets;
 mod hostile;
+mod reports;
 mod support;
 mod watch;
