@@ -321,11 +321,11 @@ mod tests {
         assert_eq!(editor.bytes(), text.len());
         // Down through the whole text, typing a mark every 997 lines.
         let mut expected: Vec<String> = text.split('\n').map(str::to_string).collect();
-        for line in 0..expected.len() {
+        for (line, text) in expected.iter_mut().enumerate() {
             assert_eq!(editor.cursor(), (line, 0), "the cursor moved one line at a time");
             if line % 997 == 0 {
                 assert!(editor.input(key(Key::Char('#'))));
-                expected[line].insert(0, '#');
+                text.insert(0, '#');
                 editor.input(key(Key::Left));
             }
             editor.input(key(Key::Down));
