@@ -39,6 +39,7 @@ pub mod files;
 pub mod names;
 pub mod output;
 pub mod prompt;
+pub mod promptfoo;
 pub mod provider;
 pub mod run;
 pub mod safe_text;

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::jsonl::not_utf8;
-use super::row::{case_of, Cells, RowAt};
+use super::row::{Cells, RowAt};
 use super::{open, DatasetError, Take, ROW_BYTES};
 
 pub(super) fn read(path: &Path, take: &mut Take<'_>) -> Result<(), DatasetError> {
@@ -47,7 +47,7 @@ pub(super) fn read(path: &Path, take: &mut Take<'_>) -> Result<(), DatasetError>
             })?;
             row.insert(column.clone(), Value::String(text.to_string()));
         }
-        take(case_of(row, Cells::Text, at)?, at)?;
+        take(row, Cells::Text, at)?;
     }
 }
 

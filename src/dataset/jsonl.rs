@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::row::{case_of, kind, Cells, RowAt};
+use super::row::{kind, Cells, RowAt};
 use super::{open, DatasetError, Take, ROW_BYTES};
 
 pub(super) fn read(path: &Path, take: &mut Take<'_>) -> Result<(), DatasetError> {
@@ -41,7 +41,7 @@ pub(super) fn read(path: &Path, take: &mut Take<'_>) -> Result<(), DatasetError>
                 kind(&value)
             )));
         };
-        take(case_of(row, Cells::Json, at)?, at)?;
+        take(row, Cells::Json, at)?;
     }
 }
 

@@ -17,11 +17,13 @@ mod yaml;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use serde_json::{Map, Value};
+
 use crate::files::DATASET;
 use crate::prompt::file::{named, Case, DatasetCases, PromptFile};
 use crate::prompt::template::{self, Part, Template, TemplateError, Variables};
 
-pub use row::RowAt;
+pub use row::{Cells, RowAt};
 pub use write::write_expected;
 
 /// The most bytes one row may take (a longer one is bad input, not a reason to hold it all).
@@ -42,8 +44,9 @@ impl DatasetError {
     }
 }
 
-/// What a reader hands each row to.
-type Take<'a> = dyn FnMut(Case, RowAt<'_>) -> Result<(), DatasetError> + 'a;
+/// What a reader hands each row to: its keys or columns as written, how its cells are written, and
+/// where it is.
+type Take<'a> = dyn FnMut(Map<String, Value>, Cells, RowAt<'_>) -> Result<(), DatasetError> + 'a;
 
 /// The dataset at `path` opened to stream (a regular file within [`DATASET`]'s cap).
 fn open(path: &Path) -> Result<std::fs::File, DatasetError> {
@@ -85,22 +88,33 @@ impl Format {
 pub fn read(path: &Path, mut each: impl FnMut(Case, RowAt) -> Result<(), DatasetError>) -> Result<usize, DatasetError> {
     let mut names: HashMap<String, usize> = HashMap::new();
     let mut rows = 0;
-    let mut take = |case: Case, at: RowAt| -> Result<(), DatasetError> {
+    let mut take = |row: Map<String, Value>, how: Cells, at: RowAt| -> Result<(), DatasetError> {
+        let case = row::case_of(row, how, at)?;
         if let Some(first) = names.insert(case.name.clone(), at.line) {
             return Err(at.error(format!("a second case named {:?} (the first is on line {first})", case.name)));
         }
         rows += 1;
         each(case, at)
     };
-    match Format::of(path)? {
-        Format::Jsonl => jsonl::read(path, &mut take)?,
-        Format::Csv => csv_rows::read(path, &mut take)?,
-        Format::Yaml => yaml::read(path, &mut take)?,
-    }
+    read_rows(path, &mut take)?;
     if rows == 0 {
         return Err(DatasetError::file(path, "no rows: a dataset holds at least one case"));
     }
     Ok(rows)
+}
+
+/// Reads the rows of the dataset at `path` one at a time as written (keys or columns, not yet made a
+/// case), for a reader with rules of its own for a row (promptfoo's tests files). Stops at the first
+/// bad row or the first error `each` returns.
+pub fn read_rows(
+    path: &Path,
+    mut each: impl FnMut(Map<String, Value>, Cells, RowAt) -> Result<(), DatasetError>,
+) -> Result<(), DatasetError> {
+    match Format::of(path)? {
+        Format::Jsonl => jsonl::read(path, &mut each),
+        Format::Csv => csv_rows::read(path, &mut each),
+        Format::Yaml => yaml::read(path, &mut each),
+    }
 }
 
 /// Where the dataset of `prompt` is: `given` (`--cases FILE`, as the user wrote it) over the prompt's

@@ -71,7 +71,7 @@ pub fn case_of(mut row: Map<String, Value>, how: Cells, at: RowAt<'_>) -> Result
         Some(value) => checks_of(json_in(value, how, "checks", at)?, how, at)?,
     };
     let variables = variables_of(row, how, at)?;
-    Ok(Case { name, expect, variables, expected, checks })
+    Ok(Case { name, expect, variables, expected, checks, pass_score: None })
 }
 
 fn name_of(row: &mut Map<String, Value>, how: Cells, at: RowAt<'_>) -> Result<String, DatasetError> {

@@ -207,6 +207,8 @@ pub fn record(cases: usize, side: usize) -> EvalRecord {
                     at: format!("bench.toml:{}", 10 + k),
                     passed: !(flips && k == 1),
                     message: None,
+                    weight: None,
+                    not_evaluated: false,
                 })
                 .collect();
             let verdict = if flips { Verdict::Pass } else { Verdict::Fail };

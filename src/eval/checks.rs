@@ -20,6 +20,7 @@ const LISTED: usize = 3;
 pub struct Prepared {
     pub spec: CheckSpec,
     regex: Option<Regex>,
+    asserted: asserted::Compiled,
 }
 
 impl Prepared {
@@ -31,7 +32,8 @@ impl Prepared {
             })?),
             None => None,
         };
-        Ok(Prepared { spec, regex })
+        let asserted = asserted::compile(&spec)?;
+        Ok(Prepared { spec, regex, asserted })
     }
 }
 
@@ -62,11 +64,34 @@ pub fn run(check: &Prepared, answer: &Answer<'_>, comparison: Comparison, at: St
         CheckKind::FinishNotLength => finish_not_length(answer.record),
         CheckKind::MaxTokensOut => max_tokens_out(answer.record, spec),
         CheckKind::MaxTtftMs => max_ttft_ms(answer.record, spec),
+        CheckKind::Assert => match asserted::run(spec, &check.asserted, answer.record) {
+            asserted::Outcome::Pass => Ok(()),
+            asserted::Outcome::Fail(why) => Err(why),
+            asserted::Outcome::NotEvaluated(why) => {
+                return CheckResult {
+                    check: spec.label(),
+                    key: spec.identity(),
+                    at,
+                    passed: false,
+                    message: Some(why),
+                    weight: spec.weight,
+                    not_evaluated: true,
+                }
+            }
+        },
         _ if spec.each() => each_item(check, answer.items, comparison),
         _ => value_check(check, at_path(answer.whole, spec.pointer()), comparison)
             .map_err(|why| format!("{}: {why}", shown_path(spec.pointer()))),
     };
-    CheckResult { check: spec.label(), key: spec.identity(), at, passed: outcome.is_ok(), message: outcome.err() }
+    CheckResult {
+        check: spec.label(),
+        key: spec.identity(),
+        at,
+        passed: outcome.is_ok(),
+        message: outcome.err(),
+        weight: spec.weight,
+        not_evaluated: false,
+    }
 }
 
 /// The value at `pointer`, `None` when missing.
@@ -262,5 +287,6 @@ fn max_ttft_ms(record: &RunRecord, spec: &CheckSpec) -> Result<(), String> {
     }
 }
 
+mod asserted;
 #[cfg(test)]
 mod tests;

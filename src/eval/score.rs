@@ -80,6 +80,12 @@ pub struct CheckResult {
     /// When it failed: the path, what was expected and what came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// An `assert` check's weight in its case's score (promptfoo's `weight`; none: 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
+    /// It could not be judged (a promptfoo assertion that needs code or a model): the cell is an error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_evaluated: bool,
 }
 
 /// What a cut answer would have kept, and how that part scores (a `truncated` cell).
@@ -134,6 +140,9 @@ pub struct Expectations {
     pub checks: Vec<Prepared>,
     /// How many of `checks` are the prompt's (`[[checks]]`); the rest are the case's.
     pub prompt_checks: usize,
+    /// The weighted score of the `assert` checks that passes the case (its `pass_score`); `None`:
+    /// each must pass.
+    pub pass_score: Option<f64>,
     /// What one item is checked against: a truncated answer's recovered items are those that pass.
     item_check: ItemCheck,
 }
@@ -179,6 +188,7 @@ impl Expectations {
             settings: resolved.settings,
             checks,
             prompt_checks: resolved.prompt_checks,
+            pass_score: resolved.pass_score,
             item_check: ItemCheck(resolved.item_check),
         })
     }

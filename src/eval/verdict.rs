@@ -14,6 +14,7 @@ use super::Expectations;
 use crate::output::json::items_of;
 use crate::output::{Report, ResponseType};
 use crate::prompt::expect::resolve::ExpectedAnswer;
+use crate::prompt::expect::CheckKind;
 use crate::provider::FinishReason;
 use crate::run::RunRecord;
 use crate::truncate::strategy::{recover, Strategy};
@@ -94,7 +95,36 @@ pub(crate) fn score(expectations: &Expectations, record: &RunRecord) -> CaseScor
             problems.push(format!("fields {:.2} < pass_fields {pass_fields}", scores.field_accuracy));
         }
     }
-    let failed: Vec<&CheckResult> = checks.iter().filter(|c| !c.passed).collect();
+    let not_evaluated: Vec<&CheckResult> = checks.iter().filter(|c| c.not_evaluated).collect();
+    if !not_evaluated.is_empty() {
+        let listed: Vec<String> = not_evaluated.iter().map(|c| format!("{} ({})", c.check, c.at)).collect();
+        let reason = format!("not evaluated: {}", listed.join(", "));
+        return CaseScore {
+            verdict: Verdict::Error,
+            items: scores,
+            differences,
+            checks,
+            recovered: Vec::new(),
+            reason,
+        };
+    }
+    let asserts: Vec<(&CheckResult, f64)> = expectations
+        .checks
+        .iter()
+        .zip(&checks)
+        .filter(|(check, _)| check.spec.kind == CheckKind::Assert)
+        .map(|(_, result)| (result, result.weight.unwrap_or(1.0)))
+        .collect();
+    if let Some(problem) = assert_problem(&asserts, expectations.pass_score) {
+        problems.push(problem);
+    }
+    let failed: Vec<&CheckResult> = expectations
+        .checks
+        .iter()
+        .zip(&checks)
+        .filter(|(check, result)| !result.passed && check.spec.kind != CheckKind::Assert)
+        .map(|(_, result)| result)
+        .collect();
     if !failed.is_empty() {
         let mut named: Vec<String> = failed.iter().take(NAMED).map(|c| format!("{} ({})", c.check, c.at)).collect();
         if failed.len() > NAMED {
@@ -213,6 +243,35 @@ fn invalid(record: &RunRecord) -> String {
             }
         }
         _ => "the answer is not valid".to_string(),
+    }
+}
+
+/// What fails a case's `assert` checks (promptfoo's rule, configuration/expected-outputs "Weighted
+/// assertions"): the score is the weighted mean of their results (weight 0: always passes); with a
+/// `pass_score` the case needs the score to reach it, else every assert check of weight above 0 must
+/// pass.
+fn assert_problem(asserts: &[(&CheckResult, f64)], pass_score: Option<f64>) -> Option<String> {
+    if asserts.is_empty() {
+        return None;
+    }
+    let total: f64 = asserts.iter().map(|(_, w)| w).sum();
+    let earned: f64 = asserts.iter().filter(|(r, w)| r.passed || *w == 0.0).map(|(_, w)| w).sum();
+    let score = if total > 0.0 { earned / total } else { 1.0 };
+    match pass_score {
+        Some(needed) if score + SLACK < needed => Some(format!("assert score {score:.2} < pass_score {needed}")),
+        Some(_) => None,
+        None => {
+            let failed: Vec<String> = asserts
+                .iter()
+                .filter(|(r, w)| !r.passed && *w > 0.0)
+                .map(|(r, _)| format!("{} ({})", r.check, r.at))
+                .collect();
+            match failed.len() {
+                0 => None,
+                1 => Some(format!("1 assert failed: {}", failed.join(", "))),
+                n => Some(format!("{n} asserts failed (score {score:.2}): {}", failed.join(", "))),
+            }
+        }
     }
 }
 

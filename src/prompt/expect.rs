@@ -8,6 +8,7 @@
 //! valid, pointers that can exist, the default pairing key) is [`resolve`].
 
 mod approve;
+pub mod assert;
 mod check;
 mod fields;
 mod gold;
@@ -21,6 +22,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use assert::{AssertOp, AssertType, AssertWhat, NOT_EVALUATED};
 pub use check::{CheckKind, CheckSpec};
 pub use fields::{first_segment, pointer, pointer_error, Fields};
 pub(crate) use parse::{parse_check, parse_eval, parse_expected, FieldValue, RawCheck, RawEval, RawExpected};

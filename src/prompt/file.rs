@@ -120,6 +120,10 @@ pub struct Case {
     /// This case's own checks (`[[cases.checks]]`), run after the prompt's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckSpec>,
+    /// The weighted score of its `assert` checks that passes the case (promptfoo's test `threshold`);
+    /// none: each must pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_score: Option<f64>,
 }
 
 /// The cases of `cases` that came from a dataset file: the tail of `cases` from `first` on, the file
@@ -142,6 +146,7 @@ struct RawCase {
     expected: Option<Spanned<RawExpected>>,
     #[serde(default)]
     checks: Vec<RawCheck>,
+    pass_score: Option<f64>,
 }
 
 /// Run settings, kept as written; the provider layer interprets them.
@@ -440,6 +445,7 @@ impl PromptFile {
                 variables: case.variables,
                 expected,
                 checks: checks(case.checks)?,
+                pass_score: case.pass_score,
             });
         }
         let eval = match raw.eval {

@@ -155,6 +155,8 @@ fn a_check_is_paired_by_what_it_is_not_by_its_line() {
         at: at.into(),
         passed,
         message: None,
+        weight: None,
+        not_evaluated: false,
     };
     let regex = r#"{"kind":"regex","path":"/entity","pattern":"^[A-Z]"}"#;
     let other = r#"{"kind":"regex","path":"/entity","pattern":"^[a-z]"}"#;

@@ -15,6 +15,12 @@
 //! | `finish_not_length` | | the answer did not stop at the token limit |
 //! | `max_tokens_out` | `max` | output tokens (every turn's, as the provider reported them) at most `max` |
 //! | `max_ttft_ms` | `max` | the first turn's time to first token at most `max` milliseconds |
+//! | `assert` | `type`, `value`, `threshold`, `weight` | promptfoo's assertion `type` holds on the answer text ([`super::AssertOp`]) |
+//!
+//! `assert` checks judge the answer's text with promptfoo's semantics (a promptfoo config's assertions
+//! become them). A case's `assert` checks pass together when each passes, or, when the case gives a
+//! `pass_score`, when their weighted score (`weight`, default 1) reaches it; a type tunebench cannot
+//! evaluate (`javascript`, `llm-rubric`, …) is not evaluated, and its cell is an error.
 //!
 //! Every check may have a `name` (the report shows it). `path` is a JSON Pointer (default `""`, the
 //! whole item). With `each = true` (the default) it points into every item of the answer: every
@@ -28,7 +34,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Number, Value};
 
-use super::At;
+use super::{AssertType, At};
 
 /// What a check tests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -48,11 +54,12 @@ pub enum CheckKind {
     FinishNotLength,
     MaxTokensOut,
     MaxTtftMs,
+    Assert,
 }
 
 impl CheckKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [CheckKind; 14] = [
+    pub const ALL: [CheckKind; 15] = [
         CheckKind::Equals,
         CheckKind::OneOf,
         CheckKind::Contains,
@@ -67,6 +74,7 @@ impl CheckKind {
         CheckKind::FinishNotLength,
         CheckKind::MaxTokensOut,
         CheckKind::MaxTtftMs,
+        CheckKind::Assert,
     ];
 
     /// The name as the file writes it.
@@ -86,6 +94,7 @@ impl CheckKind {
             CheckKind::FinishNotLength => "finish_not_length",
             CheckKind::MaxTokensOut => "max_tokens_out",
             CheckKind::MaxTtftMs => "max_ttft_ms",
+            CheckKind::Assert => "assert",
         }
     }
 
@@ -107,6 +116,7 @@ impl CheckKind {
             Unique => (&["path"], Need::All(&[])),
             NoRepeatedLines | FinishNotLength => (&[], Need::All(&[])),
             MaxTokensOut | MaxTtftMs => (&["max"], Need::All(&["max"])),
+            Assert => (&["type", "value", "threshold", "weight"], Need::All(&["type"])),
         }
     }
 
@@ -114,7 +124,11 @@ impl CheckKind {
     pub fn reads_items(self) -> bool {
         !matches!(
             self,
-            CheckKind::NoRepeatedLines | CheckKind::FinishNotLength | CheckKind::MaxTokensOut | CheckKind::MaxTtftMs
+            CheckKind::NoRepeatedLines
+                | CheckKind::FinishNotLength
+                | CheckKind::MaxTokensOut
+                | CheckKind::MaxTtftMs
+                | CheckKind::Assert
         )
     }
 }
@@ -151,6 +165,15 @@ pub struct CheckSpec {
     pub value: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub values: Option<Vec<Value>>,
+    /// An `assert` check's promptfoo type (`not-icontains`).
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub assert: Option<AssertType>,
+    /// An `assert` check's threshold (levenshtein's most edits, latency's ms, cost's dollars).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
+    /// How heavily an `assert` check counts in its case's score (default 1; 0: it always passes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
     /// The check's table in the file.
     #[serde(skip)]
     pub at: At,
@@ -170,6 +193,9 @@ impl CheckSpec {
             max: None,
             value: None,
             values: None,
+            assert: None,
+            threshold: None,
+            weight: None,
             at: At::default(),
         }
     }
@@ -178,6 +204,9 @@ impl CheckSpec {
     pub fn label(&self) -> String {
         if let Some(name) = &self.name {
             return name.clone();
+        }
+        if let Some(assert) = &self.assert {
+            return format!("assert {assert}");
         }
         match self.path.as_deref() {
             Some(path) if !path.is_empty() => format!("{} {path}", self.kind.name()),

@@ -11,6 +11,7 @@ use toml::Spanned;
 
 use super::check::{CheckKind, CheckSpec, Need};
 use super::fields::{pointer_error, Fields};
+use super::AssertType;
 use super::{At, EvalSettings, Expected, Places};
 
 /// A mistake and the span of the field it is in (`0..0`: the table's).
@@ -174,12 +175,31 @@ pub(crate) fn parse_check(fields: Vec<(String, FieldValue, Range<usize>)>, at: A
                 }
             }
             "value" => check.value = Some(value),
+            "type" => {
+                let name = value.as_str().ok_or_else(|| wrong("a promptfoo assertion type"))?;
+                check.assert = Some(AssertType::parse(name).map_err(|message| (span.clone(), message))?);
+            }
+            "threshold" | "weight" => {
+                let number = value
+                    .as_f64()
+                    .filter(|n| n.is_finite() && *n >= 0.0)
+                    .ok_or_else(|| wrong("a number, 0 or more"))?;
+                if name == "threshold" {
+                    check.threshold = Some(number);
+                } else {
+                    check.weight = Some(number);
+                }
+            }
             "values" => match value {
                 Value::Array(values) if !values.is_empty() => check.values = Some(values),
                 _ => return Err(wrong("a list of one or more values")),
             },
             _ => {}
         }
+    }
+    if let Some(assert) = &check.assert {
+        super::assert::check_fields(assert, check.value.as_ref(), check.threshold)
+            .map_err(|message| (0..0, message))?;
     }
     if let (Some(min), Some(max)) =
         (check.min.as_ref().and_then(Number::as_f64), check.max.as_ref().and_then(Number::as_f64))

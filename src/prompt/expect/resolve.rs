@@ -53,6 +53,8 @@ pub struct Resolved {
     pub checks: Vec<CheckSpec>,
     /// How many of `checks` are the prompt's.
     pub prompt_checks: usize,
+    /// The case's `pass_score`.
+    pub pass_score: Option<f64>,
     /// What one item is checked against (a truncation strategy keeps only the items that pass it).
     pub item_check: Option<Arc<dyn Check>>,
 }
@@ -157,6 +159,7 @@ impl<'a> Resolver<'a> {
             settings: settings.clone(),
             checks,
             prompt_checks: prompt.checks.len(),
+            pass_score: found.and_then(|c| c.pass_score),
             item_check: self.item_check.clone(),
         })
     }

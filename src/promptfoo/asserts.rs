@@ -1,0 +1,141 @@
+//! A test's `assert` list and a CSV's `__expected` cells, read into [`Assert`]s
+//! (promptfoo.dev/docs/configuration/expected-outputs: `type`, `value`, `threshold`, `weight`; the
+//! string syntax `type:value`, `type(threshold):value`, `not-type:value`, plain text meaning
+//! `equals`). The type is checked here; what it means is `eval::checks`' business.
+
+use serde_json::Value;
+
+use super::node::Node;
+use super::{mapping, text_of, Place, PromptfooError};
+use crate::prompt::expect::{AssertOp, AssertType, AssertWhat};
+
+/// One assertion of a test.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assert {
+    pub kind: AssertType,
+    pub value: Option<Value>,
+    pub threshold: Option<f64>,
+    /// How heavily it counts in the test's score (default 1; 0: it always passes).
+    pub weight: f64,
+    /// `file:line` of the assertion.
+    pub at: String,
+}
+
+const KEYS: [&str; 8] = ["type", "value", "threshold", "weight", "metric", "provider", "rubricPrompt", "transform"];
+
+/// The assertions of an `assert` list.
+pub(super) fn read(place: &Place, node: &Node, warnings: &mut Vec<String>) -> Result<Vec<Assert>, PromptfooError> {
+    let super::node::Tree::List(items) = &node.tree else {
+        return Err(place.error(node.line, format!("`assert` is a list of assertions, not {}", node.kind())));
+    };
+    items.iter().map(|item| one(place, item, warnings)).collect()
+}
+
+fn one(place: &Place, node: &Node, warnings: &mut Vec<String>) -> Result<Assert, PromptfooError> {
+    let entries = mapping(place, node, "an assertion", &KEYS)?;
+    let type_node = entries.get("type").ok_or_else(|| place.error(node.line, "an assertion needs a `type`"))?;
+    let kind = AssertType::parse(text_of(place, type_node, "type")?)
+        .map_err(|message| place.error(type_node.line, message))?;
+    if let Some(transform) = entries.get("transform") {
+        return Err(place.error(
+            transform.line,
+            "an assertion's `transform` is JavaScript, which tunebench does not run; the assertion cannot be judged as written",
+        ));
+    }
+    for key in ["metric", "provider", "rubricPrompt"] {
+        if let Some(value) = entries.get(key) {
+            warnings.push(format!("{}: the assertion's `{key}` is read past", place.at(value.line)));
+        }
+    }
+    let number = |key: &str| -> Result<Option<f64>, PromptfooError> {
+        match entries.get(key) {
+            None => Ok(None),
+            Some(n) => n
+                .as_f64()
+                .filter(|n| n.is_finite() && *n >= 0.0)
+                .map(Some)
+                .ok_or_else(|| place.error(n.line, format!("`{key}` is a number, 0 or more, not {}", n.to_json()))),
+        }
+    };
+    let value = entries.get("value").map(|v| v.to_json());
+    if let Some(Value::String(text)) = &value {
+        if text.starts_with("file://") {
+            return Err(place.error(
+                node.line,
+                format!("an assertion's value from a file ({text:?}) is not read here; write the value inline"),
+            ));
+        }
+    }
+    Ok(Assert {
+        kind,
+        value,
+        threshold: number("threshold")?,
+        weight: number("weight")?.unwrap_or(1.0),
+        at: place.at(node.line),
+    })
+}
+
+/// An `__expected` cell (`contains:Paris`, `levenshtein(5):hello`, `not-regex:^x`, `is-json`, or plain
+/// text meaning `equals`), as promptfoo's "Assertion string syntax" writes it; `at` is where the cell
+/// is. `Err` is why it cannot be read.
+pub fn parse_expected(text: &str, at: String) -> Result<Assert, String> {
+    let plain = || Assert {
+        kind: AssertType { negated: false, what: AssertWhat::Evaluated(AssertOp::Equals) },
+        value: Some(Value::String(text.to_string())),
+        threshold: None,
+        weight: 1.0,
+        at: at.clone(),
+    };
+    if text.starts_with("file://") {
+        return Err(format!("{text:?} names a file of assertions, which is not read here"));
+    }
+    let (head, value) = match text.split_once(':') {
+        Some((head, value)) => (head, Some(value)),
+        None => (text, None),
+    };
+    let (name, threshold) = match head.split_once('(') {
+        Some((name, rest)) => match rest.strip_suffix(')').map(str::parse::<f64>) {
+            Some(Ok(t)) if t.is_finite() && t >= 0.0 => (name, Some(t)),
+            _ => return Ok(plain()),
+        },
+        None => (head, None),
+    };
+    let (negated, base) = match name.strip_prefix("not-") {
+        Some(base) => ("not-", base),
+        None => ("", name),
+    };
+    let base = match base {
+        "grade" => "llm-rubric",
+        "fn" => "javascript",
+        other => other,
+    };
+    let Ok(kind) = AssertType::parse(&format!("{negated}{base}")) else { return Ok(plain()) };
+    if value.is_none() && kind.op().is_some_and(|op| op.needs_value()) {
+        return Ok(plain());
+    }
+    let list = matches!(base, "contains-any" | "contains-all" | "icontains-any" | "icontains-all");
+    let value = value.map(|v| {
+        if list {
+            Value::Array(split_list(v).into_iter().map(Value::String).collect())
+        } else {
+            Value::String(v.to_string())
+        }
+    });
+    Ok(Assert { kind, value, threshold, weight: 1.0, at })
+}
+
+/// A comma-separated list, where a value in double quotes may hold commas (`"1,000",in stock`).
+fn split_list(text: &str) -> Vec<String> {
+    let mut values = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    for c in text.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => values.push(std::mem::take(&mut current).trim().to_string()),
+            c => current.push(c),
+        }
+    }
+    values.push(current.trim().to_string());
+    values.into_iter().filter(|v| !v.is_empty()).collect()
+}

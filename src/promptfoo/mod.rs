@@ -1,0 +1,203 @@
+//! promptfoo configs (`promptfooconfig.yaml`) read as they are: the prompts, the providers and the
+//! tests (inline, or `file://` CSV/JSONL/YAML read through `dataset`), each mistake an error naming
+//! `file:line`, each key read but not acted on a listed warning. The semantics follow promptfoo's own
+//! documentation (promptfoo.dev/docs/configuration/reference, …/prompts, …/test-cases,
+//! …/expected-outputs); where a construct differs here, the error or the warning says so.
+
+mod asserts;
+mod cases;
+mod node;
+mod prompts;
+mod providers;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::provider::kind::ProviderKind;
+use node::{Node, Tree};
+
+pub use asserts::{parse_expected, Assert};
+
+/// A config that cannot be read, or a bad value in it: where (`file:line`) and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{at}: {message}")]
+pub struct PromptfooError {
+    pub at: String,
+    pub message: String,
+}
+
+/// A promptfoo config, read and checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// The config file.
+    pub path: PathBuf,
+    pub description: Option<String>,
+    pub prompts: Vec<Prompt>,
+    pub providers: Vec<Provider>,
+    pub tests: Vec<Test>,
+    /// Keys read but not acted on, each with its `file:line`.
+    pub warnings: Vec<String>,
+}
+
+/// One prompt: its label, its texts as our Jinja templates, and the schema a `raw` prompt's
+/// `config.response_format` names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prompt {
+    pub label: String,
+    pub system: Option<String>,
+    pub template: String,
+    /// A `json_schema` response format's schema (the answer is JSON, in structured mode).
+    pub schema: Option<Value>,
+    /// The answer is JSON (`response_format` `json_object` or `json_schema`).
+    pub json: bool,
+    pub at: String,
+}
+
+/// One provider: what serves it, the model, its label and settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Provider {
+    pub label: String,
+    pub kind: ProviderKind,
+    pub model: String,
+    /// `config.apiBaseUrl` (a vLLM or other OpenAI-compatible server).
+    pub base_url: Option<String>,
+    /// The environment variable holding the key (`apiKeyEnvar`, or `apiKey: '{{ env.NAME }}'`); the
+    /// key itself is never read into the config, printed or recorded.
+    pub api_key_env: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// `config.response_format` as written (`json_object`, or `json_schema` with its schema).
+    pub response_format: Option<Value>,
+    pub at: String,
+}
+
+/// One test: its name, its variables, its assertions and the score it must reach.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Test {
+    /// The `description`, else `test N` and its variables.
+    pub name: String,
+    pub vars: Map<String, Value>,
+    /// `defaultTest`'s assertions, then the test's own.
+    pub asserts: Vec<Assert>,
+    /// The test's `threshold`: it passes when its weighted score reaches it (else when every
+    /// assertion passes).
+    pub threshold: Option<f64>,
+    pub at: String,
+}
+
+/// Where a node is: `file:line`.
+pub(crate) struct Place<'a> {
+    pub path: &'a Path,
+}
+
+impl Place<'_> {
+    pub fn at(&self, line: usize) -> String {
+        format!("{}:{line}", self.path.display())
+    }
+
+    pub fn error(&self, line: usize, message: impl Into<String>) -> PromptfooError {
+        PromptfooError { at: self.at(line), message: message.into() }
+    }
+}
+
+/// Top-level keys read and acted on.
+const READ: [&str; 5] = ["description", "prompts", "providers", "tests", "defaultTest"];
+/// Top-level keys that change nothing a run or a verdict depends on: read past, with a warning.
+const IGNORED: [&str; 8] =
+    ["outputPath", "sharing", "metadata", "tags", "writeLatestResults", "tracing", "author", "$schema"];
+/// Top-level keys that change what runs or how it is judged, which tunebench does not do: refused.
+const REFUSED: [&str; 11] = [
+    "scenarios",
+    "nunjucksFilters",
+    "extensions",
+    "derivedMetrics",
+    "env",
+    "evaluateOptions",
+    "commandLineOptions",
+    "redteam",
+    "assertionTemplates",
+    "targets",
+    "defaultProvider",
+];
+
+/// Reads the config at `path` (a regular file within the prompt file cap); its `file://` paths are
+/// resolved in its folder, as a prompt file's are.
+pub fn read(path: &Path) -> Result<Config, PromptfooError> {
+    let text = crate::files::read_text(path, crate::files::PROMPT_FILE)
+        .map_err(|e| PromptfooError { at: path.display().to_string(), message: e.problem.to_string() })?;
+    let place = Place { path };
+    let root = node::parse(&text).map_err(|(line, message)| place.error(line, format!("not YAML: {message}")))?;
+    let Some(entries) = root.entries() else {
+        return Err(place.error(root.line, format!("a promptfoo config is a mapping, not {}", root.kind())));
+    };
+    let base_dir = path.parent().unwrap_or(Path::new(""));
+    let mut warnings = Vec::new();
+    for (key, value) in &entries {
+        if READ.contains(key) {
+            continue;
+        }
+        if IGNORED.contains(key) {
+            warnings.push(format!("{}: `{key}` is read past: it changes nothing tunebench runs", place.at(value.line)));
+        } else if REFUSED.contains(key) {
+            return Err(place.error(
+                value.line,
+                format!("`{key}` is not supported by tunebench (it would change what runs or how it is judged)"),
+            ));
+        } else {
+            return Err(place
+                .error(value.line, format!("unknown key `{key}`; a promptfoo config here holds {}", READ.join(", "))));
+        }
+    }
+    let description = match entries.get("description") {
+        None => None,
+        Some(node) => Some(text_of(&place, node, "description")?.to_string()),
+    };
+    let Some(prompt_nodes) = entries.get("prompts") else {
+        return Err(place.error(root.line, "the config names no `prompts`"));
+    };
+    let prompts = prompts::read(&place, base_dir, prompt_nodes, &mut warnings)?;
+    let Some(provider_nodes) = entries.get("providers") else {
+        return Err(place.error(root.line, "the config names no `providers`"));
+    };
+    let providers = providers::read(&place, provider_nodes)?;
+    let tests = cases::read(
+        &place,
+        base_dir,
+        entries.get("tests").copied(),
+        entries.get("defaultTest").copied(),
+        &mut warnings,
+    )?;
+    Ok(Config { path: path.to_path_buf(), description, prompts, providers, tests, warnings })
+}
+
+/// The text of `node`, else an error naming `what`.
+pub(crate) fn text_of<'a>(place: &Place, node: &'a Node, what: &str) -> Result<&'a str, PromptfooError> {
+    node.as_text().ok_or_else(|| place.error(node.line, format!("`{what}` is text, not {}", node.kind())))
+}
+
+/// The nodes of a list, or the one node when it is not a list (promptfoo takes either).
+pub(crate) fn one_or_many(node: &Node) -> Vec<&Node> {
+    match &node.tree {
+        Tree::List(items) => items.iter().collect(),
+        _ => vec![node],
+    }
+}
+
+/// The keys of the mapping `node` (`what` names it), each checked against `known`.
+pub(crate) fn mapping<'a>(
+    place: &Place,
+    node: &'a Node,
+    what: &str,
+    known: &[&str],
+) -> Result<std::collections::BTreeMap<&'a str, &'a Node>, PromptfooError> {
+    let entries =
+        node.entries().ok_or_else(|| place.error(node.line, format!("{what} is a mapping, not {}", node.kind())))?;
+    if let Some((key, value)) = entries.iter().find(|(key, _)| !known.contains(key)) {
+        return Err(place.error(value.line, format!("unknown key `{key}` in {what}; it holds {}", known.join(", "))));
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+//! A config's `providers` (promptfoo.dev/docs/providers): `openai:chat:MODEL` / `openai:MODEL`,
+//! `anthropic:messages:MODEL`, `ollama:chat:MODEL` / `ollama:MODEL`, as strings or `{id, label,
+//! config}` objects. vLLM and other OpenAI-compatible servers are `openai:chat:MODEL` with
+//! `config.apiBaseUrl`. A key is named by its environment variable (`apiKeyEnvar`, or `apiKey: '{{
+//! env.NAME }}'`); a key written into the config is refused, and never echoed.
+
+use super::node::Node;
+use super::{mapping, one_or_many, text_of, Place, PromptfooError, Provider};
+use crate::provider::kind::ProviderKind;
+
+const OBJECT_KEYS: [&str; 3] = ["id", "label", "config"];
+const CONFIG_KEYS: [&str; 7] =
+    ["apiBaseUrl", "apiKey", "apiKeyEnvar", "temperature", "max_tokens", "response_format", "apiHost"];
+
+pub(super) fn read(place: &Place, node: &Node) -> Result<Vec<Provider>, PromptfooError> {
+    let mut providers = Vec::new();
+    for item in one_or_many(node) {
+        let provider = match item.as_text() {
+            Some(id) => from_id(place, item.line, id)?,
+            None => {
+                let entries = mapping(place, item, "a provider", &OBJECT_KEYS)?;
+                let id = entries.get("id").ok_or_else(|| {
+                    place.error(item.line, "a provider object needs an `id` (e.g. openai:chat:gpt-4o-mini)")
+                })?;
+                let mut provider = from_id(place, id.line, text_of(place, id, "id")?)?;
+                if let Some(label) = entries.get("label") {
+                    provider.label = text_of(place, label, "label")?.to_string();
+                }
+                if let Some(config) = entries.get("config") {
+                    settings(place, config, &mut provider)?;
+                }
+                provider
+            }
+        };
+        if let Some(first) = providers.iter().find(|p: &&Provider| p.label == provider.label) {
+            return Err(PromptfooError {
+                at: provider.at.clone(),
+                message: format!(
+                    "a second provider labelled {:?} (the first is at {}); give each a `label`",
+                    provider.label, first.at
+                ),
+            });
+        }
+        providers.push(provider);
+    }
+    if providers.is_empty() {
+        return Err(place.error(node.line, "`providers` lists no provider"));
+    }
+    Ok(providers)
+}
+
+/// A provider from its id (`openai:chat:gpt-4o-mini`).
+fn from_id(place: &Place, line: usize, id: &str) -> Result<Provider, PromptfooError> {
+    let parts: Vec<&str> = id.splitn(3, ':').collect();
+    let (kind, model) = match parts.as_slice() {
+        ["openai", "chat", model] | ["openai", model] if !model.is_empty() && *model != "chat" => {
+            (ProviderKind::Openai, *model)
+        }
+        ["anthropic", "messages", model] | ["anthropic", model] if !model.is_empty() && *model != "messages" => {
+            (ProviderKind::Anthropic, *model)
+        }
+        ["ollama", "chat", model] | ["ollama", model] if !model.is_empty() && *model != "chat" => {
+            (ProviderKind::Ollama, *model)
+        }
+        _ => {
+            return Err(place.error(
+                line,
+                format!(
+                    "unknown provider {id:?}; tunebench runs openai:chat:MODEL (also vLLM and other OpenAI-compatible servers, with config.apiBaseUrl), anthropic:messages:MODEL and ollama:chat:MODEL"
+                ),
+            ))
+        }
+    };
+    Ok(Provider {
+        label: id.to_string(),
+        kind,
+        model: model.to_string(),
+        base_url: None,
+        api_key_env: None,
+        temperature: None,
+        max_tokens: None,
+        response_format: None,
+        at: place.at(line),
+    })
+}
+
+/// A provider's `config`, read into `provider`.
+fn settings(place: &Place, config: &Node, provider: &mut Provider) -> Result<(), PromptfooError> {
+    let entries = mapping(place, config, "a provider's `config`", &CONFIG_KEYS)?;
+    for (key, value) in entries {
+        match key {
+            "apiBaseUrl" | "apiHost" => {
+                let url = text_of(place, value, key)?;
+                let url = if key == "apiHost" { format!("https://{url}") } else { url.to_string() };
+                provider.base_url = Some(url);
+            }
+            "apiKeyEnvar" => provider.api_key_env = Some(env_name(place, value.line, text_of(place, value, key)?)?),
+            "apiKey" => {
+                let text = value.as_text().unwrap_or_default();
+                let name = env_reference(text).ok_or_else(|| {
+                    place.error(
+                        value.line,
+                        "`apiKey` holds a key written into the config; name its environment variable instead (`apiKeyEnvar: NAME` or `apiKey: '{{ env.NAME }}'`)",
+                    )
+                })?;
+                provider.api_key_env = Some(env_name(place, value.line, name)?);
+            }
+            "temperature" => {
+                let t = value.as_f64().filter(|t| (0.0..=2.0).contains(t)).ok_or_else(|| {
+                    place.error(value.line, format!("`temperature` is a number from 0 to 2, not {}", value.to_json()))
+                })?;
+                provider.temperature = Some(t);
+            }
+            "max_tokens" => {
+                let n = value
+                    .as_f64()
+                    .filter(|n| n.fract() == 0.0 && *n >= 1.0 && *n <= f64::from(u32::MAX))
+                    .ok_or_else(|| {
+                        place.error(
+                            value.line,
+                            format!("`max_tokens` is a whole number, 1 or more, not {}", value.to_json()),
+                        )
+                    })?;
+                provider.max_tokens = Some(n as u32);
+            }
+            "response_format" => {
+                super::prompts::schema_of(place, value)?;
+                provider.response_format = Some(value.to_json());
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `NAME` from `{{ env.NAME }}` or `${NAME}`.
+fn env_reference(text: &str) -> Option<&str> {
+    let text = text.trim();
+    if let Some(inner) = text.strip_prefix("{{").and_then(|t| t.strip_suffix("}}")) {
+        return inner.trim().strip_prefix("env.");
+    }
+    text.strip_prefix("${").and_then(|t| t.strip_suffix('}'))
+}
+
+/// `name`, checked to be an environment variable's name.
+fn env_name(place: &Place, line: usize, name: &str) -> Result<String, PromptfooError> {
+    let good = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if good {
+        Ok(name.to_string())
+    } else {
+        Err(place.error(line, format!("{name:?} is not the name of an environment variable")))
+    }
+}

@@ -1,0 +1,261 @@
+//! Reading promptfoo configs: the shapes promptfoo's docs write (configuration/guide, prompts,
+//! providers, test-cases, expected-outputs), and each bad input an error at its file:line.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::*;
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn error_of(yaml: &str) -> PromptfooError {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "promptfooconfig.yaml", yaml);
+    read(&path).expect_err("refused")
+}
+
+/// The getting-started config of promptfoo's docs (configuration/guide), with a provider object.
+const GUIDE: &str = r#"description: Translations
+prompts:
+  - 'Convert this English to {{language}}: {{input}}'
+  - file://prompts.txt
+providers:
+  - openai:gpt-4o-mini
+  - id: openai:chat:qwen2.5
+    label: local vllm
+    config:
+      apiBaseUrl: http://localhost:8000/v1
+      apiKeyEnvar: VLLM_KEY
+      temperature: 0
+      max_tokens: 128
+  - anthropic:messages:claude-3-5-haiku
+  - ollama:chat:llama3.2
+defaultTest:
+  assert:
+    - type: not-icontains
+      value: 'as an AI'
+tests:
+  - description: first
+    vars:
+      language: French
+      input: Hello world
+    assert:
+      - type: contains
+        value: Bonjour
+        weight: 2
+  - vars:
+      language: [German, Spanish]
+      input: Goodbye
+    threshold: 0.5
+"#;
+
+#[test]
+fn the_guide_config_reads_into_prompts_providers_and_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prompts.txt", "Translate to {{language}}: {{input}}\n---\nSay {{input}} in {{language}}\n");
+    let path = write(dir.path(), "promptfooconfig.yaml", GUIDE);
+    let config = read(&path).unwrap();
+    assert_eq!(config.description.as_deref(), Some("Translations"));
+    let labels: Vec<&str> = config.prompts.iter().map(|p| p.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        ["Convert this English to {{language}}: {{input}}", "file://prompts.txt 1", "file://prompts.txt 2"]
+    );
+    assert_eq!(config.prompts[2].template, "Say {{input}} in {{language}}");
+    let providers: Vec<(&str, ProviderKind, &str)> =
+        config.providers.iter().map(|p| (p.label.as_str(), p.kind, p.model.as_str())).collect();
+    assert_eq!(
+        providers,
+        [
+            ("openai:gpt-4o-mini", ProviderKind::Openai, "gpt-4o-mini"),
+            ("local vllm", ProviderKind::Openai, "qwen2.5"),
+            ("anthropic:messages:claude-3-5-haiku", ProviderKind::Anthropic, "claude-3-5-haiku"),
+            ("ollama:chat:llama3.2", ProviderKind::Ollama, "llama3.2"),
+        ]
+    );
+    let vllm = &config.providers[1];
+    assert_eq!(vllm.base_url.as_deref(), Some("http://localhost:8000/v1"));
+    assert_eq!(vllm.api_key_env.as_deref(), Some("VLLM_KEY"));
+    assert_eq!((vllm.temperature, vllm.max_tokens), (Some(0.0), Some(128)));
+    // A list variable makes one test per value (test-cases docs); defaultTest's asserts come first.
+    let names: Vec<&str> = config.tests.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["first", "test 2 (language=German, input=Goodbye)", "test 2 (language=Spanish, input=Goodbye)"]);
+    let first = &config.tests[0];
+    assert_eq!(first.asserts.len(), 2);
+    assert_eq!(first.asserts[0].kind.to_string(), "not-icontains");
+    assert_eq!((first.asserts[1].kind.to_string(), first.asserts[1].weight), ("contains".to_string(), 2.0));
+    assert_eq!(first.asserts[1].at, format!("{}:26", path.display()));
+    assert_eq!(config.tests[1].threshold, Some(0.5));
+    assert_eq!(config.tests[2].vars, json!({"language": "Spanish", "input": "Goodbye"}).as_object().unwrap().clone());
+}
+
+#[test]
+fn a_raw_prompt_with_a_json_schema_response_format_carries_its_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "chat.json",
+        r#"[{"role": "system", "content": "You extract."}, {"role": "user", "content": "{{text}}"}]"#,
+    );
+    let path = write(
+        dir.path(),
+        "promptfooconfig.yaml",
+        r#"prompts:
+  - id: file://chat.json
+    label: chat
+  - label: extract
+    raw: 'Extract the city from: {{text}}'
+    config:
+      response_format:
+        type: json_schema
+        json_schema:
+          name: city
+          strict: true
+          schema:
+            type: object
+            properties: { city: { type: string } }
+            required: [city]
+providers: [openai:chat:gpt-4o-mini]
+tests:
+  - vars: { text: I live in Paris }
+"#,
+    );
+    let config = read(&path).unwrap();
+    assert_eq!(config.prompts[0].system.as_deref(), Some("You extract."));
+    assert_eq!(config.prompts[0].template, "{{text}}");
+    assert!(config.prompts[0].schema.is_none());
+    let extract = &config.prompts[1];
+    assert!(extract.json);
+    assert_eq!(extract.schema.as_ref().unwrap()["required"], json!(["city"]));
+}
+
+#[test]
+fn a_csv_of_tests_reads_expected_columns_as_assertions() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "tests/a.csv",
+        "text,__expected,__expected2,__description\nHello,Bonjour,not-contains:Hallo,greeting\nBye,\"contains-any:Au revoir,Adieu\",levenshtein(3):Adieu,\n",
+    );
+    write(
+        dir.path(),
+        "tests/b.jsonl",
+        "{\"description\": \"from jsonl\", \"vars\": {\"text\": \"x\"}, \"assert\": [{\"type\": \"is-json\"}]}\n",
+    );
+    let path = write(
+        dir.path(),
+        "promptfooconfig.yaml",
+        "prompts: ['{{text}}']\nproviders: [openai:gpt-4o-mini]\ntests: file://tests/*\n",
+    );
+    let config = read(&path).unwrap();
+    let names: Vec<&str> = config.tests.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["greeting", "test 2 (text=Bye)", "from jsonl"]);
+    let greeting = &config.tests[0];
+    assert_eq!(greeting.asserts[0].kind.to_string(), "equals");
+    assert_eq!(greeting.asserts[0].value, Some(json!("Bonjour")));
+    assert_eq!(greeting.asserts[1].kind.to_string(), "not-contains");
+    let bye = &config.tests[1];
+    assert_eq!(bye.asserts[0].value, Some(json!(["Au revoir", "Adieu"])));
+    assert_eq!((bye.asserts[1].kind.to_string(), bye.asserts[1].threshold), ("levenshtein".to_string(), Some(3.0)));
+    assert!(bye.at.ends_with("a.csv:3"), "{}", bye.at);
+}
+
+#[test]
+fn the_expected_string_syntax_follows_promptfoos_table() {
+    let at = || "t.csv:2".to_string();
+    let cases = [
+        ("Paris", "equals", json!("Paris"), None),
+        ("contains:Paris", "contains", json!("Paris"), None),
+        ("icontains:paris", "icontains", json!("paris"), None),
+        ("contains-all:Paris,France", "contains-all", json!(["Paris", "France"]), None),
+        ("starts-with:The answer", "starts-with", json!("The answer"), None),
+        ("regex:^Hello.*world$", "regex", json!("^Hello.*world$"), None),
+        ("not-contains:error", "not-contains", json!("error"), None),
+        ("levenshtein(5):expected text", "levenshtein", json!("expected text"), Some(5.0)),
+        ("grade:Is helpful", "llm-rubric", json!("Is helpful"), None),
+        ("Note: a colon", "equals", json!("Note: a colon"), None),
+    ];
+    for (text, kind, value, threshold) in cases {
+        let assert = parse_expected(text, at()).unwrap();
+        assert_eq!(assert.kind.to_string(), kind, "{text}");
+        assert_eq!(assert.value, Some(value), "{text}");
+        assert_eq!(assert.threshold, threshold, "{text}");
+    }
+    let json = parse_expected("is-json", at()).unwrap();
+    assert_eq!((json.kind.to_string(), json.value), ("is-json".to_string(), None));
+}
+
+#[test]
+fn each_bad_input_is_an_error_at_its_line() {
+    let head = "prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\n";
+    let cases = [
+        (
+            format!("{head}tests:\n  - assert:\n      - type: contains-everything\n"),
+            ":5",
+            "unknown assertion type \"contains-everything\"",
+        ),
+        (format!("{head}tests:\n  - vars: {{q: x}}\n    asert: []\n"), ":5", "unknown key `asert`"),
+        (
+            "prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini, bedrock:claude]\n".to_string(),
+            ":2",
+            "unknown provider \"bedrock:claude\"",
+        ),
+        (format!("{head}tests: file://missing.csv\n"), ":3", "missing.csv"),
+        (format!("{head}scenarios: []\n"), ":3", "`scenarios` is not supported"),
+        (format!("{head}colour: red\n"), ":3", "unknown key `colour`"),
+        ("prompts: ['{{q | dump}}']\nproviders: [openai:gpt-4o-mini]\n".to_string(), ":1", "`tojson` here"),
+        (
+            "prompts: ['{{q}}']\nproviders:\n  - id: openai:gpt-4o-mini\n    config:\n      apiKey: sk-secret-123\n"
+                .to_string(),
+            ":5",
+            "name its environment variable",
+        ),
+        (format!("{head}tests:\n  - options:\n      transform: output.trim()\n"), ":5", "options.transform"),
+        (format!("{head}tests:\n  - threshold: high\n"), ":4", "threshold"),
+    ];
+    for (yaml, line, says) in cases {
+        let error = error_of(&yaml);
+        let text = error.to_string();
+        assert!(error.at.ends_with(line), "{yaml}\n→ {text} (expected line {line})");
+        assert!(text.contains(says), "{yaml}\n→ {text}");
+        assert!(!text.contains("sk-secret-123"), "a key is never echoed: {text}");
+    }
+}
+
+#[test]
+fn a_bad_row_of_a_tests_file_is_an_error_at_the_row() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "t.csv", "q,__expected,__metric\nx,y,z\n");
+    let path = write(
+        dir.path(),
+        "promptfooconfig.yaml",
+        "prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests: file://t.csv\n",
+    );
+    let error = read(&path).expect_err("refused");
+    assert!(error.at.ends_with("t.csv:2"), "{error}");
+    assert!(error.message.contains("__metric"), "{error}");
+}
+
+#[test]
+fn ignored_keys_are_listed_as_warnings_with_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "promptfooconfig.yaml",
+        "prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\noutputPath: out.json\n",
+    );
+    let config = read(&path).unwrap();
+    assert_eq!(config.tests.len(), 1);
+    assert_eq!(config.warnings.len(), 1);
+    assert!(config.warnings[0].contains("promptfooconfig.yaml:3: `outputPath`"), "{:?}", config.warnings);
+}
