@@ -228,7 +228,6 @@ impl Editor {
         let mut area = new_area(window.into());
         area.set_wrap_mode(wrap);
         let jump = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
-        area.move_cursor(CursorMove::Jump(jump(row), jump(col)));
         // The cursor stays where it was on screen: the viewport's top follows it.
         let mut top = if stay { row.saturating_sub(screen_row) } else { 0 };
         while top > 0 {

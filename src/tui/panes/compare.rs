@@ -9,11 +9,11 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::compare_chart;
-use super::lines::{json_verdict, row};
+use super::lines::{json_verdict, line_counts, row};
 use crate::output::ResponseType;
 use crate::safe_text::escape_controls;
 use crate::tui::compare_state::{ComparePhase, SideView, LABELS};
-use crate::tui::state::{counts, State};
+use crate::tui::state::State;
 use crate::tui::theme::Theme;
 
 /// Draws the compare screen into `area` (the status bar is drawn by the caller).
@@ -86,17 +86,7 @@ fn lines(frame: &mut Frame, area: Rect, state: &State, side: usize, theme: &Them
     let pane: &SideView = &state.compare.sides[side];
     let jsonl =
         state.compare.comparison.as_ref().map_or(side == 1, |c| c.sides[side].response_type == ResponseType::Jsonl);
-    let extra = if jsonl {
-        let [valid, invalid, schema, skipped] = counts(&pane.verdicts);
-        vec![
-            Span::styled(format!("✓{valid} "), theme.valid),
-            Span::styled(format!("✗{invalid} "), theme.invalid),
-            Span::styled(format!("≠{schema} "), theme.schema_error),
-            Span::styled(format!("–{skipped} "), theme.skipped),
-        ]
-    } else {
-        Vec::new()
-    };
+    let extra = if jsonl { line_counts(&pane.verdicts, theme) } else { Vec::new() };
     let what = if jsonl { "lines" } else { "parse" };
     let title = format!("{} {what}{}", LABELS[side], prompt_of(state, side));
     let block = frame_of(title, theme, extra);

@@ -18,19 +18,9 @@ use crate::tui::theme::Theme;
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let verdicts = &state.run.verdicts;
-    let [valid, invalid, schema, skipped] = counts(verdicts);
     let jsonl = state.response_type() == ResponseType::Jsonl;
     // Line counts mean something for a JSONL answer only (a json answer has its one verdict below).
-    let mut extra = if jsonl {
-        vec![
-            Span::styled(format!("✓{valid} "), theme.valid),
-            Span::styled(format!("✗{invalid} "), theme.invalid),
-            Span::styled(format!("≠{schema} "), theme.schema_error),
-            Span::styled(format!("–{skipped} "), theme.skipped),
-        ]
-    } else {
-        Vec::new()
-    };
+    let mut extra = if jsonl { line_counts(verdicts, theme) } else { Vec::new() };
     // The title says the case's verdict; its reason and differences are in the pane (a title is cut).
     match &state.run.scored {
         Some(Ok(score)) => {
@@ -166,4 +156,15 @@ pub fn json_verdict<'a>(report: Option<&Report>, theme: &Theme, width: usize) ->
         Some(Report::Text(_)) => vec![Line::from("text answer: nothing to validate")],
         _ => vec![Line::from(Span::styled("a json answer gets its verdict here when it completes", theme.dim))],
     }
+}
+
+/// A JSONL answer's line counts for a pane title: valid, invalid, schema errors, skipped.
+pub(super) fn line_counts<'a>(verdicts: &[crate::output::LineVerdict], theme: &Theme) -> Vec<Span<'a>> {
+    let [valid, invalid, schema, skipped] = counts(verdicts);
+    vec![
+        Span::styled(format!("✓{valid} "), theme.valid),
+        Span::styled(format!("✗{invalid} "), theme.invalid),
+        Span::styled(format!("≠{schema} "), theme.schema_error),
+        Span::styled(format!("–{skipped} "), theme.skipped),
+    ]
 }
