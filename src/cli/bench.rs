@@ -56,6 +56,9 @@ pub struct BenchArgs {
     /// N of the eval section's scale figures: each step at N and 2N cases (or items sharing a key).
     #[arg(long, default_value_t = 10_000)]
     pub scale_cases: usize,
+    /// Rows of the JSONL dataset the large eval runs as a process (peak memory, cases/s).
+    #[arg(long, default_value_t = 20_000)]
+    pub large_cases: usize,
 }
 
 /// The local model's section: its figures, or why it was skipped.

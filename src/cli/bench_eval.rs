@@ -22,6 +22,7 @@ pub struct EvalSection {
     pub in_process: EvalFigures,
     pub binary: BinaryFigures,
     pub scale: ScaleFigures,
+    pub large: super::bench_large::LargeFigures,
 }
 
 /// `tunebench eval` run as a process on a C-case prompt (milliseconds of wall time, medians of runs).
@@ -50,8 +51,9 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<EvalSection> {
         super::eval_human::matrix(record, Some(delta))
     };
     let scale = crate::eval::bench_scale::measure(&dir, args.scale_cases, args.runs.min(3), &matrix);
+    let large = super::bench_large::measure(&dir, args.large_cases);
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(EvalSection { in_process: in_process?, binary: binary?, scale: scale? })
+    Ok(EvalSection { in_process: in_process?, binary: binary?, scale: scale?, large: large? })
 }
 
 fn measure_binary(dir: &Path, cases: usize, runs: usize) -> anyhow::Result<BinaryFigures> {
@@ -146,5 +148,5 @@ pub fn human(section: &EvalSection) -> String {
         b.start_baseline_ms,
         b.cached_rerun_vs_start,
         scale,
-    )
+    ) + &super::bench_large::human(&section.large)
 }

@@ -8,6 +8,8 @@ pub mod batch;
 pub mod bench;
 #[cfg(feature = "testing")]
 pub mod bench_eval;
+#[cfg(feature = "testing")]
+pub mod bench_large;
 pub mod compare;
 mod compare_human;
 pub mod eval;

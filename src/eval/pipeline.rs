@@ -65,7 +65,7 @@ where
     let plan = pipeline.plan;
     let started_at_ms = now_ms();
     let started = Instant::now();
-    let jobs = jobs(plan, pipeline.wrap)?;
+    let jobs = Jobs::new(plan, pipeline.wrap)?;
     let sink = Mutex::new(sink);
     let emit = |event: EvalEvent| {
         let mut sink = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -104,7 +104,17 @@ where
             *slot = Some(cell_record);
         }
     };
-    engine::run_batch_each(&jobs, pipeline.concurrency.max(1), on_event, on_record, cancel).await;
+    // Each cell's job is made when a run is free for it: a 20,000-case eval holds the jobs under way,
+    // not 20,000 rendered requests. Every plan was checked by `Jobs::new`, so none fails here; if one
+    // did, the eval says so and goes on.
+    let each = plan.cells.iter().enumerate().filter_map(|(index, cell)| match jobs.job(cell) {
+        Ok(job) => Some((index, job)),
+        Err(error) => {
+            warnings.lock().unwrap_or_else(|p| p.into_inner()).push(format!("a cell was not run: {error}"));
+            None
+        }
+    });
+    engine::run_batch_each(each, pipeline.concurrency.max(1), on_event, on_record, cancel).await;
     let cancelled = cancelled.into_inner();
     emit(EvalEvent::Done { cancelled });
     let cells = scored.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().flatten().collect();
@@ -128,49 +138,71 @@ where
     Ok(Ran { record, warnings: warnings.into_inner().unwrap_or_else(|p| p.into_inner()) })
 }
 
-/// One job per cell, in the plan's order: each column's provider built once (replay: each case its own
-/// recorded answer), wrapped by `wrap`.
+/// One job per cell, in the plan's order (see [`Jobs`]).
 pub(super) fn jobs(plan: &EvalPlan, wrap: Option<Wrap<'_>>) -> Result<Vec<Job>, EvalError> {
-    let setup_error = |column: &PlannedColumn, e: crate::run::RunError| {
-        EvalError::Input(format!("column {}: {e}", column.column.label))
-    };
-    let mut shared: Vec<Option<Arc<dyn Provider>>> = Vec::with_capacity(plan.columns.len());
-    for column in &plan.columns {
-        shared.push(match column.setup.settings.provider {
-            ProviderKind::Replay => None,
-            _ => {
-                let provider = column.setup.provider(None).map_err(|e| setup_error(column, e))?;
-                Some(wrap.map_or_else(|| Arc::clone(&provider), |wrap| wrap(column, Arc::clone(&provider))))
+    let jobs = Jobs::new(plan, wrap)?;
+    plan.cells.iter().map(|cell| jobs.job(cell)).collect()
+}
+
+/// The cells' jobs, made one at a time: each column's provider built once (replay: each case its own
+/// recorded answer), wrapped by `wrap`.
+pub(super) struct Jobs<'a> {
+    plan: &'a EvalPlan,
+    shared: Vec<Option<Arc<dyn Provider>>>,
+    wrap: Option<Wrap<'a>>,
+}
+
+impl<'a> Jobs<'a> {
+    /// Builds the columns' providers and checks every case's plan on every column (rendered, then
+    /// dropped), so an eval never starts half-checked.
+    pub(super) fn new(plan: &'a EvalPlan, wrap: Option<Wrap<'a>>) -> Result<Self, EvalError> {
+        let mut shared: Vec<Option<Arc<dyn Provider>>> = Vec::with_capacity(plan.columns.len());
+        for column in &plan.columns {
+            shared.push(match column.setup.settings.provider {
+                ProviderKind::Replay => None,
+                _ => {
+                    let provider = column.setup.provider(None).map_err(|e| setup_error(column, e))?;
+                    Some(wrap.map_or_else(|| Arc::clone(&provider), |wrap| wrap(column, Arc::clone(&provider))))
+                }
+            });
+        }
+        let mut checked = std::collections::HashSet::new();
+        for cell in &plan.cells {
+            let Some(column) = plan.columns.get(cell.column) else { continue };
+            if checked.insert((cell.row, cell.column)) {
+                let case = plan.rows.get(cell.row).cloned().flatten();
+                column.setup.plan(case.as_deref()).map_err(|e| setup_error(column, e))?;
             }
-        });
+        }
+        Ok(Self { plan, shared, wrap })
     }
-    let mut plans = std::collections::HashMap::new();
-    let mut jobs = Vec::with_capacity(plan.cells.len());
-    for cell in &plan.cells {
-        let Some(column) = plan.columns.get(cell.column) else { continue };
-        let case = plan.rows.get(cell.row).cloned().flatten();
-        let mut run_plan = match plans.get(&(cell.row, cell.column)) {
-            Some(run_plan) => Clone::clone(run_plan),
-            None => {
-                let run_plan = column.setup.plan(case.as_deref()).map_err(|e| setup_error(column, e))?;
-                plans.insert((cell.row, cell.column), run_plan.clone());
-                run_plan
-            }
-        };
+
+    /// Cell `cell`'s job: its case's plan on its column, repeat k sampling with the seed + k.
+    pub(super) fn job(&self, cell: &Cell) -> Result<Job, EvalError> {
+        let column = self
+            .plan
+            .columns
+            .get(cell.column)
+            .ok_or_else(|| EvalError::Input(format!("cell of column {} which the plan lacks", cell.column)))?;
+        let case = self.plan.rows.get(cell.row).cloned().flatten();
+        let mut run_plan = column.setup.plan(case.as_deref()).map_err(|e| setup_error(column, e))?;
         // Repeat k samples with the seed + k (a run given no seed gets a fresh one from the engine).
         if crate::run::seed::samples(&run_plan.request) {
             run_plan.request.seed = run_plan.request.seed.map(|seed| crate::run::seed::for_repeat(seed, cell.repeat));
         }
-        let provider = match shared.get(cell.column).cloned().flatten() {
+        let provider = match self.shared.get(cell.column).cloned().flatten() {
             Some(provider) => provider,
             None => {
                 let provider = column.setup.provider(case.as_deref()).map_err(|e| setup_error(column, e))?;
-                wrap.map_or_else(|| Arc::clone(&provider), |wrap| wrap(column, Arc::clone(&provider)))
+                self.wrap.map_or_else(|| Arc::clone(&provider), |wrap| wrap(column, Arc::clone(&provider)))
             }
         };
-        jobs.push(Job { provider, plan: run_plan });
+        Ok(Job { provider, plan: run_plan })
     }
-    Ok(jobs)
+}
+
+fn setup_error(column: &PlannedColumn, e: crate::run::RunError) -> EvalError {
+    EvalError::Input(format!("column {}: {e}", column.column.label))
 }
 
 /// A finished run scored against its cell's expectations (a cell a signal stopped before it began is

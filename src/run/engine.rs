@@ -162,19 +162,24 @@ where
     F: FnMut(usize, RunEvent) + Send,
     C: std::future::Future<Output = Stop> + Send,
 {
-    run_batch_each(jobs, concurrency, sink, |_, _| {}, cancel).await
+    let mut done: Vec<Option<RunRecord>> = vec![None; jobs.len()];
+    let keep = |index: usize, record: &RunRecord| {
+        if let Some(slot) = done.get_mut(index) {
+            *slot = Some(record.clone());
+        }
+    };
+    run_batch_each(jobs.iter().cloned().enumerate(), concurrency, sink, keep, cancel).await;
+    done.into_iter().flatten().collect()
 }
 
-/// [`run_batch_until`], and `finished` gets each record (with its job's index) the moment its run
-/// ends, before the others are done: a front end scores and shows each run as it completes.
-pub async fn run_batch_each<F, D, C>(
-    jobs: &[Job],
-    concurrency: usize,
-    sink: F,
-    finished: D,
-    cancel: C,
-) -> Vec<RunRecord>
+/// [`run_batch_until`] over jobs (each with its index) made as they are needed (at most `concurrency`
+/// are held at once), and `finished` gets each record (with its job's index) the moment its run ends,
+/// before the others are done: a front end scores and shows each run as it completes. Nothing is kept
+/// here, so a batch of any size runs in the memory of its runs under way.
+pub async fn run_batch_each<J, F, D, C>(jobs: J, concurrency: usize, sink: F, finished: D, cancel: C)
 where
+    J: IntoIterator<Item = (usize, Job)>,
+    J::IntoIter: Send,
     F: FnMut(usize, RunEvent) + Send,
     D: FnMut(usize, &RunRecord) + Send,
     C: std::future::Future<Output = Stop> + Send,
@@ -182,7 +187,7 @@ where
     let cancel = futures_util::FutureExt::shared(futures_util::FutureExt::boxed(cancel));
     let sink = Mutex::new((sink, finished));
     let sink = &sink;
-    let runs = futures_util::stream::iter(jobs.iter().enumerate().map(|(index, job)| {
+    let runs = futures_util::stream::iter(jobs.into_iter().map(|(index, job)| {
         let cancel = cancel.clone();
         async move {
             let forward = move |event: RunEvent| {
@@ -192,11 +197,8 @@ where
             let record = run_until(job.provider.as_ref(), &job.plan, forward, cancel).await;
             let mut sink = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             (sink.1)(index, &record);
-            (index, record)
         }
     }))
     .buffer_unordered(concurrency.max(1));
-    let mut done: Vec<(usize, RunRecord)> = runs.collect().await;
-    done.sort_by_key(|(index, _)| *index);
-    done.into_iter().map(|(_, record)| record).collect()
+    runs.for_each(|()| std::future::ready(())).await;
 }

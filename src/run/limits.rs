@@ -122,12 +122,16 @@ impl From<Limits> for LimitsText {
 /// counts no more tokens than most models' tokenizers); the answer is stopped only past
 /// `max_tokens + max_tokens / 4 + 16`. Text is counted in pieces that end before whitespace (where
 /// o200k's pre-tokenizer splits anyway), so the count is close to a count of the whole answer at a
-/// cost linear in its length.
+/// cost linear in its length. A token is at least one byte, so an answer of no more bytes than are
+/// allowed tokens cannot have passed the limit: nothing is counted (and o200k's tables, tens of MB,
+/// are not built) until the answer has more bytes than that.
 #[derive(Clone, Debug)]
 pub struct TokenGuard {
     max_tokens: Option<u32>,
     allowed: u64,
     counted: u64,
+    /// Bytes of the answer so far.
+    bytes: u64,
     pending: String,
 }
 
@@ -137,13 +141,25 @@ const MAX_PENDING: usize = 1024;
 impl TokenGuard {
     pub fn new(max_tokens: Option<u32>) -> Self {
         let allowed = max_tokens.map_or(u64::MAX, |max| u64::from(max) + u64::from(max) / 4 + 16);
-        Self { max_tokens, allowed, counted: 0, pending: String::new() }
+        Self { max_tokens, allowed, counted: 0, bytes: 0, pending: String::new() }
     }
 
     /// Adds a piece of the answer; `Some(message)` once the answer has passed the limit.
     pub fn add(&mut self, text: &str) -> Option<String> {
         let max_tokens = self.max_tokens?;
         self.pending.push_str(text);
+        let before = self.bytes;
+        self.bytes += text.len() as u64;
+        if self.bytes <= self.allowed {
+            return None;
+        }
+        if before <= self.allowed {
+            // The first piece counted may be long and without whitespace: counted in pieces of about 1 KiB.
+            let split = self.pending.rfind(char::is_whitespace).filter(|at| *at > 0).unwrap_or(self.pending.len());
+            self.counted += super::feedback::tokens(self.pending.get(..split).unwrap_or_default());
+            self.pending.drain(..split);
+            return self.over(max_tokens);
+        }
         let split = match self.pending.rfind(char::is_whitespace) {
             Some(at) if at > 0 => at,
             _ if self.pending.len() >= MAX_PENDING => self.pending.len(),
@@ -151,6 +167,11 @@ impl TokenGuard {
         };
         self.counted += count_o200k(self.pending.get(..split).unwrap_or_default()) as u64;
         self.pending.drain(..split);
+        self.over(max_tokens)
+    }
+
+    /// The message once the count has passed what is allowed.
+    fn over(&self, max_tokens: u32) -> Option<String> {
         (self.counted > self.allowed).then(|| {
             format!(
                 "cut off by the client: the answer passed max_tokens {max_tokens} ({} tokens counted with o200k, \
@@ -201,6 +222,22 @@ mod tests {
         }
         // Counted a piece behind (the open word is not counted until whitespace follows it).
         assert_eq!(stopped_at, Some(30));
+    }
+
+    #[test]
+    fn an_answer_of_fewer_bytes_than_allowed_tokens_is_not_counted() {
+        // max_tokens 512 allows 656 tokens; a token is at least a byte, so 600 bytes cannot pass it and
+        // the tokenizer is not asked.
+        let mut guard = TokenGuard::new(Some(512));
+        for _ in 0..120 {
+            assert_eq!(guard.add("word "), None);
+        }
+        assert_eq!((guard.counted, guard.bytes), (0, 600));
+        // Past 656 bytes it counts what it held, then goes on as before.
+        assert_eq!(guard.add(&" word".repeat(20)), None);
+        assert!(guard.counted >= 120, "{}", guard.counted);
+        let stopped = (0..1000).find_map(|_| guard.add(" word"));
+        assert!(stopped.as_deref().is_some_and(|m| m.contains("656 allowed")), "{stopped:?}");
     }
 
     #[test]
