@@ -5,7 +5,9 @@
 //!
 //! Exit codes: 0 every cell passed; 1 a cell failed, was truncated or got no answer, or (with
 //! `--fail-on-regression`) a cell regressed against the baseline; 2 bad input; 3 the provider could
-//! not be reached at all (every cell `error`); 130 stopped by ctrl-c.
+//! not be reached at all (every cell `error`); 4 a check could not be evaluated (a promptfoo assertion
+//! that needs code or another model: its cells are `error`, each listed by case and type); 130
+//! stopped by ctrl-c.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,6 +27,9 @@ use crate::run::{CacheMode, ReplayFrom, SetupOptions};
 
 /// The exit code when no cell got an answer: the provider could not be reached at all.
 pub const EXIT_UNREACHABLE: u8 = 3;
+/// The exit code when a check could not be evaluated (a promptfoo assertion tunebench does not map
+/// yet: `javascript`, `python`, `llm-rubric`, `similar`, …): the eval is incomplete, never passed.
+pub const EXIT_NOT_EVALUATED: u8 = 4;
 
 /// Options of `tunebench eval`.
 #[derive(Debug, clap::Args)]
@@ -71,7 +76,8 @@ pub struct DiffArgs {
 /// Options of an eval run.
 #[derive(Debug, clap::Args)]
 pub struct EvalRunArgs {
-    /// The prompt files (TOML): each a column (or one per model with several --model).
+    /// The prompt files (TOML): each a column (or one per model with several --model); or a promptfoo
+    /// config (promptfooconfig.yaml): a column per prompt × provider, a row per test.
     #[arg(required_unless_present = "from_batch")]
     pub prompts: Vec<PathBuf>,
     /// Only this case (repeat for several) [default: every case of each prompt].
@@ -208,6 +214,9 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         return finish(args, &record);
     }
     let plan = EvalPlan::new(&options(args)?)?;
+    for warning in &plan.warnings {
+        super::note!("tunebench: warning: {warning}");
+    }
     refuse_overwriting_inputs(args, &plan)?;
     let base = baseline(args, &plan)?;
     fetch_local_model(args, &plan)?;
@@ -325,10 +334,13 @@ pub fn write_reports(args: &EvalRunArgs, record: &EvalRecord) -> anyhow::Result<
 }
 
 /// 0 all passed; 1 a cell did not pass, or a regression with `fail_on_regression`; 3 no cell got an
-/// answer (the provider could not be reached).
+/// answer (the provider could not be reached); 4 a check could not be evaluated.
 pub fn exit_code(record: &EvalRecord, delta: Option<&Delta>, fail_on_regression: bool) -> ExitCode {
     if record.unreachable() {
         return ExitCode::from(EXIT_UNREACHABLE);
+    }
+    if !record.not_evaluated().is_empty() {
+        return ExitCode::from(EXIT_NOT_EVALUATED);
     }
     let regressed = delta.is_some_and(|d| d.regressed > 0);
     if !record.all_passed() || (fail_on_regression && regressed) {

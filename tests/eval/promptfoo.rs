@@ -1,0 +1,259 @@
+//! `tunebench eval promptfooconfig.yaml`: configs written from promptfoo's documented examples
+//! (tests/fixtures/promptfoo/), run against the in-process server, each cell's verdict the one
+//! promptfoo's documented semantics give; the labels in the record, the key read from the variable
+//! the config names and never shown, the exit code of an assertion that is not evaluated.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tunebench::eval::score::Verdict;
+use tunebench::provider::wire_server::{Received, Reply, WireServer};
+
+use super::support::{record, stderr, tunebench};
+
+/// A fixture folder copied into `dir` (the eval writes nothing beside it, but the copy is the test's own).
+pub fn fixture(dir: &Path, name: &str) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/promptfoo").join(name);
+    let to = dir.join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+    to
+}
+
+/// A server answering each request by its model and the text of its user message: the first
+/// `(model, marker, answer)` whose model is the request's (or `*`) and whose marker its text holds.
+pub fn server(answers: &'static [(&'static str, &'static str, &'static str)]) -> (tokio::runtime::Runtime, WireServer) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let handler = move |received: &Received| {
+        let body = received.json();
+        let model = body["model"].as_str().unwrap_or_default().to_string();
+        let text =
+            body["messages"].as_array().and_then(|m| m.last()).map(|m| m["content"].to_string()).unwrap_or_default();
+        let answer = answers
+            .iter()
+            .find(|(m, marker, _)| (*m == "*" || *m == model) && text.contains(marker))
+            .map_or("no answer for this request", |(_, _, answer)| answer);
+        Reply::chat_stream(answer, "stop", Some((10, 5)))
+    };
+    let server = runtime.block_on(WireServer::start_handler(handler)).unwrap();
+    (runtime, server)
+}
+
+/// `tunebench eval CONFIG --base-url URL --json ARGS...`.
+pub fn eval_config(data: &Path, config: &Path, server: &WireServer, args: &[&str]) -> std::process::Output {
+    tunebench(data)
+        .arg("eval")
+        .arg(config)
+        .args(["--base-url", &format!("{}/v1", server.url()), "--json"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Each row's verdicts, column by column: `(row name, [verdict per column])`.
+pub fn verdicts(record: &tunebench::eval::EvalRecord) -> Vec<(String, Vec<Verdict>)> {
+    (0..record.rows.len())
+        .map(|row| {
+            let mut cells: Vec<_> = record.cells.iter().filter(|c| c.row == row).collect();
+            cells.sort_by_key(|c| c.column);
+            (record.row_name(row).to_string(), cells.iter().map(|c| c.score.verdict).collect())
+        })
+        .collect()
+}
+
+const GUIDE_ANSWERS: &[(&str, &str, &str)] = &[
+    ("gpt-4o-mini", "Hello world", "Bonjour le monde"),
+    ("gpt-4o-mini", "Goodbye", "As an AI, I would say Auf Wiedersehen"),
+    ("gpt-4o-mini", "Thank you", "Gracias"),
+    ("gpt-4o", "Hello world", "Salut le monde"),
+    ("gpt-4o", "Goodbye", "Tschüss"),
+    ("gpt-4o", "Thank you", "Gracias."),
+];
+
+#[test]
+fn the_getting_started_config_runs_as_prompts_times_providers() {
+    use Verdict::{Fail, Pass};
+    let dir = tempfile::tempdir().unwrap();
+    let folder = fixture(dir.path(), "guide");
+    let (_runtime, server) = server(GUIDE_ANSWERS);
+    let secret = "sk-test-not-to-be-shown-4711";
+    let output = tunebench(dir.path())
+        .arg("eval")
+        .arg(folder.join("promptfooconfig.yaml"))
+        .args(["--base-url", &format!("{}/v1", server.url()), "--json"])
+        .env("PF_TEST_KEY", secret)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let record = record(&output);
+    let labels: Vec<&str> = record.columns.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "Convert this English to {{language}}: {{input}} · openai:gpt-4o-mini",
+            "Convert this English to {{language}}: {{input}} · big",
+            "polite · openai:gpt-4o-mini",
+            "polite · big",
+        ]
+    );
+    // Each row: defaultTest's not-icontains "as an AI", then the test's own assertion.
+    assert_eq!(
+        verdicts(&record),
+        [
+            ("French greeting".to_string(), vec![Pass, Fail, Pass, Fail]),
+            ("German farewell".to_string(), vec![Fail, Pass, Fail, Pass]),
+            ("test 3 (language=Spanish, input=Thank you)".to_string(), vec![Pass, Fail, Pass, Fail]),
+        ]
+    );
+    // The `big` provider's settings and key went with its own requests alone.
+    let received = server.received();
+    let big: Vec<&Received> = received.iter().filter(|r| r.json()["model"] == "gpt-4o").collect();
+    assert_eq!(big.len(), 6);
+    for request in &big {
+        assert_eq!(request.header("authorization"), Some(format!("Bearer {secret}").as_str()));
+        assert_eq!(request.json()["max_tokens"], 64, "{}", request.body);
+        assert_eq!(request.json()["temperature"], 0.0, "{}", request.body);
+    }
+    let mini: Vec<&Received> = received.iter().filter(|r| r.json()["model"] == "gpt-4o-mini").collect();
+    assert_eq!(mini.len(), 6);
+    assert!(mini.iter().all(|r| r.header("authorization").is_none() && r.json().get("max_tokens").is_none()));
+    assert!(mini.iter().any(|r| r.body.contains("Please translate into French: Hello world")));
+    // The key is never shown nor recorded.
+    let everything = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    assert!(!everything.contains(secret));
+    for entry in walk(dir.path()) {
+        let bytes = std::fs::read(&entry).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains(secret), "the key is in {}", entry.display());
+    }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+const WEIGHT_ANSWERS: &[(&str, &str, &str)] = &[
+    ("*", "bananas", "bananas forever #fruit"),
+    ("*", "apples", "apples are crisp #fruit"),
+    ("*", "cherries", "cherries #fruit"),
+    ("*", "dates", "dates are sweet"),
+    ("*", "figs", "Figs are greet"),
+];
+
+#[test]
+fn weights_and_a_tests_threshold_decide_as_promptfoo_documents() {
+    use Verdict::{Fail, Pass};
+    let dir = tempfile::tempdir().unwrap();
+    let folder = fixture(dir.path(), "weights");
+    let (_runtime, server) = server(WEIGHT_ANSWERS);
+    let output = eval_config(dir.path(), &folder.join("promptfooconfig.yaml"), &server, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let record = record(&output);
+    assert_eq!(record.columns[0].label, "Write a tweet about {{topic}} · openai:gpt-4o-mini");
+    assert_eq!(
+        verdicts(&record),
+        [
+            // contains (weight 3) passes, not-contains "#" fails: no threshold, so every one must pass.
+            ("every assertion must pass".to_string(), vec![Fail]),
+            // 3 of 4 weighted = 0.75 ≥ 0.5.
+            ("threshold reached".to_string(), vec![Pass]),
+            // 0.75 < 0.8.
+            ("threshold missed".to_string(), vec![Fail]),
+            // starts-with fails at weight 0, which counts for nothing.
+            ("weight zero never fails".to_string(), vec![Pass]),
+            // one edit from "Figs are great" (at most 2), starts with Figs, no digit.
+            ("regex and levenshtein".to_string(), vec![Pass]),
+        ]
+    );
+}
+
+const CSV_ANSWERS: &[(&str, &str, &str)] = &[
+    ("*", "Paris", "Paris is in France."),
+    ("*", "Rome", "{\"city\": \"Rome\", \"country\": \"Italy\"}"),
+    ("*", "Tokyo", "Tokyo is in Japan."),
+    ("*", "Lima", "Sorry, Lima is in Peru."),
+];
+
+#[test]
+fn a_csv_of_tests_runs_and_an_assertion_not_evaluated_is_an_error_with_its_own_exit_code() {
+    use Verdict::{Error, Fail, Pass};
+    let dir = tempfile::tempdir().unwrap();
+    let folder = fixture(dir.path(), "csv");
+    let (_runtime, server) = server(CSV_ANSWERS);
+    let config = folder.join("promptfooconfig.yaml");
+    let output = eval_config(dir.path(), &config, &server, &[]);
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    let record = record(&output);
+    assert_eq!(
+        verdicts(&record),
+        [
+            ("paris".to_string(), vec![Pass]),
+            ("rome as json".to_string(), vec![Pass]),
+            // contains-any passes; `grade:` (llm-rubric) cannot be judged here: never a pass.
+            ("tokyo graded".to_string(), vec![Error]),
+            // icontains peru passes; defaultTest's not-icontains "sorry" fails.
+            ("test 4 (city=Lima)".to_string(), vec![Fail]),
+        ]
+    );
+    let listed = record.not_evaluated();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!((listed[0].case.as_str(), listed[0].check.as_str()), ("tokyo graded", "assert llm-rubric"));
+    assert!(listed[0].at.ends_with("tests.csv:4"), "{}", listed[0].at);
+    // The table lists it by test and type, and says which exit code it gives.
+    let human = tunebench(dir.path())
+        .arg("eval")
+        .arg(&config)
+        .args(["--base-url", &format!("{}/v1", server.url())])
+        .output()
+        .unwrap();
+    assert_eq!(human.status.code(), Some(4));
+    let table = String::from_utf8_lossy(&human.stdout);
+    assert!(table.contains("not evaluated (1 checks; their cells are errors, exit 4):"), "{table}");
+    assert!(table.contains("tokyo graded: assert llm-rubric ("), "{table}");
+}
+
+#[test]
+fn a_config_is_found_by_its_content_and_a_bad_one_names_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_runtime, server) = server(CSV_ANSWERS);
+    // Any name: the content says it is a promptfoo config.
+    let config = dir.path().join("suite.yml");
+    std::fs::write(
+        &config,
+        "prompts: ['Where is {{city}}?']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - vars: {city: Paris}\n    assert:\n      - type: contains\n        value: France\n",
+    )
+    .unwrap();
+    let output = eval_config(dir.path(), &config, &server, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let record = record(&output);
+    assert_eq!(record.rows, [Some("test 1 (city=Paris)".to_string())]);
+    // A mistake is bad input at its file:line, before any request.
+    std::fs::write(
+        &config,
+        "prompts: ['Where is {{city}}?']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - vars: {city: Paris}\n    assert:\n      - type: contains-everything\n",
+    )
+    .unwrap();
+    let before = server.received().len();
+    let output = eval_config(dir.path(), &config, &server, &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("suite.yml:6: unknown assertion type \"contains-everything\""),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(server.received().len(), before);
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    assert!(value.is_null());
+}
