@@ -150,9 +150,18 @@ pub struct EvalRunArgs {
     /// Do not append the cells' runs to the history file.
     #[arg(long)]
     pub no_history: bool,
+    /// Set the variables of a dotenv file (KEY=VALUE lines: provider keys, base URLs) for this eval;
+    /// a variable already in the environment wins. Values are never printed or recorded.
+    #[arg(long, value_name = "FILE")]
+    pub env_file: Option<PathBuf>,
 }
 
 pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = args.run.env_file.as_deref().filter(|_| args.command.is_none()) {
+        for key in super::env_file::load(path)? {
+            super::note!("tunebench: {key} is set in the environment already: --env-file's value is not used");
+        }
+    }
     match &args.command {
         Some(EvalCommand::List(list)) => list_evals(list),
         Some(EvalCommand::Diff(diff)) => diff_evals(diff),

@@ -10,6 +10,7 @@ pub mod bench;
 pub mod bench_eval;
 pub mod compare;
 mod compare_human;
+pub mod env_file;
 pub mod eval;
 mod eval_human;
 mod eval_watch;

@@ -257,3 +257,40 @@ fn a_config_is_found_by_its_content_and_a_bad_one_names_its_line() {
     let value: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
     assert!(value.is_null());
 }
+
+#[test]
+fn an_env_file_gives_the_key_the_config_names_and_a_bad_line_names_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = fixture(dir.path(), "guide");
+    let (_runtime, server) = server(GUIDE_ANSWERS);
+    let secret = "sk-from-env-file-0815";
+    let env = dir.path().join("keys.env");
+    std::fs::write(&env, format!("# the big provider's key\nexport PF_TEST_KEY=\"{secret}\" # quoted\n\nUNUSED=1\n"))
+        .unwrap();
+    let run = |env_file: &Path| {
+        tunebench(dir.path())
+            .arg("eval")
+            .arg(folder.join("promptfooconfig.yaml"))
+            .args(["--base-url", &format!("{}/v1", server.url()), "--json", "--no-cache", "--env-file"])
+            .arg(env_file)
+            .env_remove("PF_TEST_KEY")
+            .output()
+            .unwrap()
+    };
+    let output = run(&env);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let keyed =
+        server.received().iter().filter(|r| r.header("authorization") == Some(&format!("Bearer {secret}"))).count();
+    assert_eq!(keyed, 6, "the gpt-4o column's six requests carry the env file's key");
+    let everything = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    assert!(!everything.contains(secret));
+    // A bad line: file:line, before any request, the value not shown.
+    std::fs::write(&env, format!("A=1\nPF_TEST_KEY='{secret}\n")).unwrap();
+    let before = server.received().len();
+    let output = run(&env);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(message.contains("keys.env:2: PF_TEST_KEY: the single quote is not closed"), "{message}");
+    assert!(!message.contains(secret));
+    assert_eq!(server.received().len(), before);
+}
