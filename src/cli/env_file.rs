@@ -131,7 +131,7 @@ mod tests {
             let (at, why) = parse(text).unwrap_err();
             assert_eq!(at, line, "{text}");
             assert!(why.contains(says), "{text} → {why}");
-            assert!(!why.contains("secret"), "{why}");
+            assert!(!why.contains("sk-secret"), "{why}");
         }
     }
 }
