@@ -19,7 +19,7 @@ use super::run_options::SetupFlags;
 use crate::eval::diff::{self, Delta};
 use crate::eval::pipeline::{self, EvalEvent, Pipeline};
 use crate::eval::report_file::ReportFormat;
-use crate::eval::{store, EvalOptions, EvalPlan, EvalRecord, ModelSpec};
+use crate::eval::{rerun, store, EvalOptions, EvalPlan, EvalRecord, ModelSpec};
 use crate::output::{Profile, ResponseType};
 use crate::provider::kind::ProviderKind;
 use crate::provider::replay::Pace;
@@ -150,6 +150,15 @@ pub struct EvalRunArgs {
     /// Do not append the cells' runs to the history file.
     #[arg(long)]
     pub no_history: bool,
+    /// Run only the cases that failed or errored in an earlier eval of these prompts: `last` (bare
+    /// `--filter-failing`), or `--filter-failing=ID` (an id or an eval record file).
+    #[arg(long, value_name = "last|ID", num_args = 0..=1, require_equals = true, default_missing_value = "last",
+          conflicts_with_all = ["from_batch", "watch"])]
+    pub filter_failing: Option<String>,
+    /// Run only the cells that errored in the last eval of these prompts; the others are kept from its
+    /// record, and the new record holds both.
+    #[arg(long, conflicts_with_all = ["filter_failing", "from_batch", "watch"])]
+    pub retry_errors: bool,
     /// Set the variables of a dotenv file (KEY=VALUE lines: provider keys, base URLs) for this eval;
     /// a variable already in the environment wins. Values are never printed or recorded.
     #[arg(long, value_name = "FILE")]
@@ -222,15 +231,48 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         }
         return finish(args, &record);
     }
-    let plan = EvalPlan::new(&options(args)?)?;
+    let mut options = options(args)?;
+    let mut plan = EvalPlan::new(&options)?;
     for warning in &plan.warnings {
         super::note!("tunebench: warning: {warning}");
     }
+    if let Some(which) = &args.filter_failing {
+        let earlier = plan.baseline(which, None).with_context(|| format!("--filter-failing {which}"))?;
+        let failing: Vec<String> = rerun::failing_cases(&earlier)
+            .into_iter()
+            .flatten()
+            .filter(|name| plan.rows.iter().any(|row| row.as_deref() == Some(name.as_str())))
+            .collect();
+        if failing.is_empty() {
+            super::note!("no case failed or errored in eval {}: nothing to run", earlier.id);
+            return Ok(ExitCode::SUCCESS);
+        }
+        super::note!("re-running the {} cases that failed or errored in eval {}", failing.len(), earlier.id);
+        options.cases = failing;
+        plan = EvalPlan::new(&options)?;
+    }
+    let kept = match args.retry_errors {
+        false => Vec::new(),
+        true => {
+            let last = plan.baseline("last", None).context("--retry-errors")?;
+            let kept = rerun::retry_errors(&mut plan, &last);
+            super::note!(
+                "re-running {} errored cells of eval {}, {} kept from it",
+                plan.cells.len(),
+                last.id,
+                kept.len()
+            );
+            kept
+        }
+    };
     refuse_overwriting_inputs(args, &plan)?;
     let base = baseline(args, &plan)?;
     fetch_local_model(args, &plan)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let mut record = run_plan(args, &plan, &runtime, super::interrupt::interrupted())?;
+    if args.retry_errors {
+        rerun::merge(&mut record, kept);
+    }
     if let Some(base) = &base {
         record.delta = Some(diff::delta(base, &record));
     }

@@ -45,6 +45,7 @@ mod replayed;
 pub mod report;
 pub mod report_file;
 pub mod report_html;
+pub mod rerun;
 pub mod score;
 pub mod store;
 pub mod totals;

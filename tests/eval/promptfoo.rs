@@ -294,3 +294,84 @@ fn an_env_file_gives_the_key_the_config_names_and_a_bad_line_names_its_place() {
     assert!(!message.contains(secret));
     assert_eq!(server.received().len(), before);
 }
+
+#[test]
+fn filter_failing_runs_again_only_the_cases_that_did_not_pass() {
+    use Verdict::{Fail, Pass};
+    let dir = tempfile::tempdir().unwrap();
+    let folder = fixture(dir.path(), "weights");
+    let config = folder.join("promptfooconfig.yaml");
+    let (_runtime, server) = server(WEIGHT_ANSWERS);
+    let first = eval_config(dir.path(), &config, &server, &["--no-cache"]);
+    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
+    let first = record(&first);
+    assert_eq!(server.received().len(), 5);
+    let again = eval_config(dir.path(), &config, &server, &["--no-cache", "--filter-failing"]);
+    assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+    let again = record(&again);
+    assert_eq!(
+        verdicts(&again),
+        [("every assertion must pass".to_string(), vec![Fail]), ("threshold missed".to_string(), vec![Fail])]
+    );
+    assert_eq!(server.received().len(), 7, "two requests, for the two failing cases alone");
+    // By id: the first eval's failing cases again; an eval where every case passed runs nothing.
+    let by_id = eval_config(dir.path(), &config, &server, &["--no-cache", &format!("--filter-failing={}", first.id)]);
+    assert_eq!(record(&by_id).rows.len(), 2);
+    let passing = eval_config(dir.path(), &config, &server, &["--case", "threshold reached", "--no-cache"]);
+    assert_eq!(verdicts(&record(&passing)), [("threshold reached".to_string(), vec![Pass])]);
+    let id = record(&passing).id;
+    let before = server.received().len();
+    let nothing = eval_config(dir.path(), &config, &server, &[&format!("--filter-failing={id}")]);
+    assert_eq!(nothing.status.code(), Some(0), "{}", stderr(&nothing));
+    assert!(stderr(&nothing).contains("nothing to run"), "{}", stderr(&nothing));
+    assert_eq!(server.received().len(), before);
+    let unknown = eval_config(dir.path(), &config, &server, &["--filter-failing=20990101-000000-00000"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
+    assert!(stderr(&unknown).contains("--filter-failing 20990101-000000-00000"), "{}", stderr(&unknown));
+}
+
+#[test]
+fn retry_errors_asks_again_for_the_errored_cells_alone_and_keeps_the_rest() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use Verdict::{Error, Fail, Pass};
+    let dir = tempfile::tempdir().unwrap();
+    let folder = fixture(dir.path(), "weights");
+    let config = folder.join("promptfooconfig.yaml");
+    // The first request about dates is refused; every later one is answered.
+    let refused = Arc::new(AtomicUsize::new(0));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let count = Arc::clone(&refused);
+    let handler = move |received: &Received| {
+        let body = received.body.clone();
+        if body.contains("dates") && count.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Reply::status(400, "application/json", "{\"error\": {\"message\": \"refused once\"}}");
+        }
+        let answer = WEIGHT_ANSWERS.iter().find(|(_, marker, _)| body.contains(marker)).map_or("?", |(_, _, a)| a);
+        Reply::chat_stream(answer, "stop", Some((10, 5)))
+    };
+    let server = runtime.block_on(WireServer::start_handler(handler)).unwrap();
+    let first = eval_config(dir.path(), &config, &server, &[]);
+    let first = record(&first);
+    let expected = |dates: Verdict| {
+        vec![
+            ("every assertion must pass".to_string(), vec![Fail]),
+            ("threshold reached".to_string(), vec![Pass]),
+            ("threshold missed".to_string(), vec![Fail]),
+            ("weight zero never fails".to_string(), vec![dates]),
+            ("regex and levenshtein".to_string(), vec![Pass]),
+        ]
+    };
+    assert_eq!(verdicts(&first), expected(Error));
+    let before = server.received().len();
+    let retried = eval_config(dir.path(), &config, &server, &["--retry-errors", "--no-cache"]);
+    assert_eq!(retried.status.code(), Some(1), "{}", stderr(&retried));
+    assert!(stderr(&retried).contains(&format!("re-running 1 errored cells of eval {}, 4 kept from it", first.id)));
+    let retried = record(&retried);
+    assert_eq!(server.received().len(), before + 1, "the errored cell alone is asked again");
+    assert_eq!(verdicts(&retried), expected(Pass));
+    assert_eq!(retried.totals.len(), 1);
+    // The kept cells are the first eval's, answer and all.
+    let kept = |r: &tunebench::eval::EvalRecord| r.cells.iter().find(|c| c.row == 0).unwrap().run.clone();
+    assert_eq!(format!("{:?}", kept(&retried)), format!("{:?}", kept(&first)));
+}
