@@ -17,6 +17,7 @@ mod eval_watch;
 pub mod export;
 pub mod history;
 pub mod import;
+mod import_promptfoo;
 pub mod input;
 pub mod interrupt;
 #[cfg(feature = "local")]

@@ -48,6 +48,7 @@ pub mod report_html;
 pub mod rerun;
 pub mod score;
 pub mod store;
+pub mod suite;
 pub mod totals;
 pub mod values;
 mod verdict;

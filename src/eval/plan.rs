@@ -194,6 +194,15 @@ struct Source {
     label: Option<String>,
 }
 
+/// The prompt file `path` holds (`text`), its dataset read in, and its text as the record keeps it.
+fn prompt_of(text: &str, path: &Path, options: &EvalOptions) -> Result<(PromptFile, PromptText), EvalError> {
+    let mut prompt = PromptFile::from_toml_str(text, path).map_err(|e| EvalError::Input(e.to_string()))?;
+    read_cases(&mut prompt, path, &crate::run::setup::base_dir(path), options)?;
+    let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let shown = PromptText { path: absolute, id: prompt.id.clone(), text: text.to_string() };
+    Ok((prompt, shown))
+}
+
 /// Reads `prompt`'s dataset (its `cases_file`, or `--cases`) into its cases.
 fn read_cases(prompt: &mut PromptFile, path: &Path, base_dir: &Path, options: &EvalOptions) -> Result<(), EvalError> {
     crate::dataset::read_into(prompt, path, base_dir, options.cases_file.as_deref(), &options.setup.variables)
@@ -235,9 +244,18 @@ impl EvalPlan {
                 prompts.push(PromptText { path: absolute, id, text });
                 continue;
             }
-            let mut prompt = PromptFile::from_toml_str(&text, path).map_err(|e| EvalError::Input(e.to_string()))?;
-            read_cases(&mut prompt, path, &base_dir, options)?;
-            prompts.push(PromptText { path: absolute, id: prompt.id.clone(), text });
+            if super::suite::is_suite(&text) {
+                for (label, file) in super::suite::read(path, &text)? {
+                    let text = crate::files::read_text(&file, crate::files::PROMPT_FILE)
+                        .map_err(|e| EvalError::Input(e.to_string()))?;
+                    let (prompt, shown) = prompt_of(&text, &file, options)?;
+                    prompts.push(shown);
+                    sources.push(Source { path: file, prompt, label: Some(label) });
+                }
+                continue;
+            }
+            let (prompt, shown) = prompt_of(&text, path, options)?;
+            prompts.push(shown);
             sources.push(Source { path: path.clone(), prompt, label: None });
         }
         let loaded: Vec<PromptFile> = sources.iter().map(|s| s.prompt.clone()).collect();

@@ -375,3 +375,64 @@ fn retry_errors_asks_again_for_the_errored_cells_alone_and_keeps_the_rest() {
     let kept = |r: &tunebench::eval::EvalRecord| r.cells.iter().find(|c| c.row == 0).unwrap().run.clone();
     assert_eq!(format!("{:?}", kept(&retried)), format!("{:?}", kept(&first)));
 }
+
+/// `tunebench import promptfoo CONFIG --out DIR` (`args` added).
+fn import(data: &Path, config: &Path, out: &Path, args: &[&str]) -> std::process::Output {
+    tunebench(data).args(["import", "promptfoo"]).arg(config).arg("--out").arg(out).args(args).output().unwrap()
+}
+
+#[test]
+fn an_imported_config_runs_the_same_matrix_with_the_same_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, answers) in [("guide", GUIDE_ANSWERS), ("csv", CSV_ANSWERS), ("weights", WEIGHT_ANSWERS)] {
+        let folder = fixture(dir.path(), name);
+        let config = folder.join("promptfooconfig.yaml");
+        let (_runtime, server) = server(answers);
+        let direct = eval_config(dir.path(), &config, &server, &["--no-cache"]);
+        let out = dir.path().join(format!("{name}-imported"));
+        let imported = import(dir.path(), &config, &out, &[]);
+        assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
+        assert!(out.join("suite.toml").is_file() && out.join("tests.jsonl").is_file());
+        let again = tunebench(dir.path())
+            .arg("eval")
+            .arg(out.join("suite.toml"))
+            .args(["--base-url", &format!("{}/v1", server.url()), "--json", "--no-cache"])
+            .env("PF_TEST_KEY", "k")
+            .output()
+            .unwrap();
+        assert_eq!(again.status.code(), direct.status.code(), "{name}: {}", stderr(&again));
+        let (direct, again) = (record(&direct), record(&again));
+        assert_eq!(verdicts(&again), verdicts(&direct), "{name}");
+        let labels = |r: &tunebench::eval::EvalRecord| r.columns.iter().map(|c| c.label.clone()).collect::<Vec<_>>();
+        assert_eq!(labels(&again), labels(&direct), "{name}");
+        let models = |r: &tunebench::eval::EvalRecord| r.columns.iter().map(|c| c.model_and_mode()).collect::<Vec<_>>();
+        assert_eq!(models(&again), models(&direct), "{name}");
+        assert_eq!(again.not_evaluated().len(), direct.not_evaluated().len(), "{name}");
+    }
+    // The big provider's settings live in its prompt files, its key by name alone.
+    let big = std::fs::read_to_string(dir.path().join("guide-imported/p2-openai-gpt-4o-2.toml")).unwrap();
+    assert!(big.contains("key_env = \"PF_TEST_KEY\""), "{big}");
+    assert!(big.contains("max_tokens = 64"), "{big}");
+}
+
+#[test]
+fn import_never_overwrites_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = fixture(dir.path(), "weights");
+    let config = folder.join("promptfooconfig.yaml");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("tests.jsonl"), "mine\n").unwrap();
+    let refused = import(dir.path(), &config, &out, &[]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("tests.jsonl exists already; nothing written (use --force"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+    assert_eq!(std::fs::read_to_string(out.join("tests.jsonl")).unwrap(), "mine\n");
+    let forced = import(dir.path(), &config, &out, &["--force"]);
+    assert_eq!(forced.status.code(), Some(0), "{}", stderr(&forced));
+    assert_eq!(std::fs::read_to_string(out.join("tests.jsonl")).unwrap().lines().count(), 5);
+}
