@@ -39,7 +39,9 @@ pub fn is_suite(text: &str) -> bool {
 /// Reads the suite at `path` (its text `text`): each column's prompt file resolved inside its folder.
 pub fn read(path: &Path, text: &str) -> Result<Vec<(String, PathBuf)>, EvalError> {
     let suite: Suite = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+        let line = e
+            .span()
+            .map(|span| text.as_bytes()[..span.start.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1);
         let at = line.map_or_else(|| path.display().to_string(), |l| format!("{}:{l}", path.display()));
         EvalError::Input(format!("{at}: not a suite: {}", e.message()))
     })?;

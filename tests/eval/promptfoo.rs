@@ -436,3 +436,50 @@ fn import_never_overwrites_without_force() {
     assert_eq!(forced.status.code(), Some(0), "{}", stderr(&forced));
     assert_eq!(std::fs::read_to_string(out.join("tests.jsonl")).unwrap().lines().count(), 5);
 }
+
+const STRUCTURED_ANSWERS: &[(&str, &str, &str)] = &[
+    ("*", "Lisbon", "{\"city\": \"Lisbon\", \"country\": \"Portugal\"}"),
+    ("*", "Oslo", "{\"city\": \"Oslo\", \"country\": \"Norway\"}"),
+    ("*", "Nice", "{\"city\": \"Nice\", \"country\": \"Italy\"}"),
+];
+
+#[test]
+fn a_raw_prompt_with_a_json_schema_asks_strict_mode_and_compares_json_as_json() {
+    use Verdict::{Fail, Pass};
+    let dir = tempfile::tempdir().unwrap();
+    let folder = fixture(dir.path(), "structured");
+    let (_runtime, server) = server(STRUCTURED_ANSWERS);
+    let output = eval_config(dir.path(), &folder.join("promptfooconfig.yaml"), &server, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let record = record(&output);
+    assert_eq!(record.columns[0].label, "extract · openai:chat:gpt-4o-mini");
+    assert_eq!(record.columns[0].model_and_mode(), "openai:gpt-4o-mini, json-schema");
+    assert_eq!(
+        verdicts(&record),
+        [
+            // Key order differs: JSON is compared as JSON.
+            ("exact object".to_string(), vec![Pass]),
+            ("schema holds".to_string(), vec![Pass]),
+            ("wrong country".to_string(), vec![Fail]),
+        ]
+    );
+    for request in server.received() {
+        let format = &request.json()["response_format"];
+        assert_eq!(format["type"], "json_schema", "{}", request.body);
+        assert_eq!(format["json_schema"]["schema"]["required"], serde_json::json!(["city", "country"]));
+    }
+}
+
+#[test]
+fn a_suite_names_its_prompts_inside_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.toml");
+    std::fs::write(&suite, "[[columns]]\nlabel = \"x\"\nprompt = \"../outside.toml\"\n").unwrap();
+    let output = tunebench(dir.path()).arg("eval").arg(&suite).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("suite.toml"), "{}", stderr(&output));
+    std::fs::write(&suite, "[[columns]]\nlabel = \"x\"\nprompt = \"a.toml\"\ncolour = \"red\"\n").unwrap();
+    let output = tunebench(dir.path()).arg("eval").arg(&suite).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("suite.toml:4: not a suite: unknown field `colour`"), "{}", stderr(&output));
+}
