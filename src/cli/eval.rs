@@ -5,7 +5,9 @@
 //!
 //! Exit codes: 0 every cell passed; 1 a cell failed, was truncated or got no answer, or (with
 //! `--fail-on-regression`) a cell regressed against the baseline; 2 bad input; 3 the provider could
-//! not be reached at all (every cell `error`); 130 stopped by ctrl-c.
+//! not be reached at all (every cell `error`); 4 a check could not be evaluated (a promptfoo assertion
+//! that needs code or another model: its cells are `error`, each listed by case and type); 130
+//! stopped by ctrl-c.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,7 +19,7 @@ use super::run_options::SetupFlags;
 use crate::eval::diff::{self, Delta};
 use crate::eval::pipeline::{self, EvalEvent, Pipeline};
 use crate::eval::report_file::ReportFormat;
-use crate::eval::{store, EvalOptions, EvalPlan, EvalRecord, ModelSpec};
+use crate::eval::{rerun, store, EvalOptions, EvalPlan, EvalRecord, ModelSpec};
 use crate::output::{Profile, ResponseType};
 use crate::provider::kind::ProviderKind;
 use crate::provider::replay::Pace;
@@ -25,6 +27,9 @@ use crate::run::{CacheMode, ReplayFrom, SetupOptions};
 
 /// The exit code when no cell got an answer: the provider could not be reached at all.
 pub const EXIT_UNREACHABLE: u8 = 3;
+/// The exit code when a check could not be evaluated (a promptfoo assertion tunebench does not map
+/// yet: `javascript`, `python`, `llm-rubric`, `similar`, …): the eval is incomplete, never passed.
+pub const EXIT_NOT_EVALUATED: u8 = 4;
 
 /// Options of `tunebench eval`.
 #[derive(Debug, clap::Args)]
@@ -71,7 +76,8 @@ pub struct DiffArgs {
 /// Options of an eval run.
 #[derive(Debug, clap::Args)]
 pub struct EvalRunArgs {
-    /// The prompt files (TOML): each a column (or one per model with several --model).
+    /// The prompt files (TOML): each a column (or one per model with several --model); or a promptfoo
+    /// config (promptfooconfig.yaml): a column per prompt × provider, a row per test.
     #[arg(required_unless_present = "from_batch")]
     pub prompts: Vec<PathBuf>,
     /// Only this case (repeat for several) [default: every case of each prompt].
@@ -144,9 +150,27 @@ pub struct EvalRunArgs {
     /// Do not append the cells' runs to the history file.
     #[arg(long)]
     pub no_history: bool,
+    /// Run only the cases that failed or errored in an earlier eval of these prompts: `last` (bare
+    /// `--filter-failing`), or `--filter-failing=ID` (an id or an eval record file).
+    #[arg(long, value_name = "last|ID", num_args = 0..=1, require_equals = true, default_missing_value = "last",
+          conflicts_with_all = ["from_batch", "watch"])]
+    pub filter_failing: Option<String>,
+    /// Run only the cells that errored in the last eval of these prompts; the others are kept from its
+    /// record, and the new record holds both.
+    #[arg(long, conflicts_with_all = ["filter_failing", "from_batch", "watch"])]
+    pub retry_errors: bool,
+    /// Set the variables of a dotenv file (KEY=VALUE lines: provider keys, base URLs) for this eval;
+    /// a variable already in the environment wins. Values are never printed or recorded.
+    #[arg(long, value_name = "FILE")]
+    pub env_file: Option<PathBuf>,
 }
 
 pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = args.run.env_file.as_deref().filter(|_| args.command.is_none()) {
+        for key in super::env_file::load(path)? {
+            super::note!("tunebench: {key} is set in the environment already: --env-file's value is not used");
+        }
+    }
     match &args.command {
         Some(EvalCommand::List(list)) => list_evals(list),
         Some(EvalCommand::Diff(diff)) => diff_evals(diff),
@@ -207,12 +231,48 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         }
         return finish(args, &record);
     }
-    let plan = EvalPlan::new(&options(args)?)?;
+    let mut options = options(args)?;
+    let mut plan = EvalPlan::new(&options)?;
+    for warning in &plan.warnings {
+        super::note!("tunebench: warning: {warning}");
+    }
+    if let Some(which) = &args.filter_failing {
+        let earlier = plan.baseline(which, None).with_context(|| format!("--filter-failing {which}"))?;
+        let failing: Vec<String> = rerun::failing_cases(&earlier)
+            .into_iter()
+            .flatten()
+            .filter(|name| plan.rows.iter().any(|row| row.as_deref() == Some(name.as_str())))
+            .collect();
+        if failing.is_empty() {
+            super::note!("no case failed or errored in eval {}: nothing to run", earlier.id);
+            return Ok(ExitCode::SUCCESS);
+        }
+        super::note!("re-running the {} cases that failed or errored in eval {}", failing.len(), earlier.id);
+        options.cases = failing;
+        plan = EvalPlan::new(&options)?;
+    }
+    let kept = match args.retry_errors {
+        false => Vec::new(),
+        true => {
+            let last = plan.baseline("last", None).context("--retry-errors")?;
+            let kept = rerun::retry_errors(&mut plan, &last);
+            super::note!(
+                "re-running {} errored cells of eval {}, {} kept from it",
+                plan.cells.len(),
+                last.id,
+                kept.len()
+            );
+            kept
+        }
+    };
     refuse_overwriting_inputs(args, &plan)?;
     let base = baseline(args, &plan)?;
     fetch_local_model(args, &plan)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let mut record = run_plan(args, &plan, &runtime, super::interrupt::interrupted())?;
+    if args.retry_errors {
+        rerun::merge(&mut record, kept);
+    }
     if let Some(base) = &base {
         record.delta = Some(diff::delta(base, &record));
     }
@@ -325,10 +385,13 @@ pub fn write_reports(args: &EvalRunArgs, record: &EvalRecord) -> anyhow::Result<
 }
 
 /// 0 all passed; 1 a cell did not pass, or a regression with `fail_on_regression`; 3 no cell got an
-/// answer (the provider could not be reached).
+/// answer (the provider could not be reached); 4 a check could not be evaluated.
 pub fn exit_code(record: &EvalRecord, delta: Option<&Delta>, fail_on_regression: bool) -> ExitCode {
     if record.unreachable() {
         return ExitCode::from(EXIT_UNREACHABLE);
+    }
+    if !record.not_evaluated().is_empty() {
+        return ExitCode::from(EXIT_NOT_EVALUATED);
     }
     let regressed = delta.is_some_and(|d| d.regressed > 0);
     if !record.all_passed() || (fail_on_regression && regressed) {

@@ -13,6 +13,7 @@ use crate::eval::report::{difference_line, verdict_name};
 use crate::eval::score::Verdict;
 use crate::eval::store::{utc, Listed};
 use crate::eval::totals::CellGroup;
+use crate::safe_text::escape_controls;
 
 /// `running 12 cells (3 cases × 2 columns × 2 runs), 4 at once` on stderr.
 pub fn plan_line(plan: &EvalPlan, concurrency: usize) {
@@ -47,6 +48,16 @@ pub fn report(record: &EvalRecord) -> String {
     if !failures.is_empty() {
         out.push('\n');
         out.push_str(&failures);
+    }
+    let unjudged = record.not_evaluated();
+    if !unjudged.is_empty() {
+        let code = super::eval::EXIT_NOT_EVALUATED;
+        let _ = writeln!(out, "\nnot evaluated ({} checks; their cells are errors, exit {code}):", unjudged.len());
+        for item in &unjudged {
+            let (case, check, at) =
+                (escape_controls(&item.case), escape_controls(&item.check), escape_controls(&item.at));
+            let _ = writeln!(out, "  {case}: {check} ({at})");
+        }
     }
     out
 }

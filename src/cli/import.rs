@@ -1,4 +1,5 @@
-//! `tunebench import trustgraph CONFIG.json [--out DIR]`: one prompt file per TrustGraph template.
+//! `tunebench import trustgraph CONFIG.json [--out DIR]`: one prompt file per TrustGraph template;
+//! `tunebench import promptfoo promptfooconfig.yaml --out DIR` ([`super::import_promptfoo`]).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,6 +16,9 @@ use crate::safe_text::escape_controls;
 pub enum ImportFormat {
     /// A TrustGraph prompt configuration (config seed file, or the config service's `prompt` entries).
     Trustgraph,
+    /// A promptfoo config (promptfooconfig.yaml): a prompt file per prompt × provider, the tests as
+    /// a dataset, and a suite file so `tunebench eval DIR/suite.toml` runs the same matrix.
+    Promptfoo,
 }
 
 /// Import prompts from another system's configuration: writes `<id>.toml` per prompt.
@@ -23,12 +27,12 @@ pub struct ImportArgs {
     /// Whose configuration it is.
     #[arg(value_enum)]
     pub format: ImportFormat,
-    /// The configuration file (JSON); - for standard input.
+    /// The configuration file (TrustGraph: JSON, - for standard input; promptfoo: its YAML file).
     pub config: PathBuf,
     /// Where to write the prompt files.
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
-    /// Overwrite prompt files that exist already.
+    /// Overwrite files that exist already.
     #[arg(long)]
     pub force: bool,
     /// Print what was written as JSON.
@@ -38,7 +42,9 @@ pub struct ImportArgs {
 
 /// Reads the configuration, writes the prompt files (all checked before any is written), reports.
 pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
-    let ImportFormat::Trustgraph = args.format;
+    if args.format == ImportFormat::Promptfoo {
+        return super::import_promptfoo::run(args);
+    }
     let text = read_text(&args.config)?;
     let config = trustgraph::import(&text)
         .with_context(|| format!("{}: not a usable TrustGraph configuration", args.config.display()))?;

@@ -12,12 +12,14 @@ pub mod bench_eval;
 pub mod bench_large;
 pub mod compare;
 mod compare_human;
+pub mod env_file;
 pub mod eval;
 mod eval_human;
 mod eval_watch;
 pub mod export;
 pub mod history;
 pub mod import;
+mod import_promptfoo;
 pub mod input;
 pub mod interrupt;
 #[cfg(feature = "local")]

@@ -53,7 +53,7 @@ const NAME_KEYS: [&str; 2] = ["name", "__description"];
 pub fn case_of(mut row: Map<String, Value>, how: Cells, at: RowAt<'_>) -> Result<Case, DatasetError> {
     if how == Cells::Text {
         // An empty cell says nothing (a column not every row fills).
-        for key in ["name", "__description", "expect", "expected", "__expected", "checks"] {
+        for key in ["name", "__description", "expect", "expected", "__expected", "checks", "pass_score"] {
             if row.get(key).and_then(Value::as_str).is_some_and(|cell| cell.trim().is_empty()) {
                 row.remove(key);
             }
@@ -70,8 +70,17 @@ pub fn case_of(mut row: Map<String, Value>, how: Cells, at: RowAt<'_>) -> Result
         None | Some(Value::Null) => Vec::new(),
         Some(value) => checks_of(json_in(value, how, "checks", at)?, how, at)?,
     };
+    let pass_score = match row.remove("pass_score") {
+        None | Some(Value::Null) => None,
+        Some(value) => match json_in(value, how, "pass_score", at)? {
+            Value::Number(n) if n.as_f64().is_some_and(|n| n.is_finite() && n >= 0.0) => n.as_f64(),
+            other => {
+                return Err(at.field_error(how, "pass_score", format!("a number, 0 or more, not {}", kind(&other))))
+            }
+        },
+    };
     let variables = variables_of(row, how, at)?;
-    Ok(Case { name, expect, variables, expected, checks, pass_score: None })
+    Ok(Case { name, expect, variables, expected, checks, pass_score })
 }
 
 fn name_of(row: &mut Map<String, Value>, how: Cells, at: RowAt<'_>) -> Result<String, DatasetError> {
@@ -167,7 +176,7 @@ fn variables_of(mut row: Map<String, Value>, how: Cells, at: RowAt<'_>) -> Resul
             Some(other) => Err(at.field_error(
                 how,
                 other,
-                format!("unknown beside `{key}` (a row holds name, expect, expected, checks and {key})"),
+                format!("unknown beside `{key}` (a row holds name, expect, expected, checks, pass_score and {key})"),
             )),
             None => Ok(vars),
         },

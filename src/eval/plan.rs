@@ -1,5 +1,6 @@
 //! What an eval runs: the cells `case × column × repeat`, where a column is a prompt version (a prompt
-//! file, or its json/jsonl twin) on a model. Every column is set up through the one run setup
+//! file, or its json/jsonl twin) on a model, or a promptfoo config's prompt on one of its providers
+//! (label `prompt · provider`, the provider's settings its own). Every column is set up through the one run setup
 //! ([`RunSetup`]), and every (case, column) gets its expectations once ([`Expectations::for_case`]).
 
 use std::collections::HashSet;
@@ -182,6 +183,36 @@ pub struct EvalPlan {
     pub repeat: u32,
     /// Row-major: every row's cells, column by column, repeat by repeat.
     pub cells: Vec<Cell>,
+    /// What the inputs say is read past (a promptfoo config's ignored keys, each at its `file:line`).
+    pub warnings: Vec<String>,
+}
+
+/// A prompt to make columns of: a prompt file, or one column of a promptfoo config (its label given).
+struct Source {
+    path: PathBuf,
+    prompt: PromptFile,
+    label: Option<String>,
+}
+
+/// The prompt file `path` holds (`text`), its dataset read in, and its text as the record keeps it.
+fn prompt_of(text: &str, path: &Path, options: &EvalOptions) -> Result<(PromptFile, PromptText), EvalError> {
+    let mut prompt = PromptFile::from_toml_str(text, path).map_err(|e| EvalError::Input(e.to_string()))?;
+    read_cases(&mut prompt, path, &crate::run::setup::base_dir(path), options)?;
+    let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let shown = PromptText { path: absolute, id: prompt.id.clone(), text: text.to_string() };
+    Ok((prompt, shown))
+}
+
+/// Reads `prompt`'s dataset (its `cases_file`, or `--cases`) into its cases.
+fn read_cases(prompt: &mut PromptFile, path: &Path, base_dir: &Path, options: &EvalOptions) -> Result<(), EvalError> {
+    crate::dataset::read_into(prompt, path, base_dir, options.cases_file.as_deref(), &options.setup.variables)
+        .map(|_| ())
+        .map_err(|e| EvalError::Input(e.to_string()))
+}
+
+/// A file's name without its extension.
+fn stem(path: &Path) -> String {
+    path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned())
 }
 
 impl EvalPlan {
@@ -194,30 +225,47 @@ impl EvalPlan {
         }
         let repeat = options.repeat.max(1);
         let mut prompts = Vec::new();
-        let mut loaded = Vec::new();
+        let mut sources = Vec::new();
+        let mut warnings = Vec::new();
         for path in &options.prompts {
             let text = crate::files::read_text(path, crate::files::PROMPT_FILE)
                 .map_err(|e| EvalError::Input(e.to_string()))?;
-            let mut prompt = PromptFile::from_toml_str(&text, path).map_err(|e| EvalError::Input(e.to_string()))?;
-            let base_dir = crate::run::setup::base_dir(path);
-            crate::dataset::read_into(
-                &mut prompt,
-                path,
-                &base_dir,
-                options.cases_file.as_deref(),
-                &options.setup.variables,
-            )
-            .map_err(|e| EvalError::Input(e.to_string()))?;
             let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-            prompts.push(PromptText { path: absolute, id: prompt.id.clone(), text });
-            loaded.push(prompt);
+            let base_dir = crate::run::setup::base_dir(path);
+            if crate::promptfoo::is_config(path) {
+                let config = crate::promptfoo::read(path).map_err(|e| EvalError::Input(e.to_string()))?;
+                warnings.extend(config.warnings.iter().cloned());
+                let id = config.description.clone().unwrap_or_else(|| stem(path));
+                for column in crate::promptfoo::columns(&config) {
+                    let mut prompt = column.prompt;
+                    read_cases(&mut prompt, path, &base_dir, options)?;
+                    sources.push(Source { path: path.clone(), prompt, label: Some(column.label) });
+                }
+                prompts.push(PromptText { path: absolute, id, text });
+                continue;
+            }
+            if super::suite::is_suite(&text) {
+                for (label, file) in super::suite::read(path, &text)? {
+                    let text = crate::files::read_text(&file, crate::files::PROMPT_FILE)
+                        .map_err(|e| EvalError::Input(e.to_string()))?;
+                    let (prompt, shown) = prompt_of(&text, &file, options)?;
+                    prompts.push(shown);
+                    sources.push(Source { path: file, prompt, label: Some(label) });
+                }
+                continue;
+            }
+            let (prompt, shown) = prompt_of(&text, path, options)?;
+            prompts.push(shown);
+            sources.push(Source { path: path.clone(), prompt, label: None });
         }
+        let loaded: Vec<PromptFile> = sources.iter().map(|s| s.prompt.clone()).collect();
         let rows = rows_of(&loaded, &options.cases)?;
         let models: Vec<Option<&ModelSpec>> =
             if options.models.is_empty() { vec![None] } else { options.models.iter().map(Some).collect() };
         let shared_ids = loaded.iter().enumerate().any(|(i, p)| loaded[..i].iter().any(|q| q.id == p.id));
         let mut columns = Vec::new();
-        for (prompt, path) in loaded.iter().zip(&options.prompts) {
+        for source in &sources {
+            let (prompt, path) = (&source.prompt, &source.path);
             let base_dir = crate::run::setup::base_dir(path);
             let names: HashSet<&str> = prompt.cases.iter().map(|c| c.name.as_str()).collect();
             let has = |row: &Option<String>| match row {
@@ -237,7 +285,11 @@ impl EvalPlan {
                 rows.iter().map(|row| if has(row) { found.next() } else { None }).collect();
             for version in versions(prompt, path, &base_dir, &options.types)? {
                 for model in &models {
-                    let name = if shared_ids { path.display().to_string() } else { prompt.id.clone() };
+                    let name = match &source.label {
+                        Some(label) => label.clone(),
+                        None if shared_ids => path.display().to_string(),
+                        None => prompt.id.clone(),
+                    };
                     let column = column_for(&version, path, *model, &options.setup, &name, options.models.len() > 1)?;
                     columns.push(PlannedColumn { expectations: expectations.clone(), ..column });
                 }
@@ -251,7 +303,7 @@ impl EvalPlan {
                 }
             }
         }
-        Ok(Self { prompts, columns, rows, repeat, cells })
+        Ok(Self { prompts, columns, rows, repeat, cells, warnings })
     }
 
     /// The columns as the record keeps them.

@@ -156,9 +156,33 @@ impl EvalRecord {
         !self.cells.is_empty() && self.cells.iter().all(|c| c.score.verdict == Verdict::Pass)
     }
 
-    /// Whether no cell got an answer at all (every one `error`): the provider could not be reached.
+    /// Whether no cell got an answer at all (every one `error`, none for a check it could not
+    /// judge): the provider could not be reached.
     pub fn unreachable(&self) -> bool {
-        !self.cells.is_empty() && self.cells.iter().all(|c| c.score.verdict == Verdict::Error)
+        !self.cells.is_empty()
+            && self
+                .cells
+                .iter()
+                .all(|c| c.score.verdict == Verdict::Error && !c.score.checks.iter().any(|k| k.not_evaluated))
+    }
+
+    /// The checks no cell could judge (a promptfoo assertion that needs code or another model), each
+    /// once per case: the case, the check (its type) and where it is written. Their cells are `error`.
+    pub fn not_evaluated(&self) -> Vec<NotEvaluated> {
+        let mut listed: Vec<NotEvaluated> = Vec::new();
+        for cell in &self.cells {
+            for check in cell.score.checks.iter().filter(|k| k.not_evaluated) {
+                let found = NotEvaluated {
+                    case: self.row_name(cell.row).to_string(),
+                    check: check.check.clone(),
+                    at: check.at.clone(),
+                };
+                if !listed.contains(&found) {
+                    listed.push(found);
+                }
+            }
+        }
+        listed
     }
 
     /// The prompt files as a set: `--baseline last` finds the last eval of the same set.
@@ -171,6 +195,15 @@ impl EvalRecord {
         self.totals = super::totals::column_totals(self);
         self.groups = super::totals::groups(self);
     }
+}
+
+/// A check of a case that could not be judged ([`EvalRecord::not_evaluated`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NotEvaluated {
+    pub case: String,
+    /// The check as written: `assert llm-rubric`.
+    pub check: String,
+    pub at: String,
 }
 
 /// Prompt paths as a set: sorted, without repeats (the plan keeps them absolute).

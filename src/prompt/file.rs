@@ -15,7 +15,7 @@
 //! [variables]                        # defaults (any JSON value)
 //! text = "..."
 //! [terms]                            # TrustGraph's global terms: under the variables
-//! [provider]                         # name, model, base_url, temperature, max_tokens, structured, stop
+//! [provider]                         # name, model, base_url, key_env, temperature, max_tokens, structured, stop
 //! [eval]                             # how cases are scored: match, pass_f1, pass_fields,
 //!                                    # compare_fields | ignore_fields, tolerance, exact
 //! [[checks]]                         # checks of every case's answer (see `prompt::expect`)
@@ -160,6 +160,10 @@ pub struct ProviderSettings {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// The environment variable holding the server's key, in place of the provider's own
+    /// (`OPENAI_API_KEY`, …): its name only; the key is read when the run starts, never written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_env: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -6,6 +6,7 @@
 
 mod asserts;
 mod cases;
+mod columns;
 mod node;
 mod prompts;
 mod providers;
@@ -18,6 +19,7 @@ use crate::provider::kind::ProviderKind;
 use node::{Node, Tree};
 
 pub use asserts::{parse_expected, Assert};
+pub use columns::{check_of, columns, Column};
 
 /// A config that cannot be read, or a bad value in it: where (`file:line`) and why.
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +122,19 @@ const REFUSED: [&str; 11] = [
     "targets",
     "defaultProvider",
 ];
+
+/// Whether `path` is a promptfoo config rather than a prompt file: named `promptfooconfig…`, or a
+/// text whose lines begin with the config's `prompts:` and `providers:` keys (a TOML prompt file
+/// cannot: `prompts:` is not TOML). A file that cannot be read is not one (its reader says why).
+pub fn is_config(path: &Path) -> bool {
+    let named = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("promptfooconfig"));
+    if named {
+        return true;
+    }
+    let Ok(text) = crate::files::read_text(path, crate::files::PROMPT_FILE) else { return false };
+    let starts = |key: &str| text.lines().any(|line| line.starts_with(key));
+    starts("prompts:") && starts("providers:")
+}
 
 /// Reads the config at `path` (a regular file within the prompt file cap); its `file://` paths are
 /// resolved in its folder, as a prompt file's are.

@@ -71,6 +71,9 @@ pub struct RunSetup {
     pub cache: CacheMode,
     /// The response cache's folder; `None`: `<cache dir>/responses`.
     pub cache_dir: Option<PathBuf>,
+    /// The environment variable the provider's key is read from in place of its own (the target's,
+    /// else the prompt's `[provider] key_env`): a name, never the key.
+    pub key_env: Option<String>,
 }
 
 impl RunSetup {
@@ -82,8 +85,10 @@ impl RunSetup {
     /// `prompt` as held in memory (the workbench's edited prompt; a derived twin), named by `path`.
     pub fn new(prompt: PromptFile, path: &Path, options: SetupOptions) -> anyhow::Result<Self> {
         let settings = settings(&prompt, &options)?;
+        let key_env = key_env(&prompt, &options)?;
         let setup = Self::with_settings(prompt, path, settings, options.profile)?;
         Ok(Self {
+            key_env,
             variables: options.variables,
             replay: options.target.replay,
             seed: options.seed,
@@ -97,8 +102,10 @@ impl RunSetup {
     /// is compiled and no answer could be judged. For a view redrawn every frame (the request preview).
     pub fn unchecked(prompt: PromptFile, path: &Path, options: SetupOptions) -> anyhow::Result<Self> {
         let settings = settings(&prompt, &options)?;
+        let key_env = key_env(&prompt, &options)?;
         let profile = options.profile.or(prompt.profile).unwrap_or_default();
         Ok(Self {
+            key_env,
             reading: Reading { response_type: prompt.response_type, profile, check: None },
             item_check: None,
             path: path.to_path_buf(),
@@ -138,6 +145,7 @@ impl RunSetup {
             seed: None,
             cache: CacheMode::Off,
             cache_dir: None,
+            key_env: None,
         })
     }
 
@@ -175,6 +183,12 @@ impl RunSetup {
     /// [`Self::provider`] reading the providers' variables through `lookup`; behind the response
     /// cache as [`Self::cache`] says (replay never is).
     pub fn provider_with(&self, case: Option<&str>, lookup: Lookup) -> Result<Arc<dyn Provider>, RunError> {
+        let key_var = self.settings.provider.endpoint().map(|vars| vars.key_var);
+        let keyed = |name: &str| match (&self.key_env, key_var) {
+            (Some(own), Some(key_var)) if name == key_var => lookup(own),
+            _ => lookup(name),
+        };
+        let lookup: Lookup = &keyed;
         match &self.replay {
             Some(ReplayFrom::Transcript(transcript)) if self.settings.provider == ProviderKind::Replay => {
                 Ok(Arc::new(Replay::new((**transcript).clone(), Pace::Instant)))
@@ -226,6 +240,22 @@ pub fn settings(prompt: &PromptFile, options: &SetupOptions) -> anyhow::Result<R
         };
     }
     Ok(settings)
+}
+
+/// The environment variable a run's key is read from: the target's, else the prompt's `key_env`
+/// (checked to be a variable's name, which is all that is ever shown).
+fn key_env(prompt: &PromptFile, options: &SetupOptions) -> Result<Option<String>, RunError> {
+    let Some(name) = options.target.key_env.clone().or_else(|| prompt.provider.key_env.clone()) else {
+        return Ok(None);
+    };
+    let good = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if good {
+        Ok(Some(name))
+    } else {
+        Err(RunError::Setting(format!("key_env {name:?} is not the name of an environment variable")))
+    }
 }
 
 /// The directory of a prompt file (`.` for a bare file name).

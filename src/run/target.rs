@@ -32,6 +32,9 @@ pub struct Target {
     pub base_url: Option<String>,
     pub structured: Option<StructuredMode>,
     pub max_tokens: Option<u32>,
+    /// The environment variable holding the server's key in place of the provider's own (a promptfoo
+    /// provider's `apiKeyEnvar`); `None`: the prompt's `key_env`, else the provider's variable.
+    pub key_env: Option<String>,
     /// What the replay provider plays (a replay with no model named plays under its transcript's).
     pub replay: Option<ReplayFrom>,
 }
@@ -71,6 +74,7 @@ impl Target {
             base_url: flags.base_url.clone(),
             structured,
             max_tokens: flags.max_tokens,
+            key_env: None,
             replay: None,
         };
         let rest =

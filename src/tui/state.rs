@@ -168,6 +168,7 @@ impl Choice {
             base_url: None,
             structured: self.structured,
             max_tokens: self.max_tokens,
+            key_env: None,
             replay: None,
         }
     }

@@ -12,6 +12,7 @@ mod cache;
 mod cli;
 mod datasets;
 mod hostile;
+mod promptfoo;
 mod reports;
 mod support;
 mod watch;

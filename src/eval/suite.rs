@@ -1,0 +1,122 @@
+//! A suite file: the columns of an eval named once, so `tunebench eval DIR/suite.toml` runs the same
+//! matrix again (what `import promptfoo` writes beside the prompt files it makes).
+//!
+//! ```toml
+//! [[columns]]
+//! label = "polite · big"          # what the matrix calls the column
+//! prompt = "p2-openai-gpt-4o-2.toml" # a prompt file in the suite's folder
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::EvalError;
+use crate::prompt::file::named;
+
+/// A suite: its columns in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    pub columns: Vec<SuiteColumn>,
+}
+
+/// One column: a prompt file (in the suite's folder) and its label.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteColumn {
+    pub label: String,
+    pub prompt: PathBuf,
+}
+
+/// Whether `text` (a `.toml` file) is a suite rather than a prompt file: its first table is
+/// `[[columns]]` and it has no `template`.
+pub fn is_suite(text: &str) -> bool {
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#'));
+    first == Some("[[columns]]")
+}
+
+/// Reads the suite at `path` (its text `text`): each column's prompt file resolved inside its folder.
+pub fn read(path: &Path, text: &str) -> Result<Vec<(String, PathBuf)>, EvalError> {
+    let suite: Suite = toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|span| text.as_bytes()[..span.start.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1);
+        let at = line.map_or_else(|| path.display().to_string(), |l| format!("{}:{l}", path.display()));
+        EvalError::Input(format!("{at}: not a suite: {}", e.message()))
+    })?;
+    if suite.columns.is_empty() {
+        return Err(EvalError::Input(format!("{}: the suite names no column", path.display())));
+    }
+    let base_dir = crate::run::setup::base_dir(path);
+    suite
+        .columns
+        .into_iter()
+        .map(|column| {
+            let prompt = named::resolve(&base_dir, "prompt", &column.prompt, None)
+                .map_err(|e| EvalError::Input(format!("{}: {e}", path.display())))?;
+            Ok((column.label, prompt))
+        })
+        .collect()
+}
+
+/// The suite's text: a comment saying where it came from, then its columns.
+pub fn to_toml(suite: &Suite, comment: &str) -> Result<String, EvalError> {
+    let body = toml::to_string(suite).map_err(|e| EvalError::Input(e.to_string()))?;
+    Ok(format!("# {comment}\n{body}"))
+}
+
+/// What `import promptfoo` writes: a prompt file per column (named by its id), the tests as a
+/// dataset every prompt names, and the suite naming the columns.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    pub prompts: Vec<crate::prompt::file::PromptFile>,
+    /// `tests.jsonl`: a row per test (name, vars, checks, pass_score).
+    pub dataset: String,
+    /// `suite.toml`.
+    pub suite: String,
+}
+
+/// The dataset's file name, beside the prompt files.
+pub const DATASET: &str = "tests.jsonl";
+/// The suite's file name.
+pub const SUITE: &str = "suite.toml";
+
+/// The files of `config`: the same prompts `eval CONFIG` runs, their cases moved into one dataset.
+pub fn import_promptfoo(config: &crate::promptfoo::Config) -> Result<Imported, EvalError> {
+    let columns = crate::promptfoo::columns(config);
+    let mut dataset = String::new();
+    if let Some(first) = columns.first() {
+        for case in &first.prompt.cases {
+            let mut row = serde_json::Map::new();
+            row.insert("name".into(), case.name.clone().into());
+            row.insert("vars".into(), serde_json::Value::Object(case.variables.clone()));
+            if !case.checks.is_empty() {
+                let checks = serde_json::to_value(&case.checks).map_err(|e| EvalError::Input(e.to_string()))?;
+                row.insert("checks".into(), checks);
+            }
+            if let Some(score) = case.pass_score {
+                row.insert("pass_score".into(), score.into());
+            }
+            dataset.push_str(&serde_json::Value::Object(row).to_string());
+            dataset.push('\n');
+        }
+    }
+    let mut prompts = Vec::with_capacity(columns.len());
+    let mut suite = Suite { columns: Vec::with_capacity(columns.len()) };
+    for column in columns {
+        let mut prompt = column.prompt;
+        prompt.cases.clear();
+        prompt.cases_file = Some(PathBuf::from(DATASET));
+        suite.columns.push(SuiteColumn {
+            label: column.label,
+            prompt: PathBuf::from(format!("{}.toml", crate::names::file_name(&prompt.id))),
+        });
+        prompts.push(prompt);
+    }
+    let comment = format!(
+        "tunebench suite imported from {}: `tunebench eval {SUITE}` runs its matrix",
+        config.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().replace(char::is_control, "?"))
+    );
+    Ok(Imported { prompts, dataset, suite: to_toml(&suite, &comment)? })
+}

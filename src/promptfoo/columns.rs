@@ -1,0 +1,101 @@
+//! A config as tunebench's own prompts: one prompt file per column (each prompt label × each
+//! provider label), the provider's settings in its `[provider]` (kind, model, `apiBaseUrl`, the key's
+//! variable, `temperature`, `max_tokens`, the structured mode a `response_format` asks), the tests as
+//! its cases (variables, assertions as checks of kind `assert`, `threshold` as `pass_score`). `eval
+//! CONFIG` runs these in memory and `import promptfoo` writes them: the two are the same prompts.
+
+use serde_json::Value;
+
+use super::{Assert, Config, Prompt, Provider};
+use crate::output::ResponseType;
+use crate::prompt::expect::{At, CheckKind, CheckSpec, Place};
+use crate::prompt::file::{Case, PromptFile};
+
+/// One column of a config's matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Column {
+    /// `prompt label · provider label`.
+    pub label: String,
+    /// The prompt on that provider, its tests as cases.
+    pub prompt: PromptFile,
+}
+
+/// Every column: prompts in order, each on every provider in order.
+pub fn columns(config: &Config) -> Vec<Column> {
+    let cases: Vec<Case> = config.tests.iter().map(case_of).collect();
+    let mut columns = Vec::with_capacity(config.prompts.len() * config.providers.len());
+    for (p, prompt) in config.prompts.iter().enumerate() {
+        for (q, provider) in config.providers.iter().enumerate() {
+            let id = crate::names::file_name(&format!("p{}-{}", p + 1, short(provider, q)));
+            let mut file = prompt_file(&id, prompt, provider);
+            file.description = Some(format!("promptfoo prompt {:?} on {:?}", prompt.label, provider.label));
+            file.cases = cases.clone();
+            columns.push(Column { label: format!("{} · {}", prompt.label, provider.label), prompt: file });
+        }
+    }
+    columns
+}
+
+/// The part of a column's id after the prompt's number: the provider's model and number.
+fn short(provider: &Provider, index: usize) -> String {
+    let model: String =
+        provider.model.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '-' }).take(40).collect();
+    format!("{}-{model}-{}", provider.kind.name(), index + 1)
+}
+
+/// `prompt` on `provider`, as a prompt file (no cases yet).
+fn prompt_file(id: &str, prompt: &Prompt, provider: &Provider) -> PromptFile {
+    let mut file = PromptFile::new(id, prompt.template.clone());
+    file.system.clone_from(&prompt.system);
+    let (provider_schema, provider_json) = match &provider.response_format {
+        Some(format) => match format.get("type").and_then(Value::as_str) {
+            Some("json_schema") => (format.pointer("/json_schema/schema").cloned(), true),
+            Some("json_object") => (None, true),
+            _ => (None, false),
+        },
+        None => (None, false),
+    };
+    let schema = prompt.schema.clone().or(provider_schema);
+    let json = prompt.json || provider_json;
+    if json {
+        file.response_type = ResponseType::Json;
+        file.provider.structured = Some(if schema.is_some() { "json-schema" } else { "json-object" }.to_string());
+    }
+    file.schema = schema;
+    let settings = &mut file.provider;
+    settings.name = Some(provider.kind.name().to_string());
+    settings.model = Some(provider.model.clone());
+    settings.base_url.clone_from(&provider.base_url);
+    settings.key_env.clone_from(&provider.api_key_env);
+    settings.temperature = provider.temperature;
+    settings.max_tokens = provider.max_tokens;
+    file
+}
+
+/// A test as a case: its variables, its assertions as checks, its threshold as the pass score.
+fn case_of(test: &super::Test) -> Case {
+    Case {
+        name: test.name.clone(),
+        variables: test.vars.clone(),
+        checks: test.asserts.iter().map(check_of).collect(),
+        pass_score: test.threshold,
+        ..Case::default()
+    }
+}
+
+/// An assertion as a check of kind `assert`, placed at its `file:line`.
+pub fn check_of(assert: &Assert) -> CheckSpec {
+    let mut check = CheckSpec::new(CheckKind::Assert);
+    check.assert = Some(assert.kind.clone());
+    check.value.clone_from(&assert.value);
+    check.threshold = assert.threshold;
+    check.weight = (assert.weight != 1.0).then_some(assert.weight);
+    check.at = At(place_of(&assert.at));
+    check
+}
+
+/// `file:line` as a place.
+fn place_of(at: &str) -> Option<Place> {
+    let (path, line) = at.rsplit_once(':')?;
+    Some(Place { path: path.into(), line: line.parse().ok()?, column: 1 })
+}
