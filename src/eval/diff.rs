@@ -381,9 +381,10 @@ fn bucket_of(difference: &Difference) -> String {
     match difference {
         Difference::Missing { key, expected } => format!("missing\u{1f}{key}\u{1f}{}", exact.key_text(&[expected])),
         Difference::Extra { key, got } => format!("extra\u{1f}{key}\u{1f}{}", exact.key_text(&[got])),
-        Difference::Field { key, field, expected, got } => {
+        Difference::Field { key, field, expected, got, .. } => {
             format!("field\u{1f}{key}\u{1f}{field}\u{1f}{}", exact.key_text(&[expected, got]))
         }
+        Difference::Fuzzy { key, got_key, .. } => format!("fuzzy\u{1f}{key}\u{1f}{got_key}"),
     }
 }
 

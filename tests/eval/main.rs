@@ -10,6 +10,7 @@ mod baseline;
 mod batch;
 mod cache;
 mod cli;
+mod close_enough;
 mod datasets;
 mod hostile;
 mod reports;
