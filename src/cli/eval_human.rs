@@ -294,7 +294,11 @@ pub fn eval_diff(a: &EvalRecord, b: &EvalRecord, diff: &EvalDiff) -> String {
         models(b)
     );
     for edit in &diff.prompts {
-        let _ = write!(out, "\nprompt {} changed:\n{}", edit.prompt, edit.diff);
+        let only = if edit.scoring_only { " (only its [eval] settings: how answers are scored)" } else { "" };
+        let _ = write!(out, "\nprompt {} changed{only}:\n{}", edit.prompt, edit.diff);
+    }
+    if diff.scoring_only() {
+        out.push_str("\nonly the comparator changed: the answers are the same, scored differently\n");
     }
     let summary = Delta {
         baseline: diff.a.clone(),
@@ -335,6 +339,9 @@ pub fn eval_diff(a: &EvalRecord, b: &EvalRecord, diff: &EvalDiff) -> String {
             side(&case.delta.before),
             side(&case.delta.after)
         );
+        if case.same_answer {
+            out.push_str("  the same answer: only its scoring changed\n");
+        }
         if case.reason_before != case.reason_after {
             if let Some(reason) = &case.reason_after {
                 let _ = writeln!(out, "  now: {reason}");

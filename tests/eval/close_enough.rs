@@ -125,3 +125,34 @@ fn a_bad_comparator_stops_the_eval_before_any_model_call() {
     }
     assert!(server.received().is_empty(), "no model was called");
 }
+
+#[test]
+fn eval_diff_says_when_only_the_comparator_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_runtime, server) = invoice_server();
+    let strict = INVOICE.replace("pass_f1 = 0.7\n", "pass_f1 = 0.7\npass_fields = 0.9\n");
+    let prompt = prompt_in(dir.path(), &strict.replace("threshold = 0.9", "threshold = 0.95"));
+    // The note at 0.84 against 0.95 scores 0.84: fields (2 + 0.84) / 3 = 0.947 ≥ 0.9, a pass.
+    let first = record(&eval(dir.path(), &prompt, &server, &["--json"]));
+    // Loosened to 0.8 the note agrees: the same answer (from the cache), only the scoring differs.
+    std::fs::write(&prompt, strict.replace("threshold = 0.9", "threshold = 0.8")).unwrap();
+    let second = record(&eval(dir.path(), &prompt, &server, &["--json"]));
+    assert_eq!(first.cells[0].run.answer, second.cells[0].run.answer);
+    let diff = tunebench(dir.path()).args(["eval", "diff", &first.id, &second.id, "--json"]).output().unwrap();
+    assert_eq!(diff.status.code(), Some(0), "{}", stderr(&diff));
+    let diff: serde_json::Value = serde_json::from_slice(&diff.stdout).unwrap();
+    assert_eq!(diff["prompts"][0]["scoring_only"], true, "{diff}");
+    assert_eq!(diff["cases"][0]["same_answer"], true, "{diff}");
+    let human = tunebench(dir.path()).args(["eval", "diff", &first.id, &second.id]).output().unwrap();
+    let human = String::from_utf8(human.stdout).unwrap();
+    assert!(human.contains("prompt invoice changed (only its [eval] settings: how answers are scored)"), "{human}");
+    assert!(human.contains("only the comparator changed: the answers are the same, scored differently"), "{human}");
+    assert!(human.contains("  the same answer: only its scoring changed"), "{human}");
+    assert!(human.contains("  fixed: Espresso machine /note"), "{human}");
+    // An edit outside [eval] is not scoring only.
+    std::fs::write(&prompt, strict.replace("List the lines", "List every line")).unwrap();
+    let third = record(&eval(dir.path(), &prompt, &server, &["--json"]));
+    let diff = tunebench(dir.path()).args(["eval", "diff", &second.id, &third.id]).output().unwrap();
+    let human = String::from_utf8(diff.stdout).unwrap();
+    assert!(!human.contains("only the comparator changed") && !human.contains("only its [eval]"), "{human}");
+}
