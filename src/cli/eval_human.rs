@@ -149,6 +149,10 @@ pub fn matrix(record: &EvalRecord, delta: Option<&Delta>) -> String {
 /// The totals, a line per column (and one more with repeats).
 pub fn totals(record: &EvalRecord) -> String {
     let mut out = String::from("totals:\n");
+    // Columns in several structured modes (`--structured a,b`): what forcing the schema costs or buys.
+    let mut modes: Vec<_> = record.columns.iter().filter_map(|c| c.structured).collect();
+    modes.dedup();
+    let several_modes = modes.len() > 1;
     for totals in &record.totals {
         let f1 = totals.mean_f1.map(|f| format!(" · mean F1 {f:.2}")).unwrap_or_default();
         let truncated =
@@ -167,6 +171,16 @@ pub fn totals(record: &EvalRecord) -> String {
             totals.tokens_out,
             totals.duration_ms as f64 / 1000.0,
         );
+        if several_modes {
+            let _ = writeln!(
+                out,
+                "      answers: {} right · {} valid but wrong · {} invalid{}",
+                totals.passed,
+                totals.valid_wrong,
+                totals.invalid,
+                if totals.errors > 0 { format!(" · {} no answer", totals.errors) } else { String::new() }
+            );
+        }
         if let Some(pass_all) = totals.pass_all {
             let _ = writeln!(
                 out,

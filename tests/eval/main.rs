@@ -11,6 +11,7 @@ mod batch;
 mod cache;
 mod cli;
 mod close_enough;
+mod constraint_tax;
 mod datasets;
 mod hostile;
 mod reports;
