@@ -94,8 +94,11 @@ pub fn score_items(
     }
     let paired = paired_with.iter().flatten().count();
     // An exact pair counts 1 in precision and recall, a pair by similarity its similarity.
-    let credit: f64 =
-        (0..expected.len()).filter(|e| paired_with[*e].is_some()).map(|e| fuzzy_similarity[e].unwrap_or(1.0)).sum();
+    let credit: f64 = (0..expected.len())
+        .filter(|e| paired_with[*e].is_some())
+        .map(|e| fuzzy_similarity[e].unwrap_or(1.0))
+        // Not `sum()`: a float sum of nothing is -0.0, and an F1 of it prints "-0.00".
+        .fold(0.0, |sum, credit| sum + credit);
     let mut differences = Vec::new();
     let (mut compared, mut agreeing) = (0usize, 0.0f64);
     for (e, item) in expected.iter().enumerate() {

@@ -79,6 +79,7 @@ fn empty_against_empty_scores_one_and_either_side_empty_scores_zero() {
     // One item when none was expected: P = 0/1, R = 1, F1 = 0.
     let (chatty, _) = score_items(&[], &[json!({"drug": "x"})], &drug_key(), &settings);
     assert_eq!((chatty.precision, chatty.recall, chatty.f1), (0.0, 1.0, 0.0));
+    assert!(chatty.f1.is_sign_positive(), "an F1 of 0 prints 0.00, never -0.00");
 }
 
 #[test]
