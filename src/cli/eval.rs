@@ -185,6 +185,13 @@ pub fn options(args: &EvalRunArgs) -> anyhow::Result<EvalOptions> {
         format!("--replay-speed {:?}: use recorded, instant, or a speed such as 10x", args.replay_speed)
     })?;
     let models = args.models.iter().map(|m| ModelSpec::parse(m)).collect::<Result<Vec<_>, _>>()?;
+    // `--structured a,b`: a column per mode, each column's mode set by the plan.
+    let structured = args.flags.structured_list();
+    let setup = if structured.is_empty() {
+        args.flags.setup_options(None)?
+    } else {
+        args.flags.setup_options_each_mode(None)?
+    };
     Ok(EvalOptions {
         prompts: args.prompts.clone(),
         cases: args.cases.clone(),
@@ -192,14 +199,9 @@ pub fn options(args: &EvalRunArgs) -> anyhow::Result<EvalOptions> {
         models,
         repeat: args.repeat,
         types: args.types.clone(),
+        structured,
         setup: super::run::replaying(
-            SetupOptions {
-                profile: args.profile,
-                seed: args.seed,
-                cache: cache_mode(args),
-                cache_dir: None,
-                ..args.flags.setup_options(None)?
-            },
+            SetupOptions { profile: args.profile, seed: args.seed, cache: cache_mode(args), cache_dir: None, ..setup },
             args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),
         ),
     })

@@ -160,6 +160,10 @@ pub fn matrix(record: &EvalRecord, delta: Option<&Delta>) -> String {
 /// The totals, a line per column (and one more with repeats).
 pub fn totals(record: &EvalRecord) -> String {
     let mut out = String::from("totals:\n");
+    // Columns in several structured modes (`--structured a,b`): what forcing the schema costs or buys.
+    let mut modes: Vec<_> = record.columns.iter().filter_map(|c| c.structured).collect();
+    modes.dedup();
+    let several_modes = modes.len() > 1;
     for totals in &record.totals {
         let f1 = totals.mean_f1.map(|f| format!(" · mean F1 {f:.2}")).unwrap_or_default();
         let truncated =
@@ -178,6 +182,16 @@ pub fn totals(record: &EvalRecord) -> String {
             totals.tokens_out,
             totals.duration_ms as f64 / 1000.0,
         );
+        if several_modes {
+            let _ = writeln!(
+                out,
+                "      answers: {} right · {} valid but wrong · {} invalid{}",
+                totals.passed,
+                totals.valid_wrong,
+                totals.invalid,
+                if totals.errors > 0 { format!(" · {} no answer", totals.errors) } else { String::new() }
+            );
+        }
         if let Some(pass_all) = totals.pass_all {
             let _ = writeln!(
                 out,
@@ -305,7 +319,11 @@ pub fn eval_diff(a: &EvalRecord, b: &EvalRecord, diff: &EvalDiff) -> String {
         models(b)
     );
     for edit in &diff.prompts {
-        let _ = write!(out, "\nprompt {} changed:\n{}", edit.prompt, edit.diff);
+        let only = if edit.scoring_only { " (only its [eval] settings: how answers are scored)" } else { "" };
+        let _ = write!(out, "\nprompt {} changed{only}:\n{}", edit.prompt, edit.diff);
+    }
+    if diff.scoring_only() {
+        out.push_str("\nonly the comparator changed: the answers are the same, scored differently\n");
     }
     let summary = Delta {
         baseline: diff.a.clone(),
@@ -346,6 +364,9 @@ pub fn eval_diff(a: &EvalRecord, b: &EvalRecord, diff: &EvalDiff) -> String {
             side(&case.delta.before),
             side(&case.delta.after)
         );
+        if case.same_answer {
+            out.push_str("  the same answer: only its scoring changed\n");
+        }
         if case.reason_before != case.reason_after {
             if let Some(reason) = &case.reason_after {
                 let _ = writeln!(out, "  now: {reason}");

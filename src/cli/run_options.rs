@@ -39,9 +39,10 @@ pub struct SetupFlags {
     pub base_url: Option<String>,
     #[command(flatten)]
     pub sampling: Sampling,
-    /// How the answer is held to JSON [default: the prompt's; else constrained for a json/jsonl prompt
-    /// on local, none otherwise].
-    #[arg(long, value_parser = ["none", "json-object", "json-schema", "constrained"])]
+    /// How the answer is held to JSON: none, json-object, json-schema or constrained [default: the
+    /// prompt's; else constrained for a json/jsonl prompt on local, none otherwise]. `eval` takes
+    /// several, comma-separated: a column per mode over the same cases.
+    #[arg(long, value_parser = structured_modes)]
     pub structured: Option<String>,
     /// Turns allowed: a failed answer is retried with error feedback [default: the prompt's, else 1].
     #[arg(long)]
@@ -79,7 +80,23 @@ pub struct SetupFlags {
     pub logprobs: bool,
 }
 
+/// `--structured`: one mode or several, comma-separated, each a known one (named when not).
+fn structured_modes(text: &str) -> Result<String, String> {
+    for mode in text.split(',') {
+        if crate::provider::StructuredMode::parse(mode.trim()).is_none() {
+            return Err(format!("{mode:?} is not a structured mode: none, json-object, json-schema, constrained"));
+        }
+    }
+    Ok(text.to_string())
+}
+
 impl SetupFlags {
+    /// `--structured` as several modes (`eval`'s a column per mode), when it names more than one.
+    pub fn structured_list(&self) -> Vec<crate::provider::StructuredMode> {
+        let Some(text) = self.structured.as_deref().filter(|t| t.contains(',')) else { return Vec::new() };
+        text.split(',').filter_map(|mode| crate::provider::StructuredMode::parse(mode.trim())).collect()
+    }
+
     /// The command line's provider settings (over the prompt's `[provider]`), with `model`.
     pub fn provider_settings(&self, model: Option<String>) -> ProviderSettings {
         ProviderSettings {
@@ -107,11 +124,21 @@ impl SetupFlags {
     /// The run setup's options these flags give, with `model`: the target typed here (a bad
     /// `--provider` is an error naming it), the variables read, the turns and context window.
     pub fn setup_options(&self, model: Option<String>) -> anyhow::Result<SetupOptions> {
+        self.setup_options_over(self.provider_settings(model))
+    }
+
+    /// As [`SetupFlags::setup_options`], the structured mode left to each column (`eval
+    /// --structured a,b`).
+    pub fn setup_options_each_mode(&self, model: Option<String>) -> anyhow::Result<SetupOptions> {
+        self.setup_options_over(ProviderSettings { structured: None, ..self.provider_settings(model) })
+    }
+
+    fn setup_options_over(&self, flags: ProviderSettings) -> anyhow::Result<SetupOptions> {
         Ok(SetupOptions {
             max_turns: self.max_turns,
             context_tokens: Some(self.context_tokens),
             variables: self.variables()?,
-            ..SetupOptions::from_flags(self.provider_settings(model))?
+            ..SetupOptions::from_flags(flags)?
         })
     }
 }

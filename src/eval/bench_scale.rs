@@ -197,6 +197,8 @@ pub fn record(cases: usize, side: usize) -> EvalRecord {
                         field: "/definition".into(),
                         expected: json!("A thing."),
                         got: json!(format!("Something else {k}.")),
+                        score: None,
+                        note: None,
                     }
                 })
                 .collect();
@@ -216,6 +218,7 @@ pub fn record(cases: usize, side: usize) -> EvalRecord {
                 answer_items: 5,
                 expected_items: 5,
                 paired: 5,
+                fuzzy: 0,
                 precision: 1.0,
                 recall: 1.0,
                 f1: 1.0,

@@ -283,6 +283,10 @@ pub struct CaseDiff {
     /// Differences from the expected answer that B no longer has (fixed) and that B has anew.
     pub fixed: Vec<Difference>,
     pub introduced: Vec<Difference>,
+    /// Both sides hold the same answer text: only how it was scored changed (a comparator, a
+    /// threshold, the pairing).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub same_answer: bool,
 }
 
 /// A prompt file's edit between the two evals, as a unified diff.
@@ -290,6 +294,9 @@ pub struct CaseDiff {
 pub struct PromptEdit {
     pub prompt: String,
     pub diff: String,
+    /// Only the `[eval]` table changed (its comparators, thresholds, pairing): what is asked is the same.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub scoring_only: bool,
 }
 
 /// `eval diff A B`.
@@ -333,6 +340,10 @@ pub fn diff(a: &EvalRecord, b: &EvalRecord) -> EvalDiff {
             if cell.change == Change::Same && checks.is_empty() && fixed.is_empty() && introduced.is_empty() {
                 continue;
             }
+            let same_answer = match (before, after) {
+                (Some(b), Some(a)) => b.run.error.is_none() && a.run.error.is_none() && b.run.answer == a.run.answer,
+                _ => false,
+            };
             cases.push(CaseDiff {
                 delta: cell.clone(),
                 reason_before: before.map(|c| c.score.reason.clone()),
@@ -340,6 +351,7 @@ pub fn diff(a: &EvalRecord, b: &EvalRecord) -> EvalDiff {
                 checks,
                 fixed,
                 introduced,
+                same_answer,
             });
         }
     }
@@ -381,9 +393,10 @@ fn bucket_of(difference: &Difference) -> String {
     match difference {
         Difference::Missing { key, expected } => format!("missing\u{1f}{key}\u{1f}{}", exact.key_text(&[expected])),
         Difference::Extra { key, got } => format!("extra\u{1f}{key}\u{1f}{}", exact.key_text(&[got])),
-        Difference::Field { key, field, expected, got } => {
+        Difference::Field { key, field, expected, got, .. } => {
             format!("field\u{1f}{key}\u{1f}{field}\u{1f}{}", exact.key_text(&[expected, got]))
         }
+        Difference::Fuzzy { key, got_key, .. } => format!("fuzzy\u{1f}{key}\u{1f}{got_key}"),
     }
 }
 
@@ -453,9 +466,28 @@ fn prompt_edits(a: &EvalRecord, b: &EvalRecord) -> Vec<PromptEdit> {
             .context_radius(2)
             .header(&format!("A {}", before.path.display()), &format!("B {}", after.path.display()))
             .to_string();
-        edits.push(PromptEdit { prompt: after.id.clone(), diff });
+        let scoring_only = only_eval_differs(&before.text, &after.text);
+        edits.push(PromptEdit { prompt: after.id.clone(), diff, scoring_only });
     }
     edits
+}
+
+/// Whether two prompt files differ in their `[eval]` table alone (both read as TOML).
+fn only_eval_differs(before: &str, after: &str) -> bool {
+    let read = |text: &str| text.parse::<toml::Table>().ok();
+    let (Some(mut before), Some(mut after)) = (read(before), read(after)) else { return false };
+    let (eval_before, eval_after) = (before.remove("eval"), after.remove("eval"));
+    before == after && eval_before != eval_after
+}
+
+impl EvalDiff {
+    /// Every prompt edit is to `[eval]` alone and every case that changed kept its answer: the
+    /// comparators (or thresholds, or pairing) changed, not the model's answers.
+    pub fn scoring_only(&self) -> bool {
+        !self.prompts.is_empty()
+            && self.prompts.iter().all(|p| p.scoring_only)
+            && self.cases.iter().all(|c| c.same_answer)
+    }
 }
 
 #[cfg(test)]

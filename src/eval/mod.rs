@@ -35,6 +35,7 @@ pub mod bench;
 #[cfg(feature = "testing")]
 pub mod bench_scale;
 pub mod checks;
+pub mod comparators;
 pub mod diff;
 pub mod pairing;
 pub mod pipeline;

@@ -9,17 +9,25 @@
 //! on the most fields in all, whatever order either side came in (`assign`: exact up to a group
 //! size, then a documented greedy that is still order-independent).
 //!
+//! With `[eval] match_similarity`, the items left unpaired then pair by key similarity (`fuzzy`):
+//! such a pair counts its similarity, not 1, in precision and recall (partial credit), and its
+//! difference row says how close the keys were.
+//!
 //! Fields compared: `compare_fields` when set (those present in the expected item), else every
 //! top-level field of the expected item but the key's and `ignore_fields` (an expected value that is
-//! not an object, such as a text answer's text, is compared whole). An answer that lacks a
-//! field the expected item has disagrees on it; a field only the answer has is not compared.
+//! not an object, such as a text answer's text, is compared whole); and every field `[eval.fields]`
+//! gives a comparator. An answer that lacks a field the expected item has disagrees on it; a field
+//! only the answer has is not compared. Each field scores 0 to 1 (`comparators`): field accuracy is
+//! their mean.
 
 mod assign;
+mod fuzzy;
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::comparators::FieldRules;
 use super::score::{Difference, ItemScores};
 use super::values::{at, quote, Comparison};
 use crate::prompt::expect::resolve::PairKey;
@@ -36,6 +44,7 @@ pub fn score_items(
     settings: &EvalSettings,
 ) -> (ItemScores, Vec<Difference>) {
     let comparison = Comparison { exact: settings.exact(), tolerance: settings.tolerance() };
+    let rules = FieldRules::of(settings);
     let key_of = |item: &Value| {
         let parts = key.parts(item);
         let values: Vec<&Value> = parts.iter().map(|p| at(item, p)).collect();
@@ -50,8 +59,10 @@ pub fn score_items(
         by_key.entry(key_of(item)).or_default().1.push(index);
     }
     let fields: Vec<Vec<String>> = expected.iter().map(|item| compared_fields(item, key, settings)).collect();
+    // How far an answer item agrees with an expected one, in thousandths of a field.
     let agreeing_fields = |e: usize, a: usize| {
-        fields[e].iter().filter(|f| comparison.agree(at(expected[e], f), at(&answer[a], f))).count()
+        let scores = fields[e].iter().map(|f| rules.compare(f, at(expected[e], f), at(&answer[a], f)).score);
+        scores.map(|score| (score * 1000.0).round() as i64).sum::<i64>()
     };
     let compared_count = |e: usize| fields[e].len();
     let weighing =
@@ -65,26 +76,57 @@ pub fn score_items(
             taken[a] = true;
         }
     }
+    // Then, when the file asks, the items left pair by how alike their keys are.
+    let mut fuzzy_similarity: Vec<Option<f64>> = vec![None; expected.len()];
+    if let Some(threshold) = settings.match_similarity {
+        let left_expected: Vec<usize> = (0..expected.len()).filter(|e| paired_with[*e].is_none()).collect();
+        let left_answer: Vec<usize> = (0..answer.len()).filter(|a| !taken[*a]).collect();
+        let alike = |e: usize, a: usize| fuzzy::key_similarity(expected[e], &answer[a], key, comparison);
+        let order = |is_expected: bool, i: usize| {
+            let item = if is_expected { expected[i] } else { &answer[i] };
+            (key_of(item), item.to_string())
+        };
+        for (e, a, similarity) in fuzzy::pair_by_similarity(&left_expected, &left_answer, &alike, threshold, &order) {
+            paired_with[e] = Some(a);
+            taken[a] = true;
+            fuzzy_similarity[e] = Some(similarity);
+        }
+    }
     let paired = paired_with.iter().flatten().count();
+    // An exact pair counts 1 in precision and recall, a pair by similarity its similarity.
+    let credit: f64 = (0..expected.len())
+        .filter(|e| paired_with[*e].is_some())
+        .map(|e| fuzzy_similarity[e].unwrap_or(1.0))
+        // Not `sum()`: a float sum of nothing is -0.0, and an F1 of it prints "-0.00".
+        .fold(0.0, |sum, credit| sum + credit);
     let mut differences = Vec::new();
-    let (mut compared, mut agreeing) = (0usize, 0usize);
+    let (mut compared, mut agreeing) = (0usize, 0.0f64);
     for (e, item) in expected.iter().enumerate() {
         let Some(a) = paired_with[e] else {
             differences.push(Difference::Missing { key: display_key(item, key), expected: (*item).clone() });
             continue;
         };
         let got = &answer[a];
+        if let Some(similarity) = fuzzy_similarity[e] {
+            differences.push(Difference::Fuzzy {
+                key: display_key(item, key),
+                got_key: display_key(got, key),
+                similarity,
+            });
+        }
         for field in fields[e].iter().cloned() {
             let (want, have) = (at(item, &field), at(got, &field));
             compared += 1;
-            if comparison.agree(want, have) {
-                agreeing += 1;
-            } else {
+            let scored = rules.compare(&field, want, have);
+            agreeing += scored.score;
+            if !scored.agrees {
                 differences.push(Difference::Field {
                     key: display_key(item, key),
                     field,
                     expected: want.clone(),
                     got: have.clone(),
+                    score: (scored.score > 0.0).then_some(scored.score),
+                    note: scored.note,
                 });
             }
         }
@@ -94,14 +136,15 @@ pub fn score_items(
             differences.push(Difference::Extra { key: display_key(item, key), got: item.clone() });
         }
     }
-    let share = |part: usize, whole: usize, empty: f64| if whole == 0 { empty } else { part as f64 / whole as f64 };
-    let precision = share(paired, answer.len(), 1.0);
-    let recall = share(paired, expected.len(), 1.0);
+    let share = |part: f64, whole: usize, empty: f64| if whole == 0 { empty } else { part / whole as f64 };
+    let precision = share(credit, answer.len(), 1.0);
+    let recall = share(credit, expected.len(), 1.0);
     let f1 = if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) };
     let scores = ItemScores {
         answer_items: answer.len(),
         expected_items: expected.len(),
         paired,
+        fuzzy: fuzzy_similarity.iter().flatten().count(),
         precision,
         recall,
         f1,
@@ -111,8 +154,25 @@ pub fn score_items(
     (scores, differences)
 }
 
-/// The fields of `expected` that count (JSON Pointers).
+/// The fields of `expected` that count (JSON Pointers): as the module's docs say, then each field
+/// with a comparator that the expected item holds and no field listed holds (not a key's).
 fn compared_fields(expected: &Value, key: &PairKey, settings: &EvalSettings) -> Vec<String> {
+    let mut fields = listed_fields(expected, key, settings);
+    let key_parts = key.parts(expected);
+    for ruled in settings.fields.keys() {
+        let within = |outer: &String| ruled == outer || ruled.starts_with(&format!("{outer}/"));
+        if expected.pointer(ruled).is_some_and(|v| !v.is_null())
+            && !fields.iter().any(within)
+            && !key_parts.iter().any(within)
+        {
+            fields.push(ruled.clone());
+        }
+    }
+    fields
+}
+
+/// The fields `compare_fields`, `ignore_fields` and the key leave to compare.
+fn listed_fields(expected: &Value, key: &PairKey, settings: &EvalSettings) -> Vec<String> {
     let ignored: Vec<String> = settings.ignore_fields.iter().map(|f| pointer(f)).collect();
     if let Some(fields) = &settings.compare_fields {
         return fields

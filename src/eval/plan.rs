@@ -169,6 +169,9 @@ pub struct EvalOptions {
     pub repeat: u32,
     /// `--types`: each prompt in each of these response types (the prompt itself, or its twin).
     pub types: Vec<ResponseType>,
+    /// `--structured a,b`: a column per structured mode over the same cases (empty: the setup's one
+    /// mode), to see what forcing the schema costs or buys.
+    pub structured: Vec<crate::provider::StructuredMode>,
     /// The front end's run options, laid over each prompt (the model spec over those).
     pub setup: SetupOptions,
 }
@@ -283,15 +286,28 @@ impl EvalPlan {
             let mut found = found.into_iter();
             let expectations: Vec<Option<Expectations>> =
                 rows.iter().map(|row| if has(row) { found.next() } else { None }).collect();
+            let modes: Vec<Option<crate::provider::StructuredMode>> = match options.structured.as_slice() {
+                [] => vec![None],
+                modes => modes.iter().copied().map(Some).collect(),
+            };
             for version in versions(prompt, path, &base_dir, &options.types)? {
                 for model in &models {
-                    let name = match &source.label {
-                        Some(label) => label.clone(),
-                        None if shared_ids => path.display().to_string(),
-                        None => prompt.id.clone(),
-                    };
-                    let column = column_for(&version, path, *model, &options.setup, &name, options.models.len() > 1)?;
-                    columns.push(PlannedColumn { expectations: expectations.clone(), ..column });
+                    for mode in &modes {
+                        let name = match &source.label {
+                            Some(label) => label.clone(),
+                            None if shared_ids => path.display().to_string(),
+                            None => prompt.id.clone(),
+                        };
+                        let mut setup = options.setup.clone();
+                        if let Some(mode) = mode {
+                            setup.target.structured = Some(*mode);
+                        }
+                        let mut column = column_for(&version, path, *model, &setup, &name, options.models.len() > 1)?;
+                        if let (Some(mode), true) = (mode, modes.len() > 1) {
+                            column.column.label = format!("{} · {mode}", column.column.label);
+                        }
+                        columns.push(PlannedColumn { expectations: expectations.clone(), ..column });
+                    }
                 }
             }
         }

@@ -35,12 +35,20 @@ pub fn xml_escape(text: &str) -> String {
     out
 }
 
-/// A difference in one line: `missing aspirin`, `extra codeine`, `ibuprofen /dose: expected 200, got 400`.
+/// A difference in one line: `missing aspirin`, `extra codeine`, `ibuprofen /dose: expected 200, got 400`,
+/// `aspirin /note: expected "…", got "…" (similarity 0.82 < 0.90)`, `Espresso machine ~ One Espresso
+/// machine: paired by key similarity 0.80`.
 pub fn difference_line(difference: &Difference) -> String {
     match difference {
         Difference::Missing { key, .. } => format!("missing {key}"),
         Difference::Extra { key, .. } => format!("extra {key}"),
-        Difference::Field { key, field, expected, got } => format!("{key} {field}: expected {expected}, got {got}"),
+        Difference::Field { key, field, expected, got, note, .. } => {
+            let note = note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+            format!("{key} {field}: expected {expected}, got {got}{note}")
+        }
+        Difference::Fuzzy { key, got_key, similarity } => {
+            format!("{key} ~ {got_key}: paired by key similarity {similarity:.2}")
+        }
     }
 }
 
@@ -163,7 +171,7 @@ pub fn csv_field(text: &str) -> String {
 }
 
 /// The CSV columns, in order.
-pub const CSV_HEADER: [&str; 20] = [
+pub const CSV_HEADER: [&str; 21] = [
     "case",
     "column",
     "prompt",
@@ -184,6 +192,7 @@ pub const CSV_HEADER: [&str; 20] = [
     "duration_ms",
     "truncated",
     "reason",
+    "fuzzy_pairs",
 ];
 
 /// The record as CSV: the header, then one line per cell (CRLF line ends, as RFC 4180 writes them).
@@ -215,6 +224,7 @@ pub fn csv(record: &EvalRecord) -> String {
             cell.run.duration_ms.to_string(),
             cell.run.truncated.to_string(),
             csv_field(&cell.score.reason),
+            items.map(|s| s.fuzzy.to_string()).unwrap_or_default(),
         ];
         out.push_str(&fields.join(","));
         out.push_str("\r\n");

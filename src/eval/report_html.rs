@@ -143,7 +143,8 @@ fn columns(record: &EvalRecord) -> String {
         out.push_str("<th>pass rate before</th><th>Δ pass rate</th><th>Δ mean F1</th>");
     }
     out.push_str(
-        "<th>items</th><th>tokens in / out</th><th>time</th><th>truncated</th><th>no answer</th><th>cached</th></tr>\n",
+        "<th>items</th><th>tokens in / out</th><th>time</th><th>truncated</th><th>no answer</th><th>cached</th>\
+         <th>right</th><th>valid but wrong</th><th>invalid</th></tr>\n",
     );
     for totals in &record.totals {
         let column = record.columns.get(totals.column);
@@ -175,14 +176,18 @@ fn columns(record: &EvalRecord) -> String {
         let _ = writeln!(
             out,
             "<td class=\"num\">{}</td><td class=\"num\">{} / {}</td><td class=\"num\">{:.1} s</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num right\">{}</td><td class=\"num valid-wrong\">{}</td><td class=\"num invalid\">{}</td></tr>",
             totals.valid_items,
             totals.tokens_in,
             totals.tokens_out,
             totals.duration_ms as f64 / 1000.0,
             totals.truncations,
             totals.errors,
-            totals.cached
+            totals.cached,
+            totals.passed,
+            totals.valid_wrong,
+            totals.invalid
         );
     }
     out.push_str("</table>\n");

@@ -45,10 +45,15 @@ pub struct ItemScores {
     pub answer_items: usize,
     pub expected_items: usize,
     pub paired: usize,
+    /// Of `paired`, the pairs made by key similarity (`[eval] match_similarity`); each counts its
+    /// similarity, not 1, in precision and recall.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fuzzy: usize,
     pub precision: f64,
     pub recall: f64,
     pub f1: f64,
-    /// Over paired items: the share of compared fields that agree (1.0 when nothing is compared).
+    /// Over paired items: the mean score of compared fields (1 each that agrees; a comparator's
+    /// partial credit below its threshold), 1.0 when nothing is compared.
     pub field_accuracy: f64,
     /// What pairs answer items with expected ones, as the report says it (e.g. "/type + /entity").
     pub key: String,
@@ -63,7 +68,25 @@ pub enum Difference {
     /// An answer item no expected item paired with.
     Extra { key: String, got: Value },
     /// A paired item whose field differs (`field` is a JSON Pointer inside the item).
-    Field { key: String, field: String, expected: Value, got: Value },
+    Field {
+        key: String,
+        field: String,
+        expected: Value,
+        got: Value,
+        /// The partial credit the field still scored (a comparator's similarity below its threshold).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        score: Option<f64>,
+        /// What the comparator says beyond expected and got (`similarity 0.82 < 0.90`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// An expected item paired with an answer item whose key is only alike (`[eval] match_similarity`):
+    /// `key` the expected item's, `got_key` the answer's, `similarity` how alike (0 to 1).
+    Fuzzy { key: String, got_key: String, similarity: f64 },
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One check's result.

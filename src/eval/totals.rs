@@ -37,6 +37,13 @@ pub struct ColumnTotals {
     /// Answers served from the response cache.
     #[serde(default)]
     pub cached: usize,
+    /// The constraint tax, with `passed` (right): answers that came but were not valid (malformed,
+    /// against the schema, cut off), and valid answers that did not pass (valid but wrong). With the
+    /// cells that got no answer (`errors`), these add up to `cells`.
+    #[serde(default)]
+    pub invalid: usize,
+    #[serde(default)]
+    pub valid_wrong: usize,
 }
 
 /// A row × column over its repeats.
@@ -135,6 +142,11 @@ pub fn column_totals(record: &EvalRecord) -> Vec<ColumnTotals> {
                 flaky: mine.iter().filter(|g| g.flaky).count(),
                 pass_all,
                 cached: cells.iter().filter(|c| c.run.cached).count(),
+                invalid: cells.iter().filter(|c| c.score.verdict != Verdict::Error && !c.run.valid).count(),
+                valid_wrong: cells
+                    .iter()
+                    .filter(|c| c.run.valid && !matches!(c.score.verdict, Verdict::Pass | Verdict::Error))
+                    .count(),
             }
         })
         .collect()

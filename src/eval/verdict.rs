@@ -89,7 +89,7 @@ pub(crate) fn score(expectations: &Expectations, record: &RunRecord) -> CaseScor
     if let Some(scores) = &scores {
         let (pass_f1, pass_fields) = (expectations.settings.pass_f1(), expectations.settings.pass_fields());
         if scores.f1 + SLACK < pass_f1 {
-            problems.push(format!("F1 {:.2} < pass_f1 {pass_f1}", scores.f1));
+            problems.push(format!("F1 {:.2}{} < pass_f1 {pass_f1}", scores.f1, fuzzy_note(scores)));
         }
         if scores.field_accuracy + SLACK < pass_fields {
             problems.push(format!("fields {:.2} < pass_fields {pass_fields}", scores.field_accuracy));
@@ -275,11 +275,20 @@ fn assert_problem(asserts: &[(&CheckResult, f64)], pass_score: Option<f64>) -> O
     }
 }
 
+/// ` (1 fuzzy pair)` after an F1 that counts pairs made by key similarity; else nothing.
+fn fuzzy_note(scores: &ItemScores) -> String {
+    match scores.fuzzy {
+        0 => String::new(),
+        1 => " (1 fuzzy pair)".to_string(),
+        n => format!(" ({n} fuzzy pairs)"),
+    }
+}
+
 /// `F1 1.00, fields 1.00; 3 checks passed`.
 fn passed_reason(scores: Option<&ItemScores>, checks: usize) -> String {
     let mut parts = Vec::new();
     if let Some(scores) = scores {
-        parts.push(format!("F1 {:.2}, fields {:.2}", scores.f1, scores.field_accuracy));
+        parts.push(format!("F1 {:.2}{}, fields {:.2}", scores.f1, fuzzy_note(scores), scores.field_accuracy));
     }
     match checks {
         0 => {}

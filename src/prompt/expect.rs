@@ -1,8 +1,9 @@
 //! What a case expects of its answer, as the prompt file writes it: the expected items or value
 //! (`[cases.expected]`, inline or in an `expected_file` beside the prompt), the checks (`[[checks]]`
 //! for every case, `[[cases.checks]]` for one), and the prompt's `[eval]` settings (pairing key, pass
-//! thresholds, fields compared, number tolerance, exact strings). Read with their place in the file,
-//! so every error and every failed check names file:line; written back unchanged by a save.
+//! thresholds, fields compared and their comparators, number tolerance, exact strings, fuzzy
+//! pairing). Read with their place in the file, so every error and every failed check names
+//! file:line; written back unchanged by a save.
 //!
 //! Scoring against these is `eval::score`; checking them against the prompt's schema (expected items
 //! valid, pointers that can exist, the default pairing key) is [`resolve`].
@@ -10,6 +11,7 @@
 mod approve;
 pub mod assert;
 mod check;
+mod compare;
 mod fields;
 mod gold;
 mod parse;
@@ -24,6 +26,7 @@ use serde_json::Value;
 
 pub use assert::{AssertOp, AssertType, AssertWhat, NOT_EVALUATED};
 pub use check::{CheckKind, CheckSpec};
+pub use compare::Comparator;
 pub use fields::{first_segment, pointer, pointer_error, Fields};
 pub(crate) use parse::{parse_check, parse_eval, parse_expected, FieldValue, RawCheck, RawEval, RawExpected};
 
@@ -142,6 +145,14 @@ pub struct EvalSettings {
     /// Compare strings as written (default false: trimmed and case-folded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exact: Option<bool>,
+    /// Items left unpaired by their keys pair by key similarity at least this (0 < s <= 1), as an
+    /// optimal assignment (default: off, only equal keys pair).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_similarity: Option<f64>,
+    /// How a field compares, by JSON Pointer within an item (`[eval.fields."/definition"]`); a field
+    /// not named here compares as `exact` and `tolerance` say.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub fields: std::collections::BTreeMap<String, Comparator>,
     /// The `[eval]` table.
     #[serde(skip)]
     pub at: At,

@@ -10,6 +10,8 @@ mod baseline;
 mod batch;
 mod cache;
 mod cli;
+mod close_enough;
+mod constraint_tax;
 mod datasets;
 mod hostile;
 mod promptfoo;

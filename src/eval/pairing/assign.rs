@@ -29,13 +29,14 @@ pub struct Group<'a> {
     pub answer: &'a [usize],
 }
 
-/// How two items are weighed: `agreeing(e, a)` is how many of expected item `e`'s compared fields
-/// answer item `a` agrees on, `compared(e)` how many fields `e` compares.
+/// How two items are weighed: `agreeing(e, a)` is how far answer item `a` agrees with expected item
+/// `e`'s compared fields, in thousandths of a field (a field's score × 1000, summed), `compared(e)`
+/// how many fields `e` compares.
 pub struct Weighing<'a> {
     pub expected: &'a [&'a Value],
     pub answer: &'a [Value],
     pub comparison: Comparison,
-    pub agreeing: &'a dyn Fn(usize, usize) -> usize,
+    pub agreeing: &'a dyn Fn(usize, usize) -> i64,
     pub compared: &'a dyn Fn(usize) -> usize,
 }
 
@@ -48,12 +49,12 @@ pub fn pair_group(group: &Group<'_>, weighing: &Weighing<'_>) -> Vec<(usize, usi
     }
     let expected = in_order(group.expected, |e| weighing.expected[e], weighing.comparison);
     let answer = in_order(group.answer, |a| &weighing.answer[a], weighing.comparison);
-    // Agreeing fields first; among equal agreement, fewer fields compared (a per-pair cost below one
-    // agreeing field's worth, whatever the assignment).
+    // Agreement first; among equal agreement, fewer fields compared (a per-pair cost below one
+    // thousandth of an agreeing field's worth, whatever the assignment).
     let unit = 1 + expected.iter().map(|s| (weighing.compared)(s.index)).sum::<usize>() as i64;
     let weight = |e: usize, a: usize| {
         let (e, a) = (expected[e].index, answer[a].index);
-        (weighing.agreeing)(e, a) as i64 * unit - (weighing.compared)(e) as i64
+        (weighing.agreeing)(e, a) * unit - (weighing.compared)(e) as i64
     };
     let (small, large) = (expected.len().min(answer.len()), expected.len().max(answer.len()));
     let pairs = if small.saturating_mul(small).saturating_mul(large) <= EXACT_WORK {

@@ -49,7 +49,14 @@ fn the_worked_example_of_eval_md() {
     assert_eq!(
         differences,
         [
-            Difference::Field { key: "ibuprofen".into(), field: "/dose".into(), expected: json!(400), got: json!(200) },
+            Difference::Field {
+                key: "ibuprofen".into(),
+                field: "/dose".into(),
+                expected: json!(400),
+                got: json!(200),
+                score: None,
+                note: None,
+            },
             Difference::Missing { key: "paracetamol".into(), expected: expected[2].clone() },
             Difference::Missing { key: "naproxen".into(), expected: expected[3].clone() },
             Difference::Extra { key: "codeine".into(), got: answer[2].clone() },
@@ -72,6 +79,7 @@ fn empty_against_empty_scores_one_and_either_side_empty_scores_zero() {
     // One item when none was expected: P = 0/1, R = 1, F1 = 0.
     let (chatty, _) = score_items(&[], &[json!({"drug": "x"})], &drug_key(), &settings);
     assert_eq!((chatty.precision, chatty.recall, chatty.f1), (0.0, 1.0, 0.0));
+    assert!(chatty.f1.is_sign_positive(), "an F1 of 0 prints 0.00, never -0.00");
 }
 
 #[test]
@@ -101,7 +109,9 @@ fn tolerance_exact_and_the_fields_that_count() {
             key: "Aspirin".into(),
             field: "/note".into(),
             expected: json!("with food"),
-            got: json!("after meals")
+            got: json!("after meals"),
+            score: None,
+            note: None,
         }]
     );
     // exact: "aspirin " no longer pairs with "Aspirin": P = 0, R = 0, F1 = 0.
@@ -121,7 +131,14 @@ fn a_missing_field_disagrees_and_an_extra_one_is_not_compared() {
     assert_eq!(scores.field_accuracy, 0.0);
     assert_eq!(
         differences,
-        [Difference::Field { key: "aspirin".into(), field: "/dose".into(), expected: json!(300), got: Value::Null }]
+        [Difference::Field {
+            key: "aspirin".into(),
+            field: "/dose".into(),
+            expected: json!(300),
+            got: Value::Null,
+            score: None,
+            note: None,
+        }]
     );
 }
 

@@ -220,7 +220,9 @@ fn an_expected_value_is_one_item_compared_field_by_field() {
             key: "the answer".into(),
             field: "/sentiment".into(),
             expected: json!("negative"),
-            got: json!("positive")
+            got: json!("positive"),
+            score: None,
+            note: None,
         }]
     );
 }

@@ -10,7 +10,8 @@ use serde_json::{Number, Value};
 use toml::Spanned;
 
 use super::check::{CheckKind, CheckSpec, Need};
-use super::fields::{pointer_error, Fields};
+use super::compare::{parse_field_rules, RawFieldRule};
+use super::fields::{pointer, pointer_error, Fields};
 use super::AssertType;
 use super::{At, EvalSettings, Expected, Places};
 
@@ -91,6 +92,8 @@ pub(crate) struct RawEval {
     ignore_fields: Option<Spanned<Vec<String>>>,
     tolerance: Option<Spanned<f64>>,
     exact: Option<bool>,
+    match_similarity: Option<Spanned<f64>>,
+    fields: Option<BTreeMap<Spanned<String>, Spanned<RawFieldRule>>>,
 }
 
 /// A check from its fields (name, value, span) and the place of its table.
@@ -276,7 +279,8 @@ pub(crate) fn parse_expected(
     })
 }
 
-/// `[eval]`: thresholds within 0..=1, a tolerance of 0 or more, one of compare_fields and ignore_fields.
+/// `[eval]`: thresholds within 0..=1, a tolerance of 0 or more, one of compare_fields and ignore_fields,
+/// each `[eval.fields]` comparator known and its threshold within 0..=1.
 pub(crate) fn parse_eval(
     raw: Spanned<RawEval>,
     locate: &dyn Fn(Range<usize>) -> At,
@@ -293,6 +297,13 @@ pub(crate) fn parse_eval(
     };
     let pass_f1 = share("pass_f1", raw.pass_f1)?;
     let pass_fields = share("pass_fields", raw.pass_fields)?;
+    let match_similarity = match raw.match_similarity {
+        Some(s) if !(*s.get_ref() > 0.0 && *s.get_ref() <= 1.0) => {
+            return Err((s.span(), format!("`match_similarity` is a share above 0.0, up to 1.0, not {}", s.get_ref())))
+        }
+        other => other.map(Spanned::into_inner),
+    };
+    let fields = raw.fields.map(parse_field_rules).transpose()?.unwrap_or_default();
     let tolerance = match raw.tolerance {
         Some(t) if !t.get_ref().is_finite() || *t.get_ref() < 0.0 => {
             return Err((t.span(), format!("`tolerance` is a number 0 or more, not {}", t.get_ref())))
@@ -305,6 +316,17 @@ pub(crate) fn parse_eval(
             "`[eval]` has both `compare_fields` and `ignore_fields`; it takes one of them".into(),
         ));
     }
+    if let (Some(ignore), Some(ruled)) = (
+        &raw.ignore_fields,
+        fields
+            .keys()
+            .find(|f| raw.ignore_fields.as_ref().is_some_and(|i| i.get_ref().iter().any(|name| pointer(name) == **f))),
+    ) {
+        return Err((
+            ignore.span(),
+            format!("`ignore_fields` names {ruled:?}, which `[eval.fields]` gives a comparator; drop one of them"),
+        ));
+    }
     let list = |name: &str, spanned: Spanned<Vec<String>>| check_fields(name, spanned.map_fields()).map(|f| f.0);
     Ok(EvalSettings {
         match_on: raw.match_on.map(|m| check_fields("match", m)).transpose()?,
@@ -314,6 +336,8 @@ pub(crate) fn parse_eval(
         ignore_fields: raw.ignore_fields.map(|i| list("ignore_fields", i)).transpose()?.unwrap_or_default(),
         tolerance,
         exact: raw.exact,
+        match_similarity,
+        fields,
         at: locate(table),
     })
 }

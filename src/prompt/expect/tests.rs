@@ -368,3 +368,66 @@ fn a_check_reads_back_from_json_as_from_toml() {
     let err = serde_json::from_value::<CheckSpec>(json!({"kind": "nope"})).unwrap_err();
     assert!(err.to_string().starts_with("unknown check kind \"nope\""), "{err}");
 }
+
+#[test]
+fn field_comparators_and_fuzzy_pairing_read_and_save_back() {
+    let text = format!(
+        "{HEAD}[eval]\nmatch = 'description'\nmatch_similarity = 0.7\n\n[eval.fields.'/note']\ncompare = 'similarity'\nthreshold = 0.8\n\n[eval.fields.price]\ncompare = 'number'\ntolerance = 0.01\n\n[eval.fields.'/tags']\ncompare = 'set'\n"
+    );
+    let p = parse(&text).unwrap();
+    assert_eq!(p.eval.match_similarity, Some(0.7));
+    assert_eq!(
+        p.eval.fields,
+        std::collections::BTreeMap::from([
+            ("/note".to_string(), Comparator::Similarity { threshold: 0.8 }),
+            ("/price".to_string(), Comparator::Number { tolerance: Some(0.01) }),
+            ("/tags".to_string(), Comparator::Set { threshold: None }),
+        ])
+    );
+    let saved = p.to_toml_string().unwrap();
+    assert!(saved.contains("[eval.fields.\"/note\"]\ncompare = \"similarity\"\nthreshold = 0.8\n"), "{saved}");
+    assert_eq!(parse(&saved).unwrap_or_else(|e| panic!("{e}\n{saved}")), p, "{saved}");
+}
+
+#[test]
+fn a_bad_comparator_is_refused_at_its_line_naming_the_field() {
+    let (line, _, message) = load_error(&format!("{HEAD}[eval.fields.'/note']\ncompare = 'fuzzy'\n"));
+    assert_eq!(
+        (line, message.as_str()),
+        (
+            4,
+            "`[eval.fields.\"/note\"]`: unknown comparator \"fuzzy\" for field \"/note\"; the comparators are: exact, normalized, similarity, number, set"
+        )
+    );
+    let (line, _, message) =
+        load_error(&format!("{HEAD}[eval.fields.'/note']\ncompare = 'similarity'\nthreshold = 1.5\n"));
+    assert_eq!(
+        (line, message.as_str()),
+        (5, "`[eval.fields.\"/note\"]`: `threshold` is a share from 0.0 to 1.0, not 1.5")
+    );
+    let (line, _, message) = load_error(&format!("{HEAD}[eval.fields.'/note']\ncompare = 'similarity'\n"));
+    assert_eq!(line, 3);
+    assert!(
+        message.ends_with("the `similarity` comparator needs a `threshold` from 0.0 to 1.0 (e.g. 0.8)"),
+        "{message}"
+    );
+    let (line, _, message) = load_error(&format!("{HEAD}[eval.fields.'/note']\ncompare = 'exact'\nthreshold = 0.5\n"));
+    assert_eq!(
+        (line, message.as_str()),
+        (5, "`[eval.fields.\"/note\"]`: the `exact` comparator has no `threshold`; it takes nothing but `compare`")
+    );
+    let (line, _, message) = load_error(&format!("{HEAD}[eval.fields.'/a~2']\ncompare = 'exact'\n"));
+    assert_eq!(line, 3);
+    assert!(message.starts_with("`[eval.fields]`: \"/a~2\" is not a JSON Pointer"), "{message}");
+    let (line, _, message) = load_error(&format!("{HEAD}[eval]\nmatch_similarity = 0.0\n"));
+    assert_eq!((line, message.as_str()), (4, "`match_similarity` is a share above 0.0, up to 1.0, not 0"));
+    let (line, _, message) =
+        load_error(&format!("{HEAD}[eval]\nignore_fields = ['note']\n[eval.fields.note]\ncompare = 'normalized'\n"));
+    assert_eq!(
+        (line, message.as_str()),
+        (4, "`ignore_fields` names \"/note\", which `[eval.fields]` gives a comparator; drop one of them")
+    );
+    // The error names the file and line.
+    let error = parse(&format!("{HEAD}[eval.fields.'/note']\ncompare = 'fuzzy'\n")).unwrap_err().to_string();
+    assert!(error.starts_with("dir/p.toml:4:"), "{error}");
+}

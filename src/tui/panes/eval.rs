@@ -305,9 +305,11 @@ pub(super) fn difference_line<'a>(lead: &str, difference: &Difference, theme: &T
     let (style, text) = match difference {
         Difference::Missing { key, expected } => (theme.invalid, format!("missing {key}: {expected}")),
         Difference::Extra { key, got } => (theme.warning, format!("extra {key}: {got}")),
-        Difference::Field { key, field, expected, got } => {
-            (theme.schema_error, format!("{key} {field}: expected {expected}, got {got}"))
+        Difference::Field { key, field, expected, got, note, .. } => {
+            let note = note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+            (theme.schema_error, format!("{key} {field}: expected {expected}, got {got}{note}"))
         }
+        Difference::Fuzzy { .. } => (theme.warning, crate::eval::report::difference_line(difference)),
     };
     Line::from(Span::styled(format!("{lead}{}", escape_controls(&text)), style))
 }

@@ -1,0 +1,146 @@
+//! How one field of an item is compared, as `[eval.fields."/pointer"]` writes it: the comparator
+//! (`exact`, `normalized`, `similarity`, `number`, `set`) and its threshold or tolerance, read with
+//! the span of every bad value. Applying a comparator is `eval::comparators`.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use super::fields::{pointer, pointer_error};
+
+/// How a field compares. Each variant carries what it needs; a new kind of comparison (a judge, a
+/// command) is a new variant here and its arm in `eval::comparators`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "compare", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Comparator {
+    /// Equal as written: strings byte for byte, numbers by value, arrays and objects member by member.
+    Exact,
+    /// Equal once strings are folded: Unicode NFKC, lower case, punctuation dropped, runs of white
+    /// space as one space. Numbers as `[eval] tolerance` says.
+    Normalized,
+    /// Strings as close as `threshold` (0..=1) by normalized Levenshtein similarity of their folded
+    /// forms (as `normalized` folds them); below it, the field counts its similarity.
+    Similarity { threshold: f64 },
+    /// Numbers within `tolerance` (default: `[eval] tolerance`); a string holding a number counts as it.
+    Number {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tolerance: Option<f64>,
+    },
+    /// Arrays as sets: the share of elements both have (Jaccard) at least `threshold` (default 1.0:
+    /// the same elements in any order); below it, the field counts that share.
+    Set {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold: Option<f64>,
+    },
+}
+
+impl Comparator {
+    /// Every comparator's name, as the file writes it.
+    pub const NAMES: &'static [&'static str] = &["exact", "normalized", "similarity", "number", "set"];
+
+    /// The name the file writes.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Comparator::Exact => "exact",
+            Comparator::Normalized => "normalized",
+            Comparator::Similarity { .. } => "similarity",
+            Comparator::Number { .. } => "number",
+            Comparator::Set { .. } => "set",
+        }
+    }
+}
+
+/// One `[eval.fields."/pointer"]` table as written: each value with its span.
+pub(crate) type RawFieldRule = BTreeMap<String, Spanned<toml::Value>>;
+
+/// The comparators of `[eval.fields]`, keyed by JSON Pointer (a plain name `n` is `/n`). Errors carry
+/// the span of the bad key or value and name the field.
+pub(crate) fn parse_field_rules(
+    raw: BTreeMap<Spanned<String>, Spanned<RawFieldRule>>,
+) -> Result<BTreeMap<String, Comparator>, (Range<usize>, String)> {
+    let mut rules = BTreeMap::new();
+    for (field, table) in raw {
+        let span = field.span();
+        let field = field.into_inner();
+        if field.is_empty() {
+            return Err((span, "`[eval.fields]` names an empty field; write a JSON Pointer such as \"/name\"".into()));
+        }
+        if let Some(error) = pointer_error(&pointer(&field)) {
+            return Err((span, format!("`[eval.fields]`: {error}")));
+        }
+        let table_span = table.span();
+        let comparator = parse_rule(&field, table.into_inner())
+            .map_err(|(at, message)| (at.unwrap_or(table_span), format!("`[eval.fields.{field:?}]`: {message}")))?;
+        if rules.insert(pointer(&field), comparator).is_some() {
+            return Err((span, format!("`[eval.fields]` names {field:?} twice (as a name and as a pointer)")));
+        }
+    }
+    Ok(rules)
+}
+
+/// One field's comparator; an error's span is `None` when the table as a whole is wrong.
+fn parse_rule(field: &str, mut table: RawFieldRule) -> Result<Comparator, (Option<Range<usize>>, String)> {
+    let names = Comparator::NAMES.join(", ");
+    let compare = table.remove("compare").ok_or_else(|| (None, format!("`compare` is missing: one of {names}")))?;
+    let name = match compare.get_ref() {
+        toml::Value::String(name) => name.clone(),
+        other => return Err((Some(compare.span()), format!("`compare` is a string (one of {names}), not {other}"))),
+    };
+    let takes: &[&str] = match name.as_str() {
+        "exact" | "normalized" => &[],
+        "similarity" | "set" => &["threshold"],
+        "number" => &["tolerance"],
+        _ => {
+            return Err((
+                Some(compare.span()),
+                format!("unknown comparator {name:?} for field {field:?}; the comparators are: {names}"),
+            ))
+        }
+    };
+    if let Some((other, value)) = table.iter().find(|(key, _)| !takes.contains(&key.as_str())) {
+        let allowed =
+            if takes.is_empty() { "nothing but `compare`".to_string() } else { format!("`{}`", takes.join("`, `")) };
+        return Err((Some(value.span()), format!("the `{name}` comparator has no `{other}`; it takes {allowed}")));
+    }
+    let share = |key: &str| -> Result<Option<f64>, (Option<Range<usize>>, String)> {
+        let Some(value) = table.get(key) else { return Ok(None) };
+        match number(value.get_ref()) {
+            Some(n) if (0.0..=1.0).contains(&n) => Ok(Some(n)),
+            _ => Err((Some(value.span()), format!("`{key}` is a share from 0.0 to 1.0, not {}", value.get_ref()))),
+        }
+    };
+    Ok(match name.as_str() {
+        "exact" => Comparator::Exact,
+        "normalized" => Comparator::Normalized,
+        "similarity" => Comparator::Similarity {
+            threshold: share("threshold")?.ok_or_else(|| {
+                (None, "the `similarity` comparator needs a `threshold` from 0.0 to 1.0 (e.g. 0.8)".to_string())
+            })?,
+        },
+        "set" => Comparator::Set { threshold: share("threshold")? },
+        _ => {
+            let tolerance = match table.get("tolerance") {
+                None => None,
+                Some(value) => match number(value.get_ref()) {
+                    Some(n) if n.is_finite() && n >= 0.0 => Some(n),
+                    _ => {
+                        let bad = value.get_ref();
+                        return Err((Some(value.span()), format!("`tolerance` is a number 0 or more, not {bad}")));
+                    }
+                },
+            };
+            Comparator::Number { tolerance }
+        }
+    })
+}
+
+/// A TOML number as a float.
+fn number(value: &toml::Value) -> Option<f64> {
+    match value {
+        toml::Value::Float(f) => Some(*f),
+        toml::Value::Integer(i) => Some(*i as f64),
+        _ => None,
+    }
+}
