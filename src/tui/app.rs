@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use ratatui::backend::Backend;
 use ratatui::Terminal;
 
-use super::msg::{Effect, Msg};
-use super::panes;
-use super::runner::Runner;
-use super::state::State;
-use super::theme::Theme;
-use super::update::update;
+use crate::tui::msg::{Effect, Msg};
+use crate::tui::panes;
+use crate::tui::runner::Runner;
+use crate::tui::state::State;
+use crate::tui::theme::Theme;
+use crate::tui::update::update;
 
 /// The shortest time between two renders (about 60 frames per second at most).
 pub const FRAME: Duration = Duration::from_millis(16);
@@ -51,7 +51,7 @@ impl App {
         let mut queue = vec![msg];
         while let Some(msg) = queue.pop() {
             self.stats.messages += 1;
-            if matches!(msg, Msg::Term(super::msg::TermEvent::Key(_))) {
+            if matches!(msg, Msg::Term(crate::tui::msg::TermEvent::Key(_))) {
                 self.stats.keys_handled.push(Instant::now());
             }
             let started = Instant::now();

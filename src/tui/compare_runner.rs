@@ -5,9 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::msg::{CompareNews, CompareRequest, Msg};
-use super::runner::Runner;
-use super::sample::transcript_for;
 use crate::compare::flow::{self, Answers, Flow};
 use crate::compare::{twin_of, twin_type, SideSpec};
 use crate::output::ResponseType;
@@ -16,6 +13,9 @@ use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::template::Variables;
 use crate::provider::kind::ProviderKind;
 use crate::run::{ProviderChoice, Reading, SetupOptions};
+use crate::tui::msg::{CompareNews, CompareRequest, Msg};
+use crate::tui::runner::Runner;
+use crate::tui::sample::transcript_for;
 
 /// Starts the comparison on the runner's runtime; an error says why it cannot start.
 pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String> {
@@ -111,7 +111,7 @@ pub fn sides(request: &CompareRequest, base_dir: &Path) -> Result<[SideSpec; 2],
 fn spec(prompt: PromptFile, path: &Path, base_dir: &Path) -> Result<SideSpec, String> {
     let setup = setup_for_prompt(&prompt, path, base_dir, None).map_err(|e| format!("{e:#}"))?;
     Ok(SideSpec {
-        label: super::compare_state::LABELS[usize::from(setup.response_type == ResponseType::Jsonl)].to_string(),
+        label: crate::tui::compare_state::LABELS[usize::from(setup.response_type == ResponseType::Jsonl)].to_string(),
         path: path.to_path_buf(),
         base_dir: base_dir.to_path_buf(),
         reading: Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check },

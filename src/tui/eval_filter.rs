@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crate::eval::diff::Change;
 use crate::eval::score::Verdict;
 
-use super::eval_state::EvalView;
+use crate::tui::eval_state::EvalView;
 
 /// The verdicts shown.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -6,11 +6,11 @@
 
 use std::path::PathBuf;
 
-use super::msg::{EvalDone, EvalNews, EvalRequest, Msg, OpenedEval, RescoreRequest};
-use super::runner::Runner;
 use crate::eval::pipeline::{self, Pipeline};
 use crate::eval::{diff, store, EvalOptions, EvalPlan, Expectations};
 use crate::run::{CacheMode, SetupOptions, Stop};
+use crate::tui::msg::{EvalDone, EvalNews, EvalRequest, Msg, OpenedEval, RescoreRequest};
+use crate::tui::runner::Runner;
 
 /// Starts the eval on the runner's runtime; an error says why it cannot start.
 pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
@@ -111,7 +111,7 @@ fn rescore_msg(request: &RescoreRequest) -> Msg {
 
 /// An approved answer written into its dataset row (the core's [`crate::eval::approve_in_dataset`]),
 /// then the row scored again against the prompt read back; else a note saying why nothing was written.
-pub fn approve_in_dataset(request: super::msg::DatasetApproval) -> Vec<Msg> {
+pub fn approve_in_dataset(request: crate::tui::msg::DatasetApproval) -> Vec<Msg> {
     let case = request.approval.case.clone();
     match crate::eval::approve_in_dataset(&request.path, &request.approval, request.insist) {
         Ok(prompt) => {

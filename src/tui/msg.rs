@@ -196,9 +196,9 @@ pub enum Msg {
     Settled { edits: u64 },
     /// The schema lint number `asked` is made (dropped when the schema changed or a newer lint was
     /// asked for since).
-    Linted { asked: u64, lint: super::state::Lint },
+    Linted { asked: u64, lint: crate::tui::state::Lint },
     /// The request's tokens of count number `asked` (dropped when a newer count was asked for).
-    TokensCounted { asked: u64, counted: Box<super::tokens::Counted> },
+    TokensCounted { asked: u64, counted: Box<crate::tui::tokens::Counted> },
     /// The local model `model` names (empty: the default cached one) has its tokenizer read, or why not.
     TokenizerLoaded { model: String, tokenizer: Result<Arc<LocalTokenizer>, String> },
     /// News of the eval number `id` (older evals' news is ignored).
@@ -302,7 +302,7 @@ pub enum Effect {
         schema_file: Option<SchemaFileSave>,
     },
     /// Write the unsaved edits to the recovery file.
-    WriteRecovery(super::recovery::Recovery),
+    WriteRecovery(crate::tui::recovery::Recovery),
     /// Delete the recovery file (saved, or edits discarded on quit).
     ClearRecovery,
     /// Sweep the answer (so far, or finished) at every chunk cut, in the background.
@@ -329,10 +329,10 @@ pub enum Effect {
     Settle { edits: u64 },
     /// Lint the schema editor's text in the background (the newest lint asked for wins); it comes
     /// back as `Msg::Linted`.
-    Lint(Box<super::lint::LintRequest>),
+    Lint(Box<crate::tui::lint::LintRequest>),
     /// Count the tokens of the request ctrl-r would send in the background (the newest count asked
     /// for wins); it comes back as `Msg::TokensCounted`.
-    CountTokens(Box<super::tokens::CountRequest>),
+    CountTokens(Box<crate::tui::tokens::CountRequest>),
     /// Run every case of the saved prompt through the eval pipeline.
     StartEval(Box<EvalRequest>),
     /// Stop the running eval.

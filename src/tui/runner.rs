@@ -6,13 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
-use super::latest::Latest;
-use super::lint::LintRequest;
-use super::log::Log;
-use super::msg::{CompareNews, Effect, FetchNews, Msg, RunRequest, SaveFailed, SchemaFileSave, SweepRequest};
-use super::recovery;
-use super::request::{prepare, Env};
-use super::tokens::CountRequest;
 use crate::prompt::file::{named, write_atomic, write_over, OnDisk, PromptError, PromptFile};
 use crate::prompt::reading::setup_for_prompt;
 use crate::provider::replay::Pace;
@@ -20,19 +13,26 @@ use crate::run::job::{self, History};
 use crate::run::{engine, history, Stop};
 use crate::truncate::points::{Offsets, Points};
 use crate::truncate::sweep::sweep_points;
+use crate::tui::latest::Latest;
+use crate::tui::lint::LintRequest;
+use crate::tui::log::Log;
+use crate::tui::msg::{CompareNews, Effect, FetchNews, Msg, RunRequest, SaveFailed, SchemaFileSave, SweepRequest};
+use crate::tui::recovery;
+use crate::tui::request::{prepare, Env};
+use crate::tui::tokens::CountRequest;
 
 /// Executes effects for the loop.
 pub struct Runner {
     pub tx: Sender<Msg>,
-    pub(super) runtime: tokio::runtime::Runtime,
-    pub(super) task: Option<tokio::task::JoinHandle<()>>,
+    pub(crate) runtime: tokio::runtime::Runtime,
+    pub(crate) task: Option<tokio::task::JoinHandle<()>>,
     /// Sent (or dropped) to stop the running run: its stream stops, its record keeps the partial answer.
-    pub(super) run_cancel: Option<tokio::sync::oneshot::Sender<()>>,
+    pub(crate) run_cancel: Option<tokio::sync::oneshot::Sender<()>>,
     /// Dropped to stop a running comparison (it runs on a blocking thread, which abort cannot stop).
-    pub(super) compare_cancel: Option<tokio::sync::oneshot::Sender<()>>,
+    pub(crate) compare_cancel: Option<tokio::sync::oneshot::Sender<()>>,
     /// Dropped to stop a running eval (its cells under way keep their partial answers).
-    pub(super) eval_cancel: Option<tokio::sync::oneshot::Sender<()>>,
-    pub(super) eval_task: Option<tokio::task::JoinHandle<()>>,
+    pub(crate) eval_cancel: Option<tokio::sync::oneshot::Sender<()>>,
+    pub(crate) eval_task: Option<tokio::task::JoinHandle<()>>,
     pub data_dir: Option<PathBuf>,
     pub log: Log,
     /// How a transcript file is replayed (recorded pace by default; `TUNEBENCH_REPLAY_SPEED`).
@@ -47,11 +47,11 @@ pub struct Runner {
     pub env: Env,
     /// The schema's lints and the request's token counts: one worker each, the newest job wins
     /// (started on first use).
-    pub(super) lints: Option<Latest<LintRequest>>,
-    pub(super) counts: Option<Latest<CountRequest>>,
+    pub(crate) lints: Option<Latest<LintRequest>>,
+    pub(crate) counts: Option<Latest<CountRequest>>,
     /// Writes and clears the recovery file off the loop: the newest job wins, and the last one is
     /// done before the workbench exits.
-    pub(super) recoveries: Option<Latest<recovery::Job>>,
+    pub(crate) recoveries: Option<Latest<recovery::Job>>,
 }
 
 impl Runner {
@@ -158,7 +158,7 @@ impl Runner {
             Effect::WarmModel(request) => {
                 let pace = self.pace;
                 std::thread::spawn(move || {
-                    let Ok(setup) = super::request::setup(&request, pace) else { return };
+                    let Ok(setup) = crate::tui::request::setup(&request, pace) else { return };
                     if let Ok(plan) = setup.plan(request.case.as_deref()) {
                         // Errors reach the user when the run meets them.
                         let _ = crate::run::warm_local_model(&setup.settings.model, &plan.request);
@@ -215,7 +215,7 @@ impl Runner {
             }
             Effect::StartCompare(request) => {
                 let id = request.id;
-                if let Err(message) = super::compare_runner::start(self, *request) {
+                if let Err(message) = crate::tui::compare_runner::start(self, *request) {
                     self.log.line(&format!("compare: {message}"));
                     return vec![Msg::Compare { id, news: CompareNews::Done(Err(message)) }];
                 }
@@ -231,7 +231,7 @@ impl Runner {
             Effect::Settle { edits } => {
                 let tx = self.tx.clone();
                 self.runtime.spawn(async move {
-                    tokio::time::sleep(super::msg::SETTLE).await;
+                    tokio::time::sleep(crate::tui::msg::SETTLE).await;
                     let _ = tx.send(Msg::Settled { edits });
                 });
                 Vec::new()
@@ -278,9 +278,9 @@ impl Runner {
             }
             Effect::StartEval(request) => {
                 let id = request.id;
-                if let Err(message) = super::eval_runner::start(self, *request) {
+                if let Err(message) = crate::tui::eval_runner::start(self, *request) {
                     self.log.line(&format!("eval: {message}"));
-                    return vec![Msg::Eval { id, news: super::msg::EvalNews::Done(Err(message)) }];
+                    return vec![Msg::Eval { id, news: crate::tui::msg::EvalNews::Done(Err(message)) }];
                 }
                 Vec::new()
             }
@@ -289,21 +289,21 @@ impl Runner {
                 self.log.line("eval cancelled");
                 Vec::new()
             }
-            Effect::Rescore(request) => vec![super::eval_runner::rescore(&request)],
-            Effect::ApproveInDataset(request) => super::eval_runner::approve_in_dataset(*request),
+            Effect::Rescore(request) => vec![crate::tui::eval_runner::rescore(&request)],
+            Effect::ApproveInDataset(request) => crate::tui::eval_runner::approve_in_dataset(*request),
             Effect::ListEvals { path } => {
-                super::eval_runner::list(self, path);
+                crate::tui::eval_runner::list(self, path);
                 Vec::new()
             }
             Effect::OpenEval { id, file, against } => {
-                super::eval_runner::open(self, id, file, against);
+                crate::tui::eval_runner::open(self, id, file, against);
                 Vec::new()
             }
             Effect::SweepCell { id, row, sweep } => {
                 let tx = self.tx.clone();
                 std::thread::spawn(move || {
                     let sweep = compute_sweep(&sweep).map(Box::new);
-                    let _ = tx.send(Msg::Eval { id, news: super::msg::EvalNews::Swept { row, sweep } });
+                    let _ = tx.send(Msg::Eval { id, news: crate::tui::msg::EvalNews::Swept { row, sweep } });
                 });
                 Vec::new()
             }
@@ -378,7 +378,7 @@ impl Runner {
             })
             .await;
             if let Some((prompt, path, case)) = scoring.filter(|_| !record.cancelled) {
-                if let Some(score) = super::eval_runner::score_run(&prompt, &path, &case, &record) {
+                if let Some(score) = crate::tui::eval_runner::score_run(&prompt, &path, &case, &record) {
                     let _ = tx.send(Msg::RunScored { run, score });
                 }
             }

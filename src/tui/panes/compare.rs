@@ -1,18 +1,18 @@
 //! The compare screen: the json side and the jsonl side of the prompt run side by side — two output
 //! panes (escaped, following the tail, each side's figures in its title), two line panes (jsonl
 //! verdicts; the json side's parse status), and below them the shared truncation chart and the
-//! agreement table ([`super::compare_chart`]).
+//! agreement table ([`crate::tui::panes::compare_chart`]).
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::compare_chart;
-use super::lines::{json_verdict, line_counts, row};
 use crate::output::ResponseType;
 use crate::safe_text::escape_controls;
 use crate::tui::compare_state::{ComparePhase, SideView, LABELS};
+use crate::tui::panes::compare_chart;
+use crate::tui::panes::lines::{json_verdict, line_counts, row};
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
 
@@ -77,7 +77,7 @@ fn output(frame: &mut Frame, area: Rect, state: &State, side: usize, theme: &The
     let all: Vec<&str> = text.split('\n').collect();
     let shown: Vec<Line> = all[all.len().saturating_sub(height)..]
         .iter()
-        .map(|line| Line::from(Span::styled(super::clip(line, width), theme.text)))
+        .map(|line| Line::from(Span::styled(crate::tui::panes::clip(line, width), theme.text)))
         .collect();
     frame.render_widget(Paragraph::new(shown), inner);
 }
@@ -104,7 +104,7 @@ fn lines(frame: &mut Frame, area: Rect, state: &State, side: usize, theme: &Them
         shown.insert(
             0,
             Line::from(Span::styled(
-                super::clip(&escape_controls(&format!("stream failed: {error}")), width),
+                crate::tui::panes::clip(&escape_controls(&format!("stream failed: {error}")), width),
                 theme.error,
             )),
         );

@@ -10,12 +10,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::clip;
-use super::compare::frame_of;
 use crate::compare::{Curve, RowStatus};
 use crate::safe_text::escape_controls;
 use crate::truncate::strategy::Strategy;
 use crate::tui::compare_state::{ComparePhase, LABELS};
+use crate::tui::panes::clip;
+use crate::tui::panes::compare::frame_of;
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
 

@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
-use super::block;
+use crate::tui::panes::block;
 use crate::tui::state::{Pane, SchemaKind, State};
 use crate::tui::theme::Theme;
 

@@ -11,12 +11,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::clip;
 use crate::eval::diff::Change;
 use crate::eval::score::{Difference, Verdict};
 use crate::eval::Approval;
 use crate::safe_text::escape_controls;
 use crate::tui::eval_state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
+use crate::tui::panes::clip;
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
 
@@ -31,20 +31,20 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             confirm(frame, area, view, *row, approval, theme);
         }
         EvalOverlay::Review => {
-            let (bar, rest) = super::eval_review::split(area);
-            super::eval_review::bar(frame, bar, view, theme);
+            let (bar, rest) = crate::tui::panes::eval_review::split(area);
+            crate::tui::panes::eval_review::bar(frame, bar, view, theme);
             case(frame, rest, state, theme);
         }
-        EvalOverlay::Diff(compared) => super::eval_diff::render(frame, area, compared, view.scroll, theme),
-        EvalOverlay::Truncation => super::eval_truncation::render(frame, area, view, theme),
+        EvalOverlay::Diff(compared) => crate::tui::panes::eval_diff::render(frame, area, compared, view.scroll, theme),
+        EvalOverlay::Truncation => crate::tui::panes::eval_truncation::render(frame, area, view, theme),
         EvalOverlay::ReviewDone => {
             matrix(frame, area, state, theme);
-            super::eval_review::summary(frame, area, view, theme);
+            crate::tui::panes::eval_review::summary(frame, area, view, theme);
         }
     }
 }
 
-pub(super) fn frame_of<'a>(spans: Vec<Span<'a>>, theme: &Theme) -> Block<'a> {
+pub(crate) fn frame_of<'a>(spans: Vec<Span<'a>>, theme: &Theme) -> Block<'a> {
     Block::default().borders(Borders::ALL).border_style(theme.border_focused).title(Line::from(spans))
 }
 
@@ -129,7 +129,7 @@ fn verdict_style(cell: &EvalCell, theme: &Theme) -> Style {
     }
 }
 
-pub(super) fn change_text(change: Option<Change>) -> &'static str {
+pub(crate) fn change_text(change: Option<Change>) -> &'static str {
     match change {
         Some(Change::Improved) => "improved",
         Some(Change::Regressed) => "regressed",
@@ -235,7 +235,7 @@ fn baseline_span<'a>(view: &EvalView, row: usize, theme: &Theme) -> Span<'a> {
 }
 
 /// The selected case opened: answer on the left; expected items, differences and failed checks right.
-pub(super) fn case(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+pub(crate) fn case(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let view = &state.eval;
     let Some(cell) = view.selected_cell() else { return };
     let name = view.rows.get(view.selected).cloned().flatten().unwrap_or_else(|| "(variables)".into());
@@ -301,7 +301,7 @@ pub(super) fn case(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) 
 }
 
 /// One field-level difference, escaped, after `lead`.
-pub(super) fn difference_line<'a>(lead: &str, difference: &Difference, theme: &Theme) -> Line<'a> {
+pub(crate) fn difference_line<'a>(lead: &str, difference: &Difference, theme: &Theme) -> Line<'a> {
     let (style, text) = match difference {
         Difference::Missing { key, expected } => (theme.invalid, format!("missing {key}: {expected}")),
         Difference::Extra { key, got } => (theme.warning, format!("extra {key}: {got}")),
@@ -313,7 +313,7 @@ pub(super) fn difference_line<'a>(lead: &str, difference: &Difference, theme: &T
 }
 
 /// A verdict in words.
-pub(super) fn verdict_word(verdict: Verdict) -> &'static str {
+pub(crate) fn verdict_word(verdict: Verdict) -> &'static str {
     match verdict {
         Verdict::Pass => "pass",
         Verdict::Fail => "fail",

@@ -8,9 +8,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::eval::{change_text, difference_line, frame_of, verdict_word};
 use crate::eval::diff::{Change, EvalDiff, Side};
 use crate::safe_text::escape_controls;
+use crate::tui::panes::eval::{change_text, difference_line, frame_of, verdict_word};
 use crate::tui::theme::Theme;
 
 pub fn render(frame: &mut Frame, area: Rect, compared: &EvalDiff, scroll: usize, theme: &Theme) {

@@ -6,10 +6,10 @@ use ratatui::text::Span;
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::eval::frame_of;
-use super::truncation::{body, Shown};
 use crate::safe_text::escape_controls;
 use crate::tui::eval_state::EvalView;
+use crate::tui::panes::eval::frame_of;
+use crate::tui::panes::truncation::{body, Shown};
 use crate::tui::state::TruncationView;
 use crate::tui::theme::Theme;
 

@@ -7,9 +7,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::{block, clip};
 use crate::eval::store::Listed;
 use crate::run::RunRecord;
+use crate::tui::panes::{block, clip};
 use crate::tui::state::{Pane, State};
 use crate::tui::theme::Theme;
 

@@ -23,8 +23,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders};
 use ratatui::Frame;
 
-use super::state::{Pane, State};
-use super::theme::Theme;
+use crate::tui::state::{Pane, State};
+use crate::tui::theme::Theme;
 
 /// Where everything goes on a screen of a given size.
 #[derive(Clone, Debug, PartialEq)]

@@ -10,9 +10,9 @@ use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 use serde_json::Value;
 
-use super::block;
 use crate::provider::{ModeReport, Outgoing, Request};
 use crate::safe_text::{escape_controls, escape_json_text};
+use crate::tui::panes::block;
 use crate::tui::request::{self, Sent};
 use crate::tui::state::{Pane, State};
 use crate::tui::theme::Theme;

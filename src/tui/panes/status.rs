@@ -9,8 +9,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::clip;
 use crate::tui::input::{InputBox, InputKind};
+use crate::tui::panes::clip;
 use crate::tui::state::{RunPhase, State};
 use crate::tui::theme::Theme;
 

@@ -11,10 +11,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 use ratatui::Frame;
 
-use super::{block, clip};
 use crate::safe_text::escape_controls;
 use crate::truncate::strategy::Strategy;
 use crate::truncate::sweep::Sweep;
+use crate::tui::panes::{block, clip};
 use crate::tui::state::{Pane, State, TruncationView};
 use crate::tui::theme::Theme;
 

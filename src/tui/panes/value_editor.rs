@@ -7,8 +7,8 @@ use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders, Clear};
 use ratatui::Frame;
 
-use super::clip;
 use crate::tui::input::InputKind;
+use crate::tui::panes::clip;
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
 

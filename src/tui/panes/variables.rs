@@ -6,8 +6,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::{block, clip};
 use crate::safe_text::escape_controls;
+use crate::tui::panes::{block, clip};
 use crate::tui::state::{Pane, State};
 use crate::tui::theme::Theme;
 use crate::tui::variables;

@@ -1,17 +1,17 @@
 //! Actions: quit, save, run and cancel, focus, zoom and toggles, the run settings (provider,
 //! structured mode, model, case, max tokens), and the moves handed to the navigation.
 
-use super::super::cases;
-use super::super::edit;
-use super::super::msg::{Action, Effect};
-use super::super::panes;
-use super::super::state::{Overlay, Pane, RunPhase, State};
-use super::compare;
-use super::navigate::{cut_by, open, step};
-use super::run::start_run;
-use super::PROVIDERS;
 use crate::provider::kind::ProviderKind;
 use crate::provider::StructuredMode;
+use crate::tui::cases;
+use crate::tui::edit;
+use crate::tui::msg::{Action, Effect};
+use crate::tui::panes;
+use crate::tui::state::{Overlay, Pane, RunPhase, State};
+use crate::tui::update::compare;
+use crate::tui::update::navigate::{cut_by, open, step};
+use crate::tui::update::run::start_run;
+use crate::tui::update::PROVIDERS;
 
 /// `None`: the provider's default (constrained on the local model, none on a server).
 const STRUCTURED: [Option<StructuredMode>; 5] = [
@@ -112,10 +112,10 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
                     state.choice.asked_mode(state.saved.response_type).0
                 ),
             });
-            super::super::lint::relint(state);
+            crate::tui::lint::relint(state);
             Vec::new()
         }
-        Action::ChooseModel => super::super::input::open_model_picker(state),
+        Action::ChooseModel => crate::tui::input::open_model_picker(state),
         Action::NextCase => {
             let names: Vec<Option<String>> =
                 std::iter::once(None).chain(state.cases.iter().map(|c| Some(c.name.clone()))).collect();
@@ -123,7 +123,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             state.choice.case = names[at % names.len()].clone();
             state.selected_variable = at % names.len();
             state.note = Some(format!("case: {}", state.choice.case.as_deref().unwrap_or("(default variables)")));
-            super::fetch::warm_choice(state)
+            crate::tui::update::fetch::warm_choice(state)
         }
         Action::MoreTokens => {
             state.choice.max_tokens = Some(state.choice.max_tokens.map_or(256, |n| n.saturating_mul(2)));
@@ -159,8 +159,8 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             }
             cases::undo(state)
         }
-        Action::Eval => super::eval::enter(state),
-        Action::MarkEval => super::eval_history::mark(state),
+        Action::Eval => crate::tui::update::eval::enter(state),
+        Action::MarkEval => crate::tui::update::eval_history::mark(state),
         Action::Approve
         | Action::Review
         | Action::EvalDiff
@@ -173,12 +173,12 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
     }
 }
 
-pub(super) fn focus(state: &mut State, pane: Pane) -> Vec<Effect> {
+pub(crate) fn focus(state: &mut State, pane: Pane) -> Vec<Effect> {
     state.focus = pane;
     Vec::new()
 }
 
-pub(super) fn save(state: &mut State) -> Vec<Effect> {
+pub(crate) fn save(state: &mut State) -> Vec<Effect> {
     match edit::save_effect(state) {
         Ok((effect, prompt)) => {
             state.pending_save = Some(Box::new((prompt, state.texts())));
@@ -210,5 +210,5 @@ pub fn choose_provider(state: &mut State, provider: ProviderKind) {
         ),
         None => format!("provider: {provider}"),
     });
-    super::super::lint::relint(state);
+    crate::tui::lint::relint(state);
 }

@@ -69,7 +69,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             view.selected_row = (view.selected_row + 1).min(rows.saturating_sub(1));
         }
         Action::Quit | Action::Save | Action::ToggleHelp | Action::NextProvider | Action::NextCase => {
-            return super::act(state, action)
+            return crate::tui::update::act(state, action)
         }
         _ => state.note = Some("compare screen: ←/→ move the cut, ↑/↓ pick a row, esc or alt-x go back".into()),
     }

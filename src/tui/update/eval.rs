@@ -35,7 +35,7 @@ fn help_line() -> &'static str {
 pub fn rerun(state: &mut State) -> Vec<Effect> {
     let mut effects = Vec::new();
     if state.dirty {
-        effects = super::actions::save(state);
+        effects = crate::tui::update::actions::save(state);
         if effects.is_empty() {
             return effects;
         }
@@ -92,14 +92,14 @@ pub fn leave(state: &mut State) -> Vec<Effect> {
 /// A key while the eval screen is shown (no editor takes typing here).
 pub fn key(state: &mut State, input: &Input) -> Vec<Effect> {
     if state.eval.overlay == EvalOverlay::Truncation {
-        return super::eval_truncation::key(state, input);
+        return crate::tui::update::eval_truncation::key(state, input);
     }
     let review = matches!(state.eval.overlay, EvalOverlay::Review | EvalOverlay::ReviewDone);
     if review && state.keymap.eval_action(input) == Some(Action::AnswerTruncation) {
-        return super::eval_truncation::open(state);
+        return crate::tui::update::eval_truncation::open(state);
     }
     if review {
-        return super::eval_review::key(state, input);
+        return crate::tui::update::eval_review::key(state, input);
     }
     if let EvalOverlay::ConfirmApprove { row, approval } = &state.eval.overlay {
         use ratatui_textarea::Key;
@@ -179,12 +179,14 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Open => state.note = Some("this case has not ended yet".into()),
         Action::Approve => return ask_approve(state),
-        Action::Review => return super::eval_review::start(state),
-        Action::EvalDiff => return super::eval_history::show_diff(state),
-        Action::AnswerTruncation if view.overlay == EvalOverlay::Case => return super::eval_truncation::open(state),
+        Action::Review => return crate::tui::update::eval_review::start(state),
+        Action::EvalDiff => return crate::tui::update::eval_history::show_diff(state),
+        Action::AnswerTruncation if view.overlay == EvalOverlay::Case => {
+            return crate::tui::update::eval_truncation::open(state)
+        }
         Action::AnswerTruncation => state.note = Some("truncation: open a case first (enter), then t".into()),
         Action::Quit | Action::Save | Action::ToggleHelp | Action::NextProvider | Action::NextCase => {
-            return super::act(state, action)
+            return crate::tui::update::act(state, action)
         }
         _ => state.note = Some(help_line().into()),
     }
@@ -250,7 +252,7 @@ fn ask_approve(state: &mut State) -> Vec<Effect> {
 /// edits stay unsaved), written atomically, and the row is scored again. What is written is the
 /// core's [`Approval`]: an answer with parts that are not a real answer is refused (the note says
 /// which) unless `insist`, and then its valid items are written with the rest marked.
-pub(super) fn approve(state: &mut State, row: usize, insist: bool) -> Vec<Effect> {
+pub(crate) fn approve(state: &mut State, row: usize, insist: bool) -> Vec<Effect> {
     let Some(cell) = state.eval.cells.get(row) else { return Vec::new() };
     let (Some(run), Some(scored)) = (cell.run.clone(), cell.scored.clone()) else {
         state.eval.overlay = EvalOverlay::None;
@@ -316,7 +318,7 @@ pub(super) fn approve(state: &mut State, row: usize, insist: bool) -> Vec<Effect
 }
 
 /// Why the shown eval cannot be changed (one opened from the history), or `None`.
-pub(super) fn read_only(state: &State) -> Option<String> {
+pub(crate) fn read_only(state: &State) -> Option<String> {
     state.eval.opened.as_ref().map(|id| format!("eval {id} is read-only: ctrl-r runs it again"))
 }
 
@@ -354,8 +356,8 @@ pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
             state.note = Some(format!("eval: {message}"));
         }
         EvalNews::Done(_) => {}
-        EvalNews::Opened(result) => super::eval_history::opened(state, result),
-        EvalNews::Swept { row, sweep } => super::eval_truncation::swept(state, row, sweep),
+        EvalNews::Opened(result) => crate::tui::update::eval_history::opened(state, result),
+        EvalNews::Swept { row, sweep } => crate::tui::update::eval_truncation::swept(state, row, sweep),
         EvalNews::Rescored { row, scored } => {
             if let Some(cell) = view.cells.get_mut(row) {
                 state.note = Some(format!("case scored again: {:?} ({})", scored.score.verdict, scored.score.reason));

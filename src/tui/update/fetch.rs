@@ -3,10 +3,10 @@
 //! is going, or as soon as the example replay that is playing ends ([`replay_ended`]); a case chosen
 //! on the model runs its prompt through it in the background ([`warm_choice`]).
 
-use super::update;
 use crate::provider::kind::ProviderKind;
 use crate::tui::msg::{Action, Effect, FetchNews, Msg};
 use crate::tui::state::State;
+use crate::tui::update::update;
 
 pub fn model_fetch(state: &mut State, news: FetchNews) -> Vec<Effect> {
     match news {
@@ -69,5 +69,5 @@ pub fn replay_ended(state: &mut State, cancelled: bool) -> Vec<Effect> {
 /// Runs go to the local model (a json/jsonl prompt that names no structured mode is then held to its
 /// schema by constrained decoding: the run setup's default, which the status bar shows).
 pub fn use_local_model(state: &mut State) {
-    super::actions::choose_provider(state, ProviderKind::Local);
+    crate::tui::update::actions::choose_provider(state, ProviderKind::Local);
 }

@@ -3,19 +3,19 @@
 
 use ratatui_textarea::{Input, Key};
 
-use super::super::cases;
-use super::super::edit::{self, edited};
-use super::super::msg::{Action, Effect};
-use super::super::panes;
-use super::super::state::{Overlay, Pane, State};
-use super::actions::{act, save};
+use crate::tui::cases;
+use crate::tui::edit::{self, edited};
+use crate::tui::msg::{Action, Effect};
+use crate::tui::panes;
+use crate::tui::state::{Overlay, Pane, State};
+use crate::tui::update::actions::{act, save};
 
 /// Whether typing goes into an editor now.
-pub(super) fn editable(state: &State) -> bool {
+pub(crate) fn editable(state: &State) -> bool {
     state.focus.is_editor() && !(state.preview && state.focus == Pane::System)
 }
 
-pub(super) fn editor_mut(state: &mut State) -> Option<&mut super::super::editor::Editor> {
+pub(crate) fn editor_mut(state: &mut State) -> Option<&mut crate::tui::editor::Editor> {
     match state.focus {
         Pane::System => Some(&mut state.system),
         Pane::Template => Some(&mut state.template),
@@ -24,16 +24,16 @@ pub(super) fn editor_mut(state: &mut State) -> Option<&mut super::super::editor:
     }
 }
 
-pub(super) fn after_edit(state: &mut State) {
+pub(crate) fn after_edit(state: &mut State) {
     if state.focus == Pane::Schema {
         // Linted in the background once typing settles, not on the key.
-        super::super::lint::schema_edited(state);
+        crate::tui::lint::schema_edited(state);
     }
     edited(state);
 }
 
 /// A key: to the open overlay, else an action of the keymap, else typing in the focused editor.
-pub(super) fn key(state: &mut State, input: Input) -> Vec<Effect> {
+pub(crate) fn key(state: &mut State, input: Input) -> Vec<Effect> {
     if input.key == Key::Null {
         return Vec::new();
     }
@@ -65,7 +65,7 @@ pub(super) fn key(state: &mut State, input: Input) -> Vec<Effect> {
                 }
             };
         }
-        Overlay::ChangedOutside(change) => return super::outside::answer(state, *change, &input),
+        Overlay::ChangedOutside(change) => return crate::tui::update::outside::answer(state, *change, &input),
         Overlay::ConfirmDeleteCase { index, name } => {
             cases::answer_delete(state, index, &name, input.key == Key::Char('y'));
             return Vec::new();
@@ -104,8 +104,8 @@ pub(super) fn key(state: &mut State, input: Input) -> Vec<Effect> {
 
 /// A key over the help: the view's up/down/page/home/end keys scroll it (when it does not fit the
 /// screen), any other key closes it.
-pub(super) fn help_key(state: &mut State, input: &Input) {
-    let geometry = panes::overlay::help_geometry(state.size, state, &super::super::theme::Theme::default());
+pub(crate) fn help_key(state: &mut State, input: &Input) {
+    let geometry = panes::overlay::help_geometry(state.size, state, &crate::tui::theme::Theme::default());
     let (height, max_scroll) = (geometry.height, geometry.max_scroll);
     let at = state.help_scroll.min(max_scroll);
     state.help_scroll = match state.keymap.action(input, true) {

@@ -24,10 +24,10 @@ pub use navigate::set_cut;
 use run::run_event;
 use sweep::sweep_ready;
 
-use super::edit;
-use super::msg::{Effect, Msg, SaveFailed, TermEvent};
-use super::state::{Overlay, RunPhase, State};
 use crate::prompt::file::OnDisk;
+use crate::tui::edit;
+use crate::tui::msg::{Effect, Msg, SaveFailed, TermEvent};
+use crate::tui::state::{Overlay, RunPhase, State};
 
 /// How often unsaved edits go to the recovery file, at most.
 pub const RECOVERY_EVERY_MS: u64 = 1000;
@@ -46,18 +46,18 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
     if state.edits != edits && state.heavy() {
         effects.push(Effect::Settle { edits: state.edits });
     }
-    if let Some(request) = super::lint::ask(state, settled) {
+    if let Some(request) = crate::tui::lint::ask(state, settled) {
         effects.push(Effect::Lint(Box::new(request)));
     }
-    effects.extend(super::tokens::refresh(state));
+    effects.extend(crate::tui::tokens::refresh(state));
     effects
 }
 
 fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
     match msg {
-        Msg::Term(TermEvent::Key(input)) if state.input.is_some() => super::input::key(state, input),
+        Msg::Term(TermEvent::Key(input)) if state.input.is_some() => crate::tui::input::key(state, input),
         Msg::Term(TermEvent::Paste(text)) if state.input.is_some() => {
-            super::input::paste(state, &text);
+            crate::tui::input::paste(state, &text);
             Vec::new()
         }
         Msg::Term(TermEvent::Mouse(_)) if state.input.is_some() => Vec::new(),
@@ -69,7 +69,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
         }
         Msg::Term(TermEvent::Key(input)) => key(state, input),
         Msg::Term(TermEvent::Mouse(mouse)) if state.eval.open => match mouse.kind {
-            super::msg::MouseKind::Click => eval::click(state, mouse.row),
+            crate::tui::msg::MouseKind::Click => eval::click(state, mouse.row),
             _ => Vec::new(),
         },
         Msg::Term(TermEvent::Mouse(_)) if state.compare.open => Vec::new(),
@@ -176,7 +176,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
         }
         Msg::OnDisk { path, text } => outside::noticed(state, path, text),
         Msg::ModelFetch(news) => {
-            if matches!(news, super::msg::FetchNews::Done(Ok(_)))
+            if matches!(news, crate::tui::msg::FetchNews::Done(Ok(_)))
                 && state.tokens.local.as_ref().is_some_and(|l| l.1.is_err())
             {
                 // The model is here now: its tokenizer can be read.
@@ -190,18 +190,18 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
                 return Vec::new();
             }
             // The schema's lint is asked for by `update` (`lint::ask`).
-            super::tokens::settled(state)
+            crate::tui::tokens::settled(state)
         }
         Msg::Linted { asked, lint } => {
-            super::lint::linted(state, asked, lint);
+            crate::tui::lint::linted(state, asked, lint);
             Vec::new()
         }
         Msg::TokensCounted { asked, counted } => {
-            super::tokens::counted(state, asked, *counted);
+            crate::tui::tokens::counted(state, asked, *counted);
             Vec::new()
         }
         Msg::TokenizerLoaded { model, tokenizer } => {
-            super::tokens::loaded(state, model, tokenizer);
+            crate::tui::tokens::loaded(state, model, tokenizer);
             Vec::new()
         }
         Msg::Note(note) => {

@@ -4,10 +4,10 @@
 
 use ratatui::layout::Rect;
 
-use super::{act, set_cut};
 use crate::tui::msg::{Action, Effect, Mouse, MouseKind};
 use crate::tui::panes::{self, editors, truncation, variables};
 use crate::tui::state::{Overlay, Pane, State};
+use crate::tui::update::{act, set_cut};
 
 pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
     if state.overlay != Overlay::None {

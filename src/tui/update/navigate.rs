@@ -1,12 +1,12 @@
 //! Moving in the views: the selection of lines, history and variables, the output's scroll, the cut,
 //! and enter (replay a past run, pick a case or edit a variable, jump to a line).
 
-use super::super::msg::Effect;
-use super::super::state::{Pane, State};
-use super::run::start_run;
+use crate::tui::msg::Effect;
+use crate::tui::state::{Pane, State};
+use crate::tui::update::run::start_run;
 
 /// Moves the focused pane's selection, scroll or cut by `by`.
-pub(super) fn step(state: &mut State, by: i64) -> Vec<Effect> {
+pub(crate) fn step(state: &mut State, by: i64) -> Vec<Effect> {
     let clamp = |at: usize, len: usize| -> usize {
         let at = (at as i64).saturating_add(by);
         at.clamp(0, len.saturating_sub(1) as i64) as usize
@@ -17,7 +17,7 @@ pub(super) fn step(state: &mut State, by: i64) -> Vec<Effect> {
             state.history_selected = clamp(state.history_selected, state.evals.len() + state.history.len())
         }
         Pane::Variables => {
-            state.selected_variable = clamp(state.selected_variable, super::super::variables::row_count(state))
+            state.selected_variable = clamp(state.selected_variable, crate::tui::variables::row_count(state))
         }
         Pane::Output => {
             let lines = state.run.line_count();
@@ -30,7 +30,7 @@ pub(super) fn step(state: &mut State, by: i64) -> Vec<Effect> {
     Vec::new()
 }
 
-pub(super) fn cut_by(state: &mut State, by: i64) -> Vec<Effect> {
+pub(crate) fn cut_by(state: &mut State, by: i64) -> Vec<Effect> {
     if state.focus != Pane::Truncation {
         return Vec::new();
     }
@@ -44,10 +44,10 @@ pub fn set_cut(state: &mut State, cut: usize) {
     state.truncation.cut = cut.min(state.run.chunk_ends.len());
 }
 
-pub(super) fn open(state: &mut State) -> Vec<Effect> {
+pub(crate) fn open(state: &mut State) -> Vec<Effect> {
     match state.focus {
         Pane::History if state.history_selected < state.evals.len() => {
-            super::eval_history::open(state, state.history_selected)
+            crate::tui::update::eval_history::open(state, state.history_selected)
         }
         Pane::History => {
             let run = state.history_selected - state.evals.len();
@@ -63,7 +63,7 @@ pub(super) fn open(state: &mut State) -> Vec<Effect> {
             }
         }
         Pane::Variables if state.selected_variable > state.cases.len() => {
-            super::super::input::open_variable_editor(state)
+            crate::tui::input::open_variable_editor(state)
         }
         Pane::Variables => {
             state.choice.case = match state.selected_variable {
@@ -71,7 +71,7 @@ pub(super) fn open(state: &mut State) -> Vec<Effect> {
                 n => state.cases.get(n - 1).map(|c| c.name.clone()),
             };
             state.note = Some(format!("case: {}", state.choice.case.as_deref().unwrap_or("(default variables)")));
-            super::fetch::warm_choice(state)
+            crate::tui::update::fetch::warm_choice(state)
         }
         Pane::Lines => {
             if let Some(verdict) = state.run.verdicts.get(state.selected_line) {

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use ratatui_textarea::{Input, Key};
 
-use super::super::edit::{is_dirty, schema_text};
-use super::super::lint::relint;
-use super::super::msg::Effect;
-use super::super::state::{editor, OutsideChange, Overlay, SchemaKind, State};
 use crate::prompt::file::{Case, OnDisk, PromptFile};
+use crate::tui::edit::{is_dirty, schema_text};
+use crate::tui::lint::relint;
+use crate::tui::msg::Effect;
+use crate::tui::state::{editor, OutsideChange, Overlay, SchemaKind, State};
 
 /// The files the workbench watches: the prompt file, and its schema file when it has one.
 pub fn watched(state: &State) -> Vec<PathBuf> {
@@ -175,7 +175,7 @@ fn keep_mine(state: &mut State, change: &OutsideChange) -> Vec<Effect> {
         change.path.display()
     ));
     if change.refused_save {
-        return super::actions::save(state);
+        return crate::tui::update::actions::save(state);
     }
     Vec::new()
 }

@@ -1,14 +1,14 @@
 //! Runs: starting one from the prompt as edited (with the settings chosen), and its events filling
 //! the live view (output, verdicts, timings, mode, turns, the end).
 
-use super::super::msg::Effect;
-use super::super::request::run_request;
-use super::super::state::{RunPhase, State};
-use super::sweep::{live_cut, live_delta, sweep_if_missing, swept};
 use crate::run::{ReplayFrom, RunEvent};
+use crate::tui::msg::Effect;
+use crate::tui::request::run_request;
+use crate::tui::state::{RunPhase, State};
+use crate::tui::update::sweep::{live_cut, live_delta, sweep_if_missing, swept};
 
 /// Starts a run of the prompt as edited (`max_turns` `Some(1)`: one turn; `replay`: a recorded answer).
-pub(super) fn start_run(state: &mut State, max_turns: Option<u32>, replay: Option<ReplayFrom>) -> Vec<Effect> {
+pub(crate) fn start_run(state: &mut State, max_turns: Option<u32>, replay: Option<ReplayFrom>) -> Vec<Effect> {
     if state.running() {
         state.note = Some("a run is going: esc cancels it".into());
         return Vec::new();
@@ -38,7 +38,7 @@ pub(super) fn start_run(state: &mut State, max_turns: Option<u32>, replay: Optio
 }
 
 /// One event of the current run into the live view.
-pub(super) fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<Effect> {
+pub(crate) fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<Effect> {
     let run = &mut state.run;
     run.last_at_ms = at_ms;
     match event {
@@ -107,7 +107,7 @@ pub(super) fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<E
             }
             if state.model_run_due {
                 // The example replay gives way to the local model's run (its sweep is not needed).
-                return super::fetch::replay_ended(state, cancelled);
+                return crate::tui::update::fetch::replay_ended(state, cancelled);
             }
             return sweep_if_missing(state);
         }

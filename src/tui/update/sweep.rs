@@ -3,13 +3,13 @@
 //! whole sweep arrives from the run when its turn ends. An answer whose sweep did not come with it
 //! (events fed by hand, a history record) is swept in the background; results shown when current.
 
-use super::super::msg::{Effect, SweepRequest};
-use super::super::panes;
-use super::super::state::State;
 use crate::truncate::sweep::{CutItems, Sweep};
+use crate::tui::msg::{Effect, SweepRequest};
+use crate::tui::panes;
+use crate::tui::state::State;
 
 /// A delta arrived: the live chart reaches the new end, and the cut follows it unless moved back.
-pub(super) fn live_delta(state: &mut State) {
+pub(crate) fn live_delta(state: &mut State) {
     let view = &mut state.truncation;
     if view.sweep.is_some() && !view.live {
         return;
@@ -38,7 +38,7 @@ pub(super) fn live_delta(state: &mut State) {
 }
 
 /// The run's sweep says what each strategy recovers at `cut`: appended to the steps and the chart.
-pub(super) fn live_cut(state: &mut State, cut: usize, items: CutItems) {
+pub(crate) fn live_cut(state: &mut State, cut: usize, items: CutItems) {
     let view = &mut state.truncation;
     if !view.live {
         return;
@@ -59,7 +59,7 @@ pub(super) fn live_cut(state: &mut State, cut: usize, items: CutItems) {
 }
 
 /// The run's sweep of the whole answer (its turn ended, or was cancelled).
-pub(super) fn swept(state: &mut State, sweep: Sweep) {
+pub(crate) fn swept(state: &mut State, sweep: Sweep) {
     let view = &mut state.truncation;
     let following = view.cut >= state.run.chunk_ends.len();
     if following {
@@ -76,7 +76,7 @@ pub(super) fn swept(state: &mut State, sweep: Sweep) {
 }
 
 /// A sweep computed here arrived: shown if it is of this run and not older than the one shown.
-pub(super) fn sweep_ready(state: &mut State, run: u64, answer_len: usize, sweep: Result<Box<Sweep>, String>) {
+pub(crate) fn sweep_ready(state: &mut State, run: u64, answer_len: usize, sweep: Result<Box<Sweep>, String>) {
     let view = &mut state.truncation;
     if run != state.run_id || answer_len > state.run.output.len() || answer_len < view.swept_len {
         return;
@@ -106,7 +106,7 @@ pub(super) fn sweep_ready(state: &mut State, run: u64, answer_len: usize, sweep:
 }
 
 /// At a run's end: the sweep of the answer on screen when the run sent none for it.
-pub(super) fn sweep_if_missing(state: &mut State) -> Vec<Effect> {
+pub(crate) fn sweep_if_missing(state: &mut State) -> Vec<Effect> {
     let view = &state.truncation;
     let have = view.sweep.is_some() && !view.live && view.swept_len == state.run.output.len();
     if have || (view.pending && view.requested_len == state.run.output.len()) {
@@ -116,7 +116,7 @@ pub(super) fn sweep_if_missing(state: &mut State) -> Vec<Effect> {
 }
 
 /// The sweep of the answer on screen, when there is one.
-pub(super) fn sweep_effect(state: &mut State) -> Vec<Effect> {
+pub(crate) fn sweep_effect(state: &mut State) -> Vec<Effect> {
     if state.run.output.is_empty() {
         return Vec::new();
     }
