@@ -9,7 +9,6 @@ use ratatui::backend::Backend;
 use ratatui::Terminal;
 
 use crate::tui::msg::{Effect, Msg};
-use crate::tui::panes;
 use crate::tui::runner::Runner;
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
@@ -80,7 +79,7 @@ impl App {
         let mut dirty = true;
         loop {
             if dirty && last_render.is_none_or(|t| t.elapsed() >= FRAME) {
-                terminal.draw(|frame| panes::render(frame, &self.state, &self.theme))?;
+                terminal.draw(|frame| crate::tui::view::render(frame, &self.state, &self.theme))?;
                 let now = Instant::now();
                 last_render = Some(now);
                 self.stats.renders += 1;

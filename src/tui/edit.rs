@@ -29,6 +29,20 @@ pub fn prompt_for_run(state: &State) -> Result<PromptFile, String> {
     Ok(edited_prompt(state)?.0)
 }
 
+/// Asks for the edits to be saved (the prompt and texts the save writes wait in `pending_save`).
+pub fn save(state: &mut State) -> Vec<Effect> {
+    match save_effect(state) {
+        Ok((effect, prompt)) => {
+            state.pending_save = Some(Box::new((prompt, state.texts())));
+            vec![effect]
+        }
+        Err(e) => {
+            state.note = Some(format!("not saved: {e}"));
+            Vec::new()
+        }
+    }
+}
+
 /// The save of the prompt as the editors hold it: written in place over the file as last read or
 /// written, with the schema file beside it when the schema lives in its own file. Also returns the
 /// prompt written (it becomes the saved one when the save succeeds).

@@ -155,6 +155,11 @@ pub enum Action {
     FilterVerdicts,
 }
 
+/// The router's way to take an action (`tui::update`'s own `act`): a screen handed a key hands the
+/// keymap's action back through it, so an action that belongs to another screen or to every screen
+/// (quit, save, help, enter a screen) goes where it belongs without the screen importing the router.
+pub type Dispatch = fn(&mut super::state::State, Action) -> Vec<Effect>;
+
 /// Everything `update` accepts.
 #[derive(Clone, Debug)]
 pub enum Msg {
@@ -167,8 +172,9 @@ pub enum Msg {
     Run { run: u64, event: Box<RunEvent>, at_ms: u64 },
     /// Run number `run` could not start or stopped outside the engine; the message says why.
     RunFailed { run: u64, message: String },
-    /// The run task ended and its record went to the history (or the message says why not).
-    RunRecorded(Result<PathBuf, String>),
+    /// The run task ended and its record was kept in the history (`kept`: the file, or the sentence
+    /// saying why not); the record comes along, so the history pane shows it without reading the file.
+    RunRecorded { kept: Result<PathBuf, String>, record: Box<RunRecord> },
     /// The cancelled run's task has stopped.
     RunCancelled,
     /// Run `run` of a case ended and was scored against the case's expected answer and checks (or

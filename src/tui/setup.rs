@@ -72,7 +72,7 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
         .or_else(|| std::env::var("TUNEBENCH_REPLAY_SPEED").ok().and_then(|s| Pace::parse(&s)))
         .unwrap_or(Pace::Recorded);
     let mut app = App { state, theme, rx, runner, started, stats: LoopStats::default() };
-    app.runner.watch(crate::tui::update::outside::watched(&app.state));
+    app.runner.watch(crate::tui::workbench::outside::watched(&app.state));
     // A large schema is linted in the background: the first frame does not wait for it.
     if let Some(request) = crate::tui::lint::ask(&mut app.state, false) {
         let follow = app.runner.execute(Effect::Lint(Box::new(request)));
@@ -174,7 +174,7 @@ fn choose_provider(state: &mut State) {
     }
     let why = match local_model() {
         LocalModel::Ready => {
-            crate::tui::update::fetch::use_local_model(state);
+            crate::tui::workbench::fetch::use_local_model(state);
             return;
         }
         LocalModel::Missing(why) => {

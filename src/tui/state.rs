@@ -365,8 +365,24 @@ impl TruncationView {
     }
 }
 
+/// Which screen is shown; each keeps its state in [`State`] while another is (a new screen is a
+/// folder beside `tui/eval/` with its state, update and view, a variant here, and its arms in the
+/// router `tui/update.rs` and in `tui/view.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Screen {
+    /// The editing screen: editors, variables, the run, truncation, history.
+    #[default]
+    Workbench,
+    /// The eval screen (`tui/eval/`).
+    Eval,
+    /// The compare screen (`tui/compare/`).
+    Compare,
+}
+
 /// The whole workbench.
 pub struct State {
+    /// The screen shown.
+    pub screen: Screen,
     pub path: PathBuf,
     /// The prompt as last loaded or saved.
     pub saved: PromptFile,
@@ -440,10 +456,10 @@ pub struct State {
     pub run_prompt: Option<Box<PromptFile>>,
     /// The number of the latest run (events of older runs are ignored).
     pub run_id: u64,
-    /// The compare screen (json vs jsonl side by side), shown when `compare.open`.
-    pub compare: crate::tui::compare_state::CompareView,
-    /// The eval screen.
-    pub eval: crate::tui::eval_state::EvalView,
+    /// The compare screen's state (json vs jsonl side by side), kept while another screen is shown.
+    pub compare: crate::tui::compare::state::CompareView,
+    /// The eval screen's state, kept while another screen is shown.
+    pub eval: crate::tui::eval::state::EvalView,
     /// The prompt's `[variables]` as edited.
     pub variables: crate::prompt::template::Variables,
     /// The cases as edited: names, notes and variables, added, copied or deleted ones too (saved with
@@ -480,6 +496,7 @@ impl State {
             transcript: None,
         });
         let mut state = State {
+            screen: Screen::Workbench,
             path,
             saved_texts: [system.clone(), template.clone(), schema_text.clone()],
             system: editor(&system),

@@ -8,10 +8,10 @@ use ratatui_textarea::Input;
 use crate::eval::diff::Delta;
 use crate::eval::{Approval, EvalEvent};
 use crate::prompt::file::OnDisk;
-use crate::tui::eval_filter::Move;
-use crate::tui::eval_state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
-use crate::tui::msg::{Action, DatasetApproval, Effect, EvalNews, EvalRequest, RescoreRequest};
-use crate::tui::state::State;
+use crate::tui::eval::filter::Move;
+use crate::tui::eval::state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
+use crate::tui::msg::{Action, DatasetApproval, Dispatch, Effect, EvalNews, EvalRequest, RescoreRequest};
+use crate::tui::state::{Screen, State};
 
 /// `eval` from the edit screen: open the eval screen; the first time, run it.
 pub fn enter(state: &mut State) -> Vec<Effect> {
@@ -19,7 +19,7 @@ pub fn enter(state: &mut State) -> Vec<Effect> {
         state.note = Some("a run is going: esc cancels it, then alt-e opens the eval screen".into());
         return Vec::new();
     }
-    state.eval.open = true;
+    state.screen = Screen::Eval;
     if state.eval.phase == EvalPhase::Idle {
         return rerun(state);
     }
@@ -35,12 +35,13 @@ fn help_line() -> &'static str {
 pub fn rerun(state: &mut State) -> Vec<Effect> {
     let mut effects = Vec::new();
     if state.dirty {
-        effects = crate::tui::update::actions::save(state);
+        effects = crate::tui::edit::save(state);
         if effects.is_empty() {
             return effects;
         }
     }
     let edits = state.edits;
+    state.screen = Screen::Eval;
     let view = &mut state.eval;
     let id = view.id + 1;
     let previous = view.record.take();
@@ -52,7 +53,6 @@ pub fn rerun(state: &mut State) -> Vec<Effect> {
         None => view.baseline_record.take().or(previous),
     };
     *view = EvalView {
-        open: true,
         id,
         phase: EvalPhase::Running,
         selected: view.selected,
@@ -81,7 +81,8 @@ pub fn leave(state: &mut State) -> Vec<Effect> {
         view.overlay = EvalOverlay::None;
         return Vec::new();
     }
-    view.open = false;
+    state.screen = Screen::Workbench;
+    let view = &mut state.eval;
     if view.running() {
         view.phase = EvalPhase::Failed("cancelled: ctrl-r on the eval screen runs it again".into());
         return vec![Effect::CancelEval];
@@ -90,16 +91,16 @@ pub fn leave(state: &mut State) -> Vec<Effect> {
 }
 
 /// A key while the eval screen is shown (no editor takes typing here).
-pub fn key(state: &mut State, input: &Input) -> Vec<Effect> {
+pub fn key(state: &mut State, input: &Input, act: Dispatch) -> Vec<Effect> {
     if state.eval.overlay == EvalOverlay::Truncation {
-        return crate::tui::update::eval_truncation::key(state, input);
+        return crate::tui::eval::truncation::key(state, input);
     }
     let review = matches!(state.eval.overlay, EvalOverlay::Review | EvalOverlay::ReviewDone);
     if review && state.keymap.eval_action(input) == Some(Action::AnswerTruncation) {
-        return crate::tui::update::eval_truncation::open(state);
+        return crate::tui::eval::truncation::open(state);
     }
     if review {
-        return crate::tui::update::eval_review::key(state, input);
+        return crate::tui::eval::review_keys::key(state, input);
     }
     if let EvalOverlay::ConfirmApprove { row, approval } = &state.eval.overlay {
         use ratatui_textarea::Key;
@@ -179,15 +180,12 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         }
         Action::Open => state.note = Some("this case has not ended yet".into()),
         Action::Approve => return ask_approve(state),
-        Action::Review => return crate::tui::update::eval_review::start(state),
-        Action::EvalDiff => return crate::tui::update::eval_history::show_diff(state),
+        Action::Review => return crate::tui::eval::review_keys::start(state),
+        Action::EvalDiff => return crate::tui::eval::history::show_diff(state),
         Action::AnswerTruncation if view.overlay == EvalOverlay::Case => {
-            return crate::tui::update::eval_truncation::open(state)
+            return crate::tui::eval::truncation::open(state)
         }
         Action::AnswerTruncation => state.note = Some("truncation: open a case first (enter), then t".into()),
-        Action::Quit | Action::Save | Action::ToggleHelp | Action::NextProvider | Action::NextCase => {
-            return crate::tui::update::act(state, action)
-        }
         _ => state.note = Some(help_line().into()),
     }
     Vec::new()
@@ -199,9 +197,9 @@ pub fn click(state: &mut State, row: u16) -> Vec<Effect> {
         return Vec::new();
     }
     // The matrix starts below its frame's top line and the header line, at the first row drawn.
-    let height = usize::from(state.size.1).saturating_sub(crate::tui::panes::eval::MATRIX_CHROME);
+    let height = usize::from(state.size.1).saturating_sub(crate::tui::eval::view::MATRIX_CHROME);
     let shown = state.eval.shown_rows();
-    let first = crate::tui::panes::eval::first_drawn(&shown, state.eval.selected, height);
+    let first = crate::tui::eval::view::first_drawn(&shown, state.eval.selected, height);
     if let Some(&index) = (row as usize).checked_sub(2).and_then(|at| shown.get(first + at)) {
         state.eval.selected = index;
     }
@@ -356,8 +354,8 @@ pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
             state.note = Some(format!("eval: {message}"));
         }
         EvalNews::Done(_) => {}
-        EvalNews::Opened(result) => crate::tui::update::eval_history::opened(state, result),
-        EvalNews::Swept { row, sweep } => crate::tui::update::eval_truncation::swept(state, row, sweep),
+        EvalNews::Opened(result) => crate::tui::eval::history::opened(state, result),
+        EvalNews::Swept { row, sweep } => crate::tui::eval::truncation::swept(state, row, sweep),
         EvalNews::Rescored { row, scored } => {
             if let Some(cell) = view.cells.get_mut(row) {
                 state.note = Some(format!("case scored again: {:?} ({})", scored.score.verdict, scored.score.reason));

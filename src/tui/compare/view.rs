@@ -1,7 +1,7 @@
 //! The compare screen: the json side and the jsonl side of the prompt run side by side — two output
 //! panes (escaped, following the tail, each side's figures in its title), two line panes (jsonl
 //! verdicts; the json side's parse status), and below them the shared truncation chart and the
-//! agreement table ([`crate::tui::panes::compare_chart`]).
+//! agreement table ([`crate::tui::compare::chart`]).
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -10,8 +10,8 @@ use ratatui::Frame;
 
 use crate::output::ResponseType;
 use crate::safe_text::escape_controls;
-use crate::tui::compare_state::{ComparePhase, SideView, LABELS};
-use crate::tui::panes::compare_chart;
+use crate::tui::compare::chart;
+use crate::tui::compare::state::{ComparePhase, SideView, LABELS};
 use crate::tui::panes::lines::{json_verdict, line_counts, row};
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
@@ -27,8 +27,8 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         output(frame, tops[side], state, side, theme);
         lines(frame, mids[side], state, side, theme);
     }
-    compare_chart::chart(frame, bottom[0], state, theme);
-    compare_chart::agreement(frame, bottom[1], state, theme);
+    chart::chart(frame, bottom[0], state, theme);
+    chart::agreement(frame, bottom[1], state, theme);
 }
 
 fn split(direction: Direction, area: Rect, constraints: &[Constraint]) -> Vec<Rect> {

@@ -1,5 +1,5 @@
 //! The eval screen's effects: the saved prompt planned by `eval::plan`, run by `eval::pipeline` on
-//! the runner's runtime (every cell scored by the core as it ends), recorded in the eval store as
+//! the job bridge (every cell scored by the core as it ends), recorded in the eval store as
 //! `tunebench eval` records it, its deltas from `eval::diff`; one row scored again after approve; the
 //! store's evals of the prompt listed, and one read back. Everything comes back as `Msg::Eval`
 //! (the listing as `Msg::EvalsListed`).
@@ -8,13 +8,12 @@ use std::path::PathBuf;
 
 use crate::eval::pipeline::{self, Pipeline};
 use crate::eval::{diff, store, EvalOptions, EvalPlan, Expectations};
-use crate::run::{CacheMode, SetupOptions, Stop};
+use crate::run::{CacheMode, SetupOptions};
+use crate::tui::jobs::{Bridge, Job};
 use crate::tui::msg::{EvalDone, EvalNews, EvalRequest, Msg, OpenedEval, RescoreRequest};
-use crate::tui::runner::Runner;
 
-/// Starts the eval on the runner's runtime; an error says why it cannot start.
-pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
-    runner.eval_cancel = None;
+/// Starts the eval on the job bridge; an error says why it cannot start.
+pub fn start(bridge: Bridge, request: EvalRequest) -> Result<(), String> {
     let options = EvalOptions {
         prompts: vec![request.path.clone()],
         repeat: 1,
@@ -34,30 +33,24 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
     let baseline = match kept {
         Some(baseline) => Some(baseline),
         None => {
-            let dir = runner.data_dir.as_ref().map(|d| d.join(store::EVALS_DIR));
+            let dir = bridge.data_dir.map(|d| d.join(store::EVALS_DIR));
             dir.and_then(|dir| plan.baseline("last", Some(&dir)).ok()).map(Box::new)
         }
     };
     let column = plan.columns.first().map(|c| c.column.model_label()).unwrap_or_default();
     let baseline_column = baseline.as_deref().and_then(|b| crate::eval::diff::counterpart(&b.columns, &columns, 0));
     let concurrency = plan.concurrency(None);
-    runner.log.line(&format!("eval {} on {column}, {concurrency} at a time", request.path.display()));
-    let (tx, id, record_history) = (runner.tx.clone(), request.id, runner.record_history);
+    bridge.log.line(&format!("eval {} on {column}, {concurrency} at a time", request.path.display()));
+    let (tx, id, record_history) = (bridge.tx.clone(), request.id, bridge.record_history);
     let planned = EvalNews::Planned { rows: plan.rows.clone(), column, baseline: baseline.clone(), baseline_column };
     let _ = tx.send(Msg::Eval { id, news: planned });
-    let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
-    runner.eval_cancel = Some(cancel);
-    let save = runner.data_dir.as_ref().map(|d| d.join(store::EVALS_DIR));
+    let save = bridge.data_dir.map(|d| d.join(store::EVALS_DIR));
     // As for compare: the pipeline's future runs on a blocking thread of the runtime.
-    let handle = runner.runtime.handle().clone();
-    runner.eval_task = Some(runner.runtime.spawn_blocking(move || {
+    bridge.jobs.spawn_blocking(Job::Eval, move |handle, stopped| {
         handle.block_on(async move {
             let events = tx.clone();
             let pipeline = Pipeline { plan: &plan, concurrency, record_history, wrap: None };
-            let stop = async move {
-                let _ = cancelled.await;
-                Stop::User
-            };
+            let stop = stopped.wait();
             let ran = pipeline::run(
                 pipeline,
                 move |event| {
@@ -86,7 +79,7 @@ pub fn start(runner: &mut Runner, request: EvalRequest) -> Result<(), String> {
             };
             let _ = tx.send(Msg::Eval { id, news: EvalNews::Done(done) });
         })
-    }));
+    });
     Ok(())
 }
 
@@ -131,25 +124,9 @@ pub fn approve_in_dataset(request: crate::tui::msg::DatasetApproval) -> Vec<Msg>
     }
 }
 
-/// A workbench run of `case` scored against the case's expected answer and checks in `prompt` (the
-/// prompt as it was run); `None` when the case expects nothing.
-pub fn score_run(
-    prompt: &crate::prompt::file::PromptFile,
-    path: &std::path::Path,
-    case: &str,
-    record: &crate::run::RunRecord,
-) -> Option<Result<Box<crate::eval::score::CaseScore>, String>> {
-    let base_dir = crate::run::setup::base_dir(path);
-    match Expectations::for_case(prompt, &base_dir, Some(case)) {
-        Ok(expectations) if expectations.is_empty() => None,
-        Ok(expectations) => Some(Ok(Box::new(crate::eval::score_record(&expectations, record)))),
-        Err(e) => Some(Err(format!("not scored: {e}"))),
-    }
-}
-
 /// Lists the evals of the prompt file `path` (newest first) on a thread; no data directory: none.
-pub fn list(runner: &Runner, path: PathBuf) {
-    let (tx, dir) = (runner.tx.clone(), runner.data_dir.as_ref().map(|d| d.join(store::EVALS_DIR)));
+pub fn list(bridge: Bridge, path: PathBuf) {
+    let (tx, dir) = (bridge.tx.clone(), bridge.data_dir.map(|d| d.join(store::EVALS_DIR)));
     std::thread::spawn(move || {
         let Some(dir) = dir else {
             let _ = tx.send(Msg::EvalsListed(Ok(Vec::new())));
@@ -165,8 +142,8 @@ pub fn list(runner: &Runner, path: PathBuf) {
 }
 
 /// Reads the eval record `file` (and `against`) on a thread, back as `EvalNews::Opened`.
-pub fn open(runner: &Runner, id: u64, file: PathBuf, against: Option<PathBuf>) {
-    let tx = runner.tx.clone();
+pub fn open(bridge: Bridge, id: u64, file: PathBuf, against: Option<PathBuf>) {
+    let tx = bridge.tx.clone();
     std::thread::spawn(move || {
         let opened = store::load_file(&file).and_then(|record| {
             let against = against.as_deref().map(store::load_file).transpose()?;

@@ -4,7 +4,7 @@
 
 use ratatui_textarea::{Input, Key};
 
-use crate::tui::eval_state::{CellSweep, EvalOverlay};
+use crate::tui::eval::state::{CellSweep, EvalOverlay};
 use crate::tui::msg::{Effect, SweepRequest};
 use crate::tui::state::State;
 

@@ -3,7 +3,7 @@
 //! and what was decided. Which cases need a look is read off the core's verdicts; nothing is scored here.
 
 use crate::eval::score::Verdict;
-use crate::tui::eval_state::EvalView;
+use crate::tui::eval::state::EvalView;
 
 /// The review's keys, as the bar and the status line show them.
 pub const KEYS: &str = "a accept · r reject · s skip · t truncation · esc stop";

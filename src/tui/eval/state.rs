@@ -77,8 +77,6 @@ pub struct CellSweep {
 /// The eval screen.
 #[derive(Clone, Debug, Default)]
 pub struct EvalView {
-    /// The screen is shown instead of the editing panes.
-    pub open: bool,
     /// The number of the latest eval (news of older ones is ignored).
     pub id: u64,
     pub phase: EvalPhase,
@@ -96,7 +94,7 @@ pub struct EvalView {
     /// The selected row.
     pub selected: usize,
     /// Which rows the matrix shows (`/` a name, `v` a kind of verdict).
-    pub filter: crate::tui::eval_filter::RowFilter,
+    pub filter: crate::tui::eval::filter::RowFilter,
     pub overlay: EvalOverlay,
     /// First line shown of the drill-down's answer.
     pub scroll: usize,
@@ -107,8 +105,8 @@ pub struct EvalView {
     pub baseline_column: Option<usize>,
     /// The workbench's edit count when this eval started: a later edit makes the matrix stale.
     pub edits: u64,
-    /// The review under way or last ended (see [`crate::tui::eval_review`]).
-    pub review: Option<crate::tui::eval_review::Review>,
+    /// The review under way or last ended (see [`crate::tui::eval::review`]).
+    pub review: Option<crate::tui::eval::review::Review>,
     /// The id of the eval opened from the history (shown read-only until ctrl-r runs it again).
     pub opened: Option<String>,
     /// The totals after a row was scored again (approve), summed up by the core; else the record's.

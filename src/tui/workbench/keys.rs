@@ -4,11 +4,11 @@
 use ratatui_textarea::{Input, Key};
 
 use crate::tui::cases;
+use crate::tui::edit::save;
 use crate::tui::edit::{self, edited};
-use crate::tui::msg::{Action, Effect};
+use crate::tui::msg::{Action, Dispatch, Effect};
 use crate::tui::panes;
 use crate::tui::state::{Overlay, Pane, State};
-use crate::tui::update::actions::{act, save};
 
 /// Whether typing goes into an editor now.
 pub(crate) fn editable(state: &State) -> bool {
@@ -32,8 +32,9 @@ pub(crate) fn after_edit(state: &mut State) {
     edited(state);
 }
 
-/// A key: to the open overlay, else an action of the keymap, else typing in the focused editor.
-pub(crate) fn key(state: &mut State, input: Input) -> Vec<Effect> {
+/// A key: to the open overlay, else an action of the keymap (taken by the router's `act`), else
+/// typing in the focused editor.
+pub(crate) fn key(state: &mut State, input: Input, act: Dispatch) -> Vec<Effect> {
     if input.key == Key::Null {
         return Vec::new();
     }
@@ -65,7 +66,7 @@ pub(crate) fn key(state: &mut State, input: Input) -> Vec<Effect> {
                 }
             };
         }
-        Overlay::ChangedOutside(change) => return crate::tui::update::outside::answer(state, *change, &input),
+        Overlay::ChangedOutside(change) => return crate::tui::workbench::outside::answer(state, *change, &input),
         Overlay::ConfirmDeleteCase { index, name } => {
             cases::answer_delete(state, index, &name, input.key == Key::Char('y'));
             return Vec::new();

@@ -4,11 +4,11 @@
 //! on the model runs its prompt through it in the background ([`warm_choice`]).
 
 use crate::provider::kind::ProviderKind;
-use crate::tui::msg::{Action, Effect, FetchNews, Msg};
+use crate::tui::msg::{Action, Dispatch, Effect, FetchNews};
 use crate::tui::state::State;
-use crate::tui::update::update;
 
-pub fn model_fetch(state: &mut State, news: FetchNews) -> Vec<Effect> {
+/// News of the model's fetch (`act`: the router's, which takes the run that follows).
+pub fn model_fetch(state: &mut State, news: FetchNews, act: Dispatch) -> Vec<Effect> {
     match news {
         FetchNews::Progress(text) => {
             state.note = Some(format!("local model: {text}"));
@@ -35,7 +35,7 @@ pub fn model_fetch(state: &mut State, news: FetchNews) -> Vec<Effect> {
                     .map(|request| vec![Effect::WarmModel(Box::new(request))])
                     .unwrap_or_default()
             } else {
-                update(state, Msg::Action(Action::Run))
+                act(state, Action::Run)
             }
         }
     }
@@ -55,7 +55,7 @@ pub fn warm_choice(state: &State) -> Vec<Effect> {
 
 /// The run that was going when the model arrived has ended (`cancelled`: by the user): the model's
 /// run follows it without a key press, unless the user cancelled it (then ctrl-r runs the model).
-pub fn replay_ended(state: &mut State, cancelled: bool) -> Vec<Effect> {
+pub fn replay_ended(state: &mut State, cancelled: bool, act: Dispatch) -> Vec<Effect> {
     if !std::mem::take(&mut state.model_run_due) {
         return Vec::new();
     }
@@ -63,11 +63,11 @@ pub fn replay_ended(state: &mut State, cancelled: bool) -> Vec<Effect> {
         state.note = Some("local model ready: ctrl-r runs it".into());
         return Vec::new();
     }
-    update(state, Msg::Action(Action::Run))
+    act(state, Action::Run)
 }
 
 /// Runs go to the local model (a json/jsonl prompt that names no structured mode is then held to its
 /// schema by constrained decoding: the run setup's default, which the status bar shows).
 pub fn use_local_model(state: &mut State) {
-    crate::tui::update::actions::choose_provider(state, ProviderKind::Local);
+    crate::tui::workbench::actions::choose_provider(state, ProviderKind::Local);
 }

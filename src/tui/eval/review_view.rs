@@ -7,10 +7,10 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::safe_text::escape_controls;
-use crate::tui::eval_review::{why, Review, KEYS};
-use crate::tui::eval_state::EvalView;
+use crate::tui::eval::review::{why, Review, KEYS};
+use crate::tui::eval::state::EvalView;
+use crate::tui::eval::view::frame_of;
 use crate::tui::panes::clip;
-use crate::tui::panes::eval::frame_of;
 use crate::tui::theme::Theme;
 
 /// The bar's line at the top and the case below it.

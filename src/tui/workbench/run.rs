@@ -2,10 +2,10 @@
 //! the live view (output, verdicts, timings, mode, turns, the end).
 
 use crate::run::{ReplayFrom, RunEvent};
-use crate::tui::msg::Effect;
+use crate::tui::msg::{Dispatch, Effect};
 use crate::tui::request::run_request;
 use crate::tui::state::{RunPhase, State};
-use crate::tui::update::sweep::{live_cut, live_delta, sweep_if_missing, swept};
+use crate::tui::workbench::sweep::{live_cut, live_delta, sweep_if_missing, swept};
 
 /// Starts a run of the prompt as edited (`max_turns` `Some(1)`: one turn; `replay`: a recorded answer).
 pub(crate) fn start_run(state: &mut State, max_turns: Option<u32>, replay: Option<ReplayFrom>) -> Vec<Effect> {
@@ -38,7 +38,8 @@ pub(crate) fn start_run(state: &mut State, max_turns: Option<u32>, replay: Optio
 }
 
 /// One event of the current run into the live view.
-pub(crate) fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<Effect> {
+/// (`act`: the router's, which takes the local model's run when the example replay gives way to it).
+pub(crate) fn run_event(state: &mut State, event: RunEvent, at_ms: u64, act: Dispatch) -> Vec<Effect> {
     let run = &mut state.run;
     run.last_at_ms = at_ms;
     match event {
@@ -107,7 +108,7 @@ pub(crate) fn run_event(state: &mut State, event: RunEvent, at_ms: u64) -> Vec<E
             }
             if state.model_run_due {
                 // The example replay gives way to the local model's run (its sweep is not needed).
-                return crate::tui::update::fetch::replay_ended(state, cancelled);
+                return crate::tui::workbench::fetch::replay_ended(state, cancelled, act);
             }
             return sweep_if_missing(state);
         }

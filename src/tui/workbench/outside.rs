@@ -175,7 +175,7 @@ fn keep_mine(state: &mut State, change: &OutsideChange) -> Vec<Effect> {
         change.path.display()
     ));
     if change.refused_save {
-        return crate::tui::update::actions::save(state);
+        return crate::tui::edit::save(state);
     }
     Vec::new()
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crate::eval::diff::Change;
 use crate::eval::score::Verdict;
 
-use crate::tui::eval_state::EvalView;
+use crate::tui::eval::state::EvalView;
 
 /// The verdicts shown.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -122,7 +122,7 @@ pub enum Move {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::eval_state::EvalCell;
+    use crate::tui::eval::state::EvalCell;
 
     fn view(names: &[&str]) -> EvalView {
         EvalView {

@@ -4,9 +4,9 @@
 
 use crate::eval::diff;
 use crate::eval::store::Listed;
-use crate::tui::eval_state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
+use crate::tui::eval::state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
 use crate::tui::msg::{Effect, OpenedEval};
-use crate::tui::state::{Pane, State};
+use crate::tui::state::{Pane, Screen, State};
 
 /// The store's evals of this prompt arrived.
 pub fn listed(state: &mut State, result: Result<Vec<Listed>, String>) -> Vec<Effect> {
@@ -89,8 +89,8 @@ pub fn opened(state: &mut State, result: Result<Box<OpenedEval>, String>) {
         .collect();
     let compared = against.as_ref().map_or(String::new(), |a| format!(", compared with {}", a.id));
     state.note = Some(format!("eval {}{compared}: read-only (ctrl-r runs it again, d diffs it)", record.id));
+    state.screen = Screen::Eval;
     state.eval = EvalView {
-        open: true,
         id: state.eval.id,
         phase: EvalPhase::Done,
         rows: record.rows.clone(),

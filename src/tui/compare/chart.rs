@@ -13,9 +13,9 @@ use ratatui::Frame;
 use crate::compare::{Curve, RowStatus};
 use crate::safe_text::escape_controls;
 use crate::truncate::strategy::Strategy;
-use crate::tui::compare_state::{ComparePhase, LABELS};
+use crate::tui::compare::state::{ComparePhase, LABELS};
+use crate::tui::compare::view::frame_of;
 use crate::tui::panes::clip;
-use crate::tui::panes::compare::frame_of;
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
 

@@ -4,10 +4,10 @@
 use ratatui_textarea::Input;
 
 use crate::run::RunEvent;
-use crate::tui::compare_state::{ComparePhase, CompareView, SideView};
+use crate::tui::compare::state::{ComparePhase, CompareView, SideView};
 use crate::tui::edit;
-use crate::tui::msg::{Action, CompareNews, CompareRequest, Effect};
-use crate::tui::state::State;
+use crate::tui::msg::{Action, CompareNews, CompareRequest, Dispatch, Effect};
+use crate::tui::state::{Screen, State};
 
 /// `compare` from the edit screen: open the compare screen and run both sides.
 pub fn enter(state: &mut State) -> Vec<Effect> {
@@ -23,7 +23,8 @@ pub fn enter(state: &mut State) -> Vec<Effect> {
         }
     };
     let id = state.compare.id + 1;
-    state.compare = CompareView { open: true, id, phase: ComparePhase::Running, ..CompareView::default() };
+    state.screen = Screen::Compare;
+    state.compare = CompareView { id, phase: ComparePhase::Running, ..CompareView::default() };
     state.note = Some(format!("comparing json vs jsonl on {} (alt-x or esc: back to editing)", state.choice.provider));
     vec![Effect::StartCompare(Box::new(CompareRequest {
         id,
@@ -36,7 +37,7 @@ pub fn enter(state: &mut State) -> Vec<Effect> {
 
 /// Back to the edit screen; a running comparison is stopped.
 pub fn leave(state: &mut State) -> Vec<Effect> {
-    state.compare.open = false;
+    state.screen = Screen::Workbench;
     if state.compare.running() {
         state.compare.phase = ComparePhase::Failed("cancelled: alt-x runs the comparison again".into());
         return vec![Effect::CancelCompare];
@@ -45,7 +46,7 @@ pub fn leave(state: &mut State) -> Vec<Effect> {
 }
 
 /// A key while the compare screen is shown (no editor takes typing here).
-pub fn key(state: &mut State, input: &Input) -> Vec<Effect> {
+pub fn key(state: &mut State, input: &Input, act: Dispatch) -> Vec<Effect> {
     match state.keymap.action(input, true) {
         Some(action) => act(state, action),
         None => Vec::new(),
@@ -67,9 +68,6 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         Action::Down => {
             let rows = view.comparison.as_ref().map_or(0, |c| c.agreement.rows.len());
             view.selected_row = (view.selected_row + 1).min(rows.saturating_sub(1));
-        }
-        Action::Quit | Action::Save | Action::ToggleHelp | Action::NextProvider | Action::NextCase => {
-            return crate::tui::update::act(state, action)
         }
         _ => state.note = Some("compare screen: ←/→ move the cut, ↑/↓ pick a row, esc or alt-x go back".into()),
     }

@@ -41,8 +41,6 @@ pub struct SideView {
 /// The compare screen.
 #[derive(Clone, Debug, Default)]
 pub struct CompareView {
-    /// The screen is shown instead of the editing panes.
-    pub open: bool,
     /// The number of the latest comparison (news of older ones is ignored).
     pub id: u64,
     pub phase: ComparePhase,

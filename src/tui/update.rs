@@ -4,35 +4,20 @@
 //! routes each message (then the token count looks again if anything it reads changed); the files
 //! beside it handle one concern each.
 
-mod actions;
-mod compare;
-mod eval;
-mod eval_history;
-mod eval_review;
-mod eval_truncation;
-pub mod fetch;
-mod keys;
-mod mouse;
-mod navigate;
-pub mod outside;
-mod run;
-mod sweep;
-
-pub use actions::act;
-use keys::{after_edit, editable, editor_mut, key};
-pub use navigate::set_cut;
-use run::run_event;
-use sweep::sweep_ready;
+use crate::tui::compare::update as compare;
+use crate::tui::eval::{history as eval_history, update as eval};
+use crate::tui::workbench::keys::{after_edit, editable, editor_mut, key};
+use crate::tui::workbench::run::run_event;
+use crate::tui::workbench::sweep::sweep_ready;
+use crate::tui::workbench::{fetch, mouse, outside};
 
 use crate::prompt::file::OnDisk;
 use crate::tui::edit;
-use crate::tui::msg::{Effect, Msg, SaveFailed, TermEvent};
-use crate::tui::state::{Overlay, RunPhase, State};
+use crate::tui::msg::{Action, Effect, Msg, SaveFailed, TermEvent};
+use crate::tui::state::{Overlay, Pane, RunPhase, Screen, State};
 
 /// How often unsaved edits go to the recovery file, at most.
 pub const RECOVERY_EVERY_MS: u64 = 1000;
-/// The providers `next-provider` cycles through.
-pub const PROVIDERS: [crate::provider::kind::ProviderKind; 6] = crate::provider::kind::ProviderKind::ALL;
 
 /// Applies `msg` to `state`; returns what the outside world must do. The schema's lint and the
 /// request's token count are made at once for small texts; for large ones ([`State::heavy`]) an edit
@@ -53,6 +38,29 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
     effects
 }
 
+/// Takes `action` where it belongs: the actions every screen shares (quit, save, help, the provider,
+/// the case) and the editing screen's own go to the workbench's; entering a screen (and opening an
+/// eval of the history) to that screen; the rest to the screen shown.
+pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
+    use crate::tui::workbench::actions;
+    let shared =
+        matches!(action, Action::Quit | Action::Save | Action::ToggleHelp | Action::NextProvider | Action::NextCase);
+    match state.screen {
+        Screen::Eval | Screen::Compare if shared => actions::act(state, action),
+        Screen::Eval => eval::act(state, action),
+        Screen::Compare => compare::act(state, action),
+        Screen::Workbench => match action {
+            Action::Eval => eval::enter(state),
+            Action::Compare => compare::enter(state),
+            Action::MarkEval => eval_history::mark(state),
+            Action::Open if state.focus == Pane::History && state.history_selected < state.evals.len() => {
+                eval_history::open(state, state.history_selected)
+            }
+            _ => actions::act(state, action),
+        },
+    }
+}
+
 fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Term(TermEvent::Key(input)) if state.input.is_some() => crate::tui::input::key(state, input),
@@ -61,19 +69,19 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::Term(TermEvent::Mouse(_)) if state.input.is_some() => Vec::new(),
-        Msg::Term(TermEvent::Key(input)) if state.eval.open && state.overlay == Overlay::None => {
-            eval::key(state, &input)
-        }
-        Msg::Term(TermEvent::Key(input)) if state.compare.open && state.overlay == Overlay::None => {
-            compare::key(state, &input)
-        }
-        Msg::Term(TermEvent::Key(input)) => key(state, input),
-        Msg::Term(TermEvent::Mouse(mouse)) if state.eval.open => match mouse.kind {
-            crate::tui::msg::MouseKind::Click => eval::click(state, mouse.row),
-            _ => Vec::new(),
+        Msg::Term(TermEvent::Key(input)) => match state.screen {
+            Screen::Eval if state.overlay == Overlay::None => eval::key(state, &input, act),
+            Screen::Compare if state.overlay == Overlay::None => compare::key(state, &input, act),
+            _ => key(state, input, act),
         },
-        Msg::Term(TermEvent::Mouse(_)) if state.compare.open => Vec::new(),
-        Msg::Term(TermEvent::Mouse(mouse)) => mouse::mouse(state, mouse),
+        Msg::Term(TermEvent::Mouse(mouse)) => match state.screen {
+            Screen::Eval => match mouse.kind {
+                crate::tui::msg::MouseKind::Click => eval::click(state, mouse.row),
+                _ => Vec::new(),
+            },
+            Screen::Compare => Vec::new(),
+            Screen::Workbench => mouse::mouse(state, mouse),
+        },
         Msg::Term(TermEvent::Resize(columns, rows)) => {
             state.size = (columns, rows);
             Vec::new()
@@ -87,8 +95,6 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
             Vec::new()
         }
-        Msg::Action(action) if state.eval.open => eval::act(state, action),
-        Msg::Action(action) if state.compare.open => compare::act(state, action),
         Msg::Action(action) => act(state, action),
         Msg::Compare { id, news } => compare::news(state, id, news),
         Msg::Eval { id, news } => eval::news(state, id, news),
@@ -97,7 +103,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
             if run != state.run_id {
                 return Vec::new();
             }
-            run_event(state, *event, at_ms)
+            run_event(state, *event, at_ms, act)
         }
         Msg::RunFailed { run, message } => {
             if run != state.run_id {
@@ -105,7 +111,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
             state.phase = RunPhase::Failed(message.clone());
             state.note = Some(message);
-            fetch::replay_ended(state, false)
+            fetch::replay_ended(state, false, act)
         }
         Msg::RunScored { run, score } => {
             if run == state.run_id {
@@ -118,16 +124,21 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
             }
             Vec::new()
         }
-        Msg::RunRecorded(result) => {
-            state.note = Some(match result {
+        Msg::RunRecorded { kept, record } => {
+            let shown = kept.is_ok() && record.prompt == state.saved.id;
+            state.note = Some(match kept {
                 Ok(path) if state.phase == RunPhase::Cancelled => format!(
                     "cancelled run saved to the history with its partial answer ({}): alt-8, enter replays it",
                     path.display()
                 ),
                 Ok(path) => format!("run saved to the history ({})", path.display()),
-                Err(e) => format!("the run was not added to the history: {e}"),
+                Err(why) => why,
             });
-            vec![Effect::LoadHistory { prompt_id: state.saved.id.clone() }]
+            if shown {
+                // Newest first, as the history file is read.
+                state.history.insert(0, *record);
+            }
+            Vec::new()
         }
         Msg::RunCancelled => {
             if state.phase == RunPhase::Cancelling {
@@ -182,7 +193,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
                 // The model is here now: its tokenizer can be read.
                 state.tokens.local = None;
             }
-            fetch::model_fetch(state, news)
+            fetch::model_fetch(state, news, act)
         }
         Msg::Settled { edits } => {
             if edits != state.edits {

@@ -5,9 +5,11 @@
 use ratatui::layout::Rect;
 
 use crate::tui::msg::{Action, Effect, Mouse, MouseKind};
-use crate::tui::panes::{self, editors, truncation, variables};
+use crate::tui::panes::{self, truncation};
 use crate::tui::state::{Overlay, Pane, State};
-use crate::tui::update::{act, set_cut};
+use crate::tui::workbench::actions::act;
+use crate::tui::workbench::navigate::set_cut;
+use crate::tui::workbench::panes::{editors, variables};
 
 pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
     if state.overlay != Overlay::None {

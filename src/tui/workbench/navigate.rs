@@ -3,7 +3,7 @@
 
 use crate::tui::msg::Effect;
 use crate::tui::state::{Pane, State};
-use crate::tui::update::run::start_run;
+use crate::tui::workbench::run::start_run;
 
 /// Moves the focused pane's selection, scroll or cut by `by`.
 pub(crate) fn step(state: &mut State, by: i64) -> Vec<Effect> {
@@ -46,9 +46,8 @@ pub fn set_cut(state: &mut State, cut: usize) {
 
 pub(crate) fn open(state: &mut State) -> Vec<Effect> {
     match state.focus {
-        Pane::History if state.history_selected < state.evals.len() => {
-            crate::tui::update::eval_history::open(state, state.history_selected)
-        }
+        // An eval of the history opens on the eval screen: the router takes that enter.
+        Pane::History if state.history_selected < state.evals.len() => Vec::new(),
         Pane::History => {
             let run = state.history_selected - state.evals.len();
             let Some(record) = state.history.get(run) else { return Vec::new() };
@@ -71,7 +70,7 @@ pub(crate) fn open(state: &mut State) -> Vec<Effect> {
                 n => state.cases.get(n - 1).map(|c| c.name.clone()),
             };
             state.note = Some(format!("case: {}", state.choice.case.as_deref().unwrap_or("(default variables)")));
-            crate::tui::update::fetch::warm_choice(state)
+            crate::tui::workbench::fetch::warm_choice(state)
         }
         Pane::Lines => {
             if let Some(verdict) = state.run.verdicts.get(state.selected_line) {

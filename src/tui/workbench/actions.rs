@@ -6,12 +6,12 @@ use crate::provider::StructuredMode;
 use crate::tui::cases;
 use crate::tui::edit;
 use crate::tui::msg::{Action, Effect};
-use crate::tui::panes;
 use crate::tui::state::{Overlay, Pane, RunPhase, State};
-use crate::tui::update::compare;
-use crate::tui::update::navigate::{cut_by, open, step};
-use crate::tui::update::run::start_run;
-use crate::tui::update::PROVIDERS;
+use crate::tui::workbench::navigate::{cut_by, open, step};
+use crate::tui::workbench::run::start_run;
+
+/// The providers `next-provider` cycles through.
+pub const PROVIDERS: [crate::provider::kind::ProviderKind; 6] = crate::provider::kind::ProviderKind::ALL;
 
 /// `None`: the provider's default (constrained on the local model, none on a server).
 const STRUCTURED: [Option<StructuredMode>; 5] = [
@@ -34,7 +34,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
                 vec![Effect::Quit]
             }
         }
-        Action::Save => save(state),
+        Action::Save => edit::save(state),
         Action::Run => start_run(state, None, None),
         Action::RunOneTurn => start_run(state, Some(1), None),
         Action::CancelRun => {
@@ -90,7 +90,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             }
             Vec::new()
         }
-        Action::CopyCurl => match panes::preview::curl(state) {
+        Action::CopyCurl => match crate::tui::workbench::panes::preview::curl(state) {
             Ok(text) => vec![Effect::Copy { text, file_name: "last-request.curl.sh".into() }],
             Err(e) => {
                 state.note = Some(e);
@@ -123,7 +123,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             state.choice.case = names[at % names.len()].clone();
             state.selected_variable = at % names.len();
             state.note = Some(format!("case: {}", state.choice.case.as_deref().unwrap_or("(default variables)")));
-            crate::tui::update::fetch::warm_choice(state)
+            crate::tui::workbench::fetch::warm_choice(state)
         }
         Action::MoreTokens => {
             state.choice.max_tokens = Some(state.choice.max_tokens.map_or(256, |n| n.saturating_mul(2)));
@@ -148,7 +148,6 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             step(state, i64::MAX / 2)
         }
         Action::Open => open(state),
-        Action::Compare => compare::enter(state),
         Action::AddCase => cases::open_new(state),
         Action::CopyCase => cases::open_copy(state),
         Action::DeleteCase => cases::ask_delete(state),
@@ -159,8 +158,8 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             }
             cases::undo(state)
         }
-        Action::Eval => crate::tui::update::eval::enter(state),
-        Action::MarkEval => crate::tui::update::eval_history::mark(state),
+        // The router takes these: each opens another screen or works on the eval list.
+        Action::Compare | Action::Eval | Action::MarkEval => Vec::new(),
         Action::Approve
         | Action::Review
         | Action::EvalDiff
@@ -176,19 +175,6 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
 pub(crate) fn focus(state: &mut State, pane: Pane) -> Vec<Effect> {
     state.focus = pane;
     Vec::new()
-}
-
-pub(crate) fn save(state: &mut State) -> Vec<Effect> {
-    match edit::save_effect(state) {
-        Ok((effect, prompt)) => {
-            state.pending_save = Some(Box::new((prompt, state.texts())));
-            vec![effect]
-        }
-        Err(e) => {
-            state.note = Some(format!("not saved: {e}"));
-            Vec::new()
-        }
-    }
 }
 
 /// Runs go to `provider` from now on. What was chosen for another provider and does not fit this one

@@ -13,16 +13,12 @@ use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::template::Variables;
 use crate::provider::kind::ProviderKind;
 use crate::run::{ProviderChoice, Reading, SetupOptions};
+use crate::tui::jobs::{Bridge, Job};
 use crate::tui::msg::{CompareNews, CompareRequest, Msg};
-use crate::tui::runner::Runner;
 use crate::tui::sample::transcript_for;
 
-/// Starts the comparison on the runner's runtime; an error says why it cannot start.
-pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String> {
-    if let Some(task) = runner.task.take() {
-        task.abort();
-    }
-    runner.compare_cancel = None;
+/// Starts the comparison on the job bridge; an error says why it cannot start.
+pub fn start(bridge: Bridge, request: CompareRequest) -> Result<(), String> {
     let base_dir = request.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
     let specs = sides(&request, &base_dir)?;
     let cases = [request.case.clone()];
@@ -40,22 +36,19 @@ pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String>
     let (concurrency, _) = flow::concurrency(&settings, None);
     let answers = match replay {
         Some(paths) => Answers::Recorded(paths),
-        None => Answers::Live(ProviderChoice::new(&settings, None, runner.pace)),
+        None => Answers::Live(ProviderChoice::new(&settings, None, bridge.pace)),
     };
-    runner.log.line(&format!(
+    bridge.log.line(&format!(
         "compare {} ({} vs {}) on {}, {concurrency} at a time",
         request.path.display(),
         specs[0].prompt.id,
         specs[1].prompt.id,
         settings.provider
     ));
-    let (tx, id, record_history) = (runner.tx.clone(), request.id, runner.record_history);
+    let (tx, id, record_history) = (bridge.tx.clone(), request.id, bridge.record_history);
     // The batch's future is not `Send` (a closure lifetime in `run_batch`), so it runs on a
-    // blocking thread of the runtime; dropping `cancel` (esc, or a new comparison) stops it.
-    let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
-    runner.compare_cancel = Some(cancel);
-    let handle = runner.runtime.handle().clone();
-    runner.task = Some(runner.runtime.spawn_blocking(move || {
+    // blocking thread of the runtime; cancelling it (esc, or a new comparison) stops it.
+    bridge.jobs.spawn_blocking(Job::Compare, move |handle, stopped| {
         handle.block_on(async move {
             let events = tx.clone();
             let variables = Variables::new();
@@ -76,7 +69,7 @@ pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String>
             });
             let compared = tokio::select! {
                 compared = compared => compared,
-                _ = cancelled => return,
+                _ = stopped.wait() => return,
             };
             let done = match compared {
                 Ok(mut compared) => {
@@ -89,7 +82,7 @@ pub fn start(runner: &mut Runner, request: CompareRequest) -> Result<(), String>
             };
             let _ = tx.send(Msg::Compare { id, news: CompareNews::Done(done) });
         })
-    }));
+    });
     Ok(())
 }
 
@@ -111,7 +104,7 @@ pub fn sides(request: &CompareRequest, base_dir: &Path) -> Result<[SideSpec; 2],
 fn spec(prompt: PromptFile, path: &Path, base_dir: &Path) -> Result<SideSpec, String> {
     let setup = setup_for_prompt(&prompt, path, base_dir, None).map_err(|e| format!("{e:#}"))?;
     Ok(SideSpec {
-        label: crate::tui::compare_state::LABELS[usize::from(setup.response_type == ResponseType::Jsonl)].to_string(),
+        label: crate::tui::compare::state::LABELS[usize::from(setup.response_type == ResponseType::Jsonl)].to_string(),
         path: path.to_path_buf(),
         base_dir: base_dir.to_path_buf(),
         reading: Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check },

@@ -15,7 +15,7 @@ use crate::eval::diff::Change;
 use crate::eval::score::{Difference, Verdict};
 use crate::eval::Approval;
 use crate::safe_text::escape_controls;
-use crate::tui::eval_state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
+use crate::tui::eval::state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
 use crate::tui::panes::clip;
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
@@ -31,15 +31,15 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             confirm(frame, area, view, *row, approval, theme);
         }
         EvalOverlay::Review => {
-            let (bar, rest) = crate::tui::panes::eval_review::split(area);
-            crate::tui::panes::eval_review::bar(frame, bar, view, theme);
+            let (bar, rest) = crate::tui::eval::review_view::split(area);
+            crate::tui::eval::review_view::bar(frame, bar, view, theme);
             case(frame, rest, state, theme);
         }
-        EvalOverlay::Diff(compared) => crate::tui::panes::eval_diff::render(frame, area, compared, view.scroll, theme),
-        EvalOverlay::Truncation => crate::tui::panes::eval_truncation::render(frame, area, view, theme),
+        EvalOverlay::Diff(compared) => crate::tui::eval::diff_view::render(frame, area, compared, view.scroll, theme),
+        EvalOverlay::Truncation => crate::tui::eval::truncation_view::render(frame, area, view, theme),
         EvalOverlay::ReviewDone => {
             matrix(frame, area, state, theme);
-            crate::tui::panes::eval_review::summary(frame, area, view, theme);
+            crate::tui::eval::review_view::summary(frame, area, view, theme);
         }
     }
 }
