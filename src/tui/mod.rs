@@ -42,6 +42,7 @@ pub mod recovery;
 pub mod request;
 pub mod runner;
 pub mod sample;
+pub mod series;
 pub mod setup;
 pub mod state;
 pub mod terminal;

@@ -7,14 +7,13 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Wrap};
+use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::compare::{Curve, RowStatus};
 use crate::safe_text::escape_controls;
 use crate::truncate::strategy::Strategy;
 use crate::tui::compare::state::{ComparePhase, LABELS};
-use crate::tui::compare::view::frame_of;
 use crate::tui::panes::clip;
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
@@ -183,4 +182,11 @@ pub fn agreement(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         }
     }
     frame.render_widget(Paragraph::new(rows), inner);
+}
+
+/// A compare pane's frame: its title and extra spans.
+pub fn frame_of<'a>(title: String, theme: &Theme, extra: Vec<Span<'a>>) -> Block<'a> {
+    let mut spans = vec![Span::styled(format!(" {title} "), theme.title)];
+    spans.extend(extra);
+    Block::default().borders(Borders::ALL).border_style(theme.border).title(Line::from(spans))
 }

@@ -1,16 +1,16 @@
 //! The compare screen: the json side and the jsonl side of the prompt run side by side — two output
 //! panes (escaped, following the tail, each side's figures in its title), two line panes (jsonl
 //! verdicts; the json side's parse status), and below them the shared truncation chart and the
-//! agreement table ([`crate::tui::compare::chart`]).
+//! agreement table ([`crate::tui::compare::chart`], which also frames every pane of the screen).
 
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::output::ResponseType;
 use crate::safe_text::escape_controls;
-use crate::tui::compare::chart;
+use crate::tui::compare::chart::{self, frame_of};
 use crate::tui::compare::state::{ComparePhase, SideView, LABELS};
 use crate::tui::panes::lines::{json_verdict, line_counts, row};
 use crate::tui::state::State;
@@ -33,13 +33,6 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
 
 fn split(direction: Direction, area: Rect, constraints: &[Constraint]) -> Vec<Rect> {
     Layout::default().direction(direction).constraints(constraints.to_vec()).split(area).to_vec()
-}
-
-/// A compare pane's frame: its title and extra spans.
-pub fn frame_of<'a>(title: String, theme: &Theme, extra: Vec<Span<'a>>) -> Block<'a> {
-    let mut spans = vec![Span::styled(format!(" {title} "), theme.title)];
-    spans.extend(extra);
-    Block::default().borders(Borders::ALL).border_style(theme.border).title(Line::from(spans))
 }
 
 /// Side `side`'s prompt id, once the comparison is ready.

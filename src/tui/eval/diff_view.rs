@@ -10,7 +10,7 @@ use ratatui::Frame;
 
 use crate::eval::diff::{Change, EvalDiff, Side};
 use crate::safe_text::escape_controls;
-use crate::tui::eval::view::{change_text, difference_line, frame_of, verdict_word};
+use crate::tui::eval::parts::{change_text, difference_line, frame_of, verdict_word};
 use crate::tui::theme::Theme;
 
 pub fn render(frame: &mut Frame, area: Rect, compared: &EvalDiff, scroll: usize, theme: &Theme) {

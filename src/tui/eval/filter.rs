@@ -59,6 +59,15 @@ impl RowFilter {
     }
 }
 
+/// The matrix's lines that are not rows: the status bar (2), the frame (2) and the header (1).
+pub const MATRIX_CHROME: usize = 5;
+
+/// The index in `shown` of the first row drawn when `height` rows fit: the selection in view.
+pub fn first_drawn(shown: &[usize], selected: usize, height: usize) -> usize {
+    let at = shown.partition_point(|&row| row < selected);
+    at.saturating_sub(height.saturating_sub(1))
+}
+
 impl EvalView {
     /// The rows the matrix shows, in order (every row when no filter is on).
     pub fn shown_rows(&self) -> Vec<usize> {

@@ -3,10 +3,12 @@
 //! [`truncation`]) its keys and news, pure; [`view`] (+ [`diff_view`], [`review_view`],
 //! [`truncation_view`]) its drawing; [`job`] its effects on the job bridge.
 
+pub mod approve;
 pub mod diff_view;
 pub mod filter;
 pub mod history;
 pub mod job;
+pub mod parts;
 pub mod review;
 pub mod review_keys;
 pub mod review_view;

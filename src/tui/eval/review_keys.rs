@@ -11,7 +11,7 @@ use crate::tui::state::State;
 
 /// `review`: walks the failing, truncated and unexpected cases one by one.
 pub fn start(state: &mut State) -> Vec<Effect> {
-    if let Some(why) = crate::tui::eval::update::read_only(state) {
+    if let Some(why) = crate::tui::eval::approve::read_only(state) {
         state.note = Some(format!("review: {why}"));
         return Vec::new();
     }
@@ -80,7 +80,7 @@ fn accept(state: &mut State, row: usize) -> Vec<Effect> {
     }
     // A second `a` on the same row insists (an answer with parts that are not a real answer).
     let insist = state.eval.review.as_ref().is_some_and(|r| r.insisting == Some(row));
-    let effects = crate::tui::eval::update::approve(state, row, insist);
+    let effects = crate::tui::eval::approve::approve(state, row, insist);
     if effects.is_empty() {
         // Not approved (the note says why): the row stays under review, and `a` again insists.
         state.eval.overlay = EvalOverlay::Review;

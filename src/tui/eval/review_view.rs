@@ -7,9 +7,9 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::safe_text::escape_controls;
+use crate::tui::eval::parts::frame_of;
 use crate::tui::eval::review::{why, Review, KEYS};
 use crate::tui::eval::state::EvalView;
-use crate::tui::eval::view::frame_of;
 use crate::tui::panes::clip;
 use crate::tui::theme::Theme;
 

@@ -63,7 +63,7 @@ pub fn key(state: &mut State, input: &Input) -> Vec<Effect> {
 pub fn swept(state: &mut State, row: usize, sweep: Result<Box<crate::truncate::sweep::Sweep>, String>) {
     let Some(shown) = state.eval.sweep.as_mut().filter(|s| s.row == row) else { return };
     if let Ok(sweep) = &sweep {
-        shown.series = crate::tui::panes::truncation::series(sweep);
+        shown.series = crate::tui::series::series(sweep);
     }
     shown.sweep = Some(sweep);
 }

@@ -7,8 +7,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::safe_text::escape_controls;
+use crate::tui::eval::parts::frame_of;
 use crate::tui::eval::state::EvalView;
-use crate::tui::eval::view::frame_of;
 use crate::tui::panes::truncation::{body, Shown};
 use crate::tui::state::TruncationView;
 use crate::tui::theme::Theme;

@@ -8,13 +8,15 @@
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::eval::diff::Change;
-use crate::eval::score::{Difference, Verdict};
+use crate::eval::score::Verdict;
 use crate::eval::Approval;
 use crate::safe_text::escape_controls;
+use crate::tui::eval::filter::first_drawn;
+use crate::tui::eval::parts::{change_text, difference_line, frame_of, verdict_word};
 use crate::tui::eval::state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
 use crate::tui::panes::clip;
 use crate::tui::state::State;
@@ -42,10 +44,6 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             crate::tui::eval::review_view::summary(frame, area, view, theme);
         }
     }
-}
-
-pub(crate) fn frame_of<'a>(spans: Vec<Span<'a>>, theme: &Theme) -> Block<'a> {
-    Block::default().borders(Borders::ALL).border_style(theme.border_focused).title(Line::from(spans))
 }
 
 /// The title's figures: pass rate, mean F1 (from the record's totals once it ended), the baseline
@@ -129,18 +127,6 @@ fn verdict_style(cell: &EvalCell, theme: &Theme) -> Style {
     }
 }
 
-pub(crate) fn change_text(change: Option<Change>) -> &'static str {
-    match change {
-        Some(Change::Improved) => "improved",
-        Some(Change::Regressed) => "regressed",
-        Some(Change::Changed) => "changed",
-        Some(Change::Same) => "same",
-        Some(Change::New) => "new",
-        Some(Change::Gone) => "gone",
-        None => "",
-    }
-}
-
 fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let view = &state.eval;
     let block = frame_of(title(view, view.stale(state.edits), theme), theme);
@@ -210,15 +196,6 @@ fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         lines.push(line);
     }
     frame.render_widget(Paragraph::new(lines), inner);
-}
-
-/// The matrix's lines that are not rows: the status bar (2), the frame (2) and the header (1).
-pub const MATRIX_CHROME: usize = 5;
-
-/// The index in `shown` of the first row drawn when `height` rows fit: the selection in view.
-pub fn first_drawn(shown: &[usize], selected: usize, height: usize) -> usize {
-    let at = shown.partition_point(|&row| row < selected);
-    at.saturating_sub(height.saturating_sub(1))
 }
 
 /// The baseline's verdict and F1 for `row` (`–` when the baseline has no such case).
@@ -298,28 +275,6 @@ pub(crate) fn case(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) 
             .block(frame_of(vec![Span::styled(" differences · failed checks ", theme.title)], theme)),
         right[1],
     );
-}
-
-/// One field-level difference, escaped, after `lead`.
-pub(crate) fn difference_line<'a>(lead: &str, difference: &Difference, theme: &Theme) -> Line<'a> {
-    let (style, text) = match difference {
-        Difference::Missing { key, expected } => (theme.invalid, format!("missing {key}: {expected}")),
-        Difference::Extra { key, got } => (theme.warning, format!("extra {key}: {got}")),
-        Difference::Field { key, field, expected, got } => {
-            (theme.schema_error, format!("{key} {field}: expected {expected}, got {got}"))
-        }
-    };
-    Line::from(Span::styled(format!("{lead}{}", escape_controls(&text)), style))
-}
-
-/// A verdict in words.
-pub(crate) fn verdict_word(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Pass => "pass",
-        Verdict::Fail => "fail",
-        Verdict::Truncated => "truncated",
-        Verdict::Error => "error",
-    }
 }
 
 /// What approve will write, every item (one per line, wrapped, scrolled by item: the frame says which

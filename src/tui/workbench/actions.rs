@@ -1,13 +1,13 @@
 //! Actions: quit, save, run and cancel, focus, zoom and toggles, the run settings (provider,
 //! structured mode, model, case, max tokens), and the moves handed to the navigation.
 
-use crate::provider::kind::ProviderKind;
 use crate::provider::StructuredMode;
 use crate::tui::cases;
 use crate::tui::edit;
 use crate::tui::msg::{Action, Effect};
 use crate::tui::state::{Overlay, Pane, RunPhase, State};
 use crate::tui::workbench::navigate::{cut_by, open, step};
+use crate::tui::workbench::provider::choose_provider;
 use crate::tui::workbench::run::start_run;
 
 /// The providers `next-provider` cycles through.
@@ -90,7 +90,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             }
             Vec::new()
         }
-        Action::CopyCurl => match crate::tui::workbench::panes::preview::curl(state) {
+        Action::CopyCurl => match crate::tui::request::curl(state) {
             Ok(text) => vec![Effect::Copy { text, file_name: "last-request.curl.sh".into() }],
             Err(e) => {
                 state.note = Some(e);
@@ -175,26 +175,4 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
 pub(crate) fn focus(state: &mut State, pane: Pane) -> Vec<Effect> {
     state.focus = pane;
     Vec::new()
-}
-
-/// Runs go to `provider` from now on. What was chosen for another provider and does not fit this one
-/// is reset: a model typed for one provider is not sent to another (the prompt's own model comes back
-/// when its provider does), and the note says so.
-pub fn choose_provider(state: &mut State, provider: ProviderKind) {
-    if state.choice.provider == provider {
-        return;
-    }
-    state.choice.provider = provider;
-    let own = state.saved.provider.name.as_deref().map(str::trim).and_then(ProviderKind::parse) == Some(provider);
-    let model = if own { state.saved.provider.model.clone() } else { None };
-    let dropped = state.choice.model.clone().filter(|m| !m.is_empty() && Some(m) != model.as_ref());
-    state.choice.model = model;
-    state.note = Some(match dropped {
-        Some(old) => format!(
-            "provider: {provider} (model {old:?} was chosen for another provider: {}; alt-o types one)",
-            state.choice.model.as_deref().map_or("this one's default".to_string(), |m| format!("{m:?} now"))
-        ),
-        None => format!("provider: {provider}"),
-    });
-    crate::tui::lint::relint(state);
 }

@@ -69,5 +69,5 @@ pub fn replay_ended(state: &mut State, cancelled: bool, act: Dispatch) -> Vec<Ef
 /// Runs go to the local model (a json/jsonl prompt that names no structured mode is then held to its
 /// schema by constrained decoding: the run setup's default, which the status bar shows).
 pub fn use_local_model(state: &mut State) {
-    crate::tui::workbench::actions::choose_provider(state, ProviderKind::Local);
+    crate::tui::workbench::provider::choose_provider(state, ProviderKind::Local);
 }

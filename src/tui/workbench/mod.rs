@@ -11,6 +11,7 @@ pub mod mouse;
 pub mod navigate;
 pub mod outside;
 pub mod panes;
+pub mod provider;
 pub mod run;
 pub mod sweep;
 pub mod view;

@@ -5,7 +5,6 @@
 
 use crate::truncate::sweep::{CutItems, Sweep};
 use crate::tui::msg::{Effect, SweepRequest};
-use crate::tui::panes;
 use crate::tui::state::State;
 
 /// A delta arrived: the live chart reaches the new end, and the cut follows it unless moved back.
@@ -44,7 +43,7 @@ pub(crate) fn live_cut(state: &mut State, cut: usize, items: CutItems) {
         return;
     }
     view.live_cuts += 1;
-    for ((strategy, steps), series) in panes::truncation::ORDER.iter().zip(&mut view.steps).zip(&mut view.series) {
+    for ((strategy, steps), series) in crate::tui::series::ORDER.iter().zip(&mut view.steps).zip(&mut view.series) {
         let now = items.get(*strategy);
         let last = steps.last().map_or(0, |&(_, items)| items);
         if now == last {
@@ -65,7 +64,7 @@ pub(crate) fn swept(state: &mut State, sweep: Sweep) {
     if following {
         view.cut = sweep.cuts().saturating_sub(1);
     }
-    view.series = panes::truncation::series(&sweep);
+    view.series = crate::tui::series::series(&sweep);
     view.sweep = Some(sweep);
     view.steps = Default::default();
     view.error = None;
@@ -93,7 +92,7 @@ pub(crate) fn sweep_ready(state: &mut State, run: u64, answer_len: usize, sweep:
             if following {
                 view.cut = sweep.cuts().saturating_sub(1);
             }
-            view.series = panes::truncation::series(&sweep);
+            view.series = crate::tui::series::series(&sweep);
             view.sweep = Some(*sweep);
             view.steps = Default::default();
             view.error = None;
