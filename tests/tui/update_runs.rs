@@ -275,3 +275,41 @@ fn a_provider_switch_does_not_carry_a_model_or_mode_that_does_not_fit() {
     }
     assert_eq!(own.choice.model.as_deref(), Some("qwen2.5"));
 }
+
+/// The workbench's run goes through the core's run job on the job bridge: its record is kept in the
+/// data directory's history by the one rule and comes back in its message, so the history pane lists
+/// it without reading the file again.
+#[test]
+fn the_workbench_run_is_kept_by_the_run_job_and_its_record_comes_back_in_its_message() {
+    let dir = super::eval::folder();
+    let data = tempfile::tempdir().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut runner = tunebench::tui::runner::Runner::new(tx, Some(data.path().to_path_buf())).unwrap();
+    runner.pace = tunebench::provider::replay::Pace::Instant;
+    without_local_model();
+    let mut state = tunebench::tui::setup::state_for(&dir.path().join("definitions.toml")).unwrap();
+    let effects = update(&mut state, ctrl('r'));
+    assert!(matches!(effects.first(), Some(Effect::StartRun(_))), "{effects:?}");
+    for effect in effects {
+        for msg in runner.execute(effect) {
+            update(&mut state, msg);
+        }
+    }
+    let (kept, record) = loop {
+        let msg = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the run is kept within a minute");
+        if let Msg::RunRecorded { kept, record } = &msg {
+            let recorded = (kept.clone(), record.clone());
+            update(&mut state, msg);
+            break recorded;
+        }
+        update(&mut state, msg);
+    };
+    let file = data.path().join(tunebench::run::history::HISTORY_FILE);
+    assert_eq!(kept, Ok(file.clone()));
+    let history = tunebench::run::history::read(&file).unwrap();
+    assert_eq!(history.records.len(), 1, "kept once, by the run job");
+    assert_eq!(history.records[0].started_at_ms, record.started_at_ms);
+    assert_eq!(state.history.len(), 1, "listed from the message");
+    assert_eq!(state.history[0].started_at_ms, record.started_at_ms);
+    assert!(matches!(state.phase, tunebench::tui::state::RunPhase::Done { .. }), "{:?}", state.phase);
+}
