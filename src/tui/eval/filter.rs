@@ -8,56 +8,7 @@ use crate::eval::diff::Change;
 use crate::eval::score::Verdict;
 
 use crate::tui::eval::state::EvalView;
-
-/// The verdicts shown.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Verdicts {
-    #[default]
-    All,
-    /// Scored, and not a pass (fail, truncated, error).
-    Failing,
-    Passing,
-    /// Improved or regressed against the baseline.
-    Changed,
-}
-
-impl Verdicts {
-    /// The next kind `v` shows.
-    pub fn next(self) -> Verdicts {
-        match self {
-            Verdicts::All => Verdicts::Failing,
-            Verdicts::Failing => Verdicts::Passing,
-            Verdicts::Passing => Verdicts::Changed,
-            Verdicts::Changed => Verdicts::All,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdicts::All => "all",
-            Verdicts::Failing => "failing",
-            Verdicts::Passing => "passing",
-            Verdicts::Changed => "improved or regressed",
-        }
-    }
-}
-
-/// The matrix's filter.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RowFilter {
-    /// Shown: the cases whose name holds this, ignoring case (empty: every case).
-    pub name: String,
-    pub verdicts: Verdicts,
-    /// The name is being typed (keys go to it until enter or esc).
-    pub typing: bool,
-}
-
-impl RowFilter {
-    /// Whether anything is filtered out.
-    pub fn is_on(&self) -> bool {
-        !self.name.is_empty() || self.verdicts != Verdicts::All
-    }
-}
+pub use crate::tui::eval::state::{RowFilter, Verdicts};
 
 /// The matrix's lines that are not rows: the status bar (2), the frame (2) and the header (1).
 pub const MATRIX_CHROME: usize = 5;

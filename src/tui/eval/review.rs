@@ -4,24 +4,10 @@
 
 use crate::eval::score::Verdict;
 use crate::tui::eval::state::EvalView;
+pub use crate::tui::eval::state::Review;
 
 /// The review's keys, as the bar and the status line show them.
 pub const KEYS: &str = "a accept · r reject · s skip · t truncation · esc stop";
-
-/// A review of the eval screen's rows.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Review {
-    /// The rows to look at, in the matrix's order.
-    pub queue: Vec<usize>,
-    /// The position in `queue` of the row shown (`queue.len()`: the review ended).
-    pub at: usize,
-    pub accepted: Vec<usize>,
-    pub rejected: Vec<usize>,
-    pub skipped: Vec<usize>,
-    /// The row whose approve was refused (parts of its answer are not a real answer): `a` again on it
-    /// insists.
-    pub insisting: Option<usize>,
-}
 
 impl Review {
     /// A review of `view`'s rows that need a look (empty when none does).

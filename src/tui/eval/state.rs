@@ -74,6 +74,71 @@ pub struct CellSweep {
     pub chunk_ends: Vec<usize>,
 }
 
+/// The verdicts shown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Verdicts {
+    #[default]
+    All,
+    /// Scored, and not a pass (fail, truncated, error).
+    Failing,
+    Passing,
+    /// Improved or regressed against the baseline.
+    Changed,
+}
+
+impl Verdicts {
+    /// The next kind `v` shows.
+    pub fn next(self) -> Verdicts {
+        match self {
+            Verdicts::All => Verdicts::Failing,
+            Verdicts::Failing => Verdicts::Passing,
+            Verdicts::Passing => Verdicts::Changed,
+            Verdicts::Changed => Verdicts::All,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdicts::All => "all",
+            Verdicts::Failing => "failing",
+            Verdicts::Passing => "passing",
+            Verdicts::Changed => "improved or regressed",
+        }
+    }
+}
+
+/// The matrix's filter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowFilter {
+    /// Shown: the cases whose name holds this, ignoring case (empty: every case).
+    pub name: String,
+    pub verdicts: Verdicts,
+    /// The name is being typed (keys go to it until enter or esc).
+    pub typing: bool,
+}
+
+impl RowFilter {
+    /// Whether anything is filtered out.
+    pub fn is_on(&self) -> bool {
+        !self.name.is_empty() || self.verdicts != Verdicts::All
+    }
+}
+
+/// A review of the eval screen's rows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Review {
+    /// The rows to look at, in the matrix's order.
+    pub queue: Vec<usize>,
+    /// The position in `queue` of the row shown (`queue.len()`: the review ended).
+    pub at: usize,
+    pub accepted: Vec<usize>,
+    pub rejected: Vec<usize>,
+    pub skipped: Vec<usize>,
+    /// The row whose approve was refused (parts of its answer are not a real answer): `a` again on it
+    /// insists.
+    pub insisting: Option<usize>,
+}
+
 /// The eval screen.
 #[derive(Clone, Debug, Default)]
 pub struct EvalView {
@@ -94,7 +159,7 @@ pub struct EvalView {
     /// The selected row.
     pub selected: usize,
     /// Which rows the matrix shows (`/` a name, `v` a kind of verdict).
-    pub filter: crate::tui::eval::filter::RowFilter,
+    pub filter: RowFilter,
     pub overlay: EvalOverlay,
     /// First line shown of the drill-down's answer.
     pub scroll: usize,
@@ -105,8 +170,8 @@ pub struct EvalView {
     pub baseline_column: Option<usize>,
     /// The workbench's edit count when this eval started: a later edit makes the matrix stale.
     pub edits: u64,
-    /// The review under way or last ended (see [`crate::tui::eval::review`]).
-    pub review: Option<crate::tui::eval::review::Review>,
+    /// The review under way or last ended (walked by `eval/review.rs`).
+    pub review: Option<Review>,
     /// The id of the eval opened from the history (shown read-only until ctrl-r runs it again).
     pub opened: Option<String>,
     /// The totals after a row was scored again (approve), summed up by the core; else the record's.
