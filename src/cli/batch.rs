@@ -25,8 +25,7 @@ use crate::output::Profile;
 use crate::prompt::file::{write_atomic, PromptFile};
 use crate::prompt::template::Variables;
 use crate::provider::Request;
-use crate::run::job::write_transcripts;
-use crate::run::job::{self, History};
+use crate::run::job::{self, record_transcripts, History, Transcripts};
 use crate::run::record::now_ms;
 use crate::run::{RunSetup, SetupOptions};
 
@@ -401,8 +400,7 @@ fn import_text(
     if let Some(dir) = into.transcripts {
         let mut written = 0;
         for record in &imported.records {
-            let base = crate::names::inside(dir, &record.prompt, ".jsonl");
-            written += write_transcripts(record, &base, record.case.as_deref())
+            written += record_transcripts(record, &Transcripts::Folder(dir))
                 .with_context(|| format!("recording the transcripts of {}", record.prompt))?
                 .len();
         }

@@ -20,7 +20,7 @@ use crate::compare::{cases, twin_of, Comparison, SideSpec};
 use crate::output::{Profile, ResponseType};
 use crate::prompt::file::PromptFile;
 use crate::provider::replay::Pace;
-use crate::run::job::write_transcripts;
+use crate::run::job::{record_transcripts, Transcripts};
 use crate::run::{ProviderChoice, RunEvent, SetupOptions};
 use crate::truncate::cut::Unit;
 
@@ -142,8 +142,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     if let [a, b] = args.record.as_slice() {
         for comparison in &comparisons {
             for (side, base) in comparison.sides.iter().zip([a, b]) {
-                let case = if batch { comparison.case.as_deref() } else { None };
-                match write_transcripts(&side.run, base, case) {
+                match record_transcripts(&side.run, &Transcripts::File { base, batch }) {
                     Ok(paths) => paths.iter().for_each(|path| super::note!("recorded {}", path.display())),
                     Err(error) => super::note!("tunebench: warning: the transcript was not recorded: {error}"),
                 }

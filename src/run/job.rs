@@ -1,9 +1,10 @@
 //! The run job: a prompt's cases taken from a run setup to kept records — the local model fetched
 //! when the run needs it and it is missing, the runs (bounded, cancellable), each record kept in the
 //! history (never a run stopped before its answer began) and its transcripts written. `tunebench run`
-//! runs through it whole; the workbench's run, the comparison and the eval keep their records through
-//! [`keep`], and `compare --record` and `batch import --transcripts` write through
-//! [`write_transcripts`]: the rules live here once.
+//! runs through it whole, and so does the workbench's run; the comparison and the eval keep their
+//! records through [`keep`], and `compare --record` and `batch import --transcripts` have their
+//! records' transcripts written by [`record_transcripts`] (where they go: [`Transcripts`]): the rules
+//! live here once.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -78,8 +79,19 @@ impl RunJob {
         C: Future<Output = Stop> + Send,
     {
         let jobs = self.setup.jobs(&self.cases, self.batch)?;
+        Ok(self.run_jobs(&jobs, sink, cancel).await)
+    }
+
+    /// [`Self::run`] of jobs the front end made from this job's setup and cases (the workbench reads
+    /// the providers' variables its own way and feeds its truncation chart from the run's sweep):
+    /// the runs, each record kept and its transcripts written, as for [`Self::run`].
+    pub async fn run_jobs<F, C>(&self, jobs: &[engine::Job], sink: F, cancel: C) -> Ran
+    where
+        F: FnMut(usize, RunEvent) + Send,
+        C: Future<Output = Stop> + Send,
+    {
         let concurrency = self.concurrency();
-        let records = engine::run_batch_until(&jobs, concurrency, sink, cancel).await;
+        let records = engine::run_batch_until(jobs, concurrency, sink, cancel).await;
         let mut ran = Ran { concurrency, ..Ran::default() };
         for record in &records {
             match keep(record, &self.history) {
@@ -90,15 +102,14 @@ impl RunJob {
                 }
             }
             if let Some(base) = &self.transcripts {
-                let case = if self.batch { record.case.as_deref() } else { None };
-                match write_transcripts(record, base, case) {
+                match record_transcripts(record, &Transcripts::File { base, batch: self.batch }) {
                     Ok(paths) => ran.recorded.extend(paths),
                     Err(error) => ran.warnings.push(format!("the transcript was not recorded: {error}")),
                 }
             }
         }
         ran.records = records;
-        Ok(ran)
+        ran
     }
 }
 
@@ -109,6 +120,30 @@ pub fn keep(record: &RunRecord, history: &History) -> Result<Option<PathBuf>, Hi
         History::Off => Ok(None),
         History::DataDir => history::keep(record),
         History::File(path) => history::keep_in(path, record).map(|kept| kept.then(|| path.clone())),
+    }
+}
+
+/// Where the transcripts of a job's records go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transcripts<'a> {
+    /// Over this file name (`--record`), a turn's number beside it after the first; in a batch the
+    /// case's name too (see [`transcript_path`]).
+    File { base: &'a Path, batch: bool },
+    /// Into this folder, named by prompt and case (`<prompt>.<case>.jsonl`): a provider batch's
+    /// imported runs.
+    Folder(&'a Path),
+}
+
+/// Writes the transcripts of `record` where `to` says; returns the paths.
+pub fn record_transcripts(record: &RunRecord, to: &Transcripts) -> std::io::Result<Vec<PathBuf>> {
+    match *to {
+        Transcripts::File { base, batch } => {
+            write_transcripts(record, base, if batch { record.case.as_deref() } else { None })
+        }
+        Transcripts::Folder(dir) => {
+            let base = crate::names::inside(dir, &record.prompt, ".jsonl");
+            write_transcripts(record, &base, record.case.as_deref())
+        }
     }
 }
 

@@ -200,9 +200,14 @@ impl RunSetup {
     /// One job per case: one provider shared by all (replay: each case its own recorded answer when
     /// `batch`).
     pub fn jobs(&self, cases: &[Option<String>], batch: bool) -> Result<Vec<Job>, RunError> {
+        self.jobs_with(cases, batch, &env_var)
+    }
+
+    /// [`Self::jobs`] with the providers' variables read through `lookup` (the workbench's).
+    pub fn jobs_with(&self, cases: &[Option<String>], batch: bool, lookup: Lookup) -> Result<Vec<Job>, RunError> {
         let shared = match self.settings.provider {
             ProviderKind::Replay => None,
-            _ => Some(self.provider(None)?),
+            _ => Some(self.provider_with(None, lookup)?),
         };
         cases
             .iter()
@@ -210,7 +215,7 @@ impl RunSetup {
                 let plan = self.plan(case.as_deref())?;
                 let provider = match &shared {
                     Some(provider) => Arc::clone(provider),
-                    None => self.provider(if batch { case.as_deref() } else { None })?,
+                    None => self.provider_with(if batch { case.as_deref() } else { None }, lookup)?,
                 };
                 Ok(Job { provider, plan })
             })

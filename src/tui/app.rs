@@ -8,12 +8,11 @@ use std::time::{Duration, Instant};
 use ratatui::backend::Backend;
 use ratatui::Terminal;
 
-use super::msg::{Effect, Msg};
-use super::panes;
-use super::runner::Runner;
-use super::state::State;
-use super::theme::Theme;
-use super::update::update;
+use crate::tui::msg::{Effect, Msg};
+use crate::tui::runner::Runner;
+use crate::tui::state::State;
+use crate::tui::theme::Theme;
+use crate::tui::update::update;
 
 /// The shortest time between two renders (about 60 frames per second at most).
 pub const FRAME: Duration = Duration::from_millis(16);
@@ -51,7 +50,7 @@ impl App {
         let mut queue = vec![msg];
         while let Some(msg) = queue.pop() {
             self.stats.messages += 1;
-            if matches!(msg, Msg::Term(super::msg::TermEvent::Key(_))) {
+            if matches!(msg, Msg::Term(crate::tui::msg::TermEvent::Key(_))) {
                 self.stats.keys_handled.push(Instant::now());
             }
             let started = Instant::now();
@@ -80,7 +79,7 @@ impl App {
         let mut dirty = true;
         loop {
             if dirty && last_render.is_none_or(|t| t.elapsed() >= FRAME) {
-                terminal.draw(|frame| panes::render(frame, &self.state, &self.theme))?;
+                terminal.draw(|frame| crate::tui::view::render(frame, &self.state, &self.theme))?;
                 let now = Instant::now();
                 last_render = Some(now);
                 self.stats.renders += 1;

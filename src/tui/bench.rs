@@ -14,11 +14,11 @@ use ratatui::Terminal;
 use ratatui_textarea::{Input, Key};
 use serde::Serialize;
 
-use super::msg::{Action, Msg, TermEvent};
-use super::setup::{build, Options};
-use super::state::RunPhase;
 use crate::provider::replay::{Pace, Replay};
 use crate::truncate::transcript::{Chunk, End, Header, Transcript};
+use crate::tui::msg::{Action, Msg, TermEvent};
+use crate::tui::setup::{build, Options};
+use crate::tui::state::RunPhase;
 
 /// What the `tui` bench measures.
 #[derive(Debug, Serialize)]
@@ -55,7 +55,7 @@ pub struct TuiFigures {
     pub engine_only_ms: f64,
     pub tui_vs_engine: f64,
     /// Keys typed into a 7 MB schema.
-    pub schema_keys: super::bench_schema::SchemaKeyFigures,
+    pub schema_keys: crate::tui::bench_schema::SchemaKeyFigures,
 }
 
 /// A JSONL answer of about `tokens` word-sized chunks (the union lines of the parse bench).
@@ -184,7 +184,7 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
         frames: app.stats.renders,
         engine_only_ms: ms(engine_only),
         tui_vs_engine: stream.as_secs_f64() / engine_only.as_secs_f64().max(1e-9),
-        schema_keys: super::bench_schema::measure(dir, SCHEMA_BYTES)?,
+        schema_keys: crate::tui::bench_schema::measure(dir, SCHEMA_BYTES)?,
     })
 }
 

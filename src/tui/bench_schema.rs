@@ -13,10 +13,10 @@ use ratatui::Terminal;
 use ratatui_textarea::{CursorMove, Input, Key};
 use serde::Serialize;
 
-use super::msg::{Msg, TermEvent};
-use super::setup::{build, Options};
-use super::state::Pane;
 use crate::provider::replay::Pace;
+use crate::tui::msg::{Msg, TermEvent};
+use crate::tui::setup::{build, Options};
+use crate::tui::state::Pane;
 
 /// Keys typed into the schema.
 const KEYS: usize = 30;
@@ -85,13 +85,13 @@ pub fn measure(dir: &Path, bytes: usize) -> anyhow::Result<SchemaKeyFigures> {
     app.state.schema.area_mut().move_cursor(CursorMove::Jump(row as u16, column as u16));
     app.state.schema.settle();
     let mut terminal = Terminal::new(TestBackend::new(120, 40))?;
-    terminal.draw(|frame| super::panes::render(frame, &app.state, &app.theme))?;
+    terminal.draw(|frame| crate::tui::view::render(frame, &app.state, &app.theme))?;
     let mut times = Vec::with_capacity(KEYS);
     for i in 0..KEYS {
         let key = Input { key: Key::Char(if i % 2 == 0 { 'x' } else { 'y' }), ..Input::default() };
         let started = Instant::now();
         app.handle(Msg::Term(TermEvent::Key(key)));
-        terminal.draw(|frame| super::panes::render(frame, &app.state, &app.theme))?;
+        terminal.draw(|frame| crate::tui::view::render(frame, &app.state, &app.theme))?;
         times.push(started.elapsed());
     }
     anyhow::ensure!(app.state.edits >= KEYS as u64, "{} of {KEYS} keys were typed", app.state.edits);

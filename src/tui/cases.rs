@@ -4,11 +4,11 @@
 //! unsaved edit like a typed one (ctrl-s saves atomically, the recovery file keeps it meanwhile).
 //! Names are checked: not empty, one line, unique.
 
-use super::input::{box_editor, InputBox, InputKind};
-use super::msg::Effect;
-use super::state::{Overlay, Pane, State};
 use crate::prompt::file::Case;
 use crate::prompt::template::Variables;
+use crate::tui::input::{box_editor, InputBox, InputKind};
+use crate::tui::msg::Effect;
+use crate::tui::state::{Overlay, Pane, State};
 
 /// How many changes `u` can take back.
 const UNDO_DEPTH: usize = 100;
@@ -46,8 +46,8 @@ pub fn undo(state: &mut State) -> Vec<Effect> {
     state.variables = snapshot.variables;
     state.cases = snapshot.cases;
     state.choice.case = snapshot.case.filter(|name| state.cases.iter().any(|c| c.name == *name));
-    state.selected_variable = snapshot.selected.min(super::variables::row_count(state).saturating_sub(1));
-    super::edit::edited(state);
+    state.selected_variable = snapshot.selected.min(crate::tui::variables::row_count(state).saturating_sub(1));
+    crate::tui::edit::edited(state);
     state.note = Some(format!("undone: {}", snapshot.what));
     Vec::new()
 }
@@ -167,7 +167,7 @@ pub fn add(state: &mut State, at: usize, copy_of: Option<&str>, text: &str) -> R
     state.choice.case = Some(name.clone());
     state.selected_variable = at + 1;
     state.focus = Pane::Variables;
-    super::edit::edited(state);
+    crate::tui::edit::edited(state);
     state.note = Some(format!("case {name:?} added and chosen (ctrl-s saves the prompt; {} undoes)", undo_key(state)));
     Ok(())
 }
@@ -201,13 +201,13 @@ pub fn answer_delete(state: &mut State, index: usize, name: &str, yes: bool) {
         state.choice.case = None;
     }
     state.selected_variable = state.selected_variable.min(state.cases.len());
-    super::edit::edited(state);
+    crate::tui::edit::edited(state);
     state.note = Some(format!("case {name:?} deleted (ctrl-s saves the prompt; {} undoes)", undo_key(state)));
 }
 
 /// The key that takes a case change back, as the keymap writes it.
 pub fn undo_key(state: &State) -> String {
-    let keys = state.keymap.keys(super::keymap::Scope::View, super::msg::Action::UndoCaseEdit);
+    let keys = state.keymap.keys(crate::tui::keymap::Scope::View, crate::tui::msg::Action::UndoCaseEdit);
     keys.first().cloned().unwrap_or_else(|| "undo-case-edit".into())
 }
 

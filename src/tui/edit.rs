@@ -3,12 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::msg::{Effect, SchemaFileSave};
-use super::recovery::{RecoveredVariables, Recovery};
-use super::state::{SchemaKind, State};
 use crate::files;
 use crate::prompt::file::{named, Case, OnDisk, PromptFile};
 use crate::prompt::template::Variables;
+use crate::tui::msg::{Effect, SchemaFileSave};
+use crate::tui::recovery::{RecoveredVariables, Recovery};
+use crate::tui::state::{SchemaKind, State};
 
 /// Records that an editor or a variable changed: dirty when they differ from the saved ones.
 pub fn edited(state: &mut State) {
@@ -20,12 +20,27 @@ pub fn edited(state: &mut State) {
 /// large schema joins no copy of it).
 pub fn is_dirty(state: &State) -> bool {
     let editors = [&state.system, &state.template, &state.schema];
-    editors.iter().zip(&state.saved_texts).any(|(editor, saved)| !editor.is(saved)) || super::variables::changed(state)
+    editors.iter().zip(&state.saved_texts).any(|(editor, saved)| !editor.is(saved))
+        || crate::tui::variables::changed(state)
 }
 
 /// The prompt as the editors hold it, for a run: a schema file's edited text is inlined.
 pub fn prompt_for_run(state: &State) -> Result<PromptFile, String> {
     Ok(edited_prompt(state)?.0)
+}
+
+/// Asks for the edits to be saved (the prompt and texts the save writes wait in `pending_save`).
+pub fn save(state: &mut State) -> Vec<Effect> {
+    match save_effect(state) {
+        Ok((effect, prompt)) => {
+            state.pending_save = Some(Box::new((prompt, state.texts())));
+            vec![effect]
+        }
+        Err(e) => {
+            state.note = Some(format!("not saved: {e}"));
+            Vec::new()
+        }
+    }
 }
 
 /// The save of the prompt as the editors hold it: written in place over the file as last read or
@@ -121,7 +136,7 @@ impl Edits {
 /// The unsaved edits as a recovery snapshot.
 pub fn recovery(state: &State, now_epoch_ms: u64) -> Recovery {
     let [system, template, schema] = state.texts();
-    let variables = super::variables::changed(state).then(|| RecoveredVariables {
+    let variables = crate::tui::variables::changed(state).then(|| RecoveredVariables {
         variables: state.variables.clone(),
         cases: Vec::new(),
         case_list: Some(state.cases.clone()),
@@ -131,9 +146,9 @@ pub fn recovery(state: &State, now_epoch_ms: u64) -> Recovery {
 
 /// Puts recovered texts into the editors (they count as unsaved edits).
 pub fn restore(state: &mut State, recovery: &Recovery) {
-    state.system = super::state::editor(&recovery.system);
-    state.template = super::state::editor(&recovery.template);
-    state.schema = super::state::editor(&recovery.schema);
+    state.system = crate::tui::state::editor(&recovery.system);
+    state.template = crate::tui::state::editor(&recovery.template);
+    state.schema = crate::tui::state::editor(&recovery.schema);
     if let Some(recovered) = &recovery.variables {
         state.variables = recovered.variables.clone();
         match &recovered.case_list {
@@ -147,7 +162,7 @@ pub fn restore(state: &mut State, recovery: &Recovery) {
             None => {}
         }
     }
-    super::lint::relint(state);
+    crate::tui::lint::relint(state);
     edited(state);
 }
 

@@ -5,10 +5,10 @@
 
 use ratatui_textarea::{CursorMove, Input, Key, TextArea};
 
-use super::msg::Effect;
-use super::state::State;
-use super::variables::{self, Origin};
 use crate::provider::kind::ProviderKind;
+use crate::tui::msg::Effect;
+use crate::tui::state::State;
+use crate::tui::variables::{self, Origin};
 
 /// What an open input is for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,7 +102,7 @@ pub fn open_model_picker(state: &mut State) -> Vec<Effect> {
 /// A box editor holding `text`, the cursor at its end: long lines soft-wrap at the box's edge, as in
 /// the prompt's editors.
 pub fn box_editor(text: &str) -> TextArea<'static> {
-    let mut area = super::editor::area_of(text);
+    let mut area = crate::tui::editor::area_of(text);
     area.set_cursor_line_style(ratatui::style::Style::default());
     area.move_cursor(CursorMove::Bottom);
     area.move_cursor(CursorMove::End);
@@ -172,12 +172,12 @@ fn apply(state: &mut State) -> Vec<Effect> {
     let result = match &open.kind {
         InputKind::Model { provider } => apply_model(state, *provider, text.trim()),
         InputKind::Variable { name, origin, was } => variables::value_of(name, was, &text).map(|value| {
-            super::cases::remember(state, format!("the change of {name}"));
+            crate::tui::cases::remember(state, format!("the change of {name}"));
             variables::set(state, name, *origin, value);
-            super::edit::edited(state);
+            crate::tui::edit::edited(state);
             state.note = Some(format!("{name} changed (ctrl-s saves the prompt; the next run uses it)"));
         }),
-        InputKind::Case { at, copy_of } => super::cases::add(state, *at, copy_of.as_deref(), &text),
+        InputKind::Case { at, copy_of } => crate::tui::cases::add(state, *at, copy_of.as_deref(), &text),
     };
     if let Err(error) = result {
         state.note = Some(error.clone());

@@ -7,11 +7,11 @@
 
 use serde_json::Value;
 
-use super::state::{Lint, SchemaKind, State};
 use crate::output::ResponseType;
 use crate::prompt::signature;
 use crate::run::{decodable, setup, RunSettings, SetupOptions};
 use crate::schema::lint_schema_text;
+use crate::tui::state::{Lint, SchemaKind, State};
 
 /// The schema editor's text to lint, numbered `asked` (`State::lint_asked` when it was asked for),
 /// with the settings of the next run when the constrained decoder may refuse the schema.

@@ -1,16 +1,19 @@
 //! The workbench: a ratatui TUI over the core (feature `tui`; the core never imports this module).
 //!
 //! - [`msg`]: the four enums — `TermEvent`, `Action`, `Msg`, `Effect`.
-//! - [`state`]: everything on screen; [`edit`]: the editors' texts as a prompt; [`lint`]: the schema
-//!   pane's lint, in the background.
-//! - [`update`]: `update(&mut State, Msg) -> Vec<Effect>`, pure; [`mouse`]: clicks, wheel, drags.
+//! - [`state`]: everything on screen, `State { screen, … }` (which screen is shown, each screen's
+//!   state once); [`edit`]: the editors' texts as a prompt; [`lint`]: the schema pane's lint.
+//! - The screens, one folder each with its state, pure update, view and job: [`workbench`] (the
+//!   editing screen), [`eval`], [`compare`]. A screen never imports another one nor what is above it.
+//! - [`update`]: the router, `update(&mut State, Msg) -> Vec<Effect>`, pure; [`view`]: draws the screen
+//!   shown, the status line and the overlays; [`panes`]: the panes the screens share.
 //! - [`app`]: the loop (batches of messages, a render at most every 16 ms); [`runner`]: effects;
-//!   [`latest`]: its background workers where the newest job wins (the lint, the token count).
-//! - [`request`]: what ctrl-r sends (run request, settings, plan, provider), one path for the runner
-//!   and the request preview; [`tokens`]: its token count in the status line, recounted in the
+//!   [`jobs`]: the job bridge (one runtime, one cancel map); [`latest`]: background workers where the
+//!   newest job wins (the lint, the token count).
+//! - [`request`]: what ctrl-r sends (run request, settings, plan, provider), one path for the run and
+//!   the request preview; [`tokens`]: its token count in the status line, recounted in the
 //!   background on change (an edit: once typing settles).
 //! - [`cases`]: cases added, copied, deleted (and undone) from the variables pane.
-//! - [`panes`]: one file per pane, rendering from `&State` and `&Theme`.
 //! - [`keymap`] (+ `keymap.toml`), [`theme`] (`themes/*.toml`), [`recovery`], [`sample`], [`log`], [`paths`].
 //! - [`terminal`]: raw mode, mouse, the panic hook and the input thread; [`setup`]: the start-up.
 //! - `bench`, `bench_schema` (feature `testing`): the `tui` section of `tunebench bench` (the real loop
@@ -22,15 +25,12 @@ pub mod bench;
 #[cfg(feature = "testing")]
 pub mod bench_schema;
 pub mod cases;
-pub mod compare_runner;
-pub mod compare_state;
+pub mod compare;
 pub mod edit;
 pub mod editor;
-pub mod eval_filter;
-pub mod eval_review;
-pub mod eval_runner;
-pub mod eval_state;
+pub mod eval;
 pub mod input;
+pub mod jobs;
 pub mod keymap;
 pub mod latest;
 pub mod lint;
@@ -42,6 +42,7 @@ pub mod recovery;
 pub mod request;
 pub mod runner;
 pub mod sample;
+pub mod series;
 pub mod setup;
 pub mod state;
 pub mod terminal;
@@ -49,5 +50,7 @@ pub mod theme;
 pub mod tokens;
 pub mod update;
 pub mod variables;
+pub mod view;
+pub mod workbench;
 
 pub use terminal::start;

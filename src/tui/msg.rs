@@ -155,6 +155,11 @@ pub enum Action {
     FilterVerdicts,
 }
 
+/// The router's way to take an action (`tui::update`'s own `act`): a screen handed a key hands the
+/// keymap's action back through it, so an action that belongs to another screen or to every screen
+/// (quit, save, help, enter a screen) goes where it belongs without the screen importing the router.
+pub type Dispatch = fn(&mut super::state::State, Action) -> Vec<Effect>;
+
 /// Everything `update` accepts.
 #[derive(Clone, Debug)]
 pub enum Msg {
@@ -167,8 +172,9 @@ pub enum Msg {
     Run { run: u64, event: Box<RunEvent>, at_ms: u64 },
     /// Run number `run` could not start or stopped outside the engine; the message says why.
     RunFailed { run: u64, message: String },
-    /// The run task ended and its record went to the history (or the message says why not).
-    RunRecorded(Result<PathBuf, String>),
+    /// The run task ended and its record was kept in the history (`kept`: the file, or the sentence
+    /// saying why not); the record comes along, so the history pane shows it without reading the file.
+    RunRecorded { kept: Result<PathBuf, String>, record: Box<RunRecord> },
     /// The cancelled run's task has stopped.
     RunCancelled,
     /// Run `run` of a case ended and was scored against the case's expected answer and checks (or
@@ -196,9 +202,9 @@ pub enum Msg {
     Settled { edits: u64 },
     /// The schema lint number `asked` is made (dropped when the schema changed or a newer lint was
     /// asked for since).
-    Linted { asked: u64, lint: super::state::Lint },
+    Linted { asked: u64, lint: crate::tui::state::Lint },
     /// The request's tokens of count number `asked` (dropped when a newer count was asked for).
-    TokensCounted { asked: u64, counted: Box<super::tokens::Counted> },
+    TokensCounted { asked: u64, counted: Box<crate::tui::tokens::Counted> },
     /// The local model `model` names (empty: the default cached one) has its tokenizer read, or why not.
     TokenizerLoaded { model: String, tokenizer: Result<Arc<LocalTokenizer>, String> },
     /// News of the eval number `id` (older evals' news is ignored).
@@ -302,7 +308,7 @@ pub enum Effect {
         schema_file: Option<SchemaFileSave>,
     },
     /// Write the unsaved edits to the recovery file.
-    WriteRecovery(super::recovery::Recovery),
+    WriteRecovery(crate::tui::recovery::Recovery),
     /// Delete the recovery file (saved, or edits discarded on quit).
     ClearRecovery,
     /// Sweep the answer (so far, or finished) at every chunk cut, in the background.
@@ -329,10 +335,10 @@ pub enum Effect {
     Settle { edits: u64 },
     /// Lint the schema editor's text in the background (the newest lint asked for wins); it comes
     /// back as `Msg::Linted`.
-    Lint(Box<super::lint::LintRequest>),
+    Lint(Box<crate::tui::lint::LintRequest>),
     /// Count the tokens of the request ctrl-r would send in the background (the newest count asked
     /// for wins); it comes back as `Msg::TokensCounted`.
-    CountTokens(Box<super::tokens::CountRequest>),
+    CountTokens(Box<crate::tui::tokens::CountRequest>),
     /// Run every case of the saved prompt through the eval pipeline.
     StartEval(Box<EvalRequest>),
     /// Stop the running eval.

@@ -5,14 +5,14 @@
 
 use std::sync::Arc;
 
-use super::edit;
-use super::msg::RunRequest;
-use super::state::State;
 use crate::prompt::file::PromptFile;
 use crate::provider::kind::ProviderKind;
 use crate::provider::replay::Pace;
 use crate::provider::{ModeReport, Outgoing, Provider, Request};
 use crate::run::{ReplayFrom, RunPlan, RunSetup, SetupOptions};
+use crate::tui::edit;
+use crate::tui::msg::RunRequest;
+use crate::tui::state::State;
 
 /// Reads the providers' variables (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, ...): the process environment
 /// ([`crate::run::env_var`]) but in tests.

@@ -4,35 +4,27 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
-use std::time::Instant;
 
-use super::latest::Latest;
-use super::lint::LintRequest;
-use super::log::Log;
-use super::msg::{CompareNews, Effect, FetchNews, Msg, RunRequest, SaveFailed, SchemaFileSave, SweepRequest};
-use super::recovery;
-use super::request::{prepare, Env};
-use super::tokens::CountRequest;
 use crate::prompt::file::{named, write_atomic, write_over, OnDisk, PromptError, PromptFile};
 use crate::prompt::reading::setup_for_prompt;
 use crate::provider::replay::Pace;
-use crate::run::job::{self, History};
-use crate::run::{engine, history, Stop};
+use crate::run::history;
 use crate::truncate::points::{Offsets, Points};
 use crate::truncate::sweep::sweep_points;
+use crate::tui::jobs::{Bridge, Job, Jobs};
+use crate::tui::latest::Latest;
+use crate::tui::lint::LintRequest;
+use crate::tui::log::Log;
+use crate::tui::msg::{CompareNews, Effect, FetchNews, Msg, SaveFailed, SchemaFileSave, SweepRequest};
+use crate::tui::recovery;
+use crate::tui::request::Env;
+use crate::tui::tokens::CountRequest;
 
 /// Executes effects for the loop.
 pub struct Runner {
     pub tx: Sender<Msg>,
-    pub(super) runtime: tokio::runtime::Runtime,
-    pub(super) task: Option<tokio::task::JoinHandle<()>>,
-    /// Sent (or dropped) to stop the running run: its stream stops, its record keeps the partial answer.
-    pub(super) run_cancel: Option<tokio::sync::oneshot::Sender<()>>,
-    /// Dropped to stop a running comparison (it runs on a blocking thread, which abort cannot stop).
-    pub(super) compare_cancel: Option<tokio::sync::oneshot::Sender<()>>,
-    /// Dropped to stop a running eval (its cells under way keep their partial answers).
-    pub(super) eval_cancel: Option<tokio::sync::oneshot::Sender<()>>,
-    pub(super) eval_task: Option<tokio::task::JoinHandle<()>>,
+    /// The run, the eval and the comparison: one runtime, one cancel map.
+    jobs: Jobs,
     pub data_dir: Option<PathBuf>,
     pub log: Log,
     /// How a transcript file is replayed (recorded pace by default; `TUNEBENCH_REPLAY_SPEED`).
@@ -47,25 +39,20 @@ pub struct Runner {
     pub env: Env,
     /// The schema's lints and the request's token counts: one worker each, the newest job wins
     /// (started on first use).
-    pub(super) lints: Option<Latest<LintRequest>>,
-    pub(super) counts: Option<Latest<CountRequest>>,
+    pub(crate) lints: Option<Latest<LintRequest>>,
+    pub(crate) counts: Option<Latest<CountRequest>>,
     /// Writes and clears the recovery file off the loop: the newest job wins, and the last one is
     /// done before the workbench exits.
-    pub(super) recoveries: Option<Latest<recovery::Job>>,
+    pub(crate) recoveries: Option<Latest<recovery::Job>>,
 }
 
 impl Runner {
     pub fn new(tx: Sender<Msg>, data_dir: Option<PathBuf>) -> anyhow::Result<Runner> {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+        let jobs = Jobs::new()?;
         let log = data_dir.as_deref().map(Log::open).unwrap_or_default();
         Ok(Runner {
             tx,
-            runtime,
-            task: None,
-            run_cancel: None,
-            compare_cancel: None,
-            eval_cancel: None,
-            eval_task: None,
+            jobs,
             data_dir,
             log,
             pace: Pace::Recorded,
@@ -110,7 +97,7 @@ impl Runner {
         match effect {
             Effect::StartRun(request) => {
                 let run = request.run;
-                if let Err(e) = self.start(*request) {
+                if let Err(e) = crate::tui::workbench::job::start(self.bridge(), *request) {
                     let message = format!("cannot run: {e:#}");
                     self.log.line(&message);
                     return vec![Msg::RunFailed { run, message }];
@@ -119,16 +106,7 @@ impl Runner {
             }
             Effect::CancelRun => {
                 // The run's task stops its stream at once and still writes its record to the history.
-                match self.run_cancel.take() {
-                    Some(cancel) => {
-                        let _ = cancel.send(());
-                    }
-                    None => {
-                        if let Some(task) = self.task.take() {
-                            task.abort();
-                        }
-                    }
-                }
+                self.jobs.cancel(Job::Run);
                 self.log.line("run cancelled");
                 vec![Msg::RunCancelled]
             }
@@ -158,7 +136,7 @@ impl Runner {
             Effect::WarmModel(request) => {
                 let pace = self.pace;
                 std::thread::spawn(move || {
-                    let Ok(setup) = super::request::setup(&request, pace) else { return };
+                    let Ok(setup) = crate::tui::request::setup(&request, pace) else { return };
                     if let Ok(plan) = setup.plan(request.case.as_deref()) {
                         // Errors reach the user when the run meets them.
                         let _ = crate::run::warm_local_model(&setup.settings.model, &plan.request);
@@ -215,23 +193,21 @@ impl Runner {
             }
             Effect::StartCompare(request) => {
                 let id = request.id;
-                if let Err(message) = super::compare_runner::start(self, *request) {
+                if let Err(message) = crate::tui::compare::job::start(self.bridge(), *request) {
                     self.log.line(&format!("compare: {message}"));
                     return vec![Msg::Compare { id, news: CompareNews::Done(Err(message)) }];
                 }
                 Vec::new()
             }
             Effect::CancelCompare => {
-                self.compare_cancel = None;
-                self.eval_cancel = None;
-                self.task = None;
+                self.jobs.cancel(Job::Compare);
                 self.log.line("comparison cancelled");
                 Vec::new()
             }
             Effect::Settle { edits } => {
                 let tx = self.tx.clone();
-                self.runtime.spawn(async move {
-                    tokio::time::sleep(super::msg::SETTLE).await;
+                self.jobs.handle().spawn(async move {
+                    tokio::time::sleep(crate::tui::msg::SETTLE).await;
                     let _ = tx.send(Msg::Settled { edits });
                 });
                 Vec::new()
@@ -278,32 +254,32 @@ impl Runner {
             }
             Effect::StartEval(request) => {
                 let id = request.id;
-                if let Err(message) = super::eval_runner::start(self, *request) {
+                if let Err(message) = crate::tui::eval::job::start(self.bridge(), *request) {
                     self.log.line(&format!("eval: {message}"));
-                    return vec![Msg::Eval { id, news: super::msg::EvalNews::Done(Err(message)) }];
+                    return vec![Msg::Eval { id, news: crate::tui::msg::EvalNews::Done(Err(message)) }];
                 }
                 Vec::new()
             }
             Effect::CancelEval => {
-                self.eval_cancel = None;
+                self.jobs.cancel(Job::Eval);
                 self.log.line("eval cancelled");
                 Vec::new()
             }
-            Effect::Rescore(request) => vec![super::eval_runner::rescore(&request)],
-            Effect::ApproveInDataset(request) => super::eval_runner::approve_in_dataset(*request),
+            Effect::Rescore(request) => vec![crate::tui::eval::job::rescore(&request)],
+            Effect::ApproveInDataset(request) => crate::tui::eval::job::approve_in_dataset(*request),
             Effect::ListEvals { path } => {
-                super::eval_runner::list(self, path);
+                crate::tui::eval::job::list(self.bridge(), path);
                 Vec::new()
             }
             Effect::OpenEval { id, file, against } => {
-                super::eval_runner::open(self, id, file, against);
+                crate::tui::eval::job::open(self.bridge(), id, file, against);
                 Vec::new()
             }
             Effect::SweepCell { id, row, sweep } => {
                 let tx = self.tx.clone();
                 std::thread::spawn(move || {
                     let sweep = compute_sweep(&sweep).map(Box::new);
-                    let _ = tx.send(Msg::Eval { id, news: super::msg::EvalNews::Swept { row, sweep } });
+                    let _ = tx.send(Msg::Eval { id, news: crate::tui::msg::EvalNews::Swept { row, sweep } });
                 });
                 Vec::new()
             }
@@ -343,68 +319,24 @@ impl Runner {
         Vec::new()
     }
 
-    fn start(&mut self, request: RunRequest) -> anyhow::Result<()> {
-        if let Some(task) = self.task.take() {
-            task.abort();
+    /// What a job's start reads of the runner, lent to it with the jobs.
+    fn bridge(&mut self) -> Bridge<'_> {
+        Bridge {
+            jobs: &mut self.jobs,
+            tx: &self.tx,
+            log: &mut self.log,
+            data_dir: self.data_dir.as_deref(),
+            pace: self.pace,
+            env: self.env,
+            record_history: self.record_history,
         }
-        self.run_cancel = None;
-        let (plan, provider) = prepare(&request, self.pace, self.env)?;
-        self.log.line(&format!(
-            "run {} of {} with {} {}",
-            request.run,
-            request.path.display(),
-            provider.name(),
-            plan.request.model
-        ));
-        let tx = self.tx.clone();
-        let run = request.run;
-        let record_history = self.record_history;
-        // The history the workbench reads back (its data directory's), else the platform's.
-        let history_file = self.data_dir.as_ref().map(|d| d.join(history::HISTORY_FILE));
-        // A case's run is scored against its expected answer and checks when it ends.
-        let scoring = request.case.clone().map(|case| (request.prompt.clone(), request.path.clone(), case));
-        let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
-        self.run_cancel = Some(cancel);
-        self.task = Some(self.runtime.spawn(async move {
-            let started = Instant::now();
-            let events = tx.clone();
-            let send = move |event| {
-                let at_ms = started.elapsed().as_millis() as u64;
-                let _ = events.send(Msg::Run { run, event: Box::new(event), at_ms });
-            };
-            let record = engine::run_until(provider.as_ref(), &plan, send, async {
-                let _ = cancelled.await;
-                Stop::User
-            })
-            .await;
-            if let Some((prompt, path, case)) = scoring.filter(|_| !record.cancelled) {
-                if let Some(score) = super::eval_runner::score_run(&prompt, &path, &case, &record) {
-                    let _ = tx.send(Msg::RunScored { run, score });
-                }
-            }
-            if record_history {
-                let result = tokio::task::spawn_blocking(move || {
-                    let history = history_file.map_or(History::DataDir, History::File);
-                    job::keep(&record, &history).map_err(|e| e.to_string())
-                })
-                .await
-                .unwrap_or_else(|e| Err(e.to_string()));
-                // A run stopped before its answer began is not kept, and there is nothing to say.
-                if let Some(result) = result.transpose() {
-                    let _ = tx.send(Msg::RunRecorded(result));
-                }
-            }
-        }));
-        Ok(())
     }
 }
 
 impl Drop for Runner {
-    /// Stops a running comparison first: the runtime waits for its blocking thread when dropped.
-    /// However the workbench ends, its last recovery write or clear is done.
+    /// However the workbench ends, its last recovery write or clear is done (the jobs on blocking
+    /// threads are told to stop when the bridge is dropped).
     fn drop(&mut self) {
-        self.compare_cancel = None;
-        self.eval_cancel = None;
         self.finish_recovery();
     }
 }

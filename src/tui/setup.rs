@@ -6,18 +6,18 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Sender};
 use std::time::Instant;
 
-use super::app::{App, LoopStats};
-use super::keymap::{Keymap, DEFAULT_KEYMAP};
-use super::msg::{Effect, Msg};
-use super::runner::{absolute, Runner};
-use super::state::{Overlay, State};
-use super::theme::Theme;
-use super::{paths, recovery, sample};
 use crate::files;
 use crate::prompt::file::PromptFile;
 use crate::provider::kind::ProviderKind;
 use crate::provider::replay::Pace;
 use crate::run::{local_model, LocalModel};
+use crate::tui::app::{App, LoopStats};
+use crate::tui::keymap::{Keymap, DEFAULT_KEYMAP};
+use crate::tui::msg::{Effect, Msg};
+use crate::tui::runner::{absolute, Runner};
+use crate::tui::state::{Overlay, State};
+use crate::tui::theme::Theme;
+use crate::tui::{paths, recovery, sample};
 
 /// How the workbench starts.
 #[derive(Clone, Debug, Default)]
@@ -72,9 +72,9 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
         .or_else(|| std::env::var("TUNEBENCH_REPLAY_SPEED").ok().and_then(|s| Pace::parse(&s)))
         .unwrap_or(Pace::Recorded);
     let mut app = App { state, theme, rx, runner, started, stats: LoopStats::default() };
-    app.runner.watch(super::update::outside::watched(&app.state));
+    app.runner.watch(crate::tui::workbench::outside::watched(&app.state));
     // A large schema is linted in the background: the first frame does not wait for it.
-    if let Some(request) = super::lint::ask(&mut app.state, false) {
+    if let Some(request) = crate::tui::lint::ask(&mut app.state, false) {
         let follow = app.runner.execute(Effect::Lint(Box::new(request)));
         follow.into_iter().for_each(|m| app.handle(m));
     }
@@ -93,14 +93,14 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
         && !app.state.fetch_model
         && !options.run_now
     {
-        if let Ok(request) = super::request::run_request(&app.state, None, None) {
+        if let Ok(request) = crate::tui::request::run_request(&app.state, None, None) {
             let follow = app.runner.execute(Effect::WarmModel(Box::new(request)));
             follow.into_iter().for_each(|m| app.handle(m));
         }
     }
     if options.run_now && app.state.overlay == Overlay::None {
         choose_first_case(&mut app.state);
-        app.handle(Msg::Action(super::msg::Action::Run));
+        app.handle(Msg::Action(crate::tui::msg::Action::Run));
     }
     Ok((app, tx))
 }
@@ -119,8 +119,8 @@ fn choose_first_case(state: &mut State) {
 pub fn state_for(path: &Path) -> anyhow::Result<State> {
     let file = PromptFile::read(path)?;
     // The prompt's provider and structured mode are typed here, where the workbench opens on them.
-    super::state::Choice::of(&file.prompt).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let (schema_text, schema_kind) = super::edit::schema_text(&file, path)?;
+    crate::tui::state::Choice::of(&file.prompt).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let (schema_text, schema_kind) = crate::tui::edit::schema_text(&file, path)?;
     let mut state = State::new(path.to_path_buf(), file, schema_text, schema_kind);
     choose_provider(&mut state);
     Ok(state)
@@ -174,7 +174,7 @@ fn choose_provider(state: &mut State) {
     }
     let why = match local_model() {
         LocalModel::Ready => {
-            super::update::fetch::use_local_model(state);
+            crate::tui::workbench::fetch::use_local_model(state);
             return;
         }
         LocalModel::Missing(why) => {

@@ -3,16 +3,16 @@
 
 use std::path::PathBuf;
 
-use super::editor::Editor;
+use crate::tui::editor::Editor;
 
-use super::keymap::Keymap;
-use super::recovery::Recovery;
 use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
 use crate::prompt::file::{OnDisk, PromptFile};
 use crate::provider::kind::ProviderKind;
 use crate::provider::{FinishReason, ModeReport, StructuredMode, TokenProb, Usage};
 use crate::run::{RunRecord, Target};
 use crate::truncate::sweep::Sweep;
+use crate::tui::keymap::Keymap;
+use crate::tui::recovery::Recovery;
 
 /// The panes, in focus order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -366,8 +366,24 @@ impl TruncationView {
     }
 }
 
+/// Which screen is shown; each keeps its state in [`State`] while another is (a new screen is a
+/// folder beside `tui/eval/` with its state, update and view, a variant here, and its arms in the
+/// router `tui/update.rs` and in `tui/view.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Screen {
+    /// The editing screen: editors, variables, the run, truncation, history.
+    #[default]
+    Workbench,
+    /// The eval screen (`tui/eval/`).
+    Eval,
+    /// The compare screen (`tui/compare/`).
+    Compare,
+}
+
 /// The whole workbench.
 pub struct State {
+    /// The screen shown.
+    pub screen: Screen,
     pub path: PathBuf,
     /// The prompt as last loaded or saved.
     pub saved: PromptFile,
@@ -441,25 +457,25 @@ pub struct State {
     pub run_prompt: Option<Box<PromptFile>>,
     /// The number of the latest run (events of older runs are ignored).
     pub run_id: u64,
-    /// The compare screen (json vs jsonl side by side), shown when `compare.open`.
-    pub compare: super::compare_state::CompareView,
-    /// The eval screen.
-    pub eval: super::eval_state::EvalView,
+    /// The compare screen's state (json vs jsonl side by side), kept while another screen is shown.
+    pub compare: crate::tui::compare::state::CompareView,
+    /// The eval screen's state, kept while another screen is shown.
+    pub eval: crate::tui::eval::state::EvalView,
     /// The prompt's `[variables]` as edited.
     pub variables: crate::prompt::template::Variables,
     /// The cases as edited: names, notes and variables, added, copied or deleted ones too (saved with
     /// the prompt by ctrl-s).
     pub cases: Vec<crate::prompt::file::Case>,
     /// The variables and cases before each change made in the variables pane, newest last (undo).
-    pub case_undo: Vec<super::cases::Snapshot>,
+    pub case_undo: Vec<crate::tui::cases::Snapshot>,
     /// The rendered request's token count for the status line (recounted only when it changes).
-    pub tokens: super::tokens::TokenView,
+    pub tokens: crate::tui::tokens::TokenView,
     /// Lines the help overlay is scrolled by (when it does not fit the screen).
     pub help_scroll: usize,
     /// An open text input (the model picker, a variable's editor): it takes every key.
-    pub input: Option<Box<super::input::InputBox>>,
+    pub input: Option<Box<crate::tui::input::InputBox>>,
     /// Reads the providers' variables for the request preview (the process environment).
-    pub env: super::request::Env,
+    pub env: crate::tui::request::Env,
 }
 
 impl State {
@@ -481,6 +497,7 @@ impl State {
             transcript: None,
         });
         let mut state = State {
+            screen: Screen::Workbench,
             path,
             saved_texts: [system.clone(), template.clone(), schema_text.clone()],
             system: editor(&system),
@@ -537,7 +554,7 @@ impl State {
             env: crate::run::env_var,
         };
         // Linted now when small; a large schema's lint is due, asked for when the workbench starts.
-        super::lint::relint(&mut state);
+        crate::tui::lint::relint(&mut state);
         state
     }
 

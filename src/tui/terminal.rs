@@ -14,9 +14,9 @@ use crossterm::event::{
 use crossterm::execute;
 use ratatui_textarea::Input;
 
-use super::msg::{Mouse, MouseKind, Msg, TermEvent};
-use super::setup::{build, Options};
-use super::{paths, sample};
+use crate::tui::msg::{Mouse, MouseKind, Msg, TermEvent};
+use crate::tui::setup::{build, Options};
+use crate::tui::{paths, sample};
 
 /// Opens the workbench on `prompt` (the sample when `None`, run at once) until the user quits.
 pub fn start(prompt: Option<PathBuf>, no_fetch: bool) -> anyhow::Result<ExitCode> {

@@ -11,11 +11,11 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use super::edit::Edits;
-use super::msg::{Effect, RunRequest};
-use super::state::{Choice, SchemaKind, State};
 use crate::provider::kind::ProviderKind;
 use crate::run::prompt_tokens::{limits, LocalTokenizer, PromptSize, Tokenizer};
+use crate::tui::edit::Edits;
+use crate::tui::msg::{Effect, RunRequest};
+use crate::tui::state::{Choice, SchemaKind, State};
 
 /// What the status line shows of the request's size, and what it was made from.
 #[derive(Clone, Debug, Default)]
@@ -163,7 +163,7 @@ fn ask(state: &mut State) -> CountRequest {
     let saved = state.saved.clone();
     state.saved.schema = schema;
     // A replay sends no HTTP request: the recorded answer is not read for the count.
-    let request = super::request::request_of(state, saved, None, None).map(|mut r| {
+    let request = crate::tui::request::request_of(state, saved, None, None).map(|mut r| {
         r.target.replay = None;
         r
     });
@@ -182,7 +182,7 @@ impl CountRequest {
             Ok(request) => request,
             Err(why) => return Counted { shown: Err(why), counted: self.counted, anew: false },
         };
-        let (setup, plan) = match super::request::preview_plan_of(&request) {
+        let (setup, plan) = match crate::tui::request::preview_plan_of(&request) {
             Ok(planned) => planned,
             Err(why) => return Counted { shown: Err(why), counted: self.counted, anew: false },
         };

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use super::state::State;
 use crate::prompt::template::Variables;
+use crate::tui::state::State;
 
 /// Where a variable's shown value comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

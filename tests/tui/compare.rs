@@ -12,14 +12,14 @@ use ratatui_textarea::Key;
 use tunebench::compare::RowStatus;
 use tunebench::output::{LineStatus, Report};
 use tunebench::truncate::transcript::Transcript;
-use tunebench::tui::compare_state::ComparePhase;
+use tunebench::tui::compare::state::ComparePhase;
 use tunebench::tui::msg::{Action, CompareNews, Effect, Msg};
-use tunebench::tui::panes::render;
 use tunebench::tui::runner::Runner;
 use tunebench::tui::setup::state_for;
-use tunebench::tui::state::State;
+use tunebench::tui::state::{Screen, State};
 use tunebench::tui::theme::Theme;
 use tunebench::tui::update::update;
+use tunebench::tui::view::render;
 
 use super::support::*;
 
@@ -55,7 +55,7 @@ fn compared() -> State {
         state_for(Path::new(PROMPT)).unwrap()
     };
     let effects = update(&mut state, alt('x'));
-    assert!(state.compare.open, "alt-x opens the compare screen");
+    assert!(state.screen == Screen::Compare, "alt-x opens the compare screen");
     assert!(
         matches!(effects.as_slice(), [Effect::StartCompare(r)] if r.target.provider == Some(tunebench::provider::kind::ProviderKind::Replay) && r.id == 1)
     );
@@ -129,12 +129,12 @@ fn cut_and_row_keys_move_within_the_axis_and_the_table() {
 fn esc_or_the_same_key_goes_back_and_a_running_comparison_is_cancelled() {
     let mut state = compared();
     assert!(update(&mut state, special(Key::Esc)).is_empty());
-    assert!(!state.compare.open);
+    assert!(state.screen != Screen::Compare);
     update(&mut state, alt('x'));
-    assert!(state.compare.open && state.compare.running() && state.compare.id == 2);
+    assert!(state.screen == Screen::Compare && state.compare.running() && state.compare.id == 2);
     let effects = update(&mut state, alt('x'));
     assert_eq!(effects, vec![Effect::CancelCompare]);
-    assert!(!state.compare.open && !state.compare.running());
+    assert!(state.screen != Screen::Compare && !state.compare.running());
     // late news of the cancelled comparison, or of an older one, changes nothing
     let late = CompareNews::Event { side: 0, event: Box::new(tunebench::run::RunEvent::Delta("late".into())) };
     update(&mut state, Msg::Compare { id: 2, news: late.clone() });

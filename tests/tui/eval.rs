@@ -13,14 +13,14 @@ use ratatui_textarea::Key;
 use tunebench::eval::diff::Change;
 use tunebench::eval::score::Verdict;
 use tunebench::provider::wire_server::Reply;
-use tunebench::tui::eval_state::{EvalOverlay, EvalPhase};
+use tunebench::tui::eval::state::{EvalOverlay, EvalPhase};
 use tunebench::tui::msg::{Effect, EvalNews, Msg};
-use tunebench::tui::panes::render;
 use tunebench::tui::runner::Runner;
 use tunebench::tui::setup::state_for;
-use tunebench::tui::state::State;
+use tunebench::tui::state::{Screen, State};
 use tunebench::tui::theme::Theme;
 use tunebench::tui::update::update;
+use tunebench::tui::view::render;
 
 use super::support::*;
 
@@ -111,7 +111,7 @@ pub fn evaluated(dir: &Path) -> State {
     let mut state = state_for(&dir.join("definitions.toml")).unwrap();
     assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Replay);
     let effects = update(&mut state, alt('e'));
-    assert!(state.eval.open, "alt-e opens the eval screen");
+    assert!(state.screen == Screen::Eval, "alt-e opens the eval screen");
     assert!(matches!(effects.as_slice(), [Effect::StartEval(r)] if r.id == 1));
     drive(&mut state, effects);
     assert_eq!(state.eval.phase, EvalPhase::Done, "{:?}", state.note);
@@ -182,7 +182,7 @@ fn the_matrix_fills_in_a_case_opens_and_approve_makes_it_pass() {
     assert!(note.contains("1 improved, 0 regressed, 1 same"), "{note}");
 
     update(&mut state, special(Key::Esc));
-    assert!(!state.eval.open, "esc closes the screen");
+    assert!(state.screen != Screen::Eval, "esc closes the screen");
 }
 
 #[test]
@@ -211,7 +211,7 @@ fn a_click_selects_a_row_and_esc_cancels_a_running_eval() {
     assert_eq!(state.eval.selected, 1);
     let effects = update(&mut state, special(Key::Esc));
     assert_eq!(effects, vec![Effect::CancelEval]);
-    assert!(!state.eval.open);
+    assert!(state.screen != Screen::Eval);
 }
 
 /// On a real server: the first run asks for every case; ctrl-r with nothing edited asks for none (every
@@ -270,7 +270,7 @@ fn a_rerun_asks_the_server_only_for_changed_cases() {
 }
 
 /// A scored cell with `verdict` (only what the matrix and its filter read).
-fn scored(row: usize, verdict: Verdict) -> tunebench::tui::eval_state::EvalCell {
+fn scored(row: usize, verdict: Verdict) -> tunebench::tui::eval::state::EvalCell {
     let score = tunebench::eval::score::CaseScore {
         verdict,
         items: None,
@@ -287,7 +287,7 @@ fn scored(row: usize, verdict: Verdict) -> tunebench::tui::eval_state::EvalCell 
         score,
         run: Default::default(),
     };
-    tunebench::tui::eval_state::EvalCell { started: true, scored: Some(Box::new(record)), ..Default::default() }
+    tunebench::tui::eval::state::EvalCell { started: true, scored: Some(Box::new(record)), ..Default::default() }
 }
 
 #[test]
@@ -295,7 +295,7 @@ fn ten_thousand_dataset_rows_are_filtered_by_name_and_verdict_and_drawn_a_screen
     let mut state = sample_state();
     state.size = (120, 40);
     let rows = 10_000;
-    state.eval.open = true;
+    state.screen = Screen::Eval;
     state.eval.phase = EvalPhase::Done;
     state.eval.rows = (0..rows).map(|row| Some(format!("case-{row:05}"))).collect();
     // Every seventh case fails.
@@ -326,7 +326,7 @@ fn ten_thousand_dataset_rows_are_filtered_by_name_and_verdict_and_drawn_a_screen
     // esc while typing clears the name: every failing case, a screen at a time.
     update(&mut state, key('/'));
     update(&mut state, special(Key::Esc));
-    assert!(state.eval.open, "esc cleared the filter, it did not leave the screen");
+    assert!(state.screen == Screen::Eval, "esc cleared the filter, it did not leave the screen");
     assert_eq!(state.eval.shown_rows().len(), rows.div_ceil(7));
     update(&mut state, special(Key::End));
     assert_eq!(state.eval.selected, 9996);

@@ -6,7 +6,7 @@
 
 use ratatui_textarea::Key;
 use tunebench::prompt::file::PromptFile;
-use tunebench::tui::eval_state::EvalOverlay;
+use tunebench::tui::eval::state::EvalOverlay;
 use tunebench::tui::msg::Effect;
 use tunebench::tui::update::update;
 

@@ -12,7 +12,7 @@ use tunebench::eval::score::Verdict;
 use tunebench::tui::msg::{Action, Effect, Msg};
 use tunebench::tui::runner::Runner;
 use tunebench::tui::setup::state_for;
-use tunebench::tui::state::State;
+use tunebench::tui::state::{Screen, State};
 use tunebench::tui::update::update;
 
 use super::eval::{draw, drive, drive_on, evaluated, folder, transcript};
@@ -68,11 +68,11 @@ fn an_edit_marks_the_matrix_stale_until_ctrl_r() {
     let mut state = evaluated(dir.path());
     assert!(!title(&state).contains("stale"), "{}", title(&state));
     update(&mut state, special(Key::Esc));
-    assert!(!state.eval.open);
+    assert!(state.screen != Screen::Eval);
     update(&mut state, key('!'));
     assert!(state.dirty, "typed into the template");
     update(&mut state, alt('e'));
-    assert!(state.eval.open);
+    assert!(state.screen == Screen::Eval);
     assert!(title(&state).contains("stale: the prompt was edited since"), "{}", title(&state));
     let effects = update(&mut state, ctrl('r'));
     assert!(matches!(effects.first(), Some(Effect::Save { .. })), "the edit is saved first: {effects:?}");

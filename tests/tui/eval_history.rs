@@ -11,11 +11,11 @@ use ratatui_textarea::Key;
 use tunebench::eval::diff::Change;
 use tunebench::eval::score::Verdict;
 use tunebench::run::RunRecord;
-use tunebench::tui::eval_state::{EvalOverlay, EvalPhase};
+use tunebench::tui::eval::state::{EvalOverlay, EvalPhase};
 use tunebench::tui::msg::{Effect, EvalNews, Msg};
 use tunebench::tui::runner::Runner;
 use tunebench::tui::setup::state_for;
-use tunebench::tui::state::{Pane, State};
+use tunebench::tui::state::{Pane, Screen, State};
 use tunebench::tui::update::update;
 
 use super::eval::{draw, drive_on, folder, verdict};
@@ -86,7 +86,7 @@ fn evals_are_kept_listed_opened_diffed_and_a_case_answer_truncated() {
     update(&mut state, Msg::HistoryLoaded(Ok(runs)));
     assert_eq!(state.evals.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), [second.clone(), first.clone()]);
     update(&mut state, special(Key::Esc));
-    assert!(!state.eval.open);
+    assert!(state.screen != Screen::Eval);
     update(&mut state, alt('8'));
     assert_eq!(state.focus, Pane::History);
     let history = draw(&state, 120, 40);
@@ -97,7 +97,7 @@ fn evals_are_kept_listed_opened_diffed_and_a_case_answer_truncated() {
     let [Effect::OpenEval { id, against: Some(_), .. }] = effects.as_slice() else { panic!("{effects:?}") };
     let id = *id;
     pump(&mut state, &mut runner, &rx, effects[0].clone(), move |m| matches!(m, Msg::Eval { id: i, .. } if *i == id));
-    assert!(state.eval.open && state.eval.opened.as_deref() == Some(second.as_str()), "{:?}", state.note);
+    assert!(state.screen == Screen::Eval && state.eval.opened.as_deref() == Some(second.as_str()), "{:?}", state.note);
     assert_eq!(verdict(&state, 1), Some(Verdict::Pass));
     assert_eq!(state.eval.baseline.as_ref().map(|d| d.improved), Some(1));
     assert!(update(&mut state, key('a')).is_empty());
@@ -152,7 +152,7 @@ fn evals_are_kept_listed_opened_diffed_and_a_case_answer_truncated() {
 
     // m marks the newest eval; enter on the older one compares it with the marked one: regressed.
     update(&mut state, special(Key::Esc));
-    assert!(!state.eval.open);
+    assert!(state.screen != Screen::Eval);
     update(&mut state, special(Key::Home));
     update(&mut state, key('m'));
     assert_eq!(state.eval_marked.as_deref(), Some(second.as_str()));
@@ -204,7 +204,7 @@ fn what_cannot_be_shown_says_why() {
     // An eval record that does not read: the note names the error, the screen stays closed.
     state.eval.id = 3;
     update(&mut state, Msg::Eval { id: 3, news: EvalNews::Opened(Err("x.json: not an eval record".into())) });
-    assert!(!state.eval.open);
+    assert!(state.screen != Screen::Eval);
     assert!(state.note.as_deref().unwrap_or_default().contains("not an eval record"), "{:?}", state.note);
     // A listing that failed is said; the history keeps its runs.
     update(&mut state, Msg::EvalsListed(Err("evals: permission denied".into())));

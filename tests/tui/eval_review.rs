@@ -5,8 +5,9 @@
 
 use ratatui_textarea::Key;
 use tunebench::eval::score::Verdict;
-use tunebench::tui::eval_state::EvalOverlay;
+use tunebench::tui::eval::state::EvalOverlay;
 use tunebench::tui::msg::Effect;
+use tunebench::tui::state::Screen;
 use tunebench::tui::update::update;
 
 use super::eval::{draw, drive, evaluated, folder, transcript, verdict, PROMPT};
@@ -91,5 +92,5 @@ fn review_rejects_skips_and_stops_and_model_text_is_escaped() {
     assert!(state.note.as_deref().unwrap_or_default().contains("0 accepted, 0 rejected, 2 skipped"));
     update(&mut state, special(Key::Esc));
     assert_eq!(state.eval.overlay, EvalOverlay::None);
-    assert!(state.eval.open, "esc on the summary only closes it");
+    assert!(state.screen == Screen::Eval, "esc on the summary only closes it");
 }

@@ -11,10 +11,10 @@ use ratatui::Terminal;
 use tunebench::eval::score::Verdict;
 use tunebench::provider::replay::Pace;
 use tunebench::tui::msg::{Action, Msg};
-use tunebench::tui::panes::render;
 use tunebench::tui::sample;
 use tunebench::tui::setup::{build, Options};
 use tunebench::tui::state::RunPhase;
+use tunebench::tui::view::render;
 
 #[test]
 fn the_first_start_runs_the_samples_first_case_and_shows_it_passes() {

@@ -11,12 +11,12 @@ use tunebench::provider::wire_server::{reply_from_recording, Received, WireServe
 use tunebench::provider::{HeaderValue, Outgoing, StructuredMode};
 use tunebench::run::RunEvent;
 use tunebench::tui::msg::{Action, Effect, Msg};
-use tunebench::tui::panes::preview;
 use tunebench::tui::request::{self, Sent};
 use tunebench::tui::runner::Runner;
 use tunebench::tui::setup::state_for;
 use tunebench::tui::state::State;
 use tunebench::tui::update::update;
+use tunebench::tui::workbench::panes::preview;
 
 use super::support::without_local_model;
 
@@ -248,7 +248,7 @@ fn the_workbench_and_the_cli_send_the_same_request_for_the_same_choice() {
     let mut state = state_for(Path::new("sample-prompts/extract-definitions.toml")).expect("the sample loads");
     state.env = env;
     state.saved.provider.base_url = Some("http://127.0.0.1:9/v1".into());
-    tunebench::tui::update::fetch::use_local_model(&mut state);
+    tunebench::tui::workbench::fetch::use_local_model(&mut state);
     assert_eq!(tunebench::tui::panes::status::mode_text(&state), "asked constrained (default on local)");
     while state.choice.provider != tunebench::provider::kind::ProviderKind::Openai {
         update(&mut state, Msg::Action(Action::NextProvider));

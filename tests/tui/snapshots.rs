@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use tunebench::tui::msg::{Action, Msg, SweepRequest};
-use tunebench::tui::panes::render;
 use tunebench::tui::runner::compute_sweep;
 use tunebench::tui::state::{Pane, State};
 use tunebench::tui::theme::Theme;
 use tunebench::tui::update::update;
+use tunebench::tui::view::render;
 
 use super::support::*;
 

@@ -63,7 +63,7 @@ fn what_the_local_models_decoder_refuses_is_linted_at_its_path() {
     type_text(&mut state, " ");
     assert!(state.lint.issues.is_empty(), "a replay holds the answer to nothing: {:?}", state.lint);
     // On the local model, constrained: what its decoder refuses is a schema problem, at its path.
-    tunebench::tui::update::fetch::use_local_model(&mut state);
+    tunebench::tui::workbench::fetch::use_local_model(&mut state);
     let [issue] = state.lint.issues.as_slice() else { panic!("{:?}", state.lint) };
     assert!(issue.starts_with("at \"/properties/code/pattern\":") && issue.contains("look-around"), "{issue}");
     // Another provider holds no answer to it.

@@ -236,7 +236,7 @@ fn a_click_on_a_case_row_chooses_it() {
     let mut state = sample_state();
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
     terminal
-        .draw(|frame| tunebench::tui::panes::render(frame, &state, &tunebench::tui::theme::Theme::default()))
+        .draw(|frame| tunebench::tui::view::render(frame, &state, &tunebench::tui::theme::Theme::default()))
         .unwrap();
     let screen = terminal.backend().to_string();
     // The row that shows "○ geology".

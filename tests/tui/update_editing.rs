@@ -10,11 +10,12 @@ use ratatui_textarea::Key;
 use tunebench::run::prompt_tokens::{PromptSize, Tokenizer};
 use tunebench::run::{RunSetup, SetupOptions};
 use tunebench::tui::msg::{Action, Effect, Mouse, MouseKind, Msg, TermEvent};
-use tunebench::tui::panes::{layout, render};
+use tunebench::tui::panes::layout;
 use tunebench::tui::state::{Pane, State};
 use tunebench::tui::theme::Theme;
 use tunebench::tui::tokens::status_text;
 use tunebench::tui::update::update;
+use tunebench::tui::view::render;
 
 use super::support::*;
 

@@ -19,7 +19,7 @@ fn mode_event(state: &mut State, mode: ModeReport) {
 #[test]
 fn the_status_bar_says_constrained_was_chosen_by_default_on_local() {
     let mut state = sample_state();
-    tunebench::tui::update::fetch::use_local_model(&mut state);
+    tunebench::tui::workbench::fetch::use_local_model(&mut state);
     assert_eq!(mode_text(&state), "asked constrained (default on local)");
     let effects = update(&mut state, Msg::Action(Action::Run));
     assert!(matches!(effects.as_slice(), [Effect::StartRun(_), Effect::LoadTokenizer { .. }]), "{effects:?}");
@@ -29,7 +29,7 @@ fn the_status_bar_says_constrained_was_chosen_by_default_on_local() {
     assert_eq!(mode_text(&state), "constrained (default on local)");
     // Chosen by the user (alt-m cycles back round to constrained): no "default".
     let mut state = sample_state();
-    tunebench::tui::update::fetch::use_local_model(&mut state);
+    tunebench::tui::workbench::fetch::use_local_model(&mut state);
     for _ in 0..4 {
         update(&mut state, alt('m'));
     }
@@ -80,8 +80,9 @@ fn a_cancelled_run_stays_cancelled_when_its_record_arrives() {
     update(&mut state, Msg::Run { run, event: Box::new(RunEvent::RunEnded { ok: false, turns: 1 }), at_ms: 50 });
     assert_eq!(state.phase, tunebench::tui::state::RunPhase::Cancelled);
     assert_eq!(state.run.output, partial);
-    let effects = update(&mut state, Msg::RunRecorded(Ok("/data/history.jsonl".into())));
-    assert!(matches!(effects.as_slice(), [Effect::LoadHistory { .. }]), "{effects:?}");
+    let record = Box::new(history_record());
+    let effects = update(&mut state, Msg::RunRecorded { kept: Ok("/data/history.jsonl".into()), record });
+    assert!(effects.is_empty(), "the record came with the message: {effects:?}");
     assert!(state.note.as_deref().unwrap_or("").starts_with("cancelled run saved to the history"), "{:?}", state.note);
 }
 
@@ -185,6 +186,31 @@ fn a_cut_moved_back_stays_while_the_chart_grows() {
 /// A history line as `history.jsonl` holds it: one turn, replayable from its transcript.
 const HISTORY_LINE: &str = r#"{"prompt":"agent-kg-extract","case":"astronomy","provider":"openai","model":"gpt-4o-mini","structured":"none","response_type":"jsonl","profile":"lenient","ok":true,"result":[{"a":1},{"a":2}],"truncated":false,"repaired":false,"mode":{"requested":"none","used":"none"},"max_turns":2,"started_at_ms":45073000,"duration_ms":80,"turns":[{"turn":1,"output":"{\"a\":1}\n{\"a\":2}\n","finish_reason":"stop","usage":null,"ttft_ms":null,"duration_ms":80,"tokens_per_s":null,"chunks":1,"parse":{"response_type":"jsonl","profile":"lenient","items":[{"a":1},{"a":2}],"lines":[{"line":1,"status":"valid"},{"line":2,"status":"valid"}],"summary":{"valid":2,"invalid_json":0,"schema_error":0,"skipped":0}},"ok":true,"feedback":null,"mode":{"requested":"none","used":"none"},"transcript":{"header":{"transcript":1,"provider":"openai","model":"gpt-4o-mini"},"chunks":[{"t_ms":5,"delta":"{\"a\":1}\n{\"a\":2}\n"}],"end":{"t_ms":80,"finish_reason":"stop"}}}]}"#;
 
+/// The record of `HISTORY_LINE` (a run of the sample prompt).
+fn history_record() -> tunebench::run::RunRecord {
+    serde_json::from_str(HISTORY_LINE).expect("the history line reads")
+}
+
+/// A kept run comes back as a message with its record: the history pane shows it at once, newest
+/// first, and the whole history file is not read again; a run that was not kept is not listed.
+#[test]
+fn a_kept_run_is_listed_from_its_message_without_reading_the_history_again() {
+    let mut state = sample_state();
+    let older = history_record();
+    update(&mut state, Msg::HistoryLoaded(Ok(vec![older.clone()])));
+    let mut newer = history_record();
+    newer.started_at_ms += 1000;
+    let kept = Ok("/data/history.jsonl".into());
+    let effects = update(&mut state, Msg::RunRecorded { kept, record: Box::new(newer.clone()) });
+    assert!(effects.is_empty(), "nothing is read again: {effects:?}");
+    assert_eq!(state.history, [newer, older.clone()]);
+    assert_eq!(state.note.as_deref(), Some("run saved to the history (/data/history.jsonl)"));
+    let why = "the run was not added to the history: disk full".to_string();
+    update(&mut state, Msg::RunRecorded { kept: Err(why.clone()), record: Box::new(older) });
+    assert_eq!(state.history.len(), 2, "a run not kept is not listed");
+    assert_eq!(state.note, Some(why));
+}
+
 #[test]
 fn a_history_record_is_listed_and_replays_its_last_turn() {
     let dir = tempfile::tempdir().unwrap();
@@ -196,7 +222,7 @@ fn a_history_record_is_listed_and_replays_its_last_turn() {
     let mut state = sample_state();
     update(&mut state, Msg::HistoryLoaded(Ok(history.records)));
     let theme = tunebench::tui::theme::Theme::default();
-    let row = tunebench::tui::panes::history::row(&state.history[0], &theme, 60).to_string();
+    let row = tunebench::tui::workbench::panes::history::row(&state.history[0], &theme, 60).to_string();
     assert_eq!(row, "12:31:13 ✓ openai gpt-4o-mini astronomy 2 items 1");
     update(&mut state, Msg::Action(Action::FocusHistory));
     let effects = update(&mut state, Msg::Action(Action::Open));
@@ -248,4 +274,42 @@ fn a_provider_switch_does_not_carry_a_model_or_mode_that_does_not_fit() {
         update(&mut own, Msg::Action(Action::NextProvider));
     }
     assert_eq!(own.choice.model.as_deref(), Some("qwen2.5"));
+}
+
+/// The workbench's run goes through the core's run job on the job bridge: its record is kept in the
+/// data directory's history by the one rule and comes back in its message, so the history pane lists
+/// it without reading the file again.
+#[test]
+fn the_workbench_run_is_kept_by_the_run_job_and_its_record_comes_back_in_its_message() {
+    let dir = super::eval::folder();
+    let data = tempfile::tempdir().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut runner = tunebench::tui::runner::Runner::new(tx, Some(data.path().to_path_buf())).unwrap();
+    runner.pace = tunebench::provider::replay::Pace::Instant;
+    without_local_model();
+    let mut state = tunebench::tui::setup::state_for(&dir.path().join("definitions.toml")).unwrap();
+    let effects = update(&mut state, ctrl('r'));
+    assert!(matches!(effects.first(), Some(Effect::StartRun(_))), "{effects:?}");
+    for effect in effects {
+        for msg in runner.execute(effect) {
+            update(&mut state, msg);
+        }
+    }
+    let (kept, record) = loop {
+        let msg = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the run is kept within a minute");
+        if let Msg::RunRecorded { kept, record } = &msg {
+            let recorded = (kept.clone(), record.clone());
+            update(&mut state, msg);
+            break recorded;
+        }
+        update(&mut state, msg);
+    };
+    let file = data.path().join(tunebench::run::history::HISTORY_FILE);
+    assert_eq!(kept, Ok(file.clone()));
+    let history = tunebench::run::history::read(&file).unwrap();
+    assert_eq!(history.records.len(), 1, "kept once, by the run job");
+    assert_eq!(history.records[0].started_at_ms, record.started_at_ms);
+    assert_eq!(state.history.len(), 1, "listed from the message");
+    assert_eq!(state.history[0].started_at_ms, record.started_at_ms);
+    assert!(matches!(state.phase, tunebench::tui::state::RunPhase::Done { .. }), "{:?}", state.phase);
 }

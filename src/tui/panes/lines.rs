@@ -9,10 +9,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::{block, clip};
 use crate::eval::report::{difference_line, verdict_name};
 use crate::eval::score::Verdict;
 use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
+use crate::tui::panes::{block, clip};
 use crate::tui::state::{counts, Pane, State};
 use crate::tui::theme::Theme;
 
@@ -159,7 +159,7 @@ pub fn json_verdict<'a>(report: Option<&Report>, theme: &Theme, width: usize) ->
 }
 
 /// A JSONL answer's line counts for a pane title: valid, invalid, schema errors, skipped.
-pub(super) fn line_counts<'a>(verdicts: &[crate::output::LineVerdict], theme: &Theme) -> Vec<Span<'a>> {
+pub(crate) fn line_counts<'a>(verdicts: &[crate::output::LineVerdict], theme: &Theme) -> Vec<Span<'a>> {
     let [valid, invalid, schema, skipped] = counts(verdicts);
     vec![
         Span::styled(format!("✓{valid} "), theme.valid),

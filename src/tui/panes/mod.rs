@@ -1,30 +1,19 @@
-//! The screen: where each pane goes ([`layout`], shared with the mouse), and [`render`], which draws
-//! every pane from `&State` and `&Theme` (panes never change the state).
+//! The panes every screen shares (the output, lines and truncation panes, the status line, the
+//! overlays), where the editing screen's panes go ([`layout`], shared with the mouse), and the frame
+//! and clipping every pane uses. Panes draw from `&State` and `&Theme` and never change the state.
 
-pub mod compare;
-pub mod compare_chart;
-pub mod editors;
-pub mod eval;
-pub mod eval_diff;
-pub mod eval_review;
-pub mod eval_truncation;
-pub mod history;
 pub mod lines;
 pub mod output;
 pub mod overlay;
-pub mod preview;
 pub mod status;
 pub mod truncation;
-pub mod value_editor;
-pub mod variables;
 
 use ratatui::layout::{Constraint, Direction, Layout as Split, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders};
-use ratatui::Frame;
 
-use super::state::{Pane, State};
-use super::theme::Theme;
+use crate::tui::state::{Pane, State};
+use crate::tui::theme::Theme;
 
 /// Where everything goes on a screen of a given size.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,43 +59,6 @@ pub fn layout(area: Rect, state: &State) -> Layout {
         ],
         status,
     }
-}
-
-/// Draws the whole workbench.
-pub fn render(frame: &mut Frame, state: &State, theme: &Theme) {
-    let area = frame.area();
-    let layout = layout(area, state);
-    if state.eval.open {
-        eval::render(frame, Rect { height: area.height.saturating_sub(layout.status.height), ..area }, state, theme);
-        status::render(frame, layout.status, state, theme);
-        overlay::render(frame, area, state, theme);
-        return;
-    }
-    if state.compare.open {
-        compare::render(frame, Rect { height: area.height.saturating_sub(layout.status.height), ..area }, state, theme);
-        status::render(frame, layout.status, state, theme);
-        overlay::render(frame, area, state, theme);
-        return;
-    }
-    for (pane, rect) in &layout.panes {
-        match pane {
-            Pane::System if state.preview => preview::render(frame, *rect, state, theme),
-            Pane::System | Pane::Template | Pane::Schema => editors::render(frame, *rect, *pane, state, theme),
-            Pane::Variables => variables::render(frame, *rect, state, theme),
-            Pane::Output => output::render(frame, *rect, state, theme),
-            Pane::Lines => lines::render(frame, *rect, state, theme),
-            Pane::Truncation => truncation::render(frame, *rect, state, theme),
-            Pane::History => history::render(frame, *rect, state, theme),
-        }
-    }
-    status::render(frame, layout.status, state, theme);
-    value_editor::render(
-        frame,
-        Rect { height: area.height.saturating_sub(layout.status.height), ..area },
-        state,
-        theme,
-    );
-    overlay::render(frame, area, state, theme);
 }
 
 /// The frame of a pane: its title (with the alt-N key that focuses it), focused or not.

@@ -7,8 +7,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::block;
 use crate::safe_text::escape_controls;
+use crate::tui::panes::block;
 use crate::tui::state::{ChunkProb, Pane, RunPhase, State};
 use crate::tui::theme::Theme;
 

@@ -6,8 +6,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::clip;
 use crate::tui::keymap::Scope;
+use crate::tui::panes::clip;
 use crate::tui::state::{OutsideChange, Overlay, State};
 use crate::tui::theme::Theme;
 
@@ -212,7 +212,7 @@ fn help_line<'a>(line: &HelpLine, key_width: usize, width: usize, theme: &Theme)
         HelpLine::Legend => {
             let head = Span::styled("token probability colours: ", theme.dim);
             let mut spans = vec![head];
-            spans.extend(super::output::legend(theme));
+            spans.extend(crate::tui::panes::output::legend(theme));
             let mut used = 0;
             let fitting = spans.into_iter().take_while(|span| {
                 used += span.content.chars().count();

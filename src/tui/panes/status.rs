@@ -9,9 +9,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::clip;
 use crate::tui::input::{InputBox, InputKind};
-use crate::tui::state::{RunPhase, State};
+use crate::tui::panes::clip;
+use crate::tui::state::{RunPhase, Screen, State};
 use crate::tui::theme::Theme;
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -109,7 +109,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         inline_input(frame, second_row, open, theme);
         return;
     }
-    let keys = if state.compare.open {
+    let keys = if state.screen == Screen::Compare {
         "←/→ cut · ↑/↓ row · esc back · F1 help · ctrl-q quit"
     } else {
         "F1 help · ctrl-r run · esc stop · ctrl-s save · ctrl-q quit"

@@ -11,38 +11,17 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph};
 use ratatui::Frame;
 
-use super::{block, clip};
 use crate::safe_text::escape_controls;
-use crate::truncate::strategy::Strategy;
 use crate::truncate::sweep::Sweep;
+use crate::tui::panes::{block, clip};
+pub use crate::tui::series::ORDER;
 use crate::tui::state::{Pane, State, TruncationView};
 use crate::tui::theme::Theme;
 
-/// The strategies in the order the pane lists them.
-pub const ORDER: [Strategy; 3] = Strategy::SHOWN;
 /// Rows above the chart: the cut, three strategies, two lines of the answer.
 const HEADER: u16 = 6;
 /// Columns of the chart's y-axis labels.
 const Y_LABELS: u16 = 5;
-
-/// The chart's step lines, one per strategy in [`ORDER`]: a point wherever the items change.
-pub fn series(sweep: &Sweep) -> [Vec<(f64, f64)>; 3] {
-    ORDER.map(|strategy| {
-        let mut points: Vec<(f64, f64)> = Vec::new();
-        let mut last = 0usize;
-        for (i, [cut, items, _]) in sweep.steps(strategy).into_iter().enumerate() {
-            if i > 0 {
-                points.push((cut as f64, last as f64));
-            }
-            points.push((cut as f64, items as f64));
-            last = items;
-        }
-        if let Some(end) = sweep.last_cut() {
-            points.push((end as f64, last as f64));
-        }
-        points
-    })
-}
 
 /// Where the chart's plotting area is inside the pane (for mouse drags): x from, width.
 pub fn plot_columns(area: Rect) -> Option<(u16, u16, Rect)> {

@@ -1,0 +1,126 @@
+//! The history of evals (pure): the eval store's records of this prompt listed above its runs; enter on
+//! one opens it in the eval screen's matrix, read-only until ctrl-r, compared with the marked eval or
+//! else the one before it; `m` marks an eval; `d` on the eval screen shows the core's eval diff.
+
+use crate::eval::diff;
+use crate::eval::store::Listed;
+use crate::tui::eval::state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
+use crate::tui::msg::{Effect, OpenedEval};
+use crate::tui::state::{Pane, Screen, State};
+
+/// The store's evals of this prompt arrived.
+pub fn listed(state: &mut State, result: Result<Vec<Listed>, String>) -> Vec<Effect> {
+    match result {
+        Ok(evals) => {
+            state.evals = evals;
+            let len = state.evals.len() + state.history.len();
+            state.history_selected = state.history_selected.min(len.saturating_sub(1));
+            if state.eval_marked.as_ref().is_some_and(|id| !state.evals.iter().any(|e| &e.id == id)) {
+                state.eval_marked = None;
+            }
+        }
+        Err(e) => state.note = Some(format!("evals not listed: {e}")),
+    }
+    Vec::new()
+}
+
+/// `m` in the history pane: marks the selected eval (again: unmarks it).
+pub fn mark(state: &mut State) -> Vec<Effect> {
+    let selected = (state.focus == Pane::History).then(|| state.evals.get(state.history_selected)).flatten();
+    let Some(eval) = selected else {
+        state.note = Some("mark: select an eval in the history pane (alt-8) first".into());
+        return Vec::new();
+    };
+    if state.eval_marked.as_ref() == Some(&eval.id) {
+        state.eval_marked = None;
+        state.note = Some(format!("eval {} unmarked", eval.id));
+    } else {
+        state.note = Some(format!("eval {} marked: enter on another eval compares them", eval.id));
+        state.eval_marked = Some(eval.id.clone());
+    }
+    Vec::new()
+}
+
+/// Enter on the `index`-th eval of the history: read it (and the eval it is compared with).
+pub fn open(state: &mut State, index: usize) -> Vec<Effect> {
+    if state.eval.running() {
+        state.note = Some("an eval is running: alt-e shows it (esc there stops it)".into());
+        return Vec::new();
+    }
+    let Some(eval) = state.evals.get(index) else { return Vec::new() };
+    let marked = state.eval_marked.as_ref().filter(|id| **id != eval.id);
+    let against = match marked {
+        Some(id) => state.evals.iter().find(|e| &e.id == id),
+        None => state.evals.get(index + 1),
+    };
+    state.eval.id += 1;
+    state.note = Some(format!("reading eval {}…", eval.id));
+    vec![Effect::OpenEval { id: state.eval.id, file: eval.path.clone(), against: against.map(|e| e.path.clone()) }]
+}
+
+/// The eval opened from the history arrived: its matrix, read-only, with the runs of its cells found
+/// in this prompt's history (so a case opens with its answer).
+pub fn opened(state: &mut State, result: Result<Box<OpenedEval>, String>) {
+    let opened = match result {
+        Ok(opened) => *opened,
+        Err(e) => {
+            state.note = Some(format!("eval not opened: {e}"));
+            return;
+        }
+    };
+    let OpenedEval { record, against } = opened;
+    let cells = record
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(row, _)| {
+            let scored = record.cells.iter().find(|c| c.row == row && c.column == 0 && c.repeat <= 1);
+            let run = scored.and_then(|cell| {
+                state.history.iter().find(|r| r.started_at_ms == cell.run.started_at_ms && r.case == cell.case)
+            });
+            EvalCell {
+                started: scored.is_some(),
+                answer: run.and_then(|r| r.turns.last()).map(|t| t.output.clone()).unwrap_or_default(),
+                turn: 1,
+                scored: scored.cloned().map(Box::new),
+                run: run.cloned().map(Box::new),
+            }
+        })
+        .collect();
+    let compared = against.as_ref().map_or(String::new(), |a| format!(", compared with {}", a.id));
+    state.note = Some(format!("eval {}{compared}: read-only (ctrl-r runs it again, d diffs it)", record.id));
+    state.screen = Screen::Eval;
+    state.eval = EvalView {
+        id: state.eval.id,
+        phase: EvalPhase::Done,
+        rows: record.rows.clone(),
+        column: record.column_label(0).to_string(),
+        cells,
+        baseline: against.as_ref().map(|a| diff::delta(a, &record)),
+        baseline_column: against.as_ref().and_then(|a| diff::counterpart(&a.columns, &record.columns, 0)),
+        baseline_record: against.map(Box::new),
+        opened: Some(record.id.clone()),
+        record: Some(Box::new(record)),
+        ..EvalView::default()
+    };
+}
+
+/// `d` on the eval screen: the eval diff of the shown eval against its baseline.
+pub fn show_diff(state: &mut State) -> Vec<Effect> {
+    let view = &mut state.eval;
+    let (Some(before), Some(after)) = (view.baseline_record.as_deref(), view.record.as_deref()) else {
+        state.note = Some(
+            "diff: needs a finished eval and a baseline (an earlier eval of the saved prompt, or the eval marked in the history)"
+                .into(),
+        );
+        return Vec::new();
+    };
+    let compared: Box<crate::eval::diff::EvalDiff> = Box::new(diff::diff(before, after));
+    state.note = Some(format!(
+        "diff {} → {}: {} improved, {} regressed (esc back)",
+        compared.a, compared.b, compared.improved, compared.regressed
+    ));
+    view.overlay = EvalOverlay::Diff(compared);
+    view.scroll = 0;
+    Vec::new()
+}

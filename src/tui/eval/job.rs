@@ -1,0 +1,154 @@
+//! The eval screen's effects: the saved prompt planned by `eval::plan`, run by `eval::pipeline` on
+//! the job bridge (every cell scored by the core as it ends), recorded in the eval store as
+//! `tunebench eval` records it, its deltas from `eval::diff`; one row scored again after approve; the
+//! store's evals of the prompt listed, and one read back. Everything comes back as `Msg::Eval`
+//! (the listing as `Msg::EvalsListed`).
+
+use std::path::PathBuf;
+
+use crate::eval::pipeline::{self, Pipeline};
+use crate::eval::{diff, store, EvalOptions, EvalPlan, Expectations};
+use crate::run::{CacheMode, SetupOptions};
+use crate::tui::jobs::{Bridge, Job};
+use crate::tui::msg::{EvalDone, EvalNews, EvalRequest, Msg, OpenedEval, RescoreRequest};
+
+/// Starts the eval on the job bridge; an error says why it cannot start.
+pub fn start(bridge: Bridge, request: EvalRequest) -> Result<(), String> {
+    let options = EvalOptions {
+        prompts: vec![request.path.clone()],
+        repeat: 1,
+        setup: SetupOptions {
+            target: request.target.clone(),
+            // A re-run asks the model only for the cases whose rendered request changed.
+            cache: CacheMode::Use,
+            ..SetupOptions::default()
+        },
+        ..EvalOptions::default()
+    };
+    let plan = EvalPlan::new(&options).map_err(|e| e.to_string())?;
+    // The baseline kept from the screen's first run, while it is of this model; else the last eval
+    // of the prompt on this model and structured mode (another model's eval is never the baseline).
+    let columns = plan.columns();
+    let kept = request.baseline.filter(|b| b.columns.iter().any(|old| columns.iter().any(|new| new.same_as(old))));
+    let baseline = match kept {
+        Some(baseline) => Some(baseline),
+        None => {
+            let dir = bridge.data_dir.map(|d| d.join(store::EVALS_DIR));
+            dir.and_then(|dir| plan.baseline("last", Some(&dir)).ok()).map(Box::new)
+        }
+    };
+    let column = plan.columns.first().map(|c| c.column.model_label()).unwrap_or_default();
+    let baseline_column = baseline.as_deref().and_then(|b| crate::eval::diff::counterpart(&b.columns, &columns, 0));
+    let concurrency = plan.concurrency(None);
+    bridge.log.line(&format!("eval {} on {column}, {concurrency} at a time", request.path.display()));
+    let (tx, id, record_history) = (bridge.tx.clone(), request.id, bridge.record_history);
+    let planned = EvalNews::Planned { rows: plan.rows.clone(), column, baseline: baseline.clone(), baseline_column };
+    let _ = tx.send(Msg::Eval { id, news: planned });
+    let save = bridge.data_dir.map(|d| d.join(store::EVALS_DIR));
+    // As for compare: the pipeline's future runs on a blocking thread of the runtime.
+    bridge.jobs.spawn_blocking(Job::Eval, move |handle, stopped| {
+        handle.block_on(async move {
+            let events = tx.clone();
+            let pipeline = Pipeline { plan: &plan, concurrency, record_history, wrap: None };
+            let stop = stopped.wait();
+            let ran = pipeline::run(
+                pipeline,
+                move |event| {
+                    let _ = events.send(Msg::Eval { id, news: EvalNews::Event(Box::new(event)) });
+                },
+                stop,
+            )
+            .await;
+            let done = match ran {
+                Ok(ran) => {
+                    for warning in ran.warnings {
+                        let _ = tx.send(Msg::Note(warning));
+                    }
+                    let record = ran.record;
+                    let saved = match &save {
+                        Some(dir) => store::save_in(dir, &record).map_err(|e| e.to_string()),
+                        None => Err("the eval store is off in this session".to_string()),
+                    };
+                    Ok(Box::new(EvalDone {
+                        baseline: baseline.as_deref().map(|b| diff::delta(b, &record)),
+                        record,
+                        saved,
+                    }))
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            let _ = tx.send(Msg::Eval { id, news: EvalNews::Done(done) });
+        })
+    });
+    Ok(())
+}
+
+/// Scores `request`'s run against its case's expectations in the prompt as approved.
+pub fn rescore(request: &RescoreRequest) -> Msg {
+    rescore_msg(request)
+}
+
+fn rescore_msg(request: &RescoreRequest) -> Msg {
+    let base_dir = crate::run::setup::base_dir(&request.path);
+    let case = request.cell.case.as_deref();
+    let news = match Expectations::for_case(&request.prompt, &base_dir, case) {
+        Ok(expectations) => {
+            let mut scored = request.cell.clone();
+            scored.score = crate::eval::score_record(&expectations, &request.run);
+            EvalNews::Rescored { row: request.row, scored }
+        }
+        Err(e) => return Msg::Note(format!("not scored again: {e}")),
+    };
+    Msg::Eval { id: request.id, news }
+}
+
+/// An approved answer written into its dataset row (the core's [`crate::eval::approve_in_dataset`]),
+/// then the row scored again against the prompt read back; else a note saying why nothing was written.
+pub fn approve_in_dataset(request: crate::tui::msg::DatasetApproval) -> Vec<Msg> {
+    let case = request.approval.case.clone();
+    match crate::eval::approve_in_dataset(&request.path, &request.approval, request.insist) {
+        Ok(prompt) => {
+            let file = prompt.dataset.as_ref().map(|d| d.path.display().to_string()).unwrap_or_default();
+            let note = Msg::Note(format!("approved: case {case:?} now expects {} in {file}", request.approval.count()));
+            let rescore = RescoreRequest {
+                id: request.id,
+                row: request.row,
+                prompt,
+                path: request.path,
+                cell: request.cell,
+                run: request.run,
+            };
+            vec![note, rescore_msg(&rescore)]
+        }
+        Err(e) => vec![Msg::Note(format!("not approved: {e}"))],
+    }
+}
+
+/// Lists the evals of the prompt file `path` (newest first) on a thread; no data directory: none.
+pub fn list(bridge: Bridge, path: PathBuf) {
+    let (tx, dir) = (bridge.tx.clone(), bridge.data_dir.map(|d| d.join(store::EVALS_DIR)));
+    std::thread::spawn(move || {
+        let Some(dir) = dir else {
+            let _ = tx.send(Msg::EvalsListed(Ok(Vec::new())));
+            return;
+        };
+        let absolute = std::fs::canonicalize(&path).unwrap_or(path);
+        let set = crate::eval::record::prompt_set(std::iter::once(absolute.as_path()));
+        let listed = store::list_in(&dir)
+            .map(|(listed, _)| listed.into_iter().filter(|l| l.prompt_set == set).collect())
+            .map_err(|e| e.to_string());
+        let _ = tx.send(Msg::EvalsListed(listed));
+    });
+}
+
+/// Reads the eval record `file` (and `against`) on a thread, back as `EvalNews::Opened`.
+pub fn open(bridge: Bridge, id: u64, file: PathBuf, against: Option<PathBuf>) {
+    let tx = bridge.tx.clone();
+    std::thread::spawn(move || {
+        let opened = store::load_file(&file).and_then(|record| {
+            let against = against.as_deref().map(store::load_file).transpose()?;
+            Ok(Box::new(OpenedEval { record, against }))
+        });
+        let _ = tx.send(Msg::Eval { id, news: EvalNews::Opened(opened.map_err(|e| e.to_string())) });
+    });
+}

@@ -1,0 +1,105 @@
+//! The mouse: a click focuses the pane under it, the wheel scrolls it; a click in an editor puts the
+//! cursor there (a drag selects), a click on a row of the variables pane selects it (a case is
+//! chosen), a click or drag on the truncation chart moves the cut there.
+
+use ratatui::layout::Rect;
+
+use crate::tui::msg::{Action, Effect, Mouse, MouseKind};
+use crate::tui::panes::{self, truncation};
+use crate::tui::state::{Overlay, Pane, State};
+use crate::tui::workbench::actions::act;
+use crate::tui::workbench::navigate::set_cut;
+use crate::tui::workbench::panes::{editors, variables};
+
+pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
+    if state.overlay != Overlay::None {
+        return Vec::new();
+    }
+    let area = Rect { x: 0, y: 0, width: state.size.0, height: state.size.1 };
+    let layout = panes::layout(area, state);
+    let Some((pane, rect)) = layout.pane_at(mouse.column, mouse.row) else { return Vec::new() };
+    match mouse.kind {
+        MouseKind::Click | MouseKind::Drag => {
+            if mouse.kind == MouseKind::Click {
+                state.focus = pane;
+            }
+            if pane == Pane::Variables && mouse.kind == MouseKind::Click {
+                if let Some(index) = variables::row_at(rect, state, mouse.row) {
+                    state.selected_variable = index;
+                    // A click on a case (or the default variables) chooses it, as enter does.
+                    if index <= state.cases.len() {
+                        return act(state, Action::Open);
+                    }
+                }
+                return Vec::new();
+            }
+            if pane.is_editor() && state.focus == pane {
+                click_in_editor(state, pane, rect, mouse);
+                return Vec::new();
+            }
+            if pane == Pane::Truncation && state.focus == Pane::Truncation {
+                if let Some((from, width, chart)) = truncation::plot_columns(rect) {
+                    if mouse.row >= chart.y && mouse.column >= from && width > 0 {
+                        let total = state.run.chunk_ends.len();
+                        let x = (mouse.column - from).min(width - 1) as usize;
+                        let cut = ((x as f64 + 0.5) / f64::from(width) * total as f64).round() as usize;
+                        set_cut(state, cut);
+                    }
+                }
+            }
+            Vec::new()
+        }
+        MouseKind::ScrollDown | MouseKind::ScrollUp => {
+            state.focus = pane;
+            let down = mouse.kind == MouseKind::ScrollDown;
+            if pane.is_editor() {
+                let area = match pane {
+                    Pane::System => &mut state.system,
+                    Pane::Template => &mut state.template,
+                    _ => &mut state.schema,
+                };
+                area.area_mut().scroll((if down { 3 } else { -3 }, 0));
+                area.settle();
+                return Vec::new();
+            }
+            if pane == Pane::Truncation {
+                return act(state, if down { Action::Right } else { Action::Left });
+            }
+            let mut effects = Vec::new();
+            for _ in 0..3 {
+                effects.extend(act(state, if down { Action::Down } else { Action::Up }));
+            }
+            effects
+        }
+    }
+}
+
+/// A click in an editor puts the cursor on the character under it (a drag selects from there), on
+/// the wrapped rows as drawn: the editor's own screen map and scroll, from its last render.
+fn click_in_editor(state: &mut State, pane: Pane, rect: Rect, mouse: Mouse) {
+    if state.preview && pane == Pane::System {
+        return;
+    }
+    let text = editors::text_rect(rect, pane, state);
+    if !text.contains(ratatui::layout::Position { x: mouse.column, y: mouse.row }) {
+        return;
+    }
+    let editor = match pane {
+        Pane::System => &mut state.system,
+        Pane::Template => &mut state.template,
+        _ => &mut state.schema,
+    };
+    let area = editor.area_mut();
+    let (top_row, top_col) = area.scroll_offset();
+    let row = usize::from(mouse.row - text.y) + usize::from(top_row);
+    let col = usize::from(mouse.column - text.x) + usize::from(top_col);
+    let at = area.screen_to_data(row, col);
+    match mouse.kind {
+        MouseKind::Drag if area.selection_range().is_none() => area.start_selection(),
+        MouseKind::Drag => {}
+        _ => area.cancel_selection(),
+    }
+    let (row, col) = (u16::try_from(at.0).unwrap_or(u16::MAX), u16::try_from(at.1).unwrap_or(u16::MAX));
+    area.move_cursor(ratatui_textarea::CursorMove::Jump(row, col));
+    editor.settle();
+}
