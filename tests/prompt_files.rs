@@ -49,8 +49,9 @@ fn every_sample_loads_resolves_a_compiling_schema_and_renders_every_case() {
     let samples = all_samples();
     assert_eq!(
         samples.len(),
-        // Each TrustGraph sample and its json twin, classify-sentiment, and extract-trip (the first start's).
-        2 * TRUSTGRAPH_SAMPLES.len() + 2,
+        // Each TrustGraph sample and its json twin, classify-sentiment, extract-trip (the first start's)
+        // and find-cities (a command check).
+        2 * TRUSTGRAPH_SAMPLES.len() + 3,
         "{:?}",
         samples.iter().map(|s| &s.0).collect::<Vec<_>>()
     );

@@ -259,3 +259,14 @@ fn ignored_keys_are_listed_as_warnings_with_their_line() {
     assert_eq!(config.warnings.len(), 1);
     assert!(config.warnings[0].contains("promptfooconfig.yaml:3: `outputPath`"), "{:?}", config.warnings);
 }
+
+#[test]
+fn a_python_or_javascript_assertion_may_name_its_code_file_and_no_other_type_may() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - assert:\n      - type: python\n        value: file://check.py\n      - type: javascript\n        value: file://check.js:score\n";
+    let config = read(&write(dir.path(), "promptfooconfig.yaml", yaml)).unwrap();
+    let values: Vec<_> = config.tests[0].asserts.iter().map(|a| a.value.clone().unwrap()).collect();
+    assert_eq!(values, [json!("file://check.py"), json!("file://check.js:score")]);
+    let error = error_of("prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - assert:\n      - type: contains\n        value: file://x.txt\n");
+    assert!(error.to_string().contains("is not read here"), "{error}");
+}

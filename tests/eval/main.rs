@@ -11,6 +11,7 @@ mod batch;
 mod cache;
 mod cli;
 mod datasets;
+mod graders;
 mod hostile;
 mod reports;
 mod support;
