@@ -135,6 +135,10 @@ pub struct EvalRunArgs {
     /// Ask the provider every time (no answer from the response cache).
     #[arg(long)]
     pub no_cache: bool,
+    /// The model that grades `judge` checks naming none (and promptfoo's llm-rubric): `local`, or
+    /// PROVIDER:MODEL (`openai:gpt-4o-mini`, `ollama:qwen2.5`).
+    #[arg(long, value_name = "MODEL")]
+    pub judge: Option<String>,
     /// Run again whenever a prompt file (or its schema or expected files) changes; print the changes.
     #[arg(long, conflicts_with_all = ["from_batch", "json"])]
     pub watch: bool,
@@ -207,7 +211,7 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         }
         return finish(args, &record);
     }
-    let plan = EvalPlan::new(&options(args)?)?;
+    let plan = EvalPlan::new(&options(args)?)?.with_judge(args.judge.as_deref())?;
     refuse_overwriting_inputs(args, &plan)?;
     let base = baseline(args, &plan)?;
     fetch_local_model(args, &plan)?;

@@ -13,6 +13,7 @@ mod cli;
 mod datasets;
 mod graders;
 mod hostile;
+mod judges;
 mod reports;
 mod support;
 mod watch;
