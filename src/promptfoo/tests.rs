@@ -270,3 +270,16 @@ fn a_python_or_javascript_assertion_may_name_its_code_file_and_no_other_type_may
     let error = error_of("prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - assert:\n      - type: contains\n        value: file://x.txt\n");
     assert!(error.to_string().contains("is not read here"), "{error}");
 }
+
+#[test]
+fn an_llm_rubric_grader_comes_from_its_provider_else_the_tests_options_else_default_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ndefaultTest:\n  options:\n    provider: ollama:qwen2.5\ntests:\n  - assert:\n      - type: llm-rubric\n        value: is polite\n      - type: llm-rubric\n        value: is short\n        provider: openai:gpt-4o-mini\n  - options:\n      provider: {id: local}\n    assert:\n      - type: llm-rubric\n        value: is polite\n";
+    let config = read(&write(dir.path(), "promptfooconfig.yaml", yaml)).unwrap();
+    let graders =
+        |test: usize| config.tests[test].asserts.iter().map(|a| a.grader.clone().unwrap()).collect::<Vec<_>>();
+    assert_eq!(graders(0), ["ollama:qwen2.5", "openai:gpt-4o-mini"]);
+    assert_eq!(graders(1), ["local"]);
+    let error = error_of("prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - assert:\n      - type: llm-rubric\n        value: x\n        provider: bedrock:claude\n");
+    assert!(error.at.ends_with(":7") && error.to_string().contains("\"bedrock:claude\" is not a provider"), "{error}");
+}
