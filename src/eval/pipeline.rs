@@ -66,7 +66,7 @@ where
     let plan = pipeline.plan;
     let started_at_ms = now_ms();
     let started = Instant::now();
-    let judges = &grade::Judges::for_plan(plan).map_err(EvalError::Input)?;
+    let judges = &super::graded::judges_for(plan).map_err(EvalError::Input)?;
     let jobs = jobs(plan, pipeline.wrap)?;
     let sink = Mutex::new(sink);
     let emit = |event: EvalEvent| {
@@ -112,7 +112,7 @@ where
                 }
             }
         }
-        let graded = expectations_of(plan, *cell).is_some_and(grade::any) && !record.never_started();
+        let graded = expectations_of(plan, *cell).is_some_and(super::graded::any) && !record.never_started();
         if !(graded && to_grade.send((index, record.clone())).is_ok()) {
             finish(index, record, &Vec::new());
         }
@@ -140,7 +140,7 @@ where
                         pending.insert(index, record.clone());
                         waiting.push(async move {
                             let grades = match plan.cells.get(index).and_then(|cell| expectations_of(plan, *cell)) {
-                                Some(expectations) => grade::grade_cell(expectations, &record, &variables_of(plan, index, &record), judges).await,
+                                Some(expectations) => super::graded::grade_cell(expectations, &record, &variables_of(plan, index, &record), judges).await,
                                 None => Vec::new(),
                             };
                             (index, grades)

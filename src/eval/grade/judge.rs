@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Graded, Question};
-use crate::eval::plan::EvalPlan;
 use crate::prompt::expect::{CheckKind, CheckSpec};
 use crate::prompt::file::PromptFile;
 use crate::prompt::template::Variables;
@@ -133,30 +132,26 @@ impl Judges {
         Judges::default()
     }
 
-    /// Every judge `plan`'s checks name (or its `--judge` for those that name none), set up under the
-    /// plan's response cache. `Err` names the check that has no judge, or the judge that cannot be set up.
-    pub fn for_plan(plan: &EvalPlan) -> Result<Judges, String> {
-        let mut judges = Judges { default: plan.judge.clone(), ..Judges::default() };
-        let Some(first) = plan.columns.first() else { return Ok(judges) };
-        let (cache, cache_dir) = (first.setup.cache, first.setup.cache_dir.clone());
-        for column in &plan.columns {
-            for expectations in column.expectations.iter().flatten() {
-                for check in &expectations.checks {
-                    let Some(super::Grader::Judge(judge)) = &check.grader else { continue };
-                    let model = judge.model.clone().or_else(|| plan.judge.clone()).ok_or_else(|| {
-                        let at = check.spec.at.or(|| format!("prompt `{}`", column.setup.prompt.id));
-                        format!("{at}: check `{}` names no `judge` model, and no --judge was given", check.spec.label())
-                    })?;
-                    if judges.setups.contains_key(&model) {
-                        continue;
-                    }
-                    let setup = judge_setup(&model, cache, cache_dir.clone())?;
-                    let provider = setup.provider(None).map_err(|e| format!("judge {}: {e}", model.shown()))?;
-                    judges.setups.insert(model, (Arc::new(setup), provider));
-                }
-            }
+    /// Judges with `default` (the eval's `--judge`) for the checks that name none.
+    pub fn with_default(default: Option<JudgeModel>) -> Judges {
+        Judges { default, ..Judges::default() }
+    }
+
+    /// `model` set up (its provider built: a missing key is an error here, before any model runs),
+    /// its runs under the response cache `cache` in `cache_dir`.
+    pub fn add(
+        &mut self,
+        model: JudgeModel,
+        cache: CacheMode,
+        cache_dir: Option<std::path::PathBuf>,
+    ) -> Result<(), String> {
+        if self.setups.contains_key(&model) {
+            return Ok(());
         }
-        Ok(judges)
+        let setup = judge_setup(&model, cache, cache_dir)?;
+        let provider = setup.provider(None).map_err(|e| format!("judge {}: {e}", model.shown()))?;
+        self.setups.insert(model, (Arc::new(setup), provider));
+        Ok(())
     }
 
     /// `judge` asked about `question` (the default judge when the check names none).

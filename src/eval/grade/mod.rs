@@ -2,7 +2,7 @@
 //! promptfoo's `python` and `javascript` assertions (through the shims in [`shim`]), and `judge` checks
 //! with promptfoo's `llm-rubric` (a model, [`judge`]). Each is prepared when the prompt is read (the
 //! program found, the judge's model resolved: a bad one is an input error before any model runs), then
-//! graded per cell by [`grade_cell`], whose results the scorer reads as any check's. A grader that
+//! graded per cell (`eval::graded`), whose results the scorer reads as any check's. A grader that
 //! fails (missing, non-zero exit, timeout, a verdict of the wrong shape, a judge unreachable or
 //! malformed twice) makes its check not evaluated and the cell an `error`, never a `pass`.
 
@@ -15,11 +15,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::score::Expectations;
-use crate::prompt::expect::resolve::ExpectedAnswer;
 use crate::prompt::expect::{AssertWhat, CheckKind, CheckSpec};
-use crate::prompt::template::Variables;
-use crate::run::RunRecord;
 pub use command::Program;
 pub use judge::{JudgeCall, JudgeModel, Judges};
 
@@ -109,30 +105,8 @@ impl Grader {
 /// or no answer to grade). `Err` is why the grader gave no verdict.
 pub type Grades = Vec<Option<Result<GradeDetail, String>>>;
 
-/// Whether any of `expectations`' checks is graded here.
-pub fn any(expectations: &Expectations) -> bool {
-    expectations.checks.iter().any(|check| check.grader.is_some())
-}
-
-/// Grades the graded checks of `expectations` on `record`'s answer (none when the run got no answer);
-/// `vars` are the case's variables as rendered. Dropping the future stops the programs it started.
-pub async fn grade_cell(expectations: &Expectations, record: &RunRecord, vars: &Variables, judges: &Judges) -> Grades {
-    let output = record.turns.last().map(|t| t.output.as_str()).unwrap_or_default();
-    if !any(expectations) || output.trim().is_empty() || record.cancelled {
-        return vec![None; expectations.checks.len()];
-    }
-    let question = Question::of(expectations, record, vars);
-    let mut grades = Vec::with_capacity(expectations.checks.len());
-    for check in &expectations.checks {
-        grades.push(match &check.grader {
-            None => None,
-            Some(grader) => Some(grade_one(grader, &question, judges).await),
-        });
-    }
-    grades
-}
-
-async fn grade_one(grader: &Grader, question: &Question, judges: &Judges) -> Result<GradeDetail, String> {
+/// `question` graded by `grader`; `Err` is why there is no verdict.
+pub async fn grade(grader: &Grader, question: &Question, judges: &Judges) -> Result<GradeDetail, String> {
     let passed =
         |graded: Graded| GradeDetail { pass: graded.pass, score: graded.score, reason: graded.reason, judge: None };
     match grader {
@@ -162,23 +136,6 @@ pub struct Question {
     pub output: String,
     pub expected: Value,
     pub vars: Value,
-}
-
-impl Question {
-    fn of(expectations: &Expectations, record: &RunRecord, vars: &Variables) -> Question {
-        let output = record.turns.last().map(|t| t.output.clone()).unwrap_or_default();
-        let expected = match &expectations.expected {
-            Some(ExpectedAnswer::Items(items)) => Value::Array(items.clone()),
-            Some(ExpectedAnswer::Value(value)) => value.clone(),
-            None => Value::Null,
-        };
-        let answer = match &record.result {
-            Value::Null => Value::String(output.clone()),
-            other => other.clone(),
-        };
-        let vars = Value::Object(vars.clone());
-        Question { case: record.case.clone().or_else(|| expectations.case.clone()), answer, output, expected, vars }
-    }
 }
 
 #[cfg(test)]

@@ -33,7 +33,8 @@ fn graded(dir: &Path, check: CheckSpec, answer: &str) -> CaseScore {
     let record = record(&prompt, Some("c"), answer, Ending::Finish("stop"));
     let vars = prompt.variables_for(Some("c")).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let grades = runtime.block_on(super::grade_cell(&expectations, &record, &vars, &super::Judges::none()));
+    let grades =
+        runtime.block_on(crate::eval::graded::grade_cell(&expectations, &record, &vars, &super::Judges::none()));
     score_graded(&expectations, &record, &grades)
 }
 
@@ -56,7 +57,9 @@ fn python_files_and_inline_code_give_promptfoos_verdicts() {
          def detailed(output, context):\n    return {'pass': False, 'score': 0.25, 'reason': 'too short: ' + output}\n",
     )
     .unwrap();
-    let cases: Vec<(&str, Option<f64>, &str, Result<(bool, f64), ()>)> = vec![
+    // (value, threshold, answer, (passed, score) or an error)
+    type Case<'a> = (&'a str, Option<f64>, &'a str, Result<(bool, f64), ()>);
+    let cases: Vec<Case> = vec![
         ("file://check.py", None, "Hello Ada", Ok((true, 1.0))),
         ("file://check.py", None, "Hello Bob", Ok((false, 0.0))),
         // A number is the score: it passes above 0, or at the threshold when there is one.
