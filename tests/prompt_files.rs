@@ -49,8 +49,9 @@ fn every_sample_loads_resolves_a_compiling_schema_and_renders_every_case() {
     let samples = all_samples();
     assert_eq!(
         samples.len(),
-        // Each TrustGraph sample and its json twin, classify-sentiment, and extract-trip (the first start's).
-        2 * TRUSTGRAPH_SAMPLES.len() + 2,
+        // Each TrustGraph sample and its json twin, classify-sentiment, extract-trip (the first start's)
+        // and find-cities (a command check).
+        2 * TRUSTGRAPH_SAMPLES.len() + 3,
         "{:?}",
         samples.iter().map(|s| &s.0).collect::<Vec<_>>()
     );
@@ -326,8 +327,9 @@ fn replayed(prompt: &PromptFile, case: &str, answer: &str) -> tunebench::run::Ru
 
 #[test]
 fn every_sample_case_has_expectations_its_own_expected_answer_passes() {
-    use tunebench::eval::score::{score_record, Expectations, Verdict};
+    use tunebench::eval::score::{Expectations, Verdict};
     use tunebench::prompt::expect::resolve::{validate_expectations, ExpectedAnswer};
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     for (_, prompt) in all_samples() {
         validate_expectations(&prompt, &samples_dir()).unwrap_or_else(|e| panic!("{e}"));
         for case in &prompt.cases {
@@ -349,7 +351,12 @@ fn every_sample_case_has_expectations_its_own_expected_answer_passes() {
                 (Some(ExpectedAnswer::Items(items)), _) => Value::Array(items.clone()).to_string(),
                 (Some(ExpectedAnswer::Value(value)), _) => value.to_string(),
             };
-            let score = score_record(&expectations, &replayed(&prompt, &case.name, &answer));
+            let record = replayed(&prompt, &case.name, &answer);
+            // Graded checks (find-cities' Python script) run as an eval runs them.
+            let vars = prompt.variables_for(Some(&case.name)).unwrap();
+            let judges = tunebench::eval::grade::Judges::none();
+            let grades = runtime.block_on(tunebench::eval::graded::grade_cell(&expectations, &record, &vars, &judges));
+            let score = tunebench::eval::score::score_graded(&expectations, &record, &grades);
             assert_eq!(score.verdict, Verdict::Pass, "{at}: {score:?}");
         }
     }

@@ -141,6 +141,10 @@ pub struct EvalRunArgs {
     /// Ask the provider every time (no answer from the response cache).
     #[arg(long)]
     pub no_cache: bool,
+    /// The model that grades `judge` checks naming none (and promptfoo's llm-rubric): `local`, or
+    /// PROVIDER:MODEL (`openai:gpt-4o-mini`, `ollama:qwen2.5`).
+    #[arg(long, value_name = "MODEL")]
+    pub judge: Option<String>,
     /// Run again whenever a prompt file (or its schema or expected files) changes; print the changes.
     #[arg(long, conflicts_with_all = ["from_batch", "json"])]
     pub watch: bool,
@@ -234,7 +238,7 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         return finish(args, &record);
     }
     let mut options = options(args)?;
-    let mut plan = EvalPlan::new(&options)?;
+    let mut plan = EvalPlan::new(&options)?.with_judge(args.judge.as_deref())?;
     for warning in &plan.warnings {
         super::note!("tunebench: warning: {warning}");
     }
@@ -251,7 +255,7 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         }
         super::note!("re-running the {} cases that failed or errored in eval {}", failing.len(), earlier.id);
         options.cases = failing;
-        plan = EvalPlan::new(&options)?;
+        plan = EvalPlan::new(&options)?.with_judge(args.judge.as_deref())?;
     }
     let kept = match args.retry_errors {
         false => Vec::new(),

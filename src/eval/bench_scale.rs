@@ -211,6 +211,7 @@ pub fn record(cases: usize, side: usize) -> EvalRecord {
                     message: None,
                     weight: None,
                     not_evaluated: false,
+                    graded: None,
                 })
                 .collect();
             let verdict = if flips { Verdict::Pass } else { Verdict::Fail };

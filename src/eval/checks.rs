@@ -21,11 +21,20 @@ pub struct Prepared {
     pub spec: CheckSpec,
     regex: Option<Regex>,
     asserted: asserted::Compiled,
+    /// How the check is graded after the answer (`command`, `judge`, promptfoo's `python`); `None`:
+    /// judged here.
+    pub grader: Option<super::grade::Grader>,
 }
 
 impl Prepared {
-    /// `spec` with its pattern compiled (the message says why it does not compile).
+    /// `spec` with its pattern compiled (the message says why it does not compile), its files found in
+    /// the current folder.
     pub fn new(spec: CheckSpec) -> Result<Prepared, String> {
+        Prepared::in_folder(spec, std::path::Path::new("."))
+    }
+
+    /// `spec` prepared, the programs and files it names found from `dir` (the prompt's folder).
+    pub fn in_folder(spec: CheckSpec, dir: &std::path::Path) -> Result<Prepared, String> {
         let regex = match &spec.pattern {
             Some(pattern) => Some(Regex::new(pattern).map_err(|e| {
                 format!("check `{}`: `pattern` {pattern:?} is not a regular expression: {e}", spec.label())
@@ -33,7 +42,9 @@ impl Prepared {
             None => None,
         };
         let asserted = asserted::compile(&spec)?;
-        Ok(Prepared { spec, regex, asserted })
+        let grader =
+            super::grade::Grader::of(&spec, dir).map_err(|message| format!("check `{}`: {message}", spec.label()))?;
+        Ok(Prepared { spec, regex, asserted, grader })
     }
 }
 
@@ -76,6 +87,7 @@ pub fn run(check: &Prepared, answer: &Answer<'_>, comparison: Comparison, at: St
                     message: Some(why),
                     weight: spec.weight,
                     not_evaluated: true,
+                    graded: None,
                 }
             }
         },
@@ -91,6 +103,34 @@ pub fn run(check: &Prepared, answer: &Answer<'_>, comparison: Comparison, at: St
         message: outcome.err(),
         weight: spec.weight,
         not_evaluated: false,
+        graded: None,
+    }
+}
+
+/// A graded check's result (`grade`: what its grader said, or why it said nothing: then the check
+/// is not evaluated and the cell an error); `at` is where the check is written.
+pub fn graded(check: &Prepared, grade: Option<&Result<super::grade::GradeDetail, String>>, at: String) -> CheckResult {
+    let spec = &check.spec;
+    let (passed, message, not_evaluated, graded) = match grade {
+        None => (false, Some("not graded: graded checks run in an eval".to_string()), true, None),
+        Some(Err(why)) => (false, Some(why.clone()), true, None),
+        Some(Ok(detail)) => {
+            let message = match &detail.reason {
+                Some(reason) => format!("score {:.2}: {}", detail.score, cut(reason, 300)),
+                None => format!("score {:.2}", detail.score),
+            };
+            (detail.pass, Some(message), false, Some(Box::new(detail.clone())))
+        }
+    };
+    CheckResult {
+        check: spec.label(),
+        key: spec.identity(),
+        at,
+        passed,
+        message,
+        weight: spec.weight,
+        not_evaluated,
+        graded,
     }
 }
 

@@ -13,6 +13,8 @@
 //!   F1 on paired items, field accuracy, the field-level differences, every check's result.
 //! - [`pairing`]: answer items paired with expected items on the key; P / R / F1, field accuracy, differences.
 //! - [`checks`]: each check kind run on an answer and its run record.
+//! - [`grade`]: the checks graded after the answer by a program or a model (`command`, `judge`,
+//!   promptfoo's `python`, `javascript`, `llm-rubric`); [`graded`]: each cell's graded checks run.
 //! - [`values`]: how values compare (trim + case fold unless exact, number tolerance, missing = null).
 //! - `verdict`: the answer read from the record, and the verdict with its one-line reason.
 //! - [`approval`]: what approving a run's answer writes (its valid, complete items) and what it leaves
@@ -37,6 +39,8 @@ pub mod bench_scale;
 pub mod checks;
 pub mod comparators;
 pub mod diff;
+pub mod grade;
+pub mod graded;
 pub mod pairing;
 pub mod pipeline;
 pub mod plan;

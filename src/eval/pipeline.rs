@@ -7,9 +7,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use super::grade;
 use super::plan::{Cell, EvalPlan, PlannedColumn};
 use super::record::{CellRecord, EvalRecord, RunBrief, FORMAT};
-use super::score::{score_record, CaseScore, Verdict};
+use super::score::{score_graded, score_record, CaseScore, Expectations, Verdict};
 use super::EvalError;
 use crate::provider::kind::ProviderKind;
 use crate::provider::Provider;
@@ -65,6 +66,7 @@ where
     let plan = pipeline.plan;
     let started_at_ms = now_ms();
     let started = Instant::now();
+    let judges = &super::graded::judges_for(plan).map_err(EvalError::Input)?;
     let jobs = Jobs::new(plan, pipeline.wrap)?;
     let sink = Mutex::new(sink);
     let emit = |event: EvalEvent| {
@@ -73,16 +75,32 @@ where
     };
     let scored: Mutex<Vec<Option<CellRecord>>> = Mutex::new(vec![None; plan.cells.len()]);
     let warnings: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let cancelled = std::sync::atomic::AtomicBool::new(false);
+    let cancelled = &std::sync::atomic::AtomicBool::new(false);
+    let (scored, warnings, emit) = (&scored, &warnings, &emit);
     let on_event = |index: usize, event: RunEvent| match event {
         RunEvent::TurnStarted { turn: 1, .. } => emit(EvalEvent::CellStarted { cell: index }),
         RunEvent::TurnStarted { turn, .. } => emit(EvalEvent::Retry { cell: index, turn }),
         RunEvent::Delta(text) => emit(EvalEvent::Delta { cell: index, text }),
         _ => {}
     };
-    let on_record = |index: usize, record: &RunRecord| {
+    // A cell with graded checks (`command`, `judge`) is scored once its graders answer: the runs and
+    // the grading go on side by side, and a cancel stops both.
+    let cancel = futures_util::FutureExt::shared(futures_util::FutureExt::boxed(cancel));
+    let (to_grade, mut graded_queue) = tokio::sync::mpsc::unbounded_channel::<(usize, RunRecord)>();
+    let finish = |index: usize, record: &RunRecord, grades: &grade::Grades| {
         let Some(cell) = plan.cells.get(index) else { return };
-        let never_started = record.never_started();
+        let cell_record = score_cell_graded(plan, *cell, record, record.never_started(), grades);
+        emit(EvalEvent::CellScored {
+            cell: index,
+            scored: Box::new(cell_record.clone()),
+            run: Box::new(record.clone()),
+        });
+        if let Some(slot) = scored.lock().unwrap_or_else(|p| p.into_inner()).get_mut(index) {
+            *slot = Some(cell_record);
+        }
+    };
+    let on_record = move |index: usize, record: &RunRecord| {
+        let Some(cell) = plan.cells.get(index) else { return };
         if record.cancelled {
             cancelled.store(true, std::sync::atomic::Ordering::SeqCst);
         }
@@ -94,14 +112,9 @@ where
                 }
             }
         }
-        let cell_record = score_cell(plan, *cell, record, never_started);
-        emit(EvalEvent::CellScored {
-            cell: index,
-            scored: Box::new(cell_record.clone()),
-            run: Box::new(record.clone()),
-        });
-        if let Some(slot) = scored.lock().unwrap_or_else(|p| p.into_inner()).get_mut(index) {
-            *slot = Some(cell_record);
+        let graded = expectations_of(plan, *cell).is_some_and(super::graded::any) && !record.never_started();
+        if !(graded && to_grade.send((index, record.clone())).is_ok()) {
+            finish(index, record, &Vec::new());
         }
     };
     // Each cell's job is made when a run is free for it: a 20,000-case eval holds the jobs under way,
@@ -114,10 +127,58 @@ where
             None
         }
     });
-    engine::run_batch_each(each, pipeline.concurrency.max(1), on_event, on_record, cancel).await;
-    let cancelled = cancelled.into_inner();
+    let runs = {
+        let cancel = cancel.clone();
+        async move {
+            engine::run_batch_each(each, pipeline.concurrency.max(1), on_event, on_record, cancel).await;
+        }
+    };
+    let grading = async {
+        use futures_util::StreamExt;
+        let mut waiting = futures_util::stream::FuturesUnordered::new();
+        let mut pending: std::collections::BTreeMap<usize, RunRecord> = std::collections::BTreeMap::new();
+        let (mut open, mut stopped) = (true, false);
+        let stop_grade = |index: usize| -> grade::Grades {
+            let checks = plan.cells.get(index).and_then(|cell| expectations_of(plan, *cell)).map(|e| e.checks.len());
+            vec![Some(Err("not graded: the eval was stopped".to_string())); checks.unwrap_or(0)]
+        };
+        loop {
+            tokio::select! {
+                next = graded_queue.recv(), if open => match next {
+                    Some((index, record)) if stopped => finish(index, &record, &stop_grade(index)),
+                    Some((index, record)) => {
+                        pending.insert(index, record.clone());
+                        waiting.push(async move {
+                            let grades = match plan.cells.get(index).and_then(|cell| expectations_of(plan, *cell)) {
+                                Some(expectations) => super::graded::grade_cell(expectations, &record, &variables_of(plan, index, &record), judges).await,
+                                None => Vec::new(),
+                            };
+                            (index, grades)
+                        });
+                    }
+                    None => open = false,
+                },
+                Some((index, grades)) = waiting.next(), if !waiting.is_empty() => {
+                    if let Some(record) = pending.remove(&index) {
+                        finish(index, &record, &grades);
+                    }
+                }
+                _ = cancel.clone(), if !stopped && (open || !waiting.is_empty()) => {
+                    // Dropping the gradings under way stops their programs.
+                    stopped = true;
+                    waiting = futures_util::stream::FuturesUnordered::new();
+                    for (index, record) in std::mem::take(&mut pending) {
+                        finish(index, &record, &stop_grade(index));
+                    }
+                }
+                else => break,
+            }
+        }
+    };
+    tokio::join!(runs, grading);
+    let cancelled = cancelled.load(std::sync::atomic::Ordering::SeqCst);
     emit(EvalEvent::Done { cancelled });
-    let cells = scored.into_inner().unwrap_or_else(|p| p.into_inner()).into_iter().flatten().collect();
+    let cells = std::mem::take(&mut *scored.lock().unwrap_or_else(|p| p.into_inner())).into_iter().flatten().collect();
     let mut record = EvalRecord {
         eval: FORMAT,
         id: super::store::new_id(started_at_ms),
@@ -135,7 +196,8 @@ where
         delta: None,
     };
     record.sum_up();
-    Ok(Ran { record, warnings: warnings.into_inner().unwrap_or_else(|p| p.into_inner()) })
+    let warnings = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
+    Ok(Ran { record, warnings })
 }
 
 /// One job per cell, in the plan's order (see [`Jobs`]).
@@ -208,11 +270,35 @@ fn setup_error(column: &PlannedColumn, e: crate::run::RunError) -> EvalError {
 /// A finished run scored against its cell's expectations (a cell a signal stopped before it began is
 /// `error`, not run).
 pub fn score_cell(plan: &EvalPlan, cell: Cell, record: &RunRecord, never_started: bool) -> CellRecord {
-    let expectations =
-        plan.columns.get(cell.column).and_then(|c| c.expectations.get(cell.row)).and_then(Option::as_ref);
-    let score = match expectations {
+    score_cell_graded(plan, cell, record, never_started, &Vec::new())
+}
+
+/// The variables cell `index`'s request was rendered with: its case's over the prompt's, the
+/// front end's `--var` values over both.
+fn variables_of(plan: &EvalPlan, index: usize, record: &RunRecord) -> crate::prompt::template::Variables {
+    let column = plan.cells.get(index).and_then(|cell| plan.columns.get(cell.column));
+    let mut variables =
+        column.and_then(|c| c.setup.prompt.variables_for(record.case.as_deref()).ok()).unwrap_or_default();
+    variables.extend(record.variables.clone());
+    variables
+}
+
+/// The expectations of `cell`, when its case has any.
+fn expectations_of(plan: &EvalPlan, cell: Cell) -> Option<&Expectations> {
+    plan.columns.get(cell.column).and_then(|c| c.expectations.get(cell.row)).and_then(Option::as_ref)
+}
+
+/// [`score_cell`] with its graded checks' results.
+fn score_cell_graded(
+    plan: &EvalPlan,
+    cell: Cell,
+    record: &RunRecord,
+    never_started: bool,
+    grades: &grade::Grades,
+) -> CellRecord {
+    let score = match expectations_of(plan, cell) {
         _ if never_started => not_run(record),
-        Some(expectations) => score_record(expectations, record),
+        Some(expectations) => score_graded(expectations, record, grades),
         None => score_record(&Default::default(), record),
     };
     CellRecord {

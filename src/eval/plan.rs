@@ -188,6 +188,8 @@ pub struct EvalPlan {
     pub cells: Vec<Cell>,
     /// What the inputs say is read past (a promptfoo config's ignored keys, each at its `file:line`).
     pub warnings: Vec<String>,
+    /// The judge of `judge` checks that name none (`eval --judge`).
+    pub judge: Option<crate::eval::grade::JudgeModel>,
 }
 
 /// A prompt to make columns of: a prompt file, or one column of a promptfoo config (its label given).
@@ -222,6 +224,16 @@ impl EvalPlan {
     /// Reads each prompt file once, derives the twins `--types` asks for, sets up one column per
     /// prompt version × model and finds each case's expectations. Every error is bad input (exit 2)
     /// and names the file, the case or the value.
+    /// The plan with `judge` (`--judge MODEL`: `local`, `openai:gpt-4o-mini`) judging the `judge`
+    /// checks that name no model; `Err` names the value when it is not a model.
+    pub fn with_judge(mut self, judge: Option<&str>) -> Result<Self, EvalError> {
+        self.judge = judge
+            .map(crate::eval::grade::JudgeModel::parse)
+            .transpose()
+            .map_err(|why| EvalError::Input(format!("--judge: {why}")))?;
+        Ok(self)
+    }
+
     pub fn new(options: &EvalOptions) -> Result<Self, EvalError> {
         if options.prompts.is_empty() {
             return Err(EvalError::Input("no prompt file: give one or more PROMPT.toml".into()));
@@ -319,7 +331,7 @@ impl EvalPlan {
                 }
             }
         }
-        Ok(Self { prompts, columns, rows, repeat, cells, warnings })
+        Ok(Self { prompts, columns, rows, repeat, cells, warnings, judge: None })
     }
 
     /// The columns as the record keeps them.

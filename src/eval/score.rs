@@ -109,6 +109,10 @@ pub struct CheckResult {
     /// It could not be judged (a promptfoo assertion that needs code or a model): the cell is an error.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_evaluated: bool,
+    /// A graded check's (`command`, `judge`, promptfoo's `python`/`llm-rubric`) score and, for a
+    /// judge, its request, answer and usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graded: Option<Box<crate::eval::grade::GradeDetail>>,
 }
 
 /// What a cut answer would have kept, and how that part scores (a `truncated` cell).
@@ -184,7 +188,7 @@ impl Expectations {
     /// The expectations of `case` (`None`: the prompt run on its own variables, which has only the
     /// prompt-level checks). `base_dir` resolves `expected_file`. Errors name the file and line.
     pub fn for_case(prompt: &PromptFile, base_dir: &Path, case: Option<&str>) -> Result<Expectations, PromptError> {
-        Expectations::from_resolved(Resolver::new(prompt, base_dir)?.case(case)?, &prompt.id)
+        Expectations::from_resolved(Resolver::new(prompt, base_dir)?.case(case)?, &prompt.id, base_dir)
     }
 
     /// The expectations of each of `cases`, the prompt's schema compiled once.
@@ -194,16 +198,23 @@ impl Expectations {
         cases: &[Option<&str>],
     ) -> Result<Vec<Expectations>, PromptError> {
         let resolver = Resolver::new(prompt, base_dir)?;
-        cases.iter().map(|case| Expectations::from_resolved(resolver.case(*case)?, &prompt.id)).collect()
+        cases.iter().map(|case| Expectations::from_resolved(resolver.case(*case)?, &prompt.id, base_dir)).collect()
     }
 
-    fn from_resolved(resolved: Resolved, id: &str) -> Result<Expectations, PromptError> {
+    fn from_resolved(resolved: Resolved, id: &str, base_dir: &Path) -> Result<Expectations, PromptError> {
         let checks = resolved
             .checks
             .into_iter()
-            .map(Prepared::new)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|message| PromptError::Expectation { id: id.to_string(), message })?;
+            .map(|spec| {
+                let place = spec.at.0.clone();
+                Prepared::in_folder(spec, base_dir).map_err(|message| match place {
+                    Some(place) => {
+                        PromptError::Invalid { path: place.path, line: place.line, column: place.column, message }
+                    }
+                    None => PromptError::Expectation { id: id.to_string(), message },
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Expectations {
             case: resolved.case,
             expected: resolved.expected,
@@ -235,7 +246,16 @@ impl Expectations {
 /// A run record scored against its case's expectations (see the module's docs and EVAL.md,
 /// "Scoring a cell").
 pub fn score_record(expectations: &Expectations, record: &crate::run::RunRecord) -> CaseScore {
-    verdict::score(expectations, record)
+    verdict::score(expectations, record, &[])
+}
+
+/// [`score_record`] with the graded checks' results (`command`, `judge`: [`super::grade::grade_cell`]).
+pub fn score_graded(
+    expectations: &Expectations,
+    record: &crate::run::RunRecord,
+    grades: &super::grade::Grades,
+) -> CaseScore {
+    verdict::score(expectations, record, grades)
 }
 
 #[cfg(test)]

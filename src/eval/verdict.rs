@@ -27,7 +27,12 @@ const SLACK: f64 = 1e-9;
 const NAMED: usize = 2;
 
 /// `record` scored against `expectations`.
-pub(crate) fn score(expectations: &Expectations, record: &RunRecord) -> CaseScore {
+/// `grades` holds the graded checks' results by index (missing: not graded).
+pub(crate) fn score(
+    expectations: &Expectations,
+    record: &RunRecord,
+    grades: &[Option<Result<super::grade::GradeDetail, String>>],
+) -> CaseScore {
     let last = record.turns.last();
     let output = last.map(|t| t.output.as_str()).unwrap_or_default();
     if output.trim().is_empty() {
@@ -69,7 +74,10 @@ pub(crate) fn score(expectations: &Expectations, record: &RunRecord) -> CaseScor
                 (Some(case), Some(own)) => format!("case {case:?} [[cases.checks]] {}", own + 1),
                 _ => format!("[[checks]] {}", index + 1),
             });
-            checks::run(check, &answer, expectations.comparison(), at)
+            match &check.grader {
+                Some(_) => checks::graded(check, grades.get(index).and_then(Option::as_ref), at),
+                None => checks::run(check, &answer, expectations.comparison(), at),
+            }
         })
         .collect();
     let truncated = record.truncated || last.and_then(|t| t.finish_reason.as_ref()) == Some(&FinishReason::Length);
@@ -97,7 +105,15 @@ pub(crate) fn score(expectations: &Expectations, record: &RunRecord) -> CaseScor
     }
     let not_evaluated: Vec<&CheckResult> = checks.iter().filter(|c| c.not_evaluated).collect();
     if !not_evaluated.is_empty() {
-        let listed: Vec<String> = not_evaluated.iter().map(|c| format!("{} ({})", c.check, c.at)).collect();
+        let listed: Vec<String> = not_evaluated
+            .iter()
+            .map(|c| match (&c.graded, &c.message) {
+                (None, Some(why)) if !why.contains("is not evaluated") => {
+                    format!("{} ({}): {}", c.check, c.at, cut(why, 200))
+                }
+                _ => format!("{} ({})", c.check, c.at),
+            })
+            .collect();
         let reason = format!("not evaluated: {}", listed.join(", "));
         return CaseScore {
             verdict: Verdict::Error,

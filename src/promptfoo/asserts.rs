@@ -17,6 +17,9 @@ pub struct Assert {
     pub threshold: Option<f64>,
     /// How heavily it counts in the test's score (default 1; 0: it always passes).
     pub weight: f64,
+    /// An `llm-rubric` assertion's grader (its `provider`, else its test's `options.provider`):
+    /// `openai:gpt-4o-mini`, a check's `judge`.
+    pub grader: Option<String>,
     /// `file:line` of the assertion.
     pub at: String,
 }
@@ -42,7 +45,11 @@ fn one(place: &Place, node: &Node, warnings: &mut Vec<String>) -> Result<Assert,
             "an assertion's `transform` is JavaScript, which tunebench does not run; the assertion cannot be judged as written",
         ));
     }
-    for key in ["metric", "provider", "rubricPrompt"] {
+    let grader = match entries.get("provider") {
+        Some(provider) => Some(grader_of(place, provider)?),
+        None => None,
+    };
+    for key in ["metric", "rubricPrompt"] {
         if let Some(value) = entries.get(key) {
             warnings.push(format!("{}: the assertion's `{key}` is read past", place.at(value.line)));
         }
@@ -58,8 +65,10 @@ fn one(place: &Place, node: &Node, warnings: &mut Vec<String>) -> Result<Assert,
         }
     };
     let value = entries.get("value").map(|v| v.to_json());
+    let code = matches!(&kind.what, AssertWhat::NotEvaluated(name) if name == "python" || name == "javascript");
     if let Some(Value::String(text)) = &value {
-        if text.starts_with("file://") {
+        // A `python` or `javascript` assertion's file is its code, run by `eval::grade`.
+        if text.starts_with("file://") && !code {
             return Err(place.error(
                 node.line,
                 format!("an assertion's value from a file ({text:?}) is not read here; write the value inline"),
@@ -71,8 +80,28 @@ fn one(place: &Place, node: &Node, warnings: &mut Vec<String>) -> Result<Assert,
         value,
         threshold: number("threshold")?,
         weight: number("weight")?.unwrap_or(1.0),
+        grader,
         at: place.at(node.line),
     })
+}
+
+/// A grader as promptfoo names it (`provider: openai:gpt-4o-mini`, or `{id: ...}`), checked as a judge's
+/// model.
+pub(super) fn grader_of(place: &Place, node: &Node) -> Result<String, PromptfooError> {
+    let id = match node.entries() {
+        Some(entries) => entries.get("id").and_then(|id| id.as_text()).map(str::to_string),
+        None => node.as_text().map(str::to_string),
+    };
+    let id = id.ok_or_else(|| place.error(node.line, "a grader `provider` is an id such as openai:gpt-4o-mini"))?;
+    let id = id.strip_prefix("openai:chat:").map(|m| format!("openai:{m}")).unwrap_or(id);
+    let provider = id.split(':').next().unwrap_or_default();
+    match crate::provider::kind::ProviderKind::parse(provider) {
+        Some(kind) if kind != crate::provider::kind::ProviderKind::Replay => Ok(id),
+        _ => Err(place.error(
+            node.line,
+            format!("grader {id:?} is not a provider tunebench runs: {}", crate::provider::kind::ProviderKind::names()),
+        )),
+    }
 }
 
 /// An `__expected` cell (`contains:Paris`, `levenshtein(5):hello`, `not-regex:^x`, `is-json`, or plain
@@ -84,6 +113,7 @@ pub fn parse_expected(text: &str, at: String) -> Result<Assert, String> {
         value: Some(Value::String(text.to_string())),
         threshold: None,
         weight: 1.0,
+        grader: None,
         at: at.clone(),
     };
     if text.starts_with("file://") {
@@ -121,7 +151,7 @@ pub fn parse_expected(text: &str, at: String) -> Result<Assert, String> {
             Value::String(v.to_string())
         }
     });
-    Ok(Assert { kind, value, threshold, weight: 1.0, at })
+    Ok(Assert { kind, value, threshold, weight: 1.0, grader: None, at })
 }
 
 /// A comma-separated list, where a value in double quotes may hold commas (`"1,000",in stock`).

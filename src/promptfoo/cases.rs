@@ -26,6 +26,8 @@ struct Written {
     vars: Map<String, Value>,
     asserts: Vec<Assert>,
     threshold: Option<f64>,
+    /// `options.provider`: the grader of its `llm-rubric` assertions that name none.
+    grader: Option<String>,
     at: String,
 }
 
@@ -47,6 +49,7 @@ pub(super) fn read(
             vars: Map::new(),
             asserts: Vec::new(),
             threshold: None,
+            grader: None,
             at: place.path.display().to_string(),
         }),
         Some(node) => {
@@ -68,6 +71,14 @@ pub(super) fn read(
         vars.extend(test.vars);
         let mut asserts = default.as_ref().map(|d| d.asserts.clone()).unwrap_or_default();
         asserts.extend(test.asserts);
+        // The test's `options.provider`, else defaultTest's, grades the llm-rubric assertions naming none.
+        if let Some(grader) = test.grader.as_ref().or(default.as_ref().and_then(|d| d.grader.as_ref())) {
+            for assert in
+                asserts.iter_mut().filter(|a| a.grader.is_none() && a.kind.to_string().ends_with("llm-rubric"))
+            {
+                assert.grader = Some(grader.clone());
+            }
+        }
         let threshold = test.threshold.or(default.as_ref().and_then(|d| d.threshold));
         let combinations = combinations(&vars).map_err(|message| PromptfooError { at: test.at.clone(), message })?;
         let many = combinations.len() > 1;
@@ -109,9 +120,13 @@ fn object(
             place.error(n.line, format!("a test's `threshold` is a number, 0 or more, not {}", n.to_json()))
         })?),
     };
+    let mut grader = None;
     if let Some(options) = entries.get("options") {
         let keys = options.entries().unwrap_or_default();
-        if let Some((key, value)) = keys.iter().next() {
+        if let Some(provider) = keys.get("provider") {
+            grader = Some(super::asserts::grader_of(place, provider)?);
+        }
+        if let Some((key, value)) = keys.iter().find(|(key, _)| **key != "provider") {
             return Err(place.error(
                 value.line,
                 format!("a test's `options.{key}` is not supported by tunebench (it changes the prompt or the answer before judging)"),
@@ -121,7 +136,7 @@ fn object(
     if let Some(metadata) = entries.get("metadata") {
         warnings.push(format!("{}: a test's `metadata` is read past", place.at(metadata.line)));
     }
-    Ok(Written { description, vars, asserts, threshold, at: place.at(node.line) })
+    Ok(Written { description, vars, asserts, threshold, grader, at: place.at(node.line) })
 }
 
 /// A test's `vars`: each value as written, a `file://` value read from the file (JSON parsed, other
@@ -263,7 +278,7 @@ fn csv_row(row: Map<String, Value>, line: usize, path: &Path) -> Result<Written,
             vars.insert(column, Value::String(text));
         }
     }
-    Ok(Written { description, vars, asserts, threshold: None, at })
+    Ok(Written { description, vars, asserts, threshold: None, grader: None, at })
 }
 
 /// A JSON value as a node, every part placed at `line` (a row of a JSONL or YAML tests file).

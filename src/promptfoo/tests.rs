@@ -259,3 +259,27 @@ fn ignored_keys_are_listed_as_warnings_with_their_line() {
     assert_eq!(config.warnings.len(), 1);
     assert!(config.warnings[0].contains("promptfooconfig.yaml:3: `outputPath`"), "{:?}", config.warnings);
 }
+
+#[test]
+fn a_python_or_javascript_assertion_may_name_its_code_file_and_no_other_type_may() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - assert:\n      - type: python\n        value: file://check.py\n      - type: javascript\n        value: file://check.js:score\n";
+    let config = read(&write(dir.path(), "promptfooconfig.yaml", yaml)).unwrap();
+    let values: Vec<_> = config.tests[0].asserts.iter().map(|a| a.value.clone().unwrap()).collect();
+    assert_eq!(values, [json!("file://check.py"), json!("file://check.js:score")]);
+    let error = error_of("prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - assert:\n      - type: contains\n        value: file://x.txt\n");
+    assert!(error.to_string().contains("is not read here"), "{error}");
+}
+
+#[test]
+fn an_llm_rubric_grader_comes_from_its_provider_else_the_tests_options_else_default_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ndefaultTest:\n  options:\n    provider: ollama:qwen2.5\ntests:\n  - assert:\n      - type: llm-rubric\n        value: is polite\n      - type: llm-rubric\n        value: is short\n        provider: openai:gpt-4o-mini\n  - options:\n      provider: {id: local}\n    assert:\n      - type: llm-rubric\n        value: is polite\n";
+    let config = read(&write(dir.path(), "promptfooconfig.yaml", yaml)).unwrap();
+    let graders =
+        |test: usize| config.tests[test].asserts.iter().map(|a| a.grader.clone().unwrap()).collect::<Vec<_>>();
+    assert_eq!(graders(0), ["ollama:qwen2.5", "openai:gpt-4o-mini"]);
+    assert_eq!(graders(1), ["local"]);
+    let error = error_of("prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - assert:\n      - type: llm-rubric\n        value: x\n        provider: bedrock:claude\n");
+    assert!(error.at.ends_with(":7") && error.to_string().contains("\"bedrock:claude\" is not a provider"), "{error}");
+}

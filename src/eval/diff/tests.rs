@@ -157,6 +157,7 @@ fn a_check_is_paired_by_what_it_is_not_by_its_line() {
         message: None,
         weight: None,
         not_evaluated: false,
+        graded: None,
     };
     let regex = r#"{"kind":"regex","path":"/entity","pattern":"^[A-Z]"}"#;
     let other = r#"{"kind":"regex","path":"/entity","pattern":"^[a-z]"}"#;

@@ -15,12 +15,19 @@
 //! | `finish_not_length` | | the answer did not stop at the token limit |
 //! | `max_tokens_out` | `max` | output tokens (every turn's, as the provider reported them) at most `max` |
 //! | `max_ttft_ms` | `max` | the first turn's time to first token at most `max` milliseconds |
-//! | `assert` | `type`, `value`, `threshold`, `weight` | promptfoo's assertion `type` holds on the answer text ([`super::AssertOp`]) |
+//! | `assert` | `type`, `value`, `threshold`, `weight`, `judge` (`llm-rubric`'s grader) | promptfoo's assertion `type` holds on the answer text ([`super::AssertOp`]) |
+//! | `command` | `command`, `timeout` | the program `command` (an argument list, run in the prompt's folder) answers `{"pass": true}` |
+//! | `judge` | `rubric`, `judge`, `path`, `threshold` | a model (`judge`, else `--judge`) grades the answer (or the value at `path`) against `rubric` |
 //!
 //! `assert` checks judge the answer's text with promptfoo's semantics (a promptfoo config's assertions
 //! become them). A case's `assert` checks pass together when each passes, or, when the case gives a
-//! `pass_score`, when their weighted score (`weight`, default 1) reaches it; a type tunebench cannot
-//! evaluate (`javascript`, `llm-rubric`, …) is not evaluated, and its cell is an error.
+//! `pass_score`, when their weighted score (`weight`, default 1) reaches it; `python` and
+//! `javascript` run as `command` checks (through `python3` / `node`), `llm-rubric` as a `judge`; a type
+//! tunebench cannot evaluate (`g-eval`, `moderation`, …) is not evaluated, and its cell is an error.
+//!
+//! `command` and `judge` checks run after the answer (`eval::grade`): a program or a model that fails
+//! (missing, non-zero exit, past its `timeout` in seconds, default 30, or an answer not of the shape
+//! `{"pass", "score", "reason"}`) makes the cell an error, never a pass.
 //!
 //! Every check may have a `name` (the report shows it). `path` is a JSON Pointer (default `""`, the
 //! whole item). With `each = true` (the default) it points into every item of the answer: every
@@ -55,11 +62,13 @@ pub enum CheckKind {
     MaxTokensOut,
     MaxTtftMs,
     Assert,
+    Command,
+    Judge,
 }
 
 impl CheckKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [CheckKind; 15] = [
+    pub const ALL: [CheckKind; 17] = [
         CheckKind::Equals,
         CheckKind::OneOf,
         CheckKind::Contains,
@@ -75,6 +84,8 @@ impl CheckKind {
         CheckKind::MaxTokensOut,
         CheckKind::MaxTtftMs,
         CheckKind::Assert,
+        CheckKind::Command,
+        CheckKind::Judge,
     ];
 
     /// The name as the file writes it.
@@ -95,6 +106,8 @@ impl CheckKind {
             CheckKind::MaxTokensOut => "max_tokens_out",
             CheckKind::MaxTtftMs => "max_ttft_ms",
             CheckKind::Assert => "assert",
+            CheckKind::Command => "command",
+            CheckKind::Judge => "judge",
         }
     }
 
@@ -116,7 +129,9 @@ impl CheckKind {
             Unique => (&["path"], Need::All(&[])),
             NoRepeatedLines | FinishNotLength => (&[], Need::All(&[])),
             MaxTokensOut | MaxTtftMs => (&["max"], Need::All(&["max"])),
-            Assert => (&["type", "value", "threshold", "weight"], Need::All(&["type"])),
+            Assert => (&["type", "value", "threshold", "weight", "judge"], Need::All(&["type"])),
+            Command => (&["command", "timeout"], Need::All(&["command"])),
+            Judge => (&["rubric", "judge", "path", "threshold"], Need::All(&["rubric"])),
         }
     }
 
@@ -129,6 +144,8 @@ impl CheckKind {
                 | CheckKind::MaxTokensOut
                 | CheckKind::MaxTtftMs
                 | CheckKind::Assert
+                | CheckKind::Command
+                | CheckKind::Judge
         )
     }
 }
@@ -174,6 +191,19 @@ pub struct CheckSpec {
     /// How heavily an `assert` check counts in its case's score (default 1; 0: it always passes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,
+    /// A `command` check's program and its arguments (the program relative to the prompt's folder, or
+    /// found on `PATH` when it has no `/`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// A `command` check's most seconds (default 30).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    /// A `judge` check's rubric: what the answer must satisfy, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rubric: Option<String>,
+    /// A `judge` check's model: `local`, `openai:gpt-4o-mini`, `ollama:qwen2.5` (default: `--judge`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
     /// The check's table in the file.
     #[serde(skip)]
     pub at: At,
@@ -196,6 +226,10 @@ impl CheckSpec {
             assert: None,
             threshold: None,
             weight: None,
+            command: None,
+            timeout: None,
+            rubric: None,
+            judge: None,
             at: At::default(),
         }
     }

@@ -193,6 +193,35 @@ pub(crate) fn parse_check(fields: Vec<(String, FieldValue, Range<usize>)>, at: A
                     check.weight = Some(number);
                 }
             }
+            "command" => {
+                let argv: Option<Vec<String>> =
+                    value.as_array().and_then(|parts| parts.iter().map(|p| p.as_str().map(str::to_string)).collect());
+                match argv {
+                    Some(argv) if argv.first().is_some_and(|program| !program.trim().is_empty()) => {
+                        check.command = Some(argv)
+                    }
+                    _ => {
+                        return Err(wrong(
+                            "a list of strings, the program first (`[\"python3\", \"check.py\"]`; never a shell line)",
+                        ))
+                    }
+                }
+            }
+            "timeout" => {
+                let seconds = value
+                    .as_f64()
+                    .filter(|n| n.is_finite() && *n > 0.0 && *n <= 3600.0)
+                    .ok_or_else(|| wrong("a number of seconds above 0, at most 3600"))?;
+                check.timeout = Some(seconds);
+            }
+            "rubric" => match value.as_str() {
+                Some(rubric) if !rubric.trim().is_empty() => check.rubric = Some(rubric.to_string()),
+                _ => return Err(wrong("the rubric's text")),
+            },
+            "judge" => match value.as_str() {
+                Some(model) if !model.trim().is_empty() => check.judge = Some(model.trim().to_string()),
+                _ => return Err(wrong("a model (`local`, `openai:gpt-4o-mini`)")),
+            },
             "values" => match value {
                 Value::Array(values) if !values.is_empty() => check.values = Some(values),
                 _ => return Err(wrong("a list of one or more values")),

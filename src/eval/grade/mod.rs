@@ -1,0 +1,142 @@
+//! Checks graded outside the scorer, after the answer: `command` checks (a program the prompt names),
+//! promptfoo's `python` and `javascript` assertions (through the shims in [`shim`]), and `judge` checks
+//! with promptfoo's `llm-rubric` (a model, [`judge`]). Each is prepared when the prompt is read (the
+//! program found, the judge's model resolved: a bad one is an input error before any model runs), then
+//! graded per cell (`eval::graded`), whose results the scorer reads as any check's. A grader that
+//! fails (missing, non-zero exit, timeout, a verdict of the wrong shape, a judge unreachable or
+//! malformed twice) makes its check not evaluated and the cell an `error`, never a `pass`.
+
+pub mod command;
+pub mod judge;
+mod shim;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::prompt::expect::{AssertWhat, CheckKind, CheckSpec};
+pub use command::Program;
+pub use judge::{JudgeCall, JudgeModel, Judges};
+
+/// A verdict as a grader gives it (promptfoo's `GradingResult`: `pass`, `score`, `reason`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Graded {
+    pub pass: bool,
+    /// 0..=1.
+    pub score: f64,
+    pub reason: Option<String>,
+}
+
+impl Graded {
+    /// `{"pass": bool, "score": 0..1, "reason": "..."}` read strictly: `pass` is needed; `score`
+    /// defaults to 1 for a pass, 0 for a fail.
+    pub fn from_verdict(value: &Value) -> Result<Graded, String> {
+        let Value::Object(fields) = value else { return Err("a verdict is a JSON object".into()) };
+        let pass = match fields.get("pass") {
+            Some(Value::Bool(pass)) => *pass,
+            Some(other) => return Err(format!("`pass` is true or false, not {other}")),
+            None => return Err("the verdict has no `pass`".into()),
+        };
+        let score = match fields.get("score") {
+            None | Some(Value::Null) => f64::from(u8::from(pass)),
+            Some(score) => match score.as_f64() {
+                Some(n) if (0.0..=1.0).contains(&n) => n,
+                _ => return Err(format!("`score` is a number from 0 to 1, not {score}")),
+            },
+        };
+        let reason = match fields.get("reason") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(reason)) => Some(reason.clone()),
+            Some(other) => return Err(format!("`reason` is text, not {other}")),
+        };
+        Ok(Graded { pass, score, reason })
+    }
+}
+
+/// What a graded check recorded: its score and reason and, for a judge, the call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GradeDetail {
+    pub pass: bool,
+    pub score: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// A judge's request, answer and usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeCall>,
+}
+
+/// How a check is graded, prepared when the prompt is read.
+#[derive(Clone, Debug)]
+pub enum Grader {
+    /// A `command` check: the program gets `{"case", "answer", "expected", "vars"}`.
+    Command(Program),
+    /// promptfoo's `python` / `javascript`: the shim runs the user's code on `{"output", "context"}`.
+    Shim(shim::Shim),
+    /// A `judge` check or promptfoo's `llm-rubric`: a model grades against the rubric.
+    Judge(judge::JudgeCheck),
+}
+
+impl Grader {
+    /// The grader `spec` needs, found from `dir` (the prompt's folder); `None`: the scorer judges it.
+    /// `Err` says what is wrong (a program not found, a judge model that is not one).
+    pub fn of(spec: &CheckSpec, dir: &Path) -> Result<Option<Grader>, String> {
+        match spec.kind {
+            CheckKind::Command => {
+                let argv = spec.command.as_deref().unwrap_or_default();
+                let program = Program::find(argv, dir, spec.timeout).map_err(|why| format!("`command`: {why}"))?;
+                Ok(Some(Grader::Command(program)))
+            }
+            CheckKind::Judge => Ok(Some(Grader::Judge(judge::JudgeCheck::of(spec)?))),
+            CheckKind::Assert => match spec.assert.as_ref().map(|a| &a.what) {
+                Some(AssertWhat::NotEvaluated(name)) => match name.as_str() {
+                    "python" | "javascript" => Ok(Some(Grader::Shim(shim::Shim::of(name, spec, dir)?))),
+                    "llm-rubric" => Ok(Some(Grader::Judge(judge::JudgeCheck::of(spec)?))),
+                    _ => Ok(None),
+                },
+                _ => Ok(None),
+            },
+            _ => Ok(None),
+        }
+    }
+}
+
+/// One cell's graded checks, by the check's index in `expectations.checks` (`None`: the scorer's own,
+/// or no answer to grade). `Err` is why the grader gave no verdict.
+pub type Grades = Vec<Option<Result<GradeDetail, String>>>;
+
+/// `question` graded by `grader`; `Err` is why there is no verdict.
+pub async fn grade(grader: &Grader, question: &Question, judges: &Judges) -> Result<GradeDetail, String> {
+    let passed =
+        |graded: Graded| GradeDetail { pass: graded.pass, score: graded.score, reason: graded.reason, judge: None };
+    match grader {
+        Grader::Command(program) => {
+            let input = json!({
+                "case": question.case,
+                "answer": question.answer,
+                "expected": question.expected,
+                "vars": question.vars,
+            });
+            program.grade(&input).await.map(passed)
+        }
+        Grader::Shim(shim) => shim.grade(question).await.map(passed),
+        Grader::Judge(judge) => {
+            let (graded, call) = judges.grade(judge, question).await?;
+            Ok(GradeDetail { judge: Some(call), ..passed(graded) })
+        }
+    }
+}
+
+/// What a grader is asked about: the case, the answer (parsed and as text), the expected answer and
+/// the variables.
+#[derive(Clone, Debug)]
+pub struct Question {
+    pub case: Option<String>,
+    pub answer: Value,
+    pub output: String,
+    pub expected: Value,
+    pub vars: Value,
+}
+
+#[cfg(test)]
+mod tests;

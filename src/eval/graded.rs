@@ -1,0 +1,72 @@
+//! Each cell's graded checks (`command`, `judge`, promptfoo's `python`/`javascript`/`llm-rubric`) run on
+//! its answer, beside the eval's runs: the question put to each grader, the graders run in the check's
+//! order, and the judges an eval needs set up before any model is called.
+
+use serde_json::Value;
+
+use super::grade::{self, Grader, Grades, JudgeModel, Judges, Question};
+use super::plan::EvalPlan;
+use super::score::Expectations;
+use crate::prompt::expect::resolve::ExpectedAnswer;
+use crate::prompt::template::Variables;
+use crate::run::RunRecord;
+
+/// Whether any of `expectations`' checks is graded by a program or a model.
+pub fn any(expectations: &Expectations) -> bool {
+    expectations.checks.iter().any(|check| check.grader.is_some())
+}
+
+/// Grades the graded checks of `expectations` on `record`'s answer (none when the run got no answer);
+/// `vars` are the case's variables as rendered. Dropping the future stops the programs it started.
+pub async fn grade_cell(expectations: &Expectations, record: &RunRecord, vars: &Variables, judges: &Judges) -> Grades {
+    let output = record.turns.last().map(|t| t.output.as_str()).unwrap_or_default();
+    if !any(expectations) || output.trim().is_empty() || record.cancelled {
+        return vec![None; expectations.checks.len()];
+    }
+    let question = question(expectations, record, vars);
+    let mut grades = Vec::with_capacity(expectations.checks.len());
+    for check in &expectations.checks {
+        grades.push(match &check.grader {
+            None => None,
+            Some(grader) => Some(grade::grade(grader, &question, judges).await),
+        });
+    }
+    grades
+}
+
+/// What the graders are asked about `record`'s answer.
+fn question(expectations: &Expectations, record: &RunRecord, vars: &Variables) -> Question {
+    let output = record.turns.last().map(|t| t.output.clone()).unwrap_or_default();
+    let expected = match &expectations.expected {
+        Some(ExpectedAnswer::Items(items)) => Value::Array(items.clone()),
+        Some(ExpectedAnswer::Value(value)) => value.clone(),
+        None => Value::Null,
+    };
+    let answer = match &record.result {
+        Value::Null => Value::String(output.clone()),
+        other => other.clone(),
+    };
+    let vars = Value::Object(vars.clone());
+    Question { case: record.case.clone().or_else(|| expectations.case.clone()), answer, output, expected, vars }
+}
+
+/// Every judge `plan`'s checks name (or its `--judge` for those that name none), set up under the
+/// plan's response cache. `Err` names the check that has no judge, or the judge that cannot be set up.
+pub fn judges_for(plan: &EvalPlan) -> Result<Judges, String> {
+    let mut judges = Judges::with_default(plan.judge.clone());
+    let Some(first) = plan.columns.first() else { return Ok(judges) };
+    let (cache, cache_dir) = (first.setup.cache, first.setup.cache_dir.clone());
+    for column in &plan.columns {
+        for expectations in column.expectations.iter().flatten() {
+            for check in &expectations.checks {
+                let Some(Grader::Judge(judge)) = &check.grader else { continue };
+                let model: JudgeModel = judge.model.clone().or_else(|| plan.judge.clone()).ok_or_else(|| {
+                    let at = check.spec.at.or(|| format!("prompt `{}`", column.setup.prompt.id));
+                    format!("{at}: check `{}` names no `judge` model, and no --judge was given", check.spec.label())
+                })?;
+                judges.add(model, cache, cache_dir.clone())?;
+            }
+        }
+    }
+    Ok(judges)
+}
