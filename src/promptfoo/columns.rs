@@ -90,6 +90,8 @@ pub fn check_of(assert: &Assert) -> CheckSpec {
     check.value.clone_from(&assert.value);
     check.threshold = assert.threshold;
     check.weight = (assert.weight != 1.0).then_some(assert.weight);
+    // An `llm-rubric` assertion's grader is its judge (none: the eval's `--judge`).
+    check.judge.clone_from(&assert.grader);
     check.at = At(place_of(&assert.at));
     check
 }

@@ -280,6 +280,10 @@ fn an_llm_rubric_grader_comes_from_its_provider_else_the_tests_options_else_defa
         |test: usize| config.tests[test].asserts.iter().map(|a| a.grader.clone().unwrap()).collect::<Vec<_>>();
     assert_eq!(graders(0), ["ollama:qwen2.5", "openai:gpt-4o-mini"]);
     assert_eq!(graders(1), ["local"]);
+    // Each column's checks are judged by the grader the assertion was given.
+    let columns = super::columns::columns(&config);
+    let judges: Vec<_> = columns[0].prompt.cases[0].checks.iter().map(|c| c.judge.clone()).collect();
+    assert_eq!(judges, [Some("ollama:qwen2.5".to_string()), Some("openai:gpt-4o-mini".to_string())]);
     let error = error_of("prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - assert:\n      - type: llm-rubric\n        value: x\n        provider: bedrock:claude\n");
     assert!(error.at.ends_with(":7") && error.to_string().contains("\"bedrock:claude\" is not a provider"), "{error}");
 }
