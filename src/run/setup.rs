@@ -15,7 +15,7 @@ use crate::prompt::reading::setup_for_prompt;
 use crate::prompt::template::Variables;
 use crate::provider::kind::ProviderKind;
 use crate::provider::replay::{Pace, Replay};
-use crate::provider::Provider;
+use crate::provider::{Provider, ProviderError};
 use crate::schema::Check;
 
 pub use super::target::{ReplayFrom, Target};
@@ -189,11 +189,19 @@ impl RunSetup {
             _ => lookup(name),
         };
         let lookup: Lookup = &keyed;
-        match &self.replay {
+        let built = match &self.replay {
             Some(ReplayFrom::Transcript(transcript)) if self.settings.provider == ProviderKind::Replay => {
-                Ok(Arc::new(Replay::new((**transcript).clone(), Pace::Instant)))
+                Ok(Arc::new(Replay::new((**transcript).clone(), Pace::Instant)) as Arc<dyn Provider>)
             }
             _ => cache::provider(&self.choice(), case, lookup, self.cache, self.cache_dir.as_deref()),
+        };
+        match (built, &self.key_env, key_var) {
+            // The key was looked for in the variable the prompt names: the advice names that one.
+            (Err(RunError::Provider(ProviderError::Config { provider, message })), Some(own), Some(key_var)) => {
+                let message = message.replace(&format!("set {key_var}"), &format!("set {own} (the prompt's key_env)"));
+                Err(RunError::Provider(ProviderError::Config { provider, message }))
+            }
+            (built, ..) => built,
         }
     }
 

@@ -147,3 +147,19 @@ fn max_items_and_max_repeats_come_from_the_prompt_file_and_the_command_line() {
         tunebench::prompt::file::PromptFile::from_toml_str(&bad, &dir.path().join("bad.toml")).unwrap_err().to_string();
     assert!(error.contains("bad.toml:39:") && error.contains("\"four\""), "{error}");
 }
+
+/// A prompt that names its key's variable (`[provider] key_env`, as an imported promptfoo config does)
+/// is told to set that variable when the key is missing, not the provider's default one.
+#[test]
+fn a_missing_key_names_the_variable_the_prompt_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = dir.path().join("p.toml");
+    std::fs::write(
+        &prompt,
+        "id = \"p\"\ntemplate = \"hi\"\n[provider]\nname = \"openai\"\nmodel = \"gpt-4o-mini\"\nkey_env = \"TEAM_OPENAI_KEY\"\n",
+    )
+    .unwrap();
+    let setup = tunebench::run::RunSetup::load(&prompt, tunebench::run::SetupOptions::default()).unwrap();
+    let error = setup.provider_with(None, &|_| None).err().expect("no key: no provider").to_string();
+    assert!(error.contains("set TEAM_OPENAI_KEY") && !error.contains("OPENAI_API_KEY"), "{error}");
+}
