@@ -201,15 +201,15 @@ fn a_csv_of_tests_runs_and_an_assertion_not_evaluated_is_an_error_with_its_own_e
         [
             ("paris".to_string(), vec![Pass]),
             ("rome as json".to_string(), vec![Pass]),
-            // contains-any passes; `grade:` (llm-rubric) cannot be judged here: never a pass.
-            ("tokyo graded".to_string(), vec![Error]),
+            // contains-any passes; `similar` (embeddings) is not evaluated yet: never a pass.
+            ("tokyo similar".to_string(), vec![Error]),
             // icontains peru passes; defaultTest's not-icontains "sorry" fails.
             ("test 4 (city=Lima)".to_string(), vec![Fail]),
         ]
     );
     let listed = record.not_evaluated();
     assert_eq!(listed.len(), 1, "{listed:?}");
-    assert_eq!((listed[0].case.as_str(), listed[0].check.as_str()), ("tokyo graded", "assert llm-rubric"));
+    assert_eq!((listed[0].case.as_str(), listed[0].check.as_str()), ("tokyo similar", "assert similar"));
     assert!(listed[0].at.ends_with("tests.csv:4"), "{}", listed[0].at);
     // The table lists it by test and type, and says which exit code it gives.
     let human = tunebench(dir.path())
@@ -221,7 +221,7 @@ fn a_csv_of_tests_runs_and_an_assertion_not_evaluated_is_an_error_with_its_own_e
     assert_eq!(human.status.code(), Some(4));
     let table = String::from_utf8_lossy(&human.stdout);
     assert!(table.contains("not evaluated (1 checks; their cells are errors, exit 4):"), "{table}");
-    assert!(table.contains("tokyo graded: assert llm-rubric ("), "{table}");
+    assert!(table.contains("tokyo similar: assert similar ("), "{table}");
 }
 
 #[test]
