@@ -68,15 +68,7 @@ fn measure_binary(dir: &Path, cases: usize, runs: usize) -> anyhow::Result<Binar
     let (data, cache) = (dir.join("data"), dir.join("cache"));
     let eval = || -> anyhow::Result<f64> {
         let started = Instant::now();
-        let output = Command::new(&exe)
-            .arg("eval")
-            .arg(&prompt)
-            .args(["--provider", "openai", "--base-url", &base_url, "--no-history"])
-            .env("TUNEBENCH_DATA_DIR", &data)
-            .env("TUNEBENCH_CACHE_DIR", &cache)
-            .env_remove("OPENAI_API_KEY")
-            .stdin(Stdio::null())
-            .output()?;
+        let output = eval_command(&exe, &prompt, &base_url, &data, &cache).output()?;
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
         // Half the cases fail by design (exit 1); anything else is a broken measurement.
         anyhow::ensure!(
@@ -107,6 +99,21 @@ fn measure_binary(dir: &Path, cases: usize, runs: usize) -> anyhow::Result<Binar
         start_baseline_ms,
         cached_rerun_vs_start: cached_rerun_ms / start_baseline_ms.max(1e-9),
     })
+}
+
+/// `tunebench eval PROMPT` against the server at `base_url` (openai, no key, no history), with its own
+/// data and cache directories and no standard input: how the bench runs an eval as a process.
+pub(super) fn eval_command(exe: &Path, prompt: &Path, base_url: &str, data: &Path, cache: &Path) -> Command {
+    let mut command = Command::new(exe);
+    command
+        .arg("eval")
+        .arg(prompt)
+        .args(["--provider", "openai", "--base-url", base_url, "--no-history"])
+        .env("TUNEBENCH_DATA_DIR", data)
+        .env("TUNEBENCH_CACHE_DIR", cache)
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null());
+    command
 }
 
 fn median(mut values: Vec<f64>) -> f64 {

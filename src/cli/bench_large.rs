@@ -5,7 +5,7 @@
 //! on a hundredth of the rows as the baseline, so what each case adds is its own figure.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -83,15 +83,10 @@ fn eval(dir: &Path, cases: usize, base_url: &str) -> anyhow::Result<Ran> {
     let data = dir.join(format!("large-data-{cases}"));
     let out = std::fs::File::create(dir.join(format!("bench-large-{cases}.out")))?;
     let started = Instant::now();
-    let child = Command::new(&exe)
-        .arg("eval")
-        .arg(&prompt)
-        .args(["--provider", "openai", "--base-url", base_url, "--no-history", "-o"])
+    let cache = dir.join(format!("large-cache-{cases}"));
+    let child = super::bench_eval::eval_command(&exe, &prompt, base_url, &data, &cache)
+        .arg("-o")
         .arg(dir.join(format!("bench-large-{cases}.xml")))
-        .env("TUNEBENCH_DATA_DIR", &data)
-        .env("TUNEBENCH_CACHE_DIR", dir.join(format!("large-cache-{cases}")))
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null())
         .stdout(out)
         .stderr(Stdio::piped())
         .spawn()?;
