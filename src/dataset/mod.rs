@@ -3,7 +3,7 @@
 //! read one row at a time and checked in full (every row rendered against the template) before
 //! anything runs. Every bad row is an error naming the file, the line (the CSV column) and why.
 //!
-//! An approve writes an answer back into its row alone ([`write_expected`]).
+//! An approve or an edit is written back into its row alone ([`write_rows`]).
 //!
 //! The rows become the prompt's own [`Case`]s, after its inline ones ([`read_into`]), so the eval
 //! pipeline, `run --all-cases` and `batch export` do not know where a case came from.
@@ -24,7 +24,7 @@ use crate::prompt::file::{named, Case, DatasetCases, PromptFile};
 use crate::prompt::template::{self, Part, Template, TemplateError, Variables};
 
 pub use row::{Cells, RowAt};
-pub use write::write_expected;
+pub use write::{write_expected, write_rows, RowEdit};
 
 /// The most bytes one row may take (a longer one is bad input, not a reason to hold it all).
 pub const ROW_BYTES: usize = 1 << 20;

@@ -274,3 +274,99 @@ fn reading_and_writing_the_same_answer_back_keeps_the_file_byte_identical() {
     write_expected(&csv, "a", &json!([1, 2])).unwrap();
     assert_eq!(std::fs::read_to_string(&csv).unwrap(), text);
 }
+
+#[test]
+fn edited_variables_change_only_their_rows_in_one_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = "{\"name\": \"a\", \"text\": \"x\", \"lang\": \"en\", \"expected\": [1]}\n{\"name\":\"b\",\"vars\":{\"text\":\"y\",\"lang\":\"fr\"}}\n{\"name\": \"c\", \"text\": \"z\"}\n";
+    let jsonl = write(d, "cases.jsonl", text.as_bytes());
+    let before = cases_of(&jsonl).unwrap();
+    let mut a = before[0].variables.clone();
+    a.insert("text".into(), json!("x2"));
+    a.remove("lang");
+    a.insert("extra".into(), json!(3));
+    let mut b = before[1].variables.clone();
+    b.insert("lang".into(), json!("de"));
+    let edits = [
+        RowEdit { case: "a", was: Some(&before[0]), variables: Some(&a), expected: None },
+        RowEdit { case: "b", was: Some(&before[1]), variables: Some(&b), expected: None },
+    ];
+    write_rows(&jsonl, &edits).unwrap();
+    let after = std::fs::read_to_string(&jsonl).unwrap();
+    assert_eq!(
+        after,
+        "{\"name\":\"a\",\"text\":\"x2\",\"expected\":[1],\"extra\":3}\n{\"name\":\"b\",\"vars\":{\"text\":\"y\",\"lang\":\"de\"}}\n{\"name\": \"c\", \"text\": \"z\"}\n"
+    );
+    let now = cases_of(&jsonl).unwrap();
+    assert_eq!((now[0].variables.clone(), now[1].variables.clone()), (a, b));
+    assert_eq!(now[0].expected, before[0].expected, "the expected answer stays");
+    assert_eq!(now[2], before[2]);
+
+    let csv_text = "name,text,lang\r\na,\"two, words\",en\r\nb,y,fr\r\n";
+    let csv = write(d, "cases.csv", csv_text.as_bytes());
+    let rows = cases_of(&csv).unwrap();
+    let mut vars = rows[1].variables.clone();
+    vars.insert("text".into(), json!("say \"hi\""));
+    write_rows(&csv, &[RowEdit { case: "b", was: Some(&rows[1]), variables: Some(&vars), expected: None }]).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap(),
+        "name,text,lang\r\na,\"two, words\",en\r\nb,\"say \"\"hi\"\"\",fr\r\n"
+    );
+
+    // A CSV has a column per variable: a new one, or one taken from a single row, is refused.
+    let mut new = vars.clone();
+    new.insert("tone".into(), json!("dry"));
+    let rows = cases_of(&csv).unwrap();
+    let error = write_rows(&csv, &[RowEdit { case: "b", was: Some(&rows[1]), variables: Some(&new), expected: None }])
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("cases.csv:3") && error.contains("no column `tone`"), "{error}");
+    let mut fewer = vars.clone();
+    fewer.remove("lang");
+    let error =
+        write_rows(&csv, &[RowEdit { case: "b", was: Some(&rows[1]), variables: Some(&fewer), expected: None }])
+            .unwrap_err()
+            .to_string();
+    assert!(error.contains("`lang` cannot leave case \"b\""), "{error}");
+}
+
+#[test]
+fn a_row_changed_on_disk_since_it_was_read_is_not_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "{\"name\":\"a\",\"text\":\"x\"}\n{\"name\":\"b\",\"text\":\"y\"}\n";
+    let jsonl = write(dir.path(), "cases.jsonl", text.as_bytes());
+    let read = cases_of(&jsonl).unwrap();
+    // Someone else edits row b (and only b) after the workbench read the file.
+    let outside = "{\"name\":\"a\",\"text\":\"x\"}\n{\"name\":\"b\",\"text\":\"y, edited elsewhere\"}\n";
+    std::fs::write(&jsonl, outside).unwrap();
+    let mut a = read[0].variables.clone();
+    a.insert("text".into(), json!("mine"));
+    let mut b = read[1].variables.clone();
+    b.insert("text".into(), json!("mine too"));
+    let edits = [
+        RowEdit { case: "a", was: Some(&read[0]), variables: Some(&a), expected: None },
+        RowEdit { case: "b", was: Some(&read[1]), variables: Some(&b), expected: None },
+    ];
+    let error = write_rows(&jsonl, &edits).unwrap_err().to_string();
+    assert!(error.contains("cases.jsonl:2") && error.contains("case \"b\" changed on disk"), "{error}");
+    assert_eq!(std::fs::read_to_string(&jsonl).unwrap(), outside, "nothing written, the outside edit kept");
+    // Row a alone was not touched outside: its edit goes in, b's outside edit stays.
+    write_rows(&jsonl, &edits[..1]).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&jsonl).unwrap(),
+        "{\"name\":\"a\",\"text\":\"mine\"}\n{\"name\":\"b\",\"text\":\"y, edited elsewhere\"}\n"
+    );
+}
+
+#[test]
+fn a_crlf_csv_names_its_rows_by_their_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = write(dir.path(), "crlf.csv", b"text\r\nx\r\ny\r\n\r\nz\r\n");
+    let names: Vec<String> = cases_of(&csv).unwrap().into_iter().map(|c| c.name).collect();
+    assert_eq!(names, ["line-2", "line-3", "line-5"]);
+    let error = error_of(dir.path(), "bad.csv", b"text,expected\r\nx,\r\n\r\ny,[oops\r\n");
+    assert!(error.starts_with(&format!("{}:4: column `expected`", dir.path().join("bad.csv").display())), "{error}");
+    let error = error_of(dir.path(), "header.csv", b"text,text\r\nx,y\r\n");
+    assert!(error.contains("header.csv:1: two columns"), "{error}");
+}
