@@ -24,7 +24,7 @@ use crate::run::setup::{RunSetup, SetupOptions, Target};
 const PROPOSER_PROMPT: &str = r#"id = "proposer"
 response_type = "json"
 max_turns = 2
-system = '''You improve prompts that ask a model for structured answers. You read a prompt, the cases it failed with what was wrong, and the edits tried before with their scores, and you propose one new version of the prompt that fixes the failures without breaking the cases that pass. Answer with one JSON object and nothing else: {"rationale": "<one line: what you changed and why>", "system": "<the whole new system prompt, only when you change it>", "template": "<the whole new template, only when you change it>"}. Keep every {{ variable }} the template uses.'''
+system = '''You improve prompts that ask a model for structured answers. You read a prompt, the cases it failed with what was wrong, and the edits tried before with their scores, and you propose one new version of the prompt that fixes the failures without breaking the cases that pass. Answer with one JSON object and nothing else: {"rationale": "<one line: what you changed and why>", "system": "<the whole new system prompt, only when you change it>", "template": "<the whole new template, only when you change it>"}. Keep every variable the template uses (its names in double braces).'''
 template = '''{{context}}'''
 schema = '''{"type": "object", "properties": {"rationale": {"type": "string"}, "system": {"type": "string"}, "template": {"type": "string"}}, "required": ["rationale"], "additionalProperties": false}'''
 
