@@ -75,6 +75,9 @@ pub struct OptimizeRunArgs {
     /// No ablation candidates (the system prompt with one instruction removed).
     #[arg(long)]
     pub no_ablation: bool,
+    /// Run every candidate on the held-out cases, not only those on the Pareto front of train scores.
+    #[arg(long)]
+    pub rank_all: bool,
     /// Runs at once [default: the provider's].
     #[arg(long)]
     pub concurrency: Option<usize>,
@@ -130,6 +133,7 @@ pub fn options(args: &OptimizeRunArgs) -> anyhow::Result<OptimizeOptions> {
     options.max_proposals = args.max_proposals;
     options.demos = args.demos;
     options.ablation = !args.no_ablation;
+    options.rank_all = args.rank_all;
     options.concurrency = args.concurrency;
     Ok(options)
 }

@@ -64,6 +64,9 @@ pub struct OptimizeOptions {
     pub demos: usize,
     /// Ablation candidates (an instruction of the system prompt removed).
     pub ablation: bool,
+    /// `--rank-all`: every candidate run on the held-out cases, not only the Pareto front's (as the
+    /// budget allows): what each mutation does to held-out cases, measured.
+    pub rank_all: bool,
     /// Cells run at once (`None`: the provider's default).
     pub concurrency: Option<usize>,
     /// Where the last eval (which stratifies the split) is looked for (`None`: the data directory's).
@@ -84,6 +87,7 @@ impl OptimizeOptions {
             proposer: None,
             demos: 3,
             ablation: true,
+            rank_all: false,
             concurrency: None,
             evals_dir: None,
         }

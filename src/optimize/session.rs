@@ -394,7 +394,7 @@ impl<F: FnMut(OptimizeEvent) + Send> Session<'_, F> {
     }
 
     /// The Pareto front on train, its members and the baseline run on the held-out cases (best train
-    /// first, as the budget allows), each compared with the baseline; the best id.
+    /// first, then with `rank_all` the others, as the budget allows), each compared with the baseline; the best id.
     async fn held_out(&mut self) -> Result<Option<String>, OptimizeError> {
         if self.cancelled {
             return Ok(None);
@@ -412,9 +412,18 @@ impl<F: FnMut(OptimizeEvent) + Send> Session<'_, F> {
                 entry.candidate.on_front = true;
             }
         }
-        let mut order: Vec<usize> = std::iter::once(0).chain(front.into_iter().filter(|&i| i != 0)).collect();
+        let rest: Vec<usize> = match self.options.rank_all {
+            true => run.iter().copied().filter(|i| *i != 0 && !front.contains(i)).collect(),
+            false => Vec::new(),
+        };
         let mean = |s: &Self, i: usize| s.entries.get(i).and_then(|e| e.candidate.train).map_or(0.0, |f| f.mean_score);
-        order[1..].sort_by(|&a, &b| mean(self, b).total_cmp(&mean(self, a)).then(a.cmp(&b)));
+        let by_train = |s: &Self, mut ids: Vec<usize>| {
+            ids.sort_by(|&a, &b| mean(s, b).total_cmp(&mean(s, a)).then(a.cmp(&b)));
+            ids
+        };
+        let front = by_train(self, front.into_iter().filter(|&i| i != 0).collect());
+        let rest = by_train(self, rest);
+        let order: Vec<usize> = std::iter::once(0).chain(front).chain(rest).collect();
         let held = self.split.held_out.clone();
         for i in order {
             if self.cancelled || self.budget.cells_scored + held.len() > self.budget.cells {
