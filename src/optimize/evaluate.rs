@@ -48,8 +48,7 @@ pub fn plan_for(base: &EvalPlan, edit: &Edit, cases: &[String]) -> EvalPlan {
         column.setup.prompt.template.clone_from(&edit.template);
     }
     let rows = plan.rows.clone();
-    plan.cells
-        .retain(|cell| rows.get(cell.row).cloned().flatten().is_some_and(|case| cases.iter().any(|c| *c == case)));
+    plan.cells.retain(|cell| rows.get(cell.row).cloned().flatten().is_some_and(|case| cases.contains(&case)));
     plan
 }
 
@@ -90,7 +89,7 @@ pub async fn evaluate(
         outcome.cost.tokens_in += brief.tokens_in;
         outcome.cost.tokens_out += brief.tokens_out;
         let f1 = score.f1();
-        let value = f1.unwrap_or(if score.verdict == Verdict::Pass { 1.0 } else { 0.0 });
+        let value = case_score(score.verdict == Verdict::Pass, f1);
         outcome.cases.push(Scored {
             result: CaseResult {
                 case,
@@ -113,6 +112,14 @@ pub async fn evaluate(
     Ok(outcome)
 }
 
+/// A case's score, 0 to 1: the mean of its pass (1 or 0) and its F1 (its pass again when there is no
+/// expected answer), so a failed case whose items all paired (a check failed, a field differed) still
+/// scores below a passed one.
+pub fn case_score(passed: bool, f1: Option<f64>) -> f64 {
+    let pass = if passed { 1.0 } else { 0.0 };
+    (pass + f1.unwrap_or(pass)) / 2.0
+}
+
 /// The figures of `cases`.
 pub fn figures(cases: &[&CaseResult]) -> super::select::Figures {
     let n = cases.len().max(1) as f64;
@@ -121,5 +128,19 @@ pub fn figures(cases: &[&CaseResult]) -> super::select::Figures {
         pass_rate: cases.iter().filter(|c| c.verdict == Verdict::Pass).count() as f64 / n,
         mean_f1: (!f1s.is_empty()).then(|| super::stats::mean(&f1s)),
         mean_score: cases.iter().map(|c| c.score).sum::<f64>() / n,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_case_scores_below_a_passed_one_even_when_every_item_paired() {
+        assert_eq!(case_score(true, Some(1.0)), 1.0);
+        assert_eq!(case_score(false, Some(1.0)), 0.5);
+        assert_eq!(case_score(false, Some(0.0)), 0.0);
+        assert_eq!(case_score(true, None), 1.0);
+        assert_eq!(case_score(false, None), 0.0);
     }
 }

@@ -93,7 +93,7 @@ pub struct CaseResult {
     pub verdict: Verdict,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub f1: Option<f64>,
-    /// F1 where there is an expected answer, else 1 for a pass and 0 otherwise.
+    /// The mean of the pass (1 or 0) and the F1 (the pass again without an expected answer).
     pub score: f64,
     /// The score's reason in one line.
     pub reason: String,

@@ -11,8 +11,8 @@ pub struct Figures {
     pub pass_rate: f64,
     /// The mean F1 of the cases with an expected answer (`None`: no case has one).
     pub mean_f1: Option<f64>,
-    /// The mean per-case score (F1 where there is an expected answer, else 1 for a pass, 0 otherwise):
-    /// what the front and the ranking compare.
+    /// The mean per-case score (the mean of a case's pass, 1 or 0, and its F1;
+    /// [`super::evaluate::case_score`]): what the front and the ranking compare.
     pub mean_score: f64,
 }
 
