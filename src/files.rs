@@ -37,6 +37,8 @@ pub const INPUT_TEXT: Limit = Limit { kind: "an input file", bytes: 256 * MIB };
 pub const HISTORY: Limit = Limit { kind: "the history file", bytes: 1024 * MIB };
 /// One eval record.
 pub const EVAL_RECORD: Limit = Limit { kind: "an eval record", bytes: 512 * MIB };
+/// An optimization record (`<data dir>/optimizations/`).
+pub const OPTIMIZATION_RECORD: Limit = Limit { kind: "an optimization record", bytes: 512 * MIB };
 /// A batch manifest.
 pub const MANIFEST: Limit = Limit { kind: "a batch manifest", bytes: 256 * MIB };
 /// The workbench's unsaved edits of one prompt.

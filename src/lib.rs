@@ -12,6 +12,8 @@
 //! - [`compare`]: json vs jsonl side by side: twins, paired runs, figures, agreement, truncation curves.
 //! - [`dataset`]: datasets of cases (`cases_file`, `--cases`): JSONL, CSV and YAML rows read as cases.
 //! - [`eval`]: expected answers, checks and scores per case; eval records, baselines, the response cache.
+//! - [`optimize`]: `tunebench optimize`: candidates (proposals, demonstrations, ablations) of a prompt
+//!   run on train cases, a Pareto front, the held-out ranking with a paired test, the record.
 //! - [`batch`]: the case matrix as a provider's batch file (OpenAI, Anthropic, vLLM), results imported
 //!   back into run records.
 //! - `bench_data` (tests, feature `testing`): the synthetic answers and schema the speed figures are
@@ -37,6 +39,7 @@ pub mod engine;
 pub mod eval;
 pub mod files;
 pub mod names;
+pub mod optimize;
 pub mod output;
 pub mod prompt;
 pub mod promptfoo;

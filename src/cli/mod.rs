@@ -24,6 +24,8 @@ pub mod input;
 pub mod interrupt;
 #[cfg(feature = "local")]
 pub mod model;
+pub mod optimize;
+mod optimize_human;
 pub mod parse;
 pub mod run;
 pub mod run_options;
@@ -71,6 +73,9 @@ pub enum Command {
     /// Evaluate prompts: every case run (× models × twins × repeats), scored against its expected
     /// answer and checks, recorded, compared with a baseline; `eval list`, `eval diff A B`.
     Eval(Box<eval::EvalArgs>),
+    /// Optimize a prompt: candidates (proposed edits, few-shot demonstrations, ablations) run on train
+    /// cases, the best ranked on held-out cases with a paired test; `--apply ID`; `optimize list|show`.
+    Optimize(Box<optimize::OptimizeArgs>),
     /// The runs in the history file (live and imported from batches), filtered; a line each, or JSON.
     History(history::HistoryArgs),
     /// Provider batch engines: export the case matrix as a batch file, import the results as runs,
@@ -97,6 +102,7 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Optimize(args) => optimize::run(args),
         Command::Batch(args) => batch::run(args),
         Command::History(args) => history::run(args),
         #[cfg(feature = "local")]
