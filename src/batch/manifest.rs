@@ -117,6 +117,11 @@ fn base_dir(prompt_path: &Path) -> PathBuf {
 }
 
 impl Manifest {
+    /// The variable the first of its prompts that names one reads its key from (`[provider] key_env`).
+    pub fn key_env(&self) -> Option<String> {
+        self.prompts.iter().find_map(|p| p.prompt_file().ok()?.provider.key_env)
+    }
+
     /// The prompt of `entry` (`None` when the manifest is inconsistent).
     pub fn prompt_of(&self, entry: &Entry) -> Option<&Exported> {
         self.prompts.get(entry.prompt)

@@ -14,12 +14,16 @@
 //! - [`manifest`]: what import needs to judge each answer as `run` would (the prompt as exported,
 //!   its case, variables, settings and the request sent), keyed by `custom_id`.
 //! - [`import`]: result lines → run records; errors per line, the rest still imported.
-//! - [`remote`]: submit, status and fetch against the providers' batch endpoints.
+//! - [`export`]: the case matrix planned into input lines and a manifest (`batch export`, `eval --batch`).
+//! - [`remote`]: submit, status, wait and fetch against the providers' batch endpoints.
+//! - [`submitted`]: a submitted batch remembered by its id, for `eval --batch-resume`.
 
+pub mod export;
 pub mod format;
 pub mod import;
 pub mod manifest;
 pub mod remote;
+pub mod submitted;
 
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +41,17 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// The batch engine of `provider` (`None`: it has none).
+    pub fn of_provider(provider: crate::provider::kind::ProviderKind) -> Option<Self> {
+        use crate::provider::kind::ProviderKind;
+        match provider {
+            ProviderKind::Openai => Some(Self::Openai),
+            ProviderKind::Anthropic => Some(Self::Anthropic),
+            ProviderKind::Vllm => Some(Self::Vllm),
+            ProviderKind::Ollama | ProviderKind::Local | ProviderKind::Replay => None,
+        }
+    }
+
     /// The provider that answers the same requests live (`run --provider ...`).
     pub fn provider(self) -> &'static str {
         match self {

@@ -22,11 +22,16 @@ use crate::provider::{anthropic, ApiKey};
 use crate::provider::{endpoint, kind};
 use crate::safe_text::escape_controls;
 
+/// The longest pause between two looks at a batch that is still running.
+pub const MAX_POLL: Duration = Duration::from_secs(60);
+
 /// A provider's batch endpoints, resolved.
 pub struct Remote {
     engine: Engine,
     base_url: String,
     key: Option<ApiKey>,
+    /// The variable the key was read from in place of the provider's own (a prompt's `key_env`).
+    key_env: Option<String>,
     client: reqwest::Client,
 }
 
@@ -53,15 +58,17 @@ pub struct Status {
 }
 
 impl Remote {
-    /// The endpoints of `engine`, from `base_url` or the environment.
-    pub fn from_env(engine: Engine, base_url: Option<&str>) -> anyhow::Result<Self> {
-        Self::from_lookup(engine, base_url, |name| std::env::var(name).ok())
+    /// The endpoints of `engine`, from `base_url` or the environment; the key from `key_env` (a
+    /// prompt's `[provider] key_env`) when given, else the provider's own variable.
+    pub fn from_env(engine: Engine, base_url: Option<&str>, key_env: Option<&str>) -> anyhow::Result<Self> {
+        Self::from_lookup(engine, base_url, key_env, |name| std::env::var(name).ok())
     }
 
     /// [`Self::from_env`] reading variables through `lookup`.
     pub fn from_lookup(
         engine: Engine,
         base_url: Option<&str>,
+        key_env: Option<&str>,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> anyhow::Result<Self> {
         let vars = match engine {
@@ -69,13 +76,31 @@ impl Remote {
             Engine::Anthropic => &kind::ANTHROPIC,
             Engine::Vllm => &kind::VLLM,
         };
-        let found = endpoint::resolve(vars, base_url, lookup)?;
+        let keyed = |name: &str| match key_env {
+            Some(own) if name == vars.key_var => lookup(own),
+            _ => lookup(name),
+        };
+        let found = endpoint::resolve(vars, base_url, keyed).map_err(|error| match key_env {
+            // The key was looked for in the variable the prompt names: the advice names that one.
+            Some(own) => anyhow::anyhow!(
+                "{}",
+                error
+                    .to_string()
+                    .replace(&format!("set {}", vars.key_var), &format!("set {own} (the prompt's key_env)"))
+            ),
+            None => anyhow::Error::from(error),
+        })?;
         let mut base_url = found.url.trim().trim_end_matches('/').to_string();
         if engine == Engine::Anthropic {
             base_url = base_url.strip_suffix("/v1").unwrap_or(&base_url).to_string();
         }
         let client = client(engine.provider(), &base_url, &HttpOptions::default())?;
-        Ok(Self { engine, base_url, key: found.key, client })
+        Ok(Self { engine, base_url, key: found.key, key_env: key_env.map(str::to_string), client })
+    }
+
+    /// Whose endpoints these are.
+    pub fn engine(&self) -> Engine {
+        self.engine
     }
 
     /// The base URL with `segments` added, each percent-encoded as one path segment (an id from a
@@ -132,7 +157,10 @@ impl Remote {
         Ok(body)
     }
 
-    fn key_var(&self) -> &'static str {
+    fn key_var(&self) -> &str {
+        if let Some(own) = &self.key_env {
+            return own;
+        }
         match self.engine {
             Engine::Openai => kind::OPENAI.key_var,
             Engine::Anthropic => kind::ANTHROPIC.key_var,
@@ -196,6 +224,21 @@ impl Remote {
         };
         let value = self.json(self.request(reqwest::Method::GET, &url), &url).await?;
         Ok(self.status_of(&value))
+    }
+
+    /// Polls batch `id` until it has ended, waiting `first` after the first look, then twice as long
+    /// each time up to [`MAX_POLL`]; each status goes to `seen`. Dropping the future stops waiting.
+    pub async fn wait(&self, id: &str, first: Duration, mut seen: impl FnMut(&Status)) -> anyhow::Result<Status> {
+        let mut pause = first;
+        loop {
+            let status = self.status(id).await?;
+            seen(&status);
+            if status.ended {
+                return Ok(status);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(MAX_POLL);
+        }
     }
 
     /// The result lines of an ended batch (OpenAI: the output file, then the error file).

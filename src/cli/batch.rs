@@ -3,7 +3,6 @@
 //! `fetch`). JSON on stdout, progress on stderr; exit 1 when an imported answer fails or a line could
 //! not be imported, 2 on a usage or input error.
 
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -12,22 +11,18 @@ use serde_json::{json, Value};
 
 use super::input::read_text;
 use super::run_options::Sampling;
-use crate::batch::format::input_line;
+use crate::batch::export::{self, CaseChoice, ExportRequest};
 use crate::batch::import::{import, Imported};
-use crate::batch::manifest::{Entry, Exported, Manifest};
+use crate::batch::manifest::Manifest;
 use crate::batch::remote::Remote;
-use crate::batch::{custom_id, tag_of, Engine};
-use crate::compare::{twin_of, twin_type};
+use crate::batch::submitted::Submitted;
+use crate::batch::{tag_of, Engine};
 use crate::eval::batch::record_of_import;
 use crate::eval::score::Verdict;
 use crate::eval::EvalRecord;
 use crate::output::Profile;
-use crate::prompt::file::{write_atomic, PromptFile};
-use crate::prompt::template::Variables;
-use crate::provider::Request;
+use crate::prompt::file::write_atomic;
 use crate::run::job::{self, record_transcripts, History, Transcripts};
-use crate::run::record::now_ms;
-use crate::run::{RunSetup, SetupOptions};
 
 /// Options of `tunebench batch`.
 #[derive(Debug, clap::Args)]
@@ -123,6 +118,10 @@ pub struct Endpoint {
     /// provider's].
     #[arg(long)]
     pub base_url: Option<String>,
+    /// The environment variable holding the key, in place of the provider's own [default: the one
+    /// the batch's prompts name in `[provider] key_env`].
+    #[arg(long, value_name = "NAME")]
+    pub key_env: Option<String>,
 }
 
 /// Options of `batch submit`.
@@ -191,7 +190,6 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
-    let variables = args.sampling.variables()?;
     let overrides = args.sampling.provider_settings(
         Some(args.provider.provider().to_string()),
         args.model.clone(),
@@ -202,92 +200,26 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
     for output in [args.output.clone(), Manifest::beside(&args.output)] {
         crate::files::refuse_overwriting("--output", &output, &inputs).map_err(anyhow::Error::msg)?;
     }
-    let created_at_ms = now_ms();
-    let tag = tag_for(&args.prompts, created_at_ms);
-    let (mut prompts, mut entries) = (Vec::new(), Vec::<Entry>::new());
-    let mut lines = String::new();
-    let mut models = Vec::new();
-    for path in &args.prompts {
-        let mut prompt = PromptFile::load(path)?;
-        let base_dir = crate::run::setup::base_dir(path);
-        crate::dataset::read_into(&mut prompt, path, &base_dir, args.cases_file.as_deref(), &variables)?;
-        // `--cases-file`: that file's rows alone, each a case of the prompt now (scored on import).
-        let file_cases: Option<Vec<CaseSpec>> = match (&args.cases_file, &prompt.dataset) {
-            (Some(_), Some(dataset)) => Some(
-                prompt
-                    .cases
-                    .iter()
-                    .skip(dataset.first)
-                    .map(|c| (Some(c.name.clone()), true, variables.clone()))
-                    .collect(),
-            ),
-            _ => None,
-        };
-        let mut sides = vec![prompt.clone()];
-        if args.twins {
-            let base_dir = path.parent().unwrap_or(Path::new("."));
-            let Some(other) = twin_type(prompt.response_type) else {
-                bail!("--twins: {}: a text prompt has no json/jsonl twin", path.display());
-            };
-            let twin = twin_of(&prompt, base_dir, other).with_context(|| format!("--twins: {}", path.display()))?;
-            sides.push(twin.prompt);
-        }
-        for side in &sides {
-            let exported = Exported::new(path, side)?;
-            let options = SetupOptions {
-                max_turns: Some(1),
-                profile: args.profile,
-                ..SetupOptions::from_flags(overrides.clone())?
-            };
-            let setup = RunSetup::new(exported.prompt_file()?, path, options)?;
-            let settings = &setup.settings;
-            if settings.model.is_empty() {
-                bail!(
-                    "{}: no model: every line of a batch names its model; give --model, or set model in the prompt's [provider]",
-                    path.display()
-                );
-            }
-            if !models.contains(&settings.model) {
-                models.push(settings.model.clone());
-            }
-            let cases = match &file_cases {
-                Some(cases) => cases.clone(),
-                None => prompt_cases(args, side, &variables)?,
-            };
-            for (case, prompt_case, variables) in cases {
-                let id = custom_id(&tag, entries.len() + 1, &side.id, case.as_deref());
-                let mut entry = Entry {
-                    custom_id: id.clone(),
-                    prompt: prompts.len(),
-                    case,
-                    prompt_case,
-                    variables,
-                    profile: args.profile,
-                    settings: settings.clone(),
-                    request: Request::default(),
-                };
-                let plan = entry.plan_for(&setup)?;
-                entry.request = plan.request;
-                let (line, _) = input_line(args.provider, &id, &entry.request);
-                lines.push_str(&serde_json::to_string(&line)?);
-                lines.push('\n');
-                entries.push(entry);
-            }
-            prompts.push(exported);
-        }
-    }
-    let manifest = Manifest {
-        tag: tag.clone(),
-        engine: args.provider,
-        created_at_ms,
-        input: args.output.clone(),
-        prompts,
-        entries,
+    let cases = match (&args.case, args.cases) {
+        (Some(case), _) => CaseChoice::Named(vec![case.clone()]),
+        (None, true) => CaseChoice::All,
+        (None, false) => CaseChoice::Default,
     };
-    write_atomic(&args.output, &lines).with_context(|| format!("writing {}", args.output.display()))?;
+    let request = ExportRequest {
+        prompts: args.prompts.clone(),
+        engine: args.provider,
+        cases,
+        cases_file: args.cases_file.clone(),
+        twins: args.twins,
+        variables: args.sampling.variables()?,
+        overrides,
+        profile: args.profile,
+        input: args.output.clone(),
+    };
+    let exported = export::export(&request)?;
+    let kept = export::write(&exported, &args.output, true)?;
+    let (manifest, models, tag) = (&exported.manifest, &exported.models, &exported.manifest.tag);
     let beside = Manifest::beside(&args.output);
-    manifest.save(&beside)?;
-    let kept = Manifest::kept_path(&tag).and_then(|path| manifest.save(&path).map(|()| path));
     let mut warnings = Vec::new();
     if let Err(error) = &kept {
         warnings.push(format!(
@@ -323,30 +255,6 @@ fn export(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         "warnings": warnings,
     }))?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// A case to export: its name, whether it is one of the prompt's `[[cases]]`, and the variables laid
-/// over the prompt's.
-type CaseSpec = (Option<String>, bool, Variables);
-
-/// The cases of one prompt: all (`--cases`), the one named, or the default; `--var` over each.
-fn prompt_cases(args: &ExportArgs, prompt: &PromptFile, variables: &Variables) -> anyhow::Result<Vec<CaseSpec>> {
-    let variables = variables.clone();
-    if let Some(case) = &args.case {
-        prompt.case(case)?;
-        return Ok(vec![(Some(case.clone()), true, variables)]);
-    }
-    if args.cases && !prompt.cases.is_empty() {
-        return Ok(prompt.cases.iter().map(|c| (Some(c.name.clone()), true, variables.clone())).collect());
-    }
-    Ok(vec![(None, false, variables)])
-}
-
-/// Six hexadecimal digits that tell this export's `custom_id`s from any other's.
-fn tag_for(prompts: &[PathBuf], created_at_ms: u64) -> String {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (prompts, created_at_ms, std::process::id()).hash(&mut hasher);
-    format!("{:06x}", hasher.finish() & 0xff_ffff)
 }
 
 fn manifest_for(given: Option<&Path>, text: &str, origin: &Path) -> anyhow::Result<Manifest> {
@@ -477,7 +385,9 @@ fn report(
     Ok(())
 }
 
-/// The endpoints: `--provider`, else the batch id's prefix, else the manifest beside `file`.
+/// The endpoints: `--provider`, else the batch id's prefix, else the manifest beside `file`, else
+/// what `submit` remembered of batch `id`; the key from `--key-env`, else the remembered or the
+/// manifest's prompts' `[provider] key_env`, else the provider's own variable.
 fn remote(endpoint: &Endpoint, id: Option<&str>, file: Option<&Path>) -> anyhow::Result<Remote> {
     let from_id = id.and_then(|id| {
         if id.starts_with("msgbatch_") {
@@ -488,11 +398,20 @@ fn remote(endpoint: &Endpoint, id: Option<&str>, file: Option<&Path>) -> anyhow:
             None
         }
     });
-    let from_file = file.and_then(|f| Manifest::load(&Manifest::beside(f)).ok()).map(|m| m.engine);
-    let Some(engine) = endpoint.provider.or(from_id).or(from_file) else {
+    let submitted = id.and_then(|id| Submitted::find(id).ok().flatten());
+    let manifest = file.and_then(|f| Manifest::load(&Manifest::beside(f)).ok());
+    let Some(engine) =
+        endpoint.provider.or(from_id).or(manifest.as_ref().map(|m| m.engine)).or(submitted.as_ref().map(|s| s.engine))
+    else {
         bail!("which provider? give --provider openai, anthropic or vllm");
     };
-    Remote::from_env(engine, endpoint.base_url.as_deref())
+    let key_env = endpoint
+        .key_env
+        .clone()
+        .or_else(|| submitted.as_ref().and_then(|s| s.key_env.clone()))
+        .or_else(|| manifest.as_ref().and_then(|m| m.key_env()));
+    let base_url = endpoint.base_url.clone().or_else(|| submitted.and_then(|s| s.base_url));
+    Remote::from_env(engine, base_url.as_deref(), key_env.as_deref())
 }
 
 fn submit(args: &SubmitArgs) -> anyhow::Result<ExitCode> {
@@ -501,6 +420,18 @@ fn submit(args: &SubmitArgs) -> anyhow::Result<ExitCode> {
     let name = args.file.file_name().map_or_else(|| "batch.jsonl".into(), |n| n.to_string_lossy().into_owned());
     let status = runtime()?.block_on(remote.submit(&text, &name))?;
     super::note!("submitted {} as batch {} ({})", args.file.display(), status.id, status.status);
+    if let Ok(manifest) = Manifest::load(&Manifest::beside(&args.file)) {
+        let submitted = Submitted {
+            id: status.id.clone(),
+            tag: manifest.tag.clone(),
+            engine: remote.engine(),
+            base_url: args.endpoint.base_url.clone(),
+            key_env: args.endpoint.key_env.clone().or_else(|| manifest.key_env()),
+        };
+        if let Err(error) = submitted.save() {
+            super::note!("tunebench: warning: batch {} was not remembered: {error:#}", status.id);
+        }
+    }
     super::print_json(&status)?;
     Ok(ExitCode::SUCCESS)
 }

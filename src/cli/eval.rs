@@ -1,7 +1,7 @@
 //! `tunebench eval`: every case of one or more prompts (× models × the json/jsonl twin × repeats) run
 //! through the eval pipeline, scored against the cases' expectations, recorded in the data directory
 //! and printed as a matrix (or `--json`), reports written by `-o FILE` (`--junit`, `--csv`); `eval list`,
-//! `eval diff A B`, `--watch`.
+//! `eval diff A B`, `--watch`; `--batch` and `--batch-resume ID` (`eval_batch.rs`).
 //!
 //! Exit codes: 0 every cell passed; 1 a cell failed, was truncated or got no answer, or (with
 //! `--fail-on-regression`) a cell regressed against the baseline; 2 bad input; 3 the provider could
@@ -78,7 +78,7 @@ pub struct DiffArgs {
 pub struct EvalRunArgs {
     /// The prompt files (TOML): each a column (or one per model with several --model); or a promptfoo
     /// config (promptfooconfig.yaml): a column per prompt × provider, a row per test.
-    #[arg(required_unless_present = "from_batch")]
+    #[arg(required_unless_present_any = ["from_batch", "batch_resume"])]
     pub prompts: Vec<PathBuf>,
     /// Only this case (repeat for several) [default: every case of each prompt].
     #[arg(long = "case", value_name = "NAME")]
@@ -151,6 +151,18 @@ pub struct EvalRunArgs {
     /// Print the matrix of an imported provider batch (its tag, as in tb<tag>-...) instead of running.
     #[arg(long, value_name = "TAG", conflicts_with_all = ["prompts", "models", "repeat", "types"])]
     pub from_batch: Option<String>,
+    /// Hand the eval to the provider's batch engine (openai, anthropic, vllm): the case matrix exported
+    /// and submitted, then waited for (ctrl-c stops waiting and prints the id to resume with), its
+    /// results scored into an eval record as a live eval's answers are.
+    #[arg(long, conflicts_with_all = ["from_batch", "watch", "filter_failing", "retry_errors", "transcript", "batch_resume"])]
+    pub batch: bool,
+    /// With --batch: print the batch id and return once it is submitted (`--batch-resume ID` later).
+    #[arg(long, requires = "batch")]
+    pub no_wait: bool,
+    /// Wait for the batch `eval --batch` submitted as ID, then fetch and score its results.
+    #[arg(long, value_name = "ID",
+          conflicts_with_all = ["prompts", "from_batch", "watch", "models", "repeat", "types", "cases", "cases_file"])]
+    pub batch_resume: Option<String>,
     /// Do not append the cells' runs to the history file.
     #[arg(long)]
     pub no_history: bool,
@@ -236,6 +248,9 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
             record.delta = Some(diff::delta(&base, &record));
         }
         return finish(args, &record);
+    }
+    if args.batch || args.batch_resume.is_some() {
+        return super::eval_batch::run(args);
     }
     let mut options = options(args)?;
     let mut plan = EvalPlan::new(&options)?.with_judge(args.judge.as_deref())?;
@@ -372,7 +387,7 @@ pub fn save(record: &EvalRecord) {
 }
 
 /// Prints the record and writes the report files; the exit code.
-fn finish(args: &EvalRunArgs, record: &EvalRecord) -> anyhow::Result<ExitCode> {
+pub fn finish(args: &EvalRunArgs, record: &EvalRecord) -> anyhow::Result<ExitCode> {
     write_reports(args, record)?;
     if args.json {
         super::print_json(record)?;

@@ -14,6 +14,7 @@ pub mod compare;
 mod compare_human;
 pub mod env_file;
 pub mod eval;
+mod eval_batch;
 mod eval_human;
 mod eval_watch;
 pub mod export;

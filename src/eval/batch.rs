@@ -1,6 +1,8 @@
 //! A provider batch's imported answers scored as an eval: each run record (from `batch::import`) is
 //! a cell, its column the exported prompt × model, its row the case; each scored against its case's
 //! expectations in the prompt as exported (the manifest's copy), as a live eval scores it.
+//! [`score_results`] is `eval --batch`'s last step: a fetched batch's result lines imported, kept
+//! in the history, and scored.
 
 use std::collections::HashMap;
 
@@ -12,6 +14,34 @@ use crate::batch::manifest::Manifest;
 use crate::prompt::file::PromptFile;
 use crate::run::record::now_ms;
 use crate::run::RunRecord;
+
+/// A fetched batch imported and scored.
+pub struct Scored {
+    pub imported: crate::batch::import::Imported,
+    /// The eval (not yet saved).
+    pub record: EvalRecord,
+    /// What went wrong on the way without stopping it (the history not written).
+    pub warnings: Vec<String>,
+}
+
+/// The result lines `results` of the batch `manifest` describes, imported as run records (each kept
+/// as `history` says, as a live eval keeps its runs) and scored as an eval.
+pub async fn score_results(
+    manifest: &Manifest,
+    results: &str,
+    history: &crate::run::job::History,
+) -> Result<Scored, EvalError> {
+    let imported = crate::batch::import::import(manifest, results).await;
+    let mut warnings = Vec::new();
+    for run in &imported.records {
+        if let Err(error) = crate::run::job::keep(run, history) {
+            warnings.push(format!("the runs were not added to the history: {error}"));
+            break;
+        }
+    }
+    let record = record_of_import(manifest, &imported.records)?;
+    Ok(Scored { imported, record, warnings })
+}
 
 /// The eval record of the runs imported from the batch `manifest` describes. Expectations that do not
 /// read (a bad expected file) are an error naming the prompt and case.

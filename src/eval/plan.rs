@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -139,8 +140,9 @@ pub struct PromptText {
 pub struct PlannedColumn {
     pub column: Column,
     pub setup: RunSetup,
-    /// Per row of the plan: the expectations of that case, `None` where this prompt has no such case.
-    pub expectations: Vec<Option<Expectations>>,
+    /// Per row of the plan: the expectations of that case, `None` where this prompt has no such case
+    /// (shared by the columns of one prompt: each case's expected answer is held once).
+    pub expectations: Arc<Vec<Option<Expectations>>>,
 }
 
 /// One cell: a case of a column, one repeat.
@@ -273,31 +275,37 @@ impl EvalPlan {
             prompts.push(shown);
             sources.push(Source { path: path.clone(), prompt, label: None });
         }
-        let loaded: Vec<PromptFile> = sources.iter().map(|s| s.prompt.clone()).collect();
+        let loaded: Vec<&PromptFile> = sources.iter().map(|s| &s.prompt).collect();
         let rows = rows_of(&loaded, &options.cases)?;
         let models: Vec<Option<&ModelSpec>> =
             if options.models.is_empty() { vec![None] } else { options.models.iter().map(Some).collect() };
         let shared_ids = loaded.iter().enumerate().any(|(i, p)| loaded[..i].iter().any(|q| q.id == p.id));
         let mut columns = Vec::new();
-        for source in &sources {
-            let (prompt, path) = (&source.prompt, &source.path);
+        for source in sources {
+            let (mut prompt, path) = (source.prompt, &source.path);
             let base_dir = crate::run::setup::base_dir(path);
-            let names: HashSet<&str> = prompt.cases.iter().map(|c| c.name.as_str()).collect();
+            let names: HashSet<String> = prompt.cases.iter().map(|c| c.name.clone()).collect();
+            let no_cases = prompt.cases.is_empty();
             let has = |row: &Option<String>| match row {
                 Some(case) => names.contains(case.as_str()),
-                None => prompt.cases.is_empty(),
+                None => no_cases,
             };
             // The schema compiled once for every case of this prompt.
             let wanted: Vec<Option<&str>> = rows.iter().filter(|row| has(row)).map(Option::as_deref).collect();
             let found = match wanted.is_empty() {
                 true => Vec::new(),
                 false => {
-                    Expectations::for_cases(prompt, &base_dir, &wanted).map_err(|e| EvalError::Input(e.to_string()))?
+                    Expectations::for_cases(&prompt, &base_dir, &wanted).map_err(|e| EvalError::Input(e.to_string()))?
                 }
             };
             let mut found = found.into_iter();
-            let expectations: Vec<Option<Expectations>> =
-                rows.iter().map(|row| if has(row) { found.next() } else { None }).collect();
+            let expectations: Arc<Vec<Option<Expectations>>> =
+                Arc::new(rows.iter().map(|row| if has(row) { found.next() } else { None }).collect());
+            // The columns run the cases; their expected answers are in `expectations` now, held once.
+            for case in &mut prompt.cases {
+                case.expected = None;
+            }
+            let prompt = &prompt;
             let modes: Vec<Option<crate::provider::StructuredMode>> = match options.structured.as_slice() {
                 [] => vec![None],
                 modes => modes.iter().copied().map(Some).collect(),
@@ -318,7 +326,7 @@ impl EvalPlan {
                         if let (Some(mode), true) = (mode, modes.len() > 1) {
                             column.column.label = format!("{} · {mode}", column.column.label);
                         }
-                        columns.push(PlannedColumn { expectations: expectations.clone(), ..column });
+                        columns.push(PlannedColumn { expectations: Arc::clone(&expectations), ..column });
                     }
                 }
             }
@@ -396,7 +404,7 @@ fn collect_files(value: &toml::Value, base_dir: &Path, files: &mut Vec<PathBuf>)
 
 /// The rows: every case of the prompts in order of first appearance (only the named ones with
 /// `--case`); a prompt without cases adds the row of its own variables.
-fn rows_of(prompts: &[PromptFile], wanted: &[String]) -> Result<Vec<Option<String>>, EvalError> {
+fn rows_of(prompts: &[&PromptFile], wanted: &[String]) -> Result<Vec<Option<String>>, EvalError> {
     let mut rows: Vec<Option<String>> = Vec::new();
     let mut seen: HashSet<Option<&str>> = HashSet::new();
     let asked: HashSet<&str> = wanted.iter().map(String::as_str).collect();
@@ -509,7 +517,7 @@ fn column_for(
         label = format!("{label} · {}", column.model_label());
     }
     column.label = label;
-    Ok(PlannedColumn { column, setup, expectations: Vec::new() })
+    Ok(PlannedColumn { column, setup, expectations: Arc::default() })
 }
 
 /// `text`, `json` or `jsonl`.

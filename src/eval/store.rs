@@ -57,8 +57,11 @@ pub fn utc(ms: u64) -> (String, String) {
 pub fn save_in(dir: &Path, record: &EvalRecord) -> Result<PathBuf, EvalError> {
     history::create_dir(dir).map_err(EvalError::Store)?;
     let path = crate::names::inside(dir, &record.id, ".json");
-    let text = serde_json::to_string(record).map_err(|e| EvalError::Store(e.to_string()))?;
-    crate::prompt::file::write_atomic(&path, &text).map_err(|e| EvalError::Store(e.to_string()))?;
+    // Streamed to the file: a 20,000-cell record is never held a second time as text.
+    crate::prompt::file::write_atomic_with(&path, |out| {
+        serde_json::to_writer(out, record).map_err(std::io::Error::from)
+    })
+    .map_err(|e| EvalError::Store(e.to_string()))?;
     Ok(path)
 }
 

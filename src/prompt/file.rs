@@ -51,7 +51,7 @@ use case_names::CaseNames;
 
 pub use error::PromptError;
 use position::{parse_schema_text, Lines};
-pub use save::{write_atomic, write_over};
+pub use save::{write_atomic, write_atomic_with, write_over};
 
 use super::expect::{
     parse_check, parse_eval, parse_expected, At, CheckSpec, EvalSettings, Expected, Place, RawCheck, RawEval,

@@ -160,3 +160,36 @@ fn the_readmes_sample_dataset_joins_the_samples_cases() {
     use Verdict::{Fail, Pass};
     assert_eq!(verdicts, [Pass, Pass, Pass, Pass, Pass, Fail]);
 }
+
+/// A dataset's expected answers are held once by the plan, whatever the columns: each column's copy
+/// of the prompt keeps its cases' variables alone, and its columns share one set of expectations.
+#[test]
+fn a_plan_holds_each_expected_answer_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = prompt_in(dir.path(), &format!("cases_file = \"cases.jsonl\"\n{}", prompt_without_cases()));
+    std::fs::write(dir.path().join("cases.jsonl"), JSONL).unwrap();
+    let options = tunebench::eval::EvalOptions {
+        prompts: vec![prompt],
+        repeat: 1,
+        types: vec![tunebench::output::ResponseType::Jsonl, tunebench::output::ResponseType::Json],
+        setup: tunebench::run::SetupOptions::from_flags(tunebench::prompt::file::ProviderSettings {
+            name: Some("openai".into()),
+            model: Some("m1".into()),
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            ..Default::default()
+        })
+        .unwrap(),
+        ..Default::default()
+    };
+    let plan = tunebench::eval::EvalPlan::new(&options).unwrap();
+    assert_eq!(plan.columns.len(), 2, "the prompt and its twin");
+    for column in &plan.columns {
+        let cases = &column.setup.prompt.cases;
+        assert_eq!(cases.len(), 2);
+        assert!(cases.iter().all(|c| c.expected.is_none()), "a column's prompt holds no expected answer");
+        assert!(!cases[0].variables.is_empty(), "its variables are kept: the cases render");
+    }
+    assert!(std::sync::Arc::ptr_eq(&plan.columns[0].expectations, &plan.columns[1].expectations));
+    let expected = plan.columns[0].expectations.iter().flatten().filter(|e| e.expected.is_some()).count();
+    assert_eq!(expected, 2, "each row's expected answer is in the plan's expectations");
+}

@@ -8,6 +8,7 @@
 
 mod baseline;
 mod batch;
+mod batch_eval;
 mod cache;
 mod cli;
 mod close_enough;

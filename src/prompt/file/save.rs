@@ -260,6 +260,15 @@ pub fn write_over(path: &Path, expected: &str, text: &str) -> Result<(), PromptE
 /// file; temporary files of `path` that a killed process left behind (another process's, untouched
 /// for a minute) are removed on the next save.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), PromptError> {
+    write_atomic_with(path, |out| out.write_all(text.as_bytes()))
+}
+
+/// [`write_atomic`] of what `write` writes (buffered): a large text streamed to the file, never held
+/// whole in memory.
+pub fn write_atomic_with(
+    path: &Path,
+    mut write: impl FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), PromptError> {
     let link_target = std::fs::symlink_metadata(path)
         .ok()
         .filter(|m| m.file_type().is_symlink())
@@ -280,8 +289,10 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), PromptError> {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(fail(format!("cannot create a temporary file in {}: {e}", dir.display()))),
         };
-        let written = file
-            .write_all(text.as_bytes())
+        let mut buffered = std::io::BufWriter::new(&mut file);
+        let streamed = write(&mut buffered).and_then(|()| buffered.flush());
+        drop(buffered);
+        let written = streamed
             .and_then(|()| file.sync_all())
             .and_then(|()| match &permissions {
                 Some(p) => std::fs::set_permissions(&temp, p.clone()),
