@@ -19,6 +19,7 @@
 //! - `bench`, `bench_schema` (feature `testing`): the `tui` section of `tunebench bench` (the real loop
 //!   on a test backend; keys typed into a 7 MB schema).
 
+pub mod action;
 pub mod app;
 #[cfg(feature = "testing")]
 pub mod bench;
@@ -30,6 +31,7 @@ pub mod edit;
 pub mod editor;
 pub mod eval;
 pub mod input;
+pub mod input_box;
 pub mod jobs;
 pub mod keymap;
 pub mod latest;
@@ -40,6 +42,7 @@ pub mod panes;
 pub mod paths;
 pub mod recovery;
 pub mod request;
+pub mod run_view;
 pub mod runner;
 pub mod sample;
 pub mod series;
