@@ -170,6 +170,9 @@ pub struct EvalDone {
     pub baseline: Option<crate::eval::diff::Delta>,
     /// Where the record was saved, or why not.
     pub saved: Result<PathBuf, String>,
+    /// The eval's runs kept in the history, newest first (none when the history is off or could not
+    /// be written): the history pane lists them without reading the history file again.
+    pub runs: Vec<RunRecord>,
 }
 
 /// What the background fetch of the local model reports.

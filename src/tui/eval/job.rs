@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use crate::eval::pipeline::{self, Pipeline};
-use crate::eval::{diff, store, EvalOptions, EvalPlan, Expectations};
+use crate::eval::{diff, store, EvalEvent, EvalOptions, EvalPlan, Expectations};
 use crate::run::{CacheMode, SetupOptions};
 use crate::tui::jobs::{Bridge, Job};
 use crate::tui::msg::{EvalDone, EvalNews, EvalRequest, Msg, OpenedEval, RescoreRequest};
@@ -51,16 +51,30 @@ pub fn start(bridge: Bridge, request: EvalRequest) -> Result<(), String> {
             let events = tx.clone();
             let pipeline = Pipeline { plan: &plan, concurrency, record_history, wrap: None };
             let stop = stopped.wait();
+            // The runs the pipeline keeps in the history (it keeps every run that started), as they end.
+            let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let keeping = kept.clone();
             let ran = pipeline::run(
                 pipeline,
                 move |event| {
+                    if let EvalEvent::CellScored { run, .. } = &event {
+                        if record_history && !run.never_started() {
+                            keeping.lock().unwrap_or_else(|p| p.into_inner()).push((**run).clone());
+                        }
+                    }
                     let _ = events.send(Msg::Eval { id, news: EvalNews::Event(Box::new(event)) });
                 },
                 stop,
             )
             .await;
+            let mut runs = std::mem::take(&mut *kept.lock().unwrap_or_else(|p| p.into_inner()));
+            runs.reverse();
             let done = match ran {
                 Ok(ran) => {
+                    // A history that could not be written lists none of them (the warning says why).
+                    if ran.warnings.iter().any(|w| w.contains("not added to the history")) {
+                        runs.clear();
+                    }
                     for warning in ran.warnings {
                         let _ = tx.send(Msg::Note(warning));
                     }
@@ -73,6 +87,7 @@ pub fn start(bridge: Bridge, request: EvalRequest) -> Result<(), String> {
                         baseline: baseline.as_deref().map(|b| diff::delta(b, &record)),
                         record,
                         saved,
+                        runs,
                     }))
                 }
                 Err(e) => Err(e.to_string()),

@@ -229,11 +229,11 @@ pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
             state.note = Some(summary(done.baseline.as_ref(), &done.saved));
             view.baseline = done.baseline;
             view.record = Some(Box::new(done.record));
-            // The eval's runs went to the history and its record to the store: both lists change.
-            return vec![
-                Effect::LoadHistory { prompt_id: state.saved.id.clone() },
-                Effect::ListEvals { path: state.path.clone() },
-            ];
+            // The eval's runs went to the history (they come along: the history pane lists them, newest
+            // first, as the file is read) and its record to the store (listed again).
+            let shown = done.runs.into_iter().filter(|run| run.prompt == state.saved.id);
+            state.history.splice(0..0, shown);
+            return vec![Effect::ListEvals { path: state.path.clone() }];
         }
         EvalNews::Done(Err(message)) if view.running() => {
             view.phase = EvalPhase::Failed(message.clone());
