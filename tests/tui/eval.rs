@@ -97,7 +97,7 @@ pub fn drive_on(state: &mut State, effects: Vec<Effect>, runner: &mut Runner, rx
     }
     while !done {
         let msg = rx.recv_timeout(Duration::from_secs(120)).expect("the eval reports within two minutes");
-        done = matches!(msg, Msg::Eval { news: EvalNews::Done(_), .. });
+        done = matches!(msg, Msg::Eval { news: EvalNews::Done(_) | EvalNews::Rescored { .. }, .. });
         update(state, msg);
     }
 }

@@ -6,7 +6,10 @@ use tunebench::tui::eval::state::EvalPhase;
 use tunebench::tui::msg::{Effect, EvalDone, EvalNews, Msg};
 use tunebench::tui::update::update;
 
-use super::eval::{evaluated, folder};
+use tunebench::eval::score::Verdict;
+
+use super::eval::{drive, evaluated, folder, verdict};
+use super::support::key;
 
 #[test]
 fn an_eval_lists_its_runs_in_the_history_pane_without_reading_the_history_file() {
@@ -26,4 +29,33 @@ fn an_eval_lists_its_runs_in_the_history_pane_without_reading_the_history_file()
     assert!(effects.iter().any(|e| matches!(e, Effect::ListEvals { .. })), "the eval store is listed again");
     assert_eq!(state.history.len(), listed + 2, "the eval's two runs are listed");
     assert_eq!(state.history[..2], runs[..], "newest first, as they came");
+}
+
+/// Counts its runs in `graded.log` beside it and fails every answer with a reason.
+const CHECK: &str = "import json, os, sys\nq = json.load(sys.stdin)\nhere = os.path.dirname(os.path.abspath(__file__))\nopen(os.path.join(here, 'graded.log'), 'a').write(q['case'] + '\\n')\nprint(json.dumps({'pass': False, 'score': 0.5, 'reason': 'the script says no'}))\n";
+
+#[test]
+fn approve_grades_the_cases_command_check_again() {
+    let dir = folder();
+    let prompt = dir.path().join("definitions.toml");
+    let text = std::fs::read_to_string(&prompt).unwrap();
+    let checked =
+        "\n[[cases.checks]]\nkind = \"command\"\nname = \"beta check\"\ncommand = [\"python3\", \"check.py\"]\n";
+    std::fs::write(&prompt, format!("{text}{checked}")).unwrap();
+    std::fs::write(dir.path().join("check.py"), CHECK).unwrap();
+    let mut state = evaluated(dir.path());
+    let graded = || std::fs::read_to_string(dir.path().join("graded.log")).unwrap_or_default();
+    assert_eq!(graded().lines().count(), 1, "the eval graded beta once");
+    assert_eq!(verdict(&state, 1), Some(Verdict::Fail));
+
+    // Approve beta's answer: its items now match, and its command check is graded again.
+    state.eval.selected = 1;
+    update(&mut state, key('a'));
+    let effects = update(&mut state, key('y'));
+    assert!(matches!(effects.as_slice(), [Effect::Save { .. }, Effect::Rescore(_)]), "{effects:?}");
+    drive(&mut state, effects);
+    assert_eq!(graded().lines().count(), 2, "the re-score ran the check's program again");
+    let score = state.eval.cells[1].scored.as_ref().map(|s| s.score.clone()).unwrap();
+    assert_eq!(score.verdict, Verdict::Fail, "the check still fails: {}", score.reason);
+    assert!(score.reason.contains("beta check"), "the failed check is named: {}", score.reason);
 }
