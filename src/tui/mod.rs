@@ -1,6 +1,7 @@
 //! The workbench: a ratatui TUI over the core (feature `tui`; the core never imports this module).
 //!
-//! - [`msg`]: the four enums — `TermEvent`, `Action`, `Msg`, `Effect`.
+//! - [`msg`]: the four enums — `TermEvent`, `Action` ([`action`]), `Msg`, `Effect` — and the payloads
+//!   they carry; [`state`] and [`msg`] import no file whose logic uses them (no import cycle in src/tui).
 //! - [`state`]: everything on screen, `State { screen, … }` (which screen is shown, each screen's
 //!   state once); [`edit`]: the editors' texts as a prompt; [`lint`]: the schema pane's lint.
 //! - The screens, one folder each with its state, pure update, view and job: [`workbench`] (the

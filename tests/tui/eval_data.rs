@@ -59,3 +59,57 @@ fn approve_grades_the_cases_command_check_again() {
     assert_eq!(score.verdict, Verdict::Fail, "the check still fails: {}", score.reason);
     assert!(score.reason.contains("beta check"), "the failed check is named: {}", score.reason);
 }
+
+/// A scored cell as the core records it: a fuzzy pair, a field scored in part, a judge that passed
+/// with its reason, a command check that failed with its message (and control characters to escape).
+fn graded_cell() -> tunebench::eval::CellRecord {
+    let score = serde_json::json!({
+        "verdict": "fail",
+        "items": null,
+        "differences": [
+            {"kind": "fuzzy", "key": "Espresso machine", "got_key": "One Espresso machine", "similarity": 0.83},
+            {"kind": "field", "key": "Espresso machine", "field": "/definition", "expected": "Makes coffee.",
+             "got": "Brews strong coffee.", "score": 0.82, "note": "similarity 0.82 < 0.90"},
+            {"kind": "field", "key": "Grinder", "field": "/price", "expected": 40, "got": 44, "score": 0.5}
+        ],
+        "checks": [
+            {"check": "judge definition", "at": "definitions.toml:31", "passed": true,
+             "graded": {"pass": true, "score": 0.9, "reason": "the definition\u{1b}[31m says what it is"}},
+            {"check": "command check.py", "at": "definitions.toml:40", "passed": false,
+             "message": "score 0.50: the script says no"}
+        ],
+        "reason": "F1 0.50 < pass_f1 1.0; 1 check failed"
+    });
+    let score = serde_json::from_value(score).unwrap();
+    tunebench::eval::CellRecord {
+        row: 1,
+        column: 0,
+        repeat: 1,
+        case: Some("beta".into()),
+        score,
+        run: Default::default(),
+    }
+}
+
+#[test]
+fn the_drill_down_shows_fuzzy_pairs_partial_scores_and_graders_reasons() {
+    let dir = folder();
+    let mut state = evaluated(dir.path());
+    state.eval.cells[1].scored = Some(Box::new(graded_cell()));
+    state.eval.selected = 1;
+    update(&mut state, super::support::special(ratatui_textarea::Key::Enter));
+    assert_eq!(state.eval.overlay, tunebench::tui::eval::state::EvalOverlay::Case);
+    // Wide enough that no line wraps: each says all of it on one line.
+    let wide = super::eval::draw(&state, 240, 40);
+    for says in [
+        "Espresso machine ~ One Espresso machine: paired by key similarity 0.83",
+        "(similarity 0.82 < 0.90)",
+        "Grinder /price: expected 40, got 44 (scored 0.50)",
+        "✓ judge definition (definitions.toml:31): score 0.90: the definition",
+        "✗ command check.py (definitions.toml:40): score 0.50: the script says no",
+    ] {
+        assert!(wide.contains(says), "{says:?} in:\n{wide}");
+    }
+    assert!(!wide.contains('\u{1b}'), "model text is escaped");
+    insta::assert_snapshot!("eval_case_graded_120x40", super::eval::draw(&state, 120, 40));
+}

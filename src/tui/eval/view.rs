@@ -258,21 +258,12 @@ pub(crate) fn case(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) 
             .block(frame_of(vec![Span::styled(" expected ", theme.title)], theme)),
         right[0],
     );
-    let mut lines = Vec::new();
-    if let Some(scored) = &cell.scored {
-        let score = &scored.score;
-        lines.push(Line::from(Span::styled(escape_controls(&score.reason).into_owned(), theme.text)));
-        lines.extend(score.differences.iter().map(|d| difference_line("", d, theme)));
-        for check in score.checks.iter().filter(|c| !c.passed) {
-            let message = check.message.as_deref().unwrap_or("failed");
-            let text = format!("✗ {} ({}): {message}", check.check, check.at);
-            lines.push(Line::from(Span::styled(escape_controls(&text).into_owned(), theme.invalid)));
-        }
-    }
+    let (lines, title) = match &cell.scored {
+        Some(scored) => crate::tui::eval::parts::verdict_lines(&scored.score, theme),
+        None => (Vec::new(), " differences · failed checks "),
+    };
     frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(frame_of(vec![Span::styled(" differences · failed checks ", theme.title)], theme)),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(frame_of(vec![Span::styled(title, theme.title)], theme)),
         right[1],
     );
 }
