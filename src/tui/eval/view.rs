@@ -16,7 +16,7 @@ use crate::eval::score::Verdict;
 use crate::eval::Approval;
 use crate::safe_text::escape_controls;
 use crate::tui::eval::filter::first_drawn;
-use crate::tui::eval::parts::{change_text, difference_line, frame_of, verdict_word};
+use crate::tui::eval::parts::{change_text, frame_of, verdict_word};
 use crate::tui::eval::state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
 use crate::tui::panes::clip;
 use crate::tui::state::State;
