@@ -1,5 +1,7 @@
 //! The eval screen holds each datum once: an eval's runs come back in its message and are listed in the
-//! history pane (no re-read of the history file), a case scored again re-sums the one record.
+//! history pane (no re-read of the history file); once the eval ended its record alone holds the cells'
+//! scores, and a case scored again (approve) changes it and sums it up again; the re-score grades the
+//! case's graded checks again; the drill-down shows what the core's score carries.
 
 use tunebench::run::RunRecord;
 use tunebench::tui::eval::state::EvalPhase;
@@ -55,7 +57,7 @@ fn approve_grades_the_cases_command_check_again() {
     assert!(matches!(effects.as_slice(), [Effect::Save { .. }, Effect::Rescore(_)]), "{effects:?}");
     drive(&mut state, effects);
     assert_eq!(graded().lines().count(), 2, "the re-score ran the check's program again");
-    let score = state.eval.cells[1].scored.as_ref().map(|s| s.score.clone()).unwrap();
+    let score = state.eval.scored(1).map(|s| s.score.clone()).unwrap();
     assert_eq!(score.verdict, Verdict::Fail, "the check still fails: {}", score.reason);
     assert!(score.reason.contains("beta check"), "the failed check is named: {}", score.reason);
 }
@@ -95,7 +97,9 @@ fn graded_cell() -> tunebench::eval::CellRecord {
 fn the_drill_down_shows_fuzzy_pairs_partial_scores_and_graders_reasons() {
     let dir = folder();
     let mut state = evaluated(dir.path());
-    state.eval.cells[1].scored = Some(Box::new(graded_cell()));
+    let record = state.eval.record.as_deref_mut().unwrap();
+    let beta = record.cells.iter_mut().find(|c| c.row == 1).unwrap();
+    *beta = graded_cell();
     state.eval.selected = 1;
     update(&mut state, super::support::special(ratatui_textarea::Key::Enter));
     assert_eq!(state.eval.overlay, tunebench::tui::eval::state::EvalOverlay::Case);
@@ -112,4 +116,23 @@ fn the_drill_down_shows_fuzzy_pairs_partial_scores_and_graders_reasons() {
     }
     assert!(!wide.contains('\u{1b}'), "model text is escaped");
     insta::assert_snapshot!("eval_case_graded_120x40", super::eval::draw(&state, 120, 40));
+}
+
+#[test]
+fn the_record_alone_holds_the_scores_and_an_approve_sums_it_up_again() {
+    let dir = folder();
+    let mut state = evaluated(dir.path());
+    assert!(state.eval.cells.iter().all(|c| c.scored.is_none()), "the record holds the scores, once");
+    let pass_rate = |state: &tunebench::tui::state::State| state.eval.record.as_ref().unwrap().totals[0].pass_rate;
+    assert_eq!(pass_rate(&state), 0.5, "alpha passes, beta fails");
+    state.eval.selected = 1;
+    update(&mut state, key('a'));
+    let effects = update(&mut state, key('y'));
+    drive(&mut state, effects);
+    assert_eq!(verdict(&state, 1), Some(Verdict::Pass));
+    let record = state.eval.record.as_deref().unwrap();
+    assert_eq!(record.cells.iter().find(|c| c.row == 1).map(|c| c.score.verdict), Some(Verdict::Pass));
+    assert_eq!(pass_rate(&state), 1.0, "the record's totals are summed up again");
+    assert!(state.eval.cells.iter().all(|c| c.scored.is_none()), "no second copy of the score");
+    assert_eq!(state.eval.as_ran.len(), 1, "beta's score as it ran is kept for a re-run's baseline");
 }
