@@ -8,7 +8,7 @@
 use crate::eval::diff::{Change, Delta, EvalDiff};
 use crate::eval::{CellRecord, EvalRecord};
 use crate::run::RunRecord;
-use crate::truncate::sweep::Sweep;
+use crate::tui::run_view::TruncationView;
 
 /// Where the eval is.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -61,18 +61,15 @@ pub enum EvalOverlay {
     Truncation,
 }
 
-/// The truncation view of one cell's answer: the core's sweep over its chunk ends, the cut shown.
+/// The truncation view of one cell's answer: which row, where its chunks end, and the truncation
+/// chart's one view-model (the editing screen's [`TruncationView`]: the core's sweep, or why there is
+/// none, while it is computed, the cut shown, the chart's step lines made once when it arrives).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CellSweep {
     pub row: usize,
-    /// The sweep (`None` while it is computed), or why there is none.
-    pub sweep: Option<Result<Box<Sweep>, String>>,
-    /// The chart's step lines, made once when the sweep arrives.
-    pub series: [Vec<(f64, f64)>; 3],
-    /// Chunks kept.
-    pub cut: usize,
     /// Where the answer's chunks end (bytes), from the run's transcript.
     pub chunk_ends: Vec<usize>,
+    pub chart: TruncationView,
 }
 
 /// The verdicts shown.
