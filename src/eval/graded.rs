@@ -11,6 +11,29 @@ use crate::prompt::expect::resolve::ExpectedAnswer;
 use crate::prompt::template::Variables;
 use crate::run::RunRecord;
 
+/// One cell's run scored again against `expectations` (the prompt as it is now: after an approve), its
+/// graded checks graded again (`vars`: the case's variables as rendered): never the verdict its
+/// graders gave before. The judges are the ones its checks name, under the response cache `cache`; a
+/// check that names none, or whose judge cannot be set up, grades as an error (the cell is `error`).
+pub async fn rescore(
+    expectations: &Expectations,
+    record: &RunRecord,
+    vars: &Variables,
+    cache: crate::run::CacheMode,
+) -> super::score::CaseScore {
+    let mut judges = Judges::none();
+    for check in &expectations.checks {
+        if let Some(Grader::Judge(judge)) = &check.grader {
+            if let Some(model) = judge.model.clone() {
+                // A judge that cannot be set up is left out: its check then grades as an error.
+                let _ = judges.add(model, cache, None);
+            }
+        }
+    }
+    let grades = grade_cell(expectations, record, vars, &judges).await;
+    super::score::score_graded(expectations, record, &grades)
+}
+
 /// Whether any of `expectations`' checks is graded by a program or a model.
 pub fn any(expectations: &Expectations) -> bool {
     expectations.checks.iter().any(|check| check.grader.is_some())

@@ -5,23 +5,12 @@
 //! Names are checked: not empty, one line, unique.
 
 use crate::prompt::file::Case;
-use crate::prompt::template::Variables;
-use crate::tui::input::{box_editor, InputBox, InputKind};
+use crate::tui::input_box::{box_editor, InputBox, InputKind};
 use crate::tui::msg::Effect;
-use crate::tui::state::{Overlay, Pane, State};
+use crate::tui::state::{Overlay, Pane, Snapshot, State};
 
 /// How many changes `u` can take back.
 const UNDO_DEPTH: usize = 100;
-
-/// The variables pane before a change, and what the change was (for the undo's note).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Snapshot {
-    pub what: String,
-    pub variables: Variables,
-    pub cases: Vec<Case>,
-    pub case: Option<String>,
-    pub selected: usize,
-}
 
 /// Keeps the pane as it is before a change described by `what`.
 pub fn remember(state: &mut State, what: String) {

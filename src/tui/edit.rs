@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::files;
-use crate::prompt::file::{named, Case, OnDisk, PromptFile};
-use crate::prompt::template::Variables;
+use crate::prompt::file::{named, OnDisk, PromptFile};
 use crate::tui::msg::{Effect, SchemaFileSave};
+
+pub use crate::tui::msg::Edits;
 use crate::tui::recovery::{RecoveredVariables, Recovery};
 use crate::tui::state::{SchemaKind, State};
 
@@ -75,16 +76,6 @@ pub fn save_effect(state: &State) -> Result<(Effect, PromptFile), String> {
 
 fn edited_prompt(state: &State) -> Result<(PromptFile, Option<(PathBuf, String)>), String> {
     Edits::of(state).apply(state.saved.clone())
-}
-
-/// The editors' texts, the variables and the cases as edited: laid over the saved prompt, they are
-/// the prompt as edited (copied off the state for a job in the background).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Edits {
-    pub texts: [String; 3],
-    pub variables: Variables,
-    pub cases: Vec<Case>,
-    pub schema_kind: SchemaKind,
 }
 
 impl Edits {

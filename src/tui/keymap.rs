@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use ratatui_textarea::{Input, Key};
 use serde::Deserialize;
 
-use crate::tui::msg::Action;
+use crate::tui::action::Action;
 
 /// The default keymap (also the documentation of the file format).
 pub const DEFAULT_KEYMAP: &str = include_str!("keymap.toml");

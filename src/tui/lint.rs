@@ -7,22 +7,12 @@
 
 use serde_json::Value;
 
-use crate::output::ResponseType;
 use crate::prompt::signature;
-use crate::run::{decodable, setup, RunSettings, SetupOptions};
+use crate::run::{decodable, setup, SetupOptions};
 use crate::schema::lint_schema_text;
 use crate::tui::state::{Lint, SchemaKind, State};
 
-/// The schema editor's text to lint, numbered `asked` (`State::lint_asked` when it was asked for),
-/// with the settings of the next run when the constrained decoder may refuse the schema.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LintRequest {
-    pub asked: u64,
-    pub kind: SchemaKind,
-    pub text: String,
-    /// The next run's settings and the prompt's response type (what the decoder would be asked).
-    pub decoder: Option<(RunSettings, ResponseType)>,
-}
+pub use crate::tui::msg::LintRequest;
 
 impl LintRequest {
     /// The schema as the state holds it now, under the workbench's choices.

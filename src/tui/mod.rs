@@ -1,6 +1,7 @@
 //! The workbench: a ratatui TUI over the core (feature `tui`; the core never imports this module).
 //!
-//! - [`msg`]: the four enums — `TermEvent`, `Action`, `Msg`, `Effect`.
+//! - [`msg`]: the four enums — `TermEvent`, `Action` ([`action`]), `Msg`, `Effect` — and the payloads
+//!   they carry; [`state`] and [`msg`] import no file whose logic uses them (no import cycle in src/tui).
 //! - [`state`]: everything on screen, `State { screen, … }` (which screen is shown, each screen's
 //!   state once); [`edit`]: the editors' texts as a prompt; [`lint`]: the schema pane's lint.
 //! - The screens, one folder each with its state, pure update, view and job: [`workbench`] (the
@@ -19,6 +20,7 @@
 //! - `bench`, `bench_schema` (feature `testing`): the `tui` section of `tunebench bench` (the real loop
 //!   on a test backend; keys typed into a 7 MB schema).
 
+pub mod action;
 pub mod app;
 #[cfg(feature = "testing")]
 pub mod bench;
@@ -30,6 +32,7 @@ pub mod edit;
 pub mod editor;
 pub mod eval;
 pub mod input;
+pub mod input_box;
 pub mod jobs;
 pub mod keymap;
 pub mod latest;
@@ -40,6 +43,7 @@ pub mod panes;
 pub mod paths;
 pub mod recovery;
 pub mod request;
+pub mod run_view;
 pub mod runner;
 pub mod sample;
 pub mod series;

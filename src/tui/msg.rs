@@ -6,10 +6,15 @@ use std::sync::Arc;
 
 use ratatui_textarea::Input;
 
-use crate::prompt::file::{OnDisk, PromptFile};
-use crate::run::prompt_tokens::LocalTokenizer;
-use crate::run::{RunEvent, RunRecord, Target};
+use crate::output::ResponseType;
+use crate::prompt::file::{Case, OnDisk, PromptFile};
+use crate::prompt::template::Variables;
+use crate::run::prompt_tokens::{LocalTokenizer, PromptSize, Tokenizer};
+use crate::run::{RunEvent, RunRecord, RunSettings, Target};
 use crate::truncate::sweep::Sweep;
+use crate::tui::state::SchemaKind;
+
+pub use crate::tui::action::Action;
 
 /// How long typing pauses before the schema is linted and the request's tokens counted again.
 pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(150);
@@ -46,113 +51,6 @@ pub enum MouseKind {
     ScrollDown,
     /// The wheel turned away from the user.
     ScrollUp,
-}
-
-/// A user intent a key binds to; the keymap file names them in kebab-case.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Action {
-    /// Leave the workbench (asks first when there are unsaved edits).
-    Quit,
-    /// Write the prompt file atomically.
-    Save,
-    /// Run the prompt with the current settings.
-    Run,
-    /// Run one turn only (no retry), with the current settings.
-    RunOneTurn,
-    /// Stop the running stream; the partial answer stays.
-    CancelRun,
-    /// Move the focus to the next pane.
-    FocusNext,
-    /// Move the focus to the previous pane.
-    FocusPrev,
-    /// Focus the system message editor.
-    FocusSystem,
-    /// Focus the user template editor.
-    FocusTemplate,
-    /// Focus the schema editor.
-    FocusSchema,
-    /// Focus the variables and test cases.
-    FocusVariables,
-    /// Focus the streamed output.
-    FocusOutput,
-    /// Focus the per-line verdicts.
-    FocusLines,
-    /// Focus the truncation view.
-    FocusTruncation,
-    /// Focus the run history.
-    FocusHistory,
-    /// Show only the focused pane (again: show all panes).
-    ToggleZoom,
-    /// Open or close the key help.
-    ToggleHelp,
-    /// Show the token boundaries in the output (alternating colours).
-    ToggleTokens,
-    /// Colour the output's tokens by how likely the model thought them (forced tokens apart).
-    ToggleProbs,
-    /// Show the rendered request instead of the system editor.
-    TogglePreview,
-    /// Copy the rendered request as a curl command (terminal clipboard, and a file in the data dir).
-    CopyCurl,
-    /// Next provider: replay, openai, ollama, anthropic, local.
-    NextProvider,
-    /// Next structured-output mode: none, json-object, json-schema, constrained.
-    NextStructured,
-    /// Type the model of the next run in the status line (local: empty for the default cached
-    /// model, or a `.gguf` path; servers: a model name).
-    ChooseModel,
-    /// Next test case (the default variables first).
-    NextCase,
-    /// Raise max tokens (doubles it; none → 256).
-    MoreTokens,
-    /// Lower max tokens (halves it; below 16 → none).
-    FewerTokens,
-    /// Move the selection (or the cut) up / back by one.
-    Up,
-    /// Move the selection (or the cut) down / forward by one.
-    Down,
-    /// Move the cut back by one unit.
-    Left,
-    /// Move the cut forward by one unit.
-    Right,
-    /// A page up (selection, scroll or cut by ten).
-    PageUp,
-    /// A page down.
-    PageDown,
-    /// The first row (or cut 0).
-    Home,
-    /// The last row (or the whole answer); the output follows the tail again.
-    End,
-    /// Open the selected history entry (replay it into the panes) or choose the selected case.
-    Open,
-    /// Compare the prompt with its json/jsonl twin side by side (again, or esc: back to editing).
-    Compare,
-    /// Add a test case: its name and variables typed in the box editor (variables pane).
-    AddCase,
-    /// Copy the selected case into a new one, edited in the same box first (variables pane).
-    CopyCase,
-    /// Delete the selected case, after a confirmation that names it (variables pane).
-    DeleteCase,
-    /// Take back the last change to the variables or cases (variables pane).
-    UndoCaseEdit,
-    /// Open the eval screen: every case of the prompt on the current model, scored (again, or esc: back).
-    Eval,
-    /// On the eval screen: write the selected case's answer as its expected answer (after a confirmation).
-    Approve,
-    /// On the eval screen: walk the failing, truncated and unexpected cases one by one (a accept, r
-    /// reject, s skip, esc stop).
-    Review,
-    /// In the history pane: mark the selected eval (enter on another one then compares the two).
-    MarkEval,
-    /// On the eval screen: the eval diff of the shown eval against its baseline (or the marked eval).
-    EvalDiff,
-    /// On the eval screen's case: the truncation view of its answer (every cut swept by the core).
-    AnswerTruncation,
-    /// On the eval screen: type a name; only the cases whose name holds it are shown (enter keeps
-    /// it, esc clears it).
-    FilterCases,
-    /// On the eval screen: show all cases, then the failing, the passing, the improved or regressed.
-    FilterVerdicts,
 }
 
 /// The router's way to take an action (`tui::update`'s own `act`): a screen handed a key hands the
@@ -204,7 +102,7 @@ pub enum Msg {
     /// asked for since).
     Linted { asked: u64, lint: crate::tui::state::Lint },
     /// The request's tokens of count number `asked` (dropped when a newer count was asked for).
-    TokensCounted { asked: u64, counted: Box<crate::tui::tokens::Counted> },
+    TokensCounted { asked: u64, counted: Box<Counted> },
     /// The local model `model` names (empty: the default cached one) has its tokenizer read, or why not.
     TokenizerLoaded { model: String, tokenizer: Result<Arc<LocalTokenizer>, String> },
     /// News of the eval number `id` (older evals' news is ignored).
@@ -272,6 +170,9 @@ pub struct EvalDone {
     pub baseline: Option<crate::eval::diff::Delta>,
     /// Where the record was saved, or why not.
     pub saved: Result<PathBuf, String>,
+    /// The eval's runs kept in the history, newest first (none when the history is off or could not
+    /// be written): the history pane lists them without reading the history file again.
+    pub runs: Vec<RunRecord>,
 }
 
 /// What the background fetch of the local model reports.
@@ -335,10 +236,10 @@ pub enum Effect {
     Settle { edits: u64 },
     /// Lint the schema editor's text in the background (the newest lint asked for wins); it comes
     /// back as `Msg::Linted`.
-    Lint(Box<crate::tui::lint::LintRequest>),
+    Lint(Box<LintRequest>),
     /// Count the tokens of the request ctrl-r would send in the background (the newest count asked
     /// for wins); it comes back as `Msg::TokensCounted`.
-    CountTokens(Box<crate::tui::tokens::CountRequest>),
+    CountTokens(Box<CountRequest>),
     /// Run every case of the saved prompt through the eval pipeline.
     StartEval(Box<EvalRequest>),
     /// Stop the running eval.
@@ -428,4 +329,54 @@ pub struct SweepRequest {
     pub chunk_ends: Vec<usize>,
     pub prompt: PromptFile,
     pub path: PathBuf,
+}
+
+/// The schema editor's text to lint, numbered `asked` (`State::lint_asked` when it was asked for),
+/// with the settings of the next run when the constrained decoder may refuse the schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LintRequest {
+    pub asked: u64,
+    pub kind: SchemaKind,
+    pub text: String,
+    /// The next run's settings and the prompt's response type (what the decoder would be asked).
+    pub decoder: Option<(RunSettings, ResponseType)>,
+}
+
+/// A count to make in the background: the request ctrl-r would send, its prompt the saved one
+/// with `edits` still to lay over it (or why it does not render), under `tokenizer`; `counted` is
+/// the last count, kept when the request's text is the same.
+#[derive(Clone, Debug)]
+pub struct CountRequest {
+    pub asked: u64,
+    pub request: Result<RunRequest, String>,
+    pub edits: Edits,
+    pub tokenizer: Tokenizer,
+    pub counted: Option<(u64, usize)>,
+}
+
+/// Counts are told apart by their number.
+impl PartialEq for CountRequest {
+    fn eq(&self, other: &CountRequest) -> bool {
+        self.asked == other.asked
+    }
+}
+
+/// A count made: the size (or why the request does not render), and the hash and count to keep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Counted {
+    pub shown: Result<PromptSize, String>,
+    /// The request's text hash and its tokens (`None`: it did not render).
+    pub counted: Option<(u64, usize)>,
+    /// The request was counted (not the same text as the last count).
+    pub anew: bool,
+}
+
+/// The editors' texts, the variables and the cases as edited: laid over the saved prompt, they are
+/// the prompt as edited (copied off the state for a job in the background).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edits {
+    pub texts: [String; 3],
+    pub variables: Variables,
+    pub cases: Vec<Case>,
+    pub schema_kind: SchemaKind,
 }

@@ -14,9 +14,7 @@ use crate::tui::edit;
 use crate::tui::msg::RunRequest;
 use crate::tui::state::State;
 
-/// Reads the providers' variables (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, ...): the process environment
-/// ([`crate::run::env_var`]) but in tests.
-pub type Env = fn(&str) -> Option<String>;
+pub use crate::tui::state::Env;
 
 /// The run of the prompt as edited under the workbench's choices (`max_turns` `Some(1)`: one turn;
 /// `replay`: a recorded answer), numbered `state.run_id`; `Err` says why it cannot start.

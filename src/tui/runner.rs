@@ -265,8 +265,11 @@ impl Runner {
                 self.log.line("eval cancelled");
                 Vec::new()
             }
-            Effect::Rescore(request) => vec![crate::tui::eval::job::rescore(&request)],
-            Effect::ApproveInDataset(request) => crate::tui::eval::job::approve_in_dataset(*request),
+            Effect::Rescore(request) => {
+                crate::tui::eval::job::rescore(self.bridge(), *request);
+                Vec::new()
+            }
+            Effect::ApproveInDataset(request) => crate::tui::eval::job::approve_in_dataset(self.bridge(), *request),
             Effect::ListEvals { path } => {
                 crate::tui::eval::job::list(self.bridge(), path);
                 Vec::new()

@@ -122,6 +122,8 @@ pub fn state_for(path: &Path) -> anyhow::Result<State> {
     crate::tui::state::Choice::of(&file.prompt).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let (schema_text, schema_kind) = crate::tui::edit::schema_text(&file, path)?;
     let mut state = State::new(path.to_path_buf(), file, schema_text, schema_kind);
+    // Linted now when small; a large schema's lint is due, asked for when the workbench starts.
+    crate::tui::lint::relint(&mut state);
     choose_provider(&mut state);
     Ok(state)
 }

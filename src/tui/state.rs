@@ -2,17 +2,21 @@
 //! truncation view, the history, the overlays. `update` changes it; panes only read it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::tui::editor::Editor;
 
-use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
-use crate::prompt::file::{OnDisk, PromptFile};
+use crate::output::ResponseType;
+use crate::prompt::file::{Case, OnDisk, PromptFile};
+use crate::prompt::template::Variables;
 use crate::provider::kind::ProviderKind;
-use crate::provider::{FinishReason, ModeReport, StructuredMode, TokenProb, Usage};
+use crate::provider::StructuredMode;
+use crate::run::prompt_tokens::{LocalTokenizer, PromptSize};
 use crate::run::{RunRecord, Target};
-use crate::truncate::sweep::Sweep;
 use crate::tui::keymap::Keymap;
 use crate::tui::recovery::Recovery;
+
+pub use crate::tui::run_view::{counts, ChunkProb, RunView, TruncationView};
 
 /// The panes, in focus order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -199,173 +203,6 @@ impl Choice {
     }
 }
 
-/// The answer as it streams, and what is known of the run.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RunView {
-    pub output: String,
-    /// Byte offsets where each chunk ended (token boundaries).
-    pub chunk_ends: Vec<usize>,
-    /// How sure the model was of each chunk (index as `chunk_ends`), when the provider said.
-    pub chunk_probs: Vec<Option<ChunkProb>>,
-    /// Byte offsets where each line of the output starts.
-    pub line_starts: Vec<usize>,
-    /// JSONL verdicts of the current turn, as they arrive.
-    pub verdicts: Vec<LineVerdict>,
-    pub turn: u32,
-    pub max_turns: u32,
-    pub ttft_ms: Option<u64>,
-    /// Milliseconds since the start of the last event.
-    pub last_at_ms: u64,
-    pub usage: Option<Usage>,
-    pub finish: Option<FinishReason>,
-    pub tokens_per_s: Option<f64>,
-    /// Chunks per 100 ms bucket since the first token (the sparkline).
-    pub rate: Vec<u64>,
-    /// The final report of the last turn (json answers show their verdict from it).
-    pub report: Option<Report>,
-    pub error: Option<String>,
-    /// The run's answer scored against its case's expected answer and checks, once it ended (`Err`:
-    /// why it could not be; `None`: no case, nothing expected, or not ended).
-    pub scored: Option<Result<Box<crate::eval::score::CaseScore>, String>>,
-    /// The provider and model as the run reported them (`None`: no run yet).
-    pub provider: Option<ProviderKind>,
-    pub model: String,
-    /// The structured mode as the run reported it (asked, used, each fallback with its reason).
-    pub mode: Option<ModeReport>,
-    /// The structured mode the run asked for (`none` when it named none).
-    pub asked_mode: String,
-    /// The workbench chose the asked mode itself (`constrained` on the local model).
-    pub mode_by_default: bool,
-}
-
-impl RunView {
-    /// A fresh view for a new turn (figures of the run kept).
-    pub fn clear_answer(&mut self) {
-        self.output.clear();
-        self.chunk_ends.clear();
-        self.chunk_probs.clear();
-        self.line_starts = vec![0];
-        self.verdicts.clear();
-        self.ttft_ms = None;
-        self.usage = None;
-        self.finish = None;
-        self.tokens_per_s = None;
-        self.rate.clear();
-        self.report = None;
-        self.error = None;
-        self.scored = None;
-    }
-
-    /// Appends a chunk: the text, its end, where new lines start.
-    pub fn push_chunk(&mut self, text: &str) {
-        let start = self.output.len();
-        self.output.push_str(text);
-        for (i, b) in text.bytes().enumerate() {
-            if b == b'\n' {
-                self.line_starts.push(start + i + 1);
-            }
-        }
-        self.chunk_ends.push(self.output.len());
-        self.chunk_probs.push(None);
-    }
-
-    /// The probabilities of the last chunk's tokens (added to what it had).
-    pub fn push_probs(&mut self, probs: &[TokenProb]) {
-        self.chunk_probs.resize(self.chunk_ends.len(), None);
-        if let Some(last) = self.chunk_probs.last_mut() {
-            *last = ChunkProb::of(probs, *last);
-        }
-    }
-
-    /// How many lines the output has (a trailing partial line counts).
-    pub fn line_count(&self) -> usize {
-        self.line_starts.len().max(1)
-    }
-
-    /// The text of 0-based line `index`, without its newline.
-    pub fn line(&self, index: usize) -> &str {
-        let Some(&start) = self.line_starts.get(index) else { return "" };
-        let end = self.line_starts.get(index + 1).map_or(self.output.len(), |&next| next - 1);
-        self.output.get(start..end.max(start)).unwrap_or_default()
-    }
-}
-
-/// How sure the model was of one chunk: its least likely chosen token, or forced when the grammar
-/// inserted every token of it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ChunkProb {
-    /// The lowest probability among the chunk's chosen tokens (`None`: all were forced).
-    pub p: Option<f32>,
-    /// Every token of the chunk was forced by the grammar.
-    pub forced: bool,
-}
-
-impl ChunkProb {
-    /// `before` with `probs` added; `None` when neither says anything.
-    pub fn of(probs: &[TokenProb], before: Option<ChunkProb>) -> Option<ChunkProb> {
-        probs.iter().fold(before, |acc, prob| {
-            let p = match (acc.and_then(|a| a.p), prob.p) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            Some(ChunkProb { p, forced: acc.is_none_or(|a| a.forced) && prob.forced })
-        })
-    }
-}
-
-/// The verdict counts shown in the lines pane title.
-pub fn counts(verdicts: &[LineVerdict]) -> [usize; 4] {
-    let mut counts = [0; 4];
-    for verdict in verdicts {
-        let at = match verdict.status {
-            LineStatus::Valid { .. } => 0,
-            LineStatus::InvalidJson { .. } => 1,
-            LineStatus::SchemaError { .. } => 2,
-            LineStatus::Skipped { .. } => 3,
-        };
-        counts[at] += 1;
-    }
-    counts
-}
-
-/// The truncation view: the cut (in chunks) and the sweep of the answer. While the answer streams the
-/// run's own sweep sends the items at each cut that changes them (`steps`, `series` grow by appending);
-/// the whole sweep (corrupt resolved) arrives when the turn ends.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TruncationView {
-    /// Chunks kept (0 ..= chunk count).
-    pub cut: usize,
-    pub sweep: Option<Sweep>,
-    /// A sweep is being computed.
-    pub pending: bool,
-    /// The answer length (bytes) the last sweep asked for covers.
-    pub requested_len: usize,
-    /// The answer length the shown sweep covers.
-    pub swept_len: usize,
-    /// The figures shown are the answer so far's live items (no sweep of the whole answer yet).
-    pub live: bool,
-    /// While live: the items of json, json-repair and jsonl as `(cut, items)` at each cut where they
-    /// change (cut 0 holds none).
-    pub steps: [Vec<(usize, usize)>; 3],
-    /// Live figure events received (a bench figure).
-    pub live_cuts: usize,
-    pub error: Option<String>,
-    /// The chart's step lines (cut, items) of json, json-repair and jsonl: made once per sweep, and
-    /// while live appended to (the last point is the answer's end).
-    pub series: [Vec<(f64, f64)>; 3],
-    /// Bytes of answer the sweeps shown so far read (a bench figure: the sweep's work).
-    pub swept_bytes: usize,
-}
-
-impl TruncationView {
-    /// While live: the items of the `at`-th strategy of the pane's order at `cut`.
-    pub fn live_items(&self, at: usize, cut: usize) -> usize {
-        let steps = self.steps.get(at).map(Vec::as_slice).unwrap_or_default();
-        let before = steps.partition_point(|&(first, _)| first <= cut);
-        before.checked_sub(1).and_then(|at| steps.get(at)).map_or(0, |&(_, items)| items)
-    }
-}
-
 /// Which screen is shown; each keeps its state in [`State`] while another is (a new screen is a
 /// folder beside `tui/eval/` with its state, update and view, a variant here, and its arms in the
 /// router `tui/update.rs` and in `tui/view.rs`).
@@ -467,15 +304,15 @@ pub struct State {
     /// the prompt by ctrl-s).
     pub cases: Vec<crate::prompt::file::Case>,
     /// The variables and cases before each change made in the variables pane, newest last (undo).
-    pub case_undo: Vec<crate::tui::cases::Snapshot>,
+    pub case_undo: Vec<Snapshot>,
     /// The rendered request's token count for the status line (recounted only when it changes).
-    pub tokens: crate::tui::tokens::TokenView,
+    pub tokens: TokenView,
     /// Lines the help overlay is scrolled by (when it does not fit the screen).
     pub help_scroll: usize,
     /// An open text input (the model picker, a variable's editor): it takes every key.
-    pub input: Option<Box<crate::tui::input::InputBox>>,
+    pub input: Option<Box<crate::tui::input_box::InputBox>>,
     /// Reads the providers' variables for the request preview (the process environment).
-    pub env: crate::tui::request::Env,
+    pub env: Env,
 }
 
 impl State {
@@ -496,7 +333,7 @@ impl State {
             case: None,
             transcript: None,
         });
-        let mut state = State {
+        State {
             screen: Screen::Workbench,
             path,
             saved_texts: [system.clone(), template.clone(), schema_text.clone()],
@@ -552,10 +389,7 @@ impl State {
             case_undo: Vec::new(),
             tokens: Default::default(),
             env: crate::run::env_var,
-        };
-        // Linted now when small; a large schema's lint is due, asked for when the workbench starts.
-        crate::tui::lint::relint(&mut state);
-        state
+        }
     }
 
     /// Whether the editors hold more than `background_bytes`: then a key lints and counts nothing
@@ -590,4 +424,49 @@ pub const BACKGROUND_BYTES: usize = 64 * 1024;
 /// a very large text is edited through a window).
 pub fn editor(text: &str) -> Editor {
     Editor::new(text)
+}
+
+/// The variables pane before a change, and what the change was (for the undo's note).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    pub what: String,
+    pub variables: Variables,
+    pub cases: Vec<Case>,
+    pub case: Option<String>,
+    pub selected: usize,
+}
+
+/// Reads the providers' variables (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, ...): the process environment
+/// ([`crate::run::env_var`]) but in tests.
+pub type Env = fn(&str) -> Option<String>;
+
+/// What the status line shows of the request's size, and what it was made from.
+#[derive(Clone, Debug, Default)]
+pub struct TokenView {
+    /// The inputs of the last look (a new look only when they change).
+    pub inputs: Option<TokenInputs>,
+    /// The hash of the request text and tokenizer last counted, and its count.
+    pub counted: Option<(u64, usize)>,
+    /// The size shown, or why the request does not render.
+    pub shown: Option<Result<PromptSize, String>>,
+    /// The local tokenizer read for the model the choice names (empty: the default), or why not.
+    pub local: Option<(String, Result<Arc<LocalTokenizer>, String>)>,
+    /// A local tokenizer asked for and not back yet (for this model).
+    pub loading: Option<String>,
+    /// Times the request was counted (a bench figure: once per change, never per frame).
+    pub counts: usize,
+    /// Counts asked for so far: the number of the newest (an answer to an older one is dropped).
+    pub asked: u64,
+    /// The number of the count shown.
+    pub shown_for: u64,
+    /// The editors changed since the last ask: a count is asked for when typing settles.
+    pub waiting: bool,
+}
+
+/// What the count depends on, cheap to compare.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenInputs {
+    pub edits: u64,
+    pub choice: Choice,
+    pub local: Option<(String, bool)>,
 }

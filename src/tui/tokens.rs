@@ -15,67 +15,10 @@ use crate::provider::kind::ProviderKind;
 use crate::run::prompt_tokens::{limits, LocalTokenizer, PromptSize, Tokenizer};
 use crate::tui::edit::Edits;
 use crate::tui::msg::{Effect, RunRequest};
-use crate::tui::state::{Choice, SchemaKind, State};
+use crate::tui::state::{SchemaKind, State, TokenInputs};
 
-/// What the status line shows of the request's size, and what it was made from.
-#[derive(Clone, Debug, Default)]
-pub struct TokenView {
-    /// The inputs of the last look (a new look only when they change).
-    inputs: Option<Inputs>,
-    /// The hash of the request text and tokenizer last counted, and its count.
-    counted: Option<(u64, usize)>,
-    /// The size shown, or why the request does not render.
-    pub shown: Option<Result<PromptSize, String>>,
-    /// The local tokenizer read for the model the choice names (empty: the default), or why not.
-    pub local: Option<(String, Result<Arc<LocalTokenizer>, String>)>,
-    /// A local tokenizer asked for and not back yet (for this model).
-    pub loading: Option<String>,
-    /// Times the request was counted (a bench figure: once per change, never per frame).
-    pub counts: usize,
-    /// Counts asked for so far: the number of the newest (an answer to an older one is dropped).
-    pub asked: u64,
-    /// The number of the count shown.
-    pub shown_for: u64,
-    /// The editors changed since the last ask: a count is asked for when typing settles.
-    pub waiting: bool,
-}
-
-/// A count to make in the background: the request ctrl-r would send, its prompt the saved one
-/// with `edits` still to lay over it (or why it does not render), under `tokenizer`; `counted` is
-/// the last count, kept when the request's text is the same.
-#[derive(Clone, Debug)]
-pub struct CountRequest {
-    pub asked: u64,
-    pub request: Result<RunRequest, String>,
-    pub edits: Edits,
-    pub tokenizer: Tokenizer,
-    pub counted: Option<(u64, usize)>,
-}
-
-/// Counts are told apart by their number.
-impl PartialEq for CountRequest {
-    fn eq(&self, other: &CountRequest) -> bool {
-        self.asked == other.asked
-    }
-}
-
-/// A count made: the size (or why the request does not render), and the hash and count to keep.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Counted {
-    pub shown: Result<PromptSize, String>,
-    /// The request's text hash and its tokens (`None`: it did not render).
-    pub counted: Option<(u64, usize)>,
-    /// The request was counted (not the same text as the last count).
-    pub anew: bool,
-}
-
-/// What the count depends on, cheap to compare.
-#[derive(Clone, Debug, PartialEq)]
-struct Inputs {
-    edits: u64,
-    choice: Choice,
-    local: Option<(String, bool)>,
-}
+pub use crate::tui::msg::{CountRequest, Counted};
+pub use crate::tui::state::TokenView;
 
 /// After a message: looks again when the edits, the run choices or the tokenizer changed; asks for
 /// the local model's tokenizer when the provider is local and it is not read yet.
@@ -98,7 +41,7 @@ pub fn refresh(state: &mut State) -> Vec<Effect> {
             && seen.local.as_ref().map(|(model, ok)| (model.as_str(), *ok)) == local
     });
     let local = local.map(|(model, ok)| (model.to_string(), ok));
-    state.tokens.inputs = Some(Inputs { edits: state.edits, choice: state.choice.clone(), local });
+    state.tokens.inputs = Some(TokenInputs { edits: state.edits, choice: state.choice.clone(), local });
     let mut effects = Vec::new();
     let local = state.choice.provider == ProviderKind::Local;
     let model = state.choice.model.clone().unwrap_or_default();

@@ -7,14 +7,7 @@ use serde_json::Value;
 use crate::prompt::template::Variables;
 use crate::tui::state::State;
 
-/// Where a variable's shown value comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin {
-    /// The prompt's `[variables]` table.
-    Defaults,
-    /// The variables of case number `n` (index into the prompt's cases).
-    Case(usize),
-}
+pub use crate::tui::input_box::Origin;
 
 /// One variable row: its name, value and the table it comes from.
 #[derive(Clone, Debug, PartialEq)]

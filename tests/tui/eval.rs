@@ -97,13 +97,13 @@ pub fn drive_on(state: &mut State, effects: Vec<Effect>, runner: &mut Runner, rx
     }
     while !done {
         let msg = rx.recv_timeout(Duration::from_secs(120)).expect("the eval reports within two minutes");
-        done = matches!(msg, Msg::Eval { news: EvalNews::Done(_), .. });
+        done = matches!(msg, Msg::Eval { news: EvalNews::Done(_) | EvalNews::Rescored { .. }, .. });
         update(state, msg);
     }
 }
 
 pub fn verdict(state: &State, row: usize) -> Option<Verdict> {
-    state.eval.cells[row].scored.as_ref().map(|c| c.score.verdict)
+    state.eval.scored(row).map(|c| c.score.verdict)
 }
 
 pub fn evaluated(dir: &Path) -> State {
@@ -245,7 +245,7 @@ fn a_rerun_asks_the_server_only_for_changed_cases() {
     assert_eq!(state.eval.phase, EvalPhase::Done, "{:?}", state.note);
     assert_eq!(server.received().len(), 2);
     let cached = |state: &State| -> Vec<bool> {
-        state.eval.cells.iter().map(|c| c.scored.as_ref().is_some_and(|s| s.run.cached)).collect()
+        (0..state.eval.rows.len()).map(|row| state.eval.scored(row).is_some_and(|s| s.run.cached)).collect()
     };
     assert_eq!(cached(&state), [false, false]);
     assert_eq!((verdict(&state, 0), verdict(&state, 1)), (Some(Verdict::Pass), Some(Verdict::Fail)));

@@ -135,15 +135,15 @@ fn evals_are_kept_listed_opened_diffed_and_a_case_answer_truncated() {
         move |m| matches!(m, Msg::Eval { id: i, news: EvalNews::Swept { .. } } if *i == id),
     );
     let sweep = state.eval.sweep.clone().unwrap();
-    assert!(matches!(sweep.sweep, Some(Ok(_))), "{:?}", sweep.sweep);
+    assert!(sweep.chart.sweep.is_some() && sweep.chart.error.is_none(), "{:?}", sweep.chart.error);
     let shown = draw(&state, 120, 40);
     assert!(shown.contains("truncation of the answer") && shown.contains("json-repair"), "{shown}");
     insta::assert_snapshot!("eval_truncation_120x40", shown);
     insta::assert_snapshot!("eval_truncation_80x24", draw(&state, 80, 24));
     update(&mut state, special(Key::Home));
-    assert_eq!(state.eval.sweep.as_ref().map(|s| s.cut), Some(0));
+    assert_eq!(state.eval.sweep.as_ref().map(|s| s.chart.cut), Some(0));
     update(&mut state, special(Key::Right));
-    assert_eq!(state.eval.sweep.as_ref().map(|s| s.cut), Some(1));
+    assert_eq!(state.eval.sweep.as_ref().map(|s| s.chart.cut), Some(1));
     assert!(update(&mut state, key('t')).is_empty(), "t again goes back");
     assert_eq!(state.eval.overlay, EvalOverlay::Case);
     assert!(update(&mut state, key('t')).is_empty(), "the same answer is not swept twice");

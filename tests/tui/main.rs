@@ -8,6 +8,7 @@ mod e2e;
 mod eval;
 mod eval_approve;
 mod eval_baseline;
+mod eval_data;
 mod eval_history;
 mod eval_review;
 mod first_start;

@@ -54,7 +54,7 @@ pub fn ask_approve(state: &mut State) -> Vec<Effect> {
 /// which) unless `insist`, and then its valid items are written with the rest marked.
 pub fn approve(state: &mut State, row: usize, insist: bool) -> Vec<Effect> {
     let Some(cell) = state.eval.cells.get(row) else { return Vec::new() };
-    let (Some(run), Some(scored)) = (cell.run.clone(), cell.scored.clone()) else {
+    let (Some(run), Some(scored)) = (cell.run.clone(), state.eval.scored(row).cloned().map(Box::new)) else {
         state.eval.overlay = EvalOverlay::None;
         state.note = Some("not approved: this case has no answer".into());
         return Vec::new();

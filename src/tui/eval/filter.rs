@@ -39,7 +39,7 @@ impl EvalView {
                 let case = &self.rows[row];
                 let named =
                     name.is_empty() || case.as_deref().unwrap_or("(variables)").to_lowercase().contains(name.as_str());
-                let verdict = self.cells.get(row).and_then(|c| c.scored.as_ref()).map(|s| s.score.verdict);
+                let verdict = self.scored(row).map(|s| s.score.verdict);
                 let kind = match filter.verdicts {
                     Verdicts::All => true,
                     Verdicts::Failing => verdict.is_some_and(|v| v != Verdict::Pass),

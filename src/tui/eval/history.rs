@@ -82,7 +82,8 @@ pub fn opened(state: &mut State, result: Result<Box<OpenedEval>, String>) {
                 started: scored.is_some(),
                 answer: run.and_then(|r| r.turns.last()).map(|t| t.output.clone()).unwrap_or_default(),
                 turn: 1,
-                scored: scored.cloned().map(Box::new),
+                // The record holds the scores (`EvalView::scored`).
+                scored: None,
                 run: run.cloned().map(Box::new),
             }
         })

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use crate::eval::pipeline::{self, Pipeline};
-use crate::eval::{diff, store, EvalOptions, EvalPlan, Expectations};
+use crate::eval::{diff, store, EvalEvent, EvalOptions, EvalPlan, Expectations};
 use crate::run::{CacheMode, SetupOptions};
 use crate::tui::jobs::{Bridge, Job};
 use crate::tui::msg::{EvalDone, EvalNews, EvalRequest, Msg, OpenedEval, RescoreRequest};
@@ -51,16 +51,30 @@ pub fn start(bridge: Bridge, request: EvalRequest) -> Result<(), String> {
             let events = tx.clone();
             let pipeline = Pipeline { plan: &plan, concurrency, record_history, wrap: None };
             let stop = stopped.wait();
+            // The runs the pipeline keeps in the history (it keeps every run that started), as they end.
+            let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let keeping = kept.clone();
             let ran = pipeline::run(
                 pipeline,
                 move |event| {
+                    if let EvalEvent::CellScored { run, .. } = &event {
+                        if record_history && !run.never_started() {
+                            keeping.lock().unwrap_or_else(|p| p.into_inner()).push((**run).clone());
+                        }
+                    }
                     let _ = events.send(Msg::Eval { id, news: EvalNews::Event(Box::new(event)) });
                 },
                 stop,
             )
             .await;
+            let mut runs = std::mem::take(&mut *kept.lock().unwrap_or_else(|p| p.into_inner()));
+            runs.reverse();
             let done = match ran {
                 Ok(ran) => {
+                    // A history that could not be written lists none of them (the warning says why).
+                    if ran.warnings.iter().any(|w| w.contains("not added to the history")) {
+                        runs.clear();
+                    }
                     for warning in ran.warnings {
                         let _ = tx.send(Msg::Note(warning));
                     }
@@ -73,6 +87,7 @@ pub fn start(bridge: Bridge, request: EvalRequest) -> Result<(), String> {
                         baseline: baseline.as_deref().map(|b| diff::delta(b, &record)),
                         record,
                         saved,
+                        runs,
                     }))
                 }
                 Err(e) => Err(e.to_string()),
@@ -83,34 +98,42 @@ pub fn start(bridge: Bridge, request: EvalRequest) -> Result<(), String> {
     Ok(())
 }
 
-/// Scores `request`'s run against its case's expectations in the prompt as approved.
-pub fn rescore(request: &RescoreRequest) -> Msg {
-    rescore_msg(request)
+/// Scores `request`'s run again against its case's expectations in the prompt as approved, on the
+/// job bridge: the core's scoring with the case's graded checks (`command`, `judge`) graded again (a
+/// grader that cannot run makes the cell `error`, never a stale pass); back as `EvalNews::Rescored`.
+pub fn rescore(bridge: Bridge, request: RescoreRequest) {
+    let (tx, handle) = (bridge.tx.clone(), bridge.jobs.handle().clone());
+    // The grading future is not `Send` (as the eval's pipeline): it runs on a thread of its own.
+    std::thread::spawn(move || {
+        let msg = handle.block_on(rescored(&request));
+        let _ = tx.send(msg);
+    });
 }
 
-fn rescore_msg(request: &RescoreRequest) -> Msg {
+async fn rescored(request: &RescoreRequest) -> Msg {
     let base_dir = crate::run::setup::base_dir(&request.path);
     let case = request.cell.case.as_deref();
-    let news = match Expectations::for_case(&request.prompt, &base_dir, case) {
-        Ok(expectations) => {
-            let mut scored = request.cell.clone();
-            scored.score = crate::eval::score_record(&expectations, &request.run);
-            EvalNews::Rescored { row: request.row, scored }
-        }
+    let expectations = match Expectations::for_case(&request.prompt, &base_dir, case) {
+        Ok(expectations) => expectations,
         Err(e) => return Msg::Note(format!("not scored again: {e}")),
     };
-    Msg::Eval { id: request.id, news }
+    // The case's variables as the run rendered them (as the eval's pipeline hands its graders).
+    let mut variables = request.prompt.variables_for(case).unwrap_or_default();
+    variables.extend(request.run.variables.clone());
+    let mut scored = request.cell.clone();
+    scored.score = crate::eval::graded::rescore(&expectations, &request.run, &variables, CacheMode::Use).await;
+    Msg::Eval { id: request.id, news: EvalNews::Rescored { row: request.row, scored } }
 }
 
 /// An approved answer written into its dataset row (the core's [`crate::eval::approve_in_dataset`]),
-/// then the row scored again against the prompt read back; else a note saying why nothing was written.
-pub fn approve_in_dataset(request: crate::tui::msg::DatasetApproval) -> Vec<Msg> {
+/// then the row scored again against the prompt read back (as [`rescore`]); else a note saying why nothing was written.
+pub fn approve_in_dataset(bridge: Bridge, request: crate::tui::msg::DatasetApproval) -> Vec<Msg> {
     let case = request.approval.case.clone();
     match crate::eval::approve_in_dataset(&request.path, &request.approval, request.insist) {
         Ok(prompt) => {
             let file = prompt.dataset.as_ref().map(|d| d.path.display().to_string()).unwrap_or_default();
             let note = Msg::Note(format!("approved: case {case:?} now expects {} in {file}", request.approval.count()));
-            let rescore = RescoreRequest {
+            let rescore_request = RescoreRequest {
                 id: request.id,
                 row: request.row,
                 prompt,
@@ -118,7 +141,8 @@ pub fn approve_in_dataset(request: crate::tui::msg::DatasetApproval) -> Vec<Msg>
                 cell: request.cell,
                 run: request.run,
             };
-            vec![note, rescore_msg(&rescore)]
+            rescore(bridge, rescore_request);
+            vec![note]
         }
         Err(e) => vec![Msg::Note(format!("not approved: {e}"))],
     }

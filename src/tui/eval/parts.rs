@@ -1,11 +1,11 @@
 //! The pieces the eval screen's views share: a frame, a change's and a verdict's words, a
-//! difference's line.
+//! difference's line, a scored cell's lines (drill-down and review).
 
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders};
 
 use crate::eval::diff::Change;
-use crate::eval::score::{Difference, Verdict};
+use crate::eval::score::{CaseScore, Difference, Verdict};
 use crate::safe_text::escape_controls;
 use crate::tui::theme::Theme;
 
@@ -32,8 +32,13 @@ pub fn difference_line<'a>(lead: &str, difference: &Difference, theme: &Theme) -
     let (style, text) = match difference {
         Difference::Missing { key, expected } => (theme.invalid, format!("missing {key}: {expected}")),
         Difference::Extra { key, got } => (theme.warning, format!("extra {key}: {got}")),
-        Difference::Field { key, field, expected, got, note, .. } => {
-            let note = note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+        Difference::Field { key, field, expected, got, note, score } => {
+            // The comparator's words (`similarity 0.82 < 0.90`), else the partial credit it still scored.
+            let note = match (note, score) {
+                (Some(note), _) => format!(" ({note})"),
+                (None, Some(score)) => format!(" (scored {score:.2})"),
+                (None, None) => String::new(),
+            };
             (theme.schema_error, format!("{key} {field}: expected {expected}, got {got}{note}"))
         }
         Difference::Fuzzy { .. } => (theme.warning, crate::eval::report::difference_line(difference)),
@@ -49,4 +54,28 @@ pub fn verdict_word(verdict: Verdict) -> &'static str {
         Verdict::Truncated => "truncated",
         Verdict::Error => "error",
     }
+}
+
+/// What a scored cell says, one line each: its reason, its differences (a field's partial score, the
+/// items paired by a key only alike and how close), its failed checks with their messages, and the
+/// graded checks (`command`, `judge`) that passed with their score and reason, each beside where it
+/// is written; and the frame's title (`checks` when a passed one is listed too).
+pub fn verdict_lines(score: &CaseScore, theme: &Theme) -> (Vec<Line<'static>>, &'static str) {
+    let mut lines = vec![Line::from(Span::styled(escape_controls(&score.reason).into_owned(), theme.text))];
+    lines.extend(score.differences.iter().map(|d| difference_line("", d, theme)));
+    for check in score.checks.iter().filter(|c| !c.passed) {
+        let message = check.message.as_deref().unwrap_or("failed");
+        let text = format!("✗ {} ({}): {message}", check.check, check.at);
+        lines.push(Line::from(Span::styled(escape_controls(&text).into_owned(), theme.invalid)));
+    }
+    let mut passed_graded = false;
+    for check in score.checks.iter().filter(|c| c.passed) {
+        let Some(graded) = &check.graded else { continue };
+        passed_graded = true;
+        let reason = graded.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+        let text = format!("✓ {} ({}): score {:.2}{reason}", check.check, check.at, graded.score);
+        lines.push(Line::from(Span::styled(escape_controls(&text).into_owned(), theme.valid)));
+    }
+    let title = if passed_graded { " differences · checks " } else { " differences · failed checks " };
+    (lines, title)
 }

@@ -40,7 +40,7 @@ impl Review {
 
 /// Why `row` needs a look: its verdict is not a pass, or its case has no expected answer yet.
 pub fn why(view: &EvalView, row: usize) -> Option<&'static str> {
-    let score = &view.cells.get(row)?.scored.as_ref()?.score;
+    let score = &view.scored(row)?.score;
     match score.verdict {
         Verdict::Fail => Some("fail"),
         Verdict::Truncated => Some("truncated"),

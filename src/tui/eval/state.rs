@@ -8,7 +8,7 @@
 use crate::eval::diff::{Change, Delta, EvalDiff};
 use crate::eval::{CellRecord, EvalRecord};
 use crate::run::RunRecord;
-use crate::truncate::sweep::Sweep;
+use crate::tui::run_view::TruncationView;
 
 /// Where the eval is.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -33,7 +33,8 @@ pub struct EvalCell {
     pub answer: String,
     /// The turn under way (a retry restarts the answer).
     pub turn: u32,
-    /// The core's score of the cell, once it ended.
+    /// The core's score of the cell as it ended while the eval runs; once the eval's record arrives
+    /// it holds the scores and this is `None` (read them through [`EvalView::scored`]).
     pub scored: Option<Box<CellRecord>>,
     /// Its run record (what approve writes, what the drill-down shows).
     pub run: Option<Box<RunRecord>>,
@@ -60,18 +61,15 @@ pub enum EvalOverlay {
     Truncation,
 }
 
-/// The truncation view of one cell's answer: the core's sweep over its chunk ends, the cut shown.
+/// The truncation view of one cell's answer: which row, where its chunks end, and the truncation
+/// chart's one view-model (the editing screen's [`TruncationView`]: the core's sweep, or why there is
+/// none, while it is computed, the cut shown, the chart's step lines made once when it arrives).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CellSweep {
     pub row: usize,
-    /// The sweep (`None` while it is computed), or why there is none.
-    pub sweep: Option<Result<Box<Sweep>, String>>,
-    /// The chart's step lines, made once when the sweep arrives.
-    pub series: [Vec<(f64, f64)>; 3],
-    /// Chunks kept.
-    pub cut: usize,
     /// Where the answer's chunks end (bytes), from the run's transcript.
     pub chunk_ends: Vec<usize>,
+    pub chart: TruncationView,
 }
 
 /// The verdicts shown.
@@ -151,8 +149,12 @@ pub struct EvalView {
     pub column: String,
     /// One cell per row (the screen runs one column, one repeat).
     pub cells: Vec<EvalCell>,
-    /// The last finished eval's record (saved in the eval store).
+    /// The last finished eval's record (saved in the eval store): once it arrived, the one owner of
+    /// the cells' scores and of the totals (an approve's re-score changes its cell and sums it up again).
     pub record: Option<Box<EvalRecord>>,
+    /// The scores approves replaced in `record`, by row: put back when the record becomes the
+    /// baseline of a re-run (it is compared as it ran).
+    pub as_ran: Vec<(usize, crate::eval::score::CaseScore)>,
     /// Against the baseline: the title's counts and each row's change (recounted when a row is
     /// scored again after approve).
     pub baseline: Option<Delta>,
@@ -174,8 +176,6 @@ pub struct EvalView {
     pub review: Option<Review>,
     /// The id of the eval opened from the history (shown read-only until ctrl-r runs it again).
     pub opened: Option<String>,
-    /// The totals after a row was scored again (approve), summed up by the core; else the record's.
-    pub totals: Option<Vec<crate::eval::totals::ColumnTotals>>,
     /// The truncation view of a case's answer (the last one asked for).
     pub sweep: Option<CellSweep>,
     /// The overlay to go back to when the truncation view closes (the case, or the review).
@@ -208,6 +208,21 @@ impl EvalView {
         self.opened.is_none() && matches!(self.phase, EvalPhase::Running | EvalPhase::Done) && edits != self.edits
     }
 
+    /// The core's score of `row`'s cell: the record's once the eval ended (this screen's column, its
+    /// first repeat), else the cell's as it came.
+    pub fn scored(&self, row: usize) -> Option<&CellRecord> {
+        match self.record.as_deref() {
+            Some(record) => record.cells.iter().find(|c| c.row == row && c.column == 0 && c.repeat <= 1),
+            None => self.cells.get(row)?.scored.as_deref(),
+        }
+    }
+
+    /// The record's cell of `row`, to score again.
+    pub fn scored_mut(&mut self, row: usize) -> Option<&mut CellRecord> {
+        let record = self.record.as_deref_mut()?;
+        record.cells.iter_mut().find(|c| c.row == row && c.column == 0 && c.repeat <= 1)
+    }
+
     /// The selected cell.
     pub fn selected_cell(&self) -> Option<&EvalCell> {
         self.cells.get(self.selected)
@@ -215,7 +230,7 @@ impl EvalView {
 
     /// Cells scored so far, and of those, passed.
     pub fn counts(&self) -> (usize, usize) {
-        let scored: Vec<&CellRecord> = self.cells.iter().filter_map(|c| c.scored.as_deref()).collect();
+        let scored: Vec<&CellRecord> = (0..self.rows.len()).filter_map(|row| self.scored(row)).collect();
         let passed = scored.iter().filter(|c| c.score.verdict == crate::eval::score::Verdict::Pass).count();
         (scored.len(), passed)
     }

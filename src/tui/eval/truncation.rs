@@ -6,6 +6,7 @@ use ratatui_textarea::{Input, Key};
 
 use crate::tui::eval::state::{CellSweep, EvalOverlay};
 use crate::tui::msg::{Effect, SweepRequest};
+use crate::tui::run_view::TruncationView;
 use crate::tui::state::State;
 
 /// `answer-truncation`: the selected case's answer swept (once per answer) and shown.
@@ -32,7 +33,8 @@ pub fn open(state: &mut State) -> Vec<Effect> {
         prompt: state.saved.clone(),
         path: state.path.clone(),
     };
-    state.eval.sweep = Some(CellSweep { row, cut: chunk_ends.len(), chunk_ends, ..CellSweep::default() });
+    let chart = TruncationView { cut: chunk_ends.len(), pending: true, ..TruncationView::default() };
+    state.eval.sweep = Some(CellSweep { row, chunk_ends, chart });
     vec![Effect::SweepCell { id: state.eval.id, row, sweep: Box::new(request) }]
 }
 
@@ -44,13 +46,14 @@ pub fn key(state: &mut State, input: &Input) -> Vec<Effect> {
         return Vec::new();
     };
     let total = sweep.chunk_ends.len();
+    let cut = &mut sweep.chart.cut;
     match input.key {
-        Key::Left | Key::Char('h') | Key::Char('[') => sweep.cut = sweep.cut.saturating_sub(1),
-        Key::Right | Key::Char('l') | Key::Char(']') => sweep.cut = (sweep.cut + 1).min(total),
-        Key::PageUp | Key::Char('{') => sweep.cut = sweep.cut.saturating_sub(10),
-        Key::PageDown | Key::Char('}') => sweep.cut = (sweep.cut + 10).min(total),
-        Key::Home | Key::Char('g') => sweep.cut = 0,
-        Key::End | Key::Char('G') => sweep.cut = total,
+        Key::Left | Key::Char('h') | Key::Char('[') => *cut = cut.saturating_sub(1),
+        Key::Right | Key::Char('l') | Key::Char(']') => *cut = (*cut + 1).min(total),
+        Key::PageUp | Key::Char('{') => *cut = cut.saturating_sub(10),
+        Key::PageDown | Key::Char('}') => *cut = (*cut + 10).min(total),
+        Key::Home | Key::Char('g') => *cut = 0,
+        Key::End | Key::Char('G') => *cut = total,
         Key::Esc | Key::Char('t') | Key::Char('q') => {
             view.overlay = view.under.take().map_or(EvalOverlay::None, |under| *under);
         }
@@ -62,8 +65,13 @@ pub fn key(state: &mut State, input: &Input) -> Vec<Effect> {
 /// The sweep of row `row`'s answer arrived.
 pub fn swept(state: &mut State, row: usize, sweep: Result<Box<crate::truncate::sweep::Sweep>, String>) {
     let Some(shown) = state.eval.sweep.as_mut().filter(|s| s.row == row) else { return };
-    if let Ok(sweep) = &sweep {
-        shown.series = crate::tui::series::series(sweep);
+    let chart = &mut shown.chart;
+    chart.pending = false;
+    match sweep {
+        Ok(sweep) => {
+            chart.series = crate::tui::series::series(&sweep);
+            chart.sweep = Some(*sweep);
+        }
+        Err(why) => chart.error = Some(why),
     }
-    shown.sweep = Some(sweep);
 }

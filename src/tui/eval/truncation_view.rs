@@ -10,7 +10,6 @@ use crate::safe_text::escape_controls;
 use crate::tui::eval::parts::frame_of;
 use crate::tui::eval::state::EvalView;
 use crate::tui::panes::truncation::{body, Shown};
-use crate::tui::state::TruncationView;
 use crate::tui::theme::Theme;
 
 pub fn render(frame: &mut Frame, area: Rect, view: &EvalView, theme: &Theme) {
@@ -21,7 +20,7 @@ pub fn render(frame: &mut Frame, area: Rect, view: &EvalView, theme: &Theme) {
         vec![
             Span::styled(format!(" {} ", escape_controls(&name)), theme.title),
             Span::styled("· truncation of the answer ", theme.text),
-            Span::styled(format!("cut {}/{total} chunks ", shown.cut.min(total)), theme.cut),
+            Span::styled(format!("cut {}/{total} chunks ", shown.chart.cut.min(total)), theme.cut),
             Span::styled("· ←/→ cut · esc back ", theme.dim),
         ],
         theme,
@@ -34,23 +33,23 @@ pub fn render(frame: &mut Frame, area: Rect, view: &EvalView, theme: &Theme) {
         .and_then(|c| c.run.as_deref())
         .and_then(|r| r.turns.last())
         .map_or("", |t| t.output.as_str());
-    match &shown.sweep {
-        Some(Ok(sweep)) => {
-            let live = TruncationView::default();
+    let chart = &shown.chart;
+    match (&chart.sweep, &chart.error) {
+        (Some(sweep), _) => {
             let shown = Shown {
                 sweep: Some(sweep),
-                live: &live,
+                live: chart,
                 output,
                 chunk_ends: &shown.chunk_ends,
-                cut: shown.cut,
-                series: &shown.series,
+                cut: chart.cut,
+                series: &chart.series,
             };
             body(frame, area, inner, &shown, theme);
         }
-        Some(Err(e)) => frame.render_widget(
+        (None, Some(e)) => frame.render_widget(
             Paragraph::new(format!("no sweep: {}", escape_controls(e))).style(theme.error).wrap(Wrap { trim: true }),
             inner,
         ),
-        None => frame.render_widget(Paragraph::new("sweeping every cut…").style(theme.dim), inner),
+        (None, None) => frame.render_widget(Paragraph::new("sweeping every cut…").style(theme.dim), inner),
     }
 }

@@ -44,7 +44,17 @@ pub fn rerun(state: &mut State) -> Vec<Effect> {
     state.screen = Screen::Eval;
     let view = &mut state.eval;
     let id = view.id + 1;
-    let previous = view.record.take();
+    // The last record as it ran: the scores approves replaced put back.
+    let previous = view.record.take().map(|mut record| {
+        let replaced = std::mem::take(&mut view.as_ran);
+        for (row, score) in replaced {
+            if let Some(cell) = record.cells.iter_mut().find(|c| c.row == row && c.column == 0 && c.repeat <= 1) {
+                cell.score = score;
+            }
+        }
+        record.sum_up();
+        record
+    });
     // The baseline stays what it was for the screen's first run (an eval opened from the history runs
     // again against itself); with none, the first run becomes it: the counts and the change column
     // are always against one eval, named in the title.
@@ -174,7 +184,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             view.filter.verdicts = view.filter.verdicts.next();
             view.move_selection(Move::By(0));
         }
-        Action::Open if view.selected_cell().is_some_and(|c| c.scored.is_some()) => {
+        Action::Open if view.scored(view.selected).is_some() => {
             view.overlay = EvalOverlay::Case;
             view.scroll = 0;
         }
@@ -229,11 +239,15 @@ pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
             state.note = Some(summary(done.baseline.as_ref(), &done.saved));
             view.baseline = done.baseline;
             view.record = Some(Box::new(done.record));
-            // The eval's runs went to the history and its record to the store: both lists change.
-            return vec![
-                Effect::LoadHistory { prompt_id: state.saved.id.clone() },
-                Effect::ListEvals { path: state.path.clone() },
-            ];
+            // The record holds the scores from now on.
+            for cell in &mut view.cells {
+                cell.scored = None;
+            }
+            // The eval's runs went to the history (they come along: the history pane lists them, newest
+            // first, as the file is read) and its record to the store (listed again).
+            let shown = done.runs.into_iter().filter(|run| run.prompt == state.saved.id);
+            state.history.splice(0..0, shown);
+            return vec![Effect::ListEvals { path: state.path.clone() }];
         }
         EvalNews::Done(Err(message)) if view.running() => {
             view.phase = EvalPhase::Failed(message.clone());
@@ -243,26 +257,27 @@ pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
         EvalNews::Opened(result) => crate::tui::eval::history::opened(state, result),
         EvalNews::Swept { row, sweep } => crate::tui::eval::truncation::swept(state, row, sweep),
         EvalNews::Rescored { row, scored } => {
-            if let Some(cell) = view.cells.get_mut(row) {
-                state.note = Some(format!("case scored again: {:?} ({})", scored.score.verdict, scored.score.reason));
-                cell.scored = Some(scored);
-            }
-            // The title's totals and the delta to the baseline as the core sums up the cells shown (the
-            // record stays as it ran).
-            if let Some(record) = view.record.as_deref() {
-                let mut now = record.clone();
-                for cell in &mut now.cells {
-                    if let Some(scored) = view.cells.get(cell.row).and_then(|c| c.scored.as_deref()) {
-                        if cell.column == 0 && cell.repeat <= 1 {
-                            cell.score = scored.score.clone();
+            state.note = Some(format!("case scored again: {:?} ({})", scored.score.verdict, scored.score.reason));
+            match view.scored_mut(row) {
+                // The record's cell takes the new score (the one it ran with is kept for a re-run's
+                // baseline); the title's totals and the delta to the baseline are summed up from it.
+                Some(cell) => {
+                    let was = std::mem::replace(&mut cell.score, scored.score);
+                    if !view.as_ran.iter().any(|(r, _)| *r == row) {
+                        view.as_ran.push((row, was));
+                    }
+                    if let Some(record) = view.record.as_deref_mut() {
+                        record.sum_up();
+                        if let Some(baseline) = view.baseline_record.as_deref() {
+                            view.baseline = Some(crate::eval::diff::delta(baseline, record));
                         }
                     }
                 }
-                now.sum_up();
-                if let Some(baseline) = view.baseline_record.as_deref() {
-                    view.baseline = Some(crate::eval::diff::delta(baseline, &now));
+                None => {
+                    if let Some(cell) = view.cells.get_mut(row) {
+                        cell.scored = Some(scored);
+                    }
                 }
-                view.totals = Some(now.totals);
             }
         }
     }

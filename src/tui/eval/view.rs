@@ -14,10 +14,11 @@ use ratatui::Frame;
 use crate::eval::diff::Change;
 use crate::eval::score::Verdict;
 use crate::eval::Approval;
+use crate::eval::CellRecord;
 use crate::safe_text::escape_controls;
 use crate::tui::eval::filter::first_drawn;
-use crate::tui::eval::parts::{change_text, difference_line, frame_of, verdict_word};
-use crate::tui::eval::state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
+use crate::tui::eval::parts::{change_text, frame_of, verdict_word};
+use crate::tui::eval::state::{EvalOverlay, EvalPhase, EvalView};
 use crate::tui::panes::clip;
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
@@ -52,7 +53,7 @@ fn title<'a>(view: &EvalView, stale: bool, theme: &Theme) -> Vec<Span<'a>> {
     let column = clip(&escape_controls(&view.column), 24);
     let mut spans = vec![Span::styled(format!(" eval · {column} "), theme.title)];
     let (scored, passed) = view.counts();
-    let totals = view.totals.as_ref().or(view.record.as_ref().map(|r| &r.totals)).and_then(|t| t.first());
+    let totals = view.record.as_ref().and_then(|r| r.totals.first());
     match totals {
         Some(t) => {
             spans.push(Span::styled(format!("{passed}/{scored} pass ({:.0}%) ", t.pass_rate * 100.0), theme.text));
@@ -109,16 +110,17 @@ fn title<'a>(view: &EvalView, stale: bool, theme: &Theme) -> Vec<Span<'a>> {
     spans
 }
 
-fn verdict_text(cell: &EvalCell) -> (&'static str, Option<f64>) {
-    match &cell.scored {
+/// A cell's verdict and F1 (`started`: its first request went out, when it is not scored yet).
+fn verdict_text(scored: Option<&CellRecord>, started: bool) -> (&'static str, Option<f64>) {
+    match scored {
         Some(scored) => (verdict_word(scored.score.verdict), scored.score.f1()),
-        None if cell.started => ("running", None),
+        None if started => ("running", None),
         None => ("waiting", None),
     }
 }
 
-fn verdict_style(cell: &EvalCell, theme: &Theme) -> Style {
-    match cell.scored.as_ref().map(|s| s.score.verdict) {
+fn verdict_style(scored: Option<&CellRecord>, theme: &Theme) -> Style {
+    match scored.map(|s| s.score.verdict) {
         Some(Verdict::Pass) => theme.valid,
         Some(Verdict::Fail) => theme.invalid,
         Some(Verdict::Truncated) => theme.warning,
@@ -156,13 +158,13 @@ fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     }
     for &row in shown.iter().skip(first_drawn(&shown, view.selected, height)).take(height) {
         let case = &view.rows[row];
-        let cell = view.cells.get(row).cloned().unwrap_or_default();
-        let (verdict, f1) = verdict_text(&cell);
+        let scored = view.scored(row);
+        let (verdict, f1) = verdict_text(scored, view.cells.get(row).is_some_and(|c| c.started));
         let name = case.as_deref().unwrap_or("(variables)");
         let name = clip(&escape_controls(name), case_width);
         let f1 = f1.map_or("   –".to_string(), |f| format!("{f:.2}"));
         let change = change_text(view.row_change(row));
-        let mut why = cell.scored.as_ref().map(|s| escape_controls(&s.score.reason).into_owned()).unwrap_or_default();
+        let mut why = scored.map(|s| escape_controls(&s.score.reason).into_owned()).unwrap_or_default();
         if view.review.as_ref().is_some_and(|r| r.is_rejected(row)) {
             why = format!("rejected · {why}");
         }
@@ -177,7 +179,7 @@ fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             spans.push(baseline_span(view, row, theme));
         }
         spans.extend([
-            Span::styled(format!("{verdict:9} "), verdict_style(&cell, theme)),
+            Span::styled(format!("{verdict:9} "), verdict_style(scored, theme)),
             Span::styled(format!("{f1:>4}  "), theme.text),
             Span::styled(
                 format!("{change:9} "),
@@ -202,10 +204,9 @@ fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
 fn baseline_span<'a>(view: &EvalView, row: usize, theme: &Theme) -> Span<'a> {
     match view.baseline_cell(row) {
         Some(cell) => {
-            let cell = EvalCell { scored: Some(Box::new(cell.clone())), ..EvalCell::default() };
-            let (verdict, f1) = verdict_text(&cell);
+            let (verdict, f1) = verdict_text(Some(cell), true);
             let f1 = f1.map_or(String::new(), |f| format!("{f:.2}"));
-            Span::styled(format!("{:14} ", format!("{verdict} {f1}")), verdict_style(&cell, theme))
+            Span::styled(format!("{:14} ", format!("{verdict} {f1}")), verdict_style(Some(cell), theme))
         }
         None => Span::styled(format!("{:14} ", "–"), theme.dim),
     }
@@ -220,10 +221,11 @@ pub(crate) fn case(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) 
         .direction(Direction::Horizontal)
         .constraints([Constraint::Percentage(50), Constraint::Percentage(50)])
         .split(area);
-    let (verdict, f1) = verdict_text(cell);
+    let scored = view.scored(view.selected);
+    let (verdict, f1) = verdict_text(scored, cell.started);
     let mut spans = vec![
         Span::styled(format!(" {} ", escape_controls(&name)), theme.title),
-        Span::styled(format!("{verdict} "), verdict_style(cell, theme)),
+        Span::styled(format!("{verdict} "), verdict_style(scored, theme)),
     ];
     if let Some(f1) = f1 {
         spans.push(Span::styled(format!("F1 {f1:.2} "), theme.text));
@@ -258,21 +260,12 @@ pub(crate) fn case(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) 
             .block(frame_of(vec![Span::styled(" expected ", theme.title)], theme)),
         right[0],
     );
-    let mut lines = Vec::new();
-    if let Some(scored) = &cell.scored {
-        let score = &scored.score;
-        lines.push(Line::from(Span::styled(escape_controls(&score.reason).into_owned(), theme.text)));
-        lines.extend(score.differences.iter().map(|d| difference_line("", d, theme)));
-        for check in score.checks.iter().filter(|c| !c.passed) {
-            let message = check.message.as_deref().unwrap_or("failed");
-            let text = format!("✗ {} ({}): {message}", check.check, check.at);
-            lines.push(Line::from(Span::styled(escape_controls(&text).into_owned(), theme.invalid)));
-        }
-    }
+    let (lines, title) = match scored {
+        Some(scored) => crate::tui::eval::parts::verdict_lines(&scored.score, theme),
+        None => (Vec::new(), " differences · failed checks "),
+    };
     frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(frame_of(vec![Span::styled(" differences · failed checks ", theme.title)], theme)),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(frame_of(vec![Span::styled(title, theme.title)], theme)),
         right[1],
     );
 }
