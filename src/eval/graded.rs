@@ -72,7 +72,9 @@ pub fn judges_for(plan: &EvalPlan) -> Result<Judges, String> {
                 let judge = match &check.grader {
                     Some(Grader::Judge(judge)) => judge,
                     Some(Grader::Similar(similar)) => {
-                        judges.add_embedder(&similar.embedder, cache, cache_dir.clone()).map_err(|e| format!("{}: {e}", at()))?;
+                        judges
+                            .add_embedder(&similar.embedder, cache, cache_dir.clone())
+                            .map_err(|e| format!("{}: {e}", at()))?;
                         continue;
                     }
                     _ => continue,
@@ -84,11 +86,16 @@ pub fn judges_for(plan: &EvalPlan) -> Result<Judges, String> {
             }
             for (pointer, grader) in &expectations.field_graders {
                 let settings = &expectations.settings;
-                let at = || settings.field_at.get(pointer).map_or_else(|| format!("prompt `{}`", column.setup.prompt.id), |at| at.or(String::new));
+                let at = || {
+                    settings
+                        .field_at
+                        .get(pointer)
+                        .map_or_else(|| format!("prompt `{}`", column.setup.prompt.id), |at| at.or(String::new))
+                };
                 match grader {
-                    FieldGrader::Similar { embedder, .. } => {
-                        judges.add_embedder(embedder, cache, cache_dir.clone()).map_err(|e| format!("{}: field {pointer:?}: {e}", at()))?
-                    }
+                    FieldGrader::Similar { embedder, .. } => judges
+                        .add_embedder(embedder, cache, cache_dir.clone())
+                        .map_err(|e| format!("{}: field {pointer:?}: {e}", at()))?,
                     FieldGrader::Judge(judge) => {
                         let model = judge.model.clone().or_else(|| plan.judge.clone()).ok_or_else(|| {
                             format!("{}: field {pointer:?} is compared by a judge that names no `judge` model, and no --judge was given", at())

@@ -219,7 +219,9 @@ impl Expectations {
             .collect::<Result<Vec<_>, _>>()?;
         let field_graders =
             super::grade::fields::prepare(&resolved.settings, base_dir).map_err(|(at, message)| match at.0 {
-                Some(place) => PromptError::Invalid { path: place.path, line: place.line, column: place.column, message },
+                Some(place) => {
+                    PromptError::Invalid { path: place.path, line: place.line, column: place.column, message }
+                }
                 None => PromptError::Expectation { id: id.to_string(), message },
             })?;
         Ok(Expectations {

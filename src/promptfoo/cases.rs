@@ -84,7 +84,8 @@ pub(super) fn read(
             }
         }
         if let Some(embedder) = test.embedder.as_ref().or(default.as_ref().and_then(|d| d.embedder.as_ref())) {
-            for assert in asserts.iter_mut().filter(|a| a.embedder.is_none() && a.kind.to_string().ends_with("similar")) {
+            for assert in asserts.iter_mut().filter(|a| a.embedder.is_none() && a.kind.to_string().ends_with("similar"))
+            {
                 assert.embedder = Some(embedder.clone());
             }
         }

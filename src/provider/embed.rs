@@ -1,7 +1,8 @@
 //! Embeddings from a server, for `similar` checks and comparators: the request and the response of
 //! the two wire shapes tunebench speaks, an OpenAI-compatible `POST {base}/embeddings`
 //! (`{"model", "input": [...]}` → `data[i].embedding`, OpenAI, vLLM, llama.cpp servers) and Ollama's
-//! `POST {host}/api/embed` (`{"model", "input": [...]}` → `embeddings[i]`). The base URL and the key
+//! `POST {host}/api/embed` (`{"model", "input": [...]}` → `embeddings[i]`). A server that sends one
+//! vector per token (llama-cpp-python with a model that has no pooling) has them averaged. The base URL and the key
 //! come from the provider's variables as an answer's do (`endpoint::resolve`), the request goes
 //! through the one client (`http`: redirects only within the origin, timeouts, retries of 429/503),
 //! the body is read up to [`MAX_BODY_BYTES`]. The response cache is the eval's business: it keys on
@@ -31,14 +32,13 @@ impl EmbedderModel {
     /// `PROVIDER:MODEL` (promptfoo's `openai:embedding:MODEL` and `ollama:embeddings:MODEL` too).
     /// `Err` says why it names no embedding model this build can call.
     pub fn parse(text: &str) -> Result<EmbedderModel, String> {
-        let usage = "write PROVIDER:MODEL with PROVIDER one of openai, vllm, ollama (e.g. openai:text-embedding-3-small)";
-        let (name, model) = text.trim().split_once(':').ok_or_else(|| format!("embedder {text:?} names no model: {usage}"))?;
+        let usage =
+            "write PROVIDER:MODEL with PROVIDER one of openai, vllm, ollama (e.g. openai:text-embedding-3-small)";
+        let (name, model) =
+            text.trim().split_once(':').ok_or_else(|| format!("embedder {text:?} names no model: {usage}"))?;
         let model = model.trim();
-        let model = ["embedding:", "embeddings:"]
-            .iter()
-            .find_map(|prefix| model.strip_prefix(prefix))
-            .unwrap_or(model)
-            .trim();
+        let model =
+            ["embedding:", "embeddings:"].iter().find_map(|prefix| model.strip_prefix(prefix)).unwrap_or(model).trim();
         let provider = match ProviderKind::parse(name) {
             Some(kind @ (ProviderKind::Openai | ProviderKind::Vllm | ProviderKind::Ollama)) => kind,
             Some(other) => {
@@ -113,11 +113,7 @@ impl Embedder {
     /// named by its variable.
     pub fn outgoing(&self, inputs: &[String]) -> Outgoing {
         let body = json!({"model": self.model.model, "input": inputs});
-        Outgoing::post(self.url(), body).key_header(
-            "authorization",
-            "Bearer ",
-            self.key.as_ref().map(|_| self.key_var),
-        )
+        Outgoing::post(self.url(), body).key_header("authorization", "Bearer ", self.key.as_ref().map(|_| self.key_var))
     }
 
     /// Sends the request for `inputs`: the response's body (JSON text, checked to hold one vector
@@ -171,8 +167,14 @@ pub fn vectors_of(provider: ProviderKind, body: &str, count: usize) -> Result<Ve
     let value: Value = serde_json::from_str(body).map_err(|e| malformed(format!("not JSON ({e})")))?;
     let vectors: Vec<Vec<f64>> = match provider {
         ProviderKind::Ollama => {
-            let list = value.get("embeddings").and_then(Value::as_array).ok_or_else(|| malformed("no `embeddings` list".into()))?;
-            list.iter().enumerate().map(|(i, v)| vector(v).ok_or_else(|| malformed(format!("`embeddings[{i}]` is not a list of numbers")))).collect::<Result<_, _>>()?
+            let list = value
+                .get("embeddings")
+                .and_then(Value::as_array)
+                .ok_or_else(|| malformed("no `embeddings` list".into()))?;
+            list.iter()
+                .enumerate()
+                .map(|(i, v)| vector(v).ok_or_else(|| malformed(format!("`embeddings[{i}]` is not a list of numbers"))))
+                .collect::<Result<_, _>>()?
         }
         _ => {
             let data = value.get("data").and_then(Value::as_array).ok_or_else(|| malformed("no `data` list".into()))?;
@@ -207,8 +209,29 @@ pub fn vectors_of(provider: ProviderKind, body: &str, count: usize) -> Result<Ve
     Ok(vectors)
 }
 
-/// A JSON list of finite numbers.
+/// A JSON list of finite numbers; or one list per token, of one length (what llama-cpp-python sends
+/// for a model without pooling), averaged into one (mean pooling, as llama.cpp pools).
 fn vector(value: &Value) -> Option<Vec<f64>> {
+    let list = value.as_array()?;
+    if list.first().is_some_and(Value::is_array) {
+        let rows: Vec<Vec<f64>> = list.iter().map(flat).collect::<Option<_>>()?;
+        let width = rows.first()?.len();
+        if width == 0 || rows.iter().any(|row| row.len() != width) {
+            return None;
+        }
+        let mut mean = vec![0.0; width];
+        for row in &rows {
+            for (sum, x) in mean.iter_mut().zip(row) {
+                *sum += x;
+            }
+        }
+        return Some(mean.into_iter().map(|sum| sum / rows.len() as f64).collect());
+    }
+    flat(value)
+}
+
+/// A JSON list of finite numbers.
+fn flat(value: &Value) -> Option<Vec<f64>> {
     value.as_array()?.iter().map(|n| n.as_f64().filter(|n| n.is_finite())).collect()
 }
 
@@ -253,6 +276,11 @@ mod tests {
     fn both_wire_shapes_give_their_vectors_in_the_inputs_order() {
         let openai = r#"{"object":"list","data":[{"index":1,"embedding":[0,1]},{"index":0,"embedding":[1,0]}]}"#;
         assert_eq!(vectors_of(ProviderKind::Openai, openai, 2).unwrap(), vec![vec![1.0, 0.0], vec![0.0, 1.0]]);
+        // One vector per token (llama-cpp-python, a model without pooling): their mean.
+        let tokens = r#"{"data":[{"index":0,"embedding":[[1,0],[3,2]]},{"index":1,"embedding":[[0,1]]}]}"#;
+        assert_eq!(vectors_of(ProviderKind::Openai, tokens, 2).unwrap(), vec![vec![2.0, 1.0], vec![0.0, 1.0]]);
+        let ragged = r#"{"data":[{"embedding":[[1,0],[3]]},{"embedding":[[0,1]]}]}"#;
+        assert!(vectors_of(ProviderKind::Openai, ragged, 2).is_err());
         let ollama = r#"{"model":"m","embeddings":[[0.5,0.5],[1,2]]}"#;
         assert_eq!(vectors_of(ProviderKind::Ollama, ollama, 2).unwrap()[1], vec![1.0, 2.0]);
         for (provider, body, says) in [

@@ -41,8 +41,11 @@ pub fn prepare(settings: &EvalSettings, dir: &Path) -> Result<BTreeMap<String, F
                 threshold: *threshold,
             },
             Comparator::Judge { rubric, judge, threshold } => {
-                let model =
-                    judge.as_deref().map(JudgeModel::parse).transpose().map_err(|why| wrong(format!("`judge`: {why}")))?;
+                let model = judge
+                    .as_deref()
+                    .map(JudgeModel::parse)
+                    .transpose()
+                    .map_err(|why| wrong(format!("`judge`: {why}")))?;
                 FieldGrader::Judge(JudgeCheck { rubric: rubric.clone(), model, threshold: *threshold, path: None })
             }
             Comparator::Command { command, timeout } => FieldGrader::Command(

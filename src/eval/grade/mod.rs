@@ -19,9 +19,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+pub use crate::eval::comparators::FieldGrades;
 use crate::prompt::expect::{AssertWhat, CheckKind, CheckSpec};
 pub use command::Program;
-pub use crate::eval::comparators::FieldGrades;
 pub use fields::FieldGrader;
 pub use judge::{JudgeCall, JudgeModel, Judges};
 pub use similar::SimilarCheck;

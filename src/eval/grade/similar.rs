@@ -48,7 +48,9 @@ impl SimilarCheck {
             Some(Value::Array(list)) if !list.is_empty() && list.iter().all(Value::is_string) => {
                 Some(list.iter().filter_map(Value::as_str).map(str::to_string).collect())
             }
-            Some(other) => return Err(format!("`value` of a `similar` check is a text or a list of texts, not {other}")),
+            Some(other) => {
+                return Err(format!("`value` of a `similar` check is a text or a list of texts, not {other}"))
+            }
         };
         if values.is_none() && spec.kind == CheckKind::Assert {
             return Err("a `similar` assertion needs its `value`".to_string());

@@ -106,8 +106,9 @@ pub(crate) fn parse_field_rules(
             return Err((span, format!("`[eval.fields]`: {error}")));
         }
         let table_span = table.span();
-        let comparator = parse_rule(&field, table.into_inner())
-            .map_err(|(at, message)| (at.unwrap_or_else(|| table_span.clone()), format!("`[eval.fields.{field:?}]`: {message}")))?;
+        let comparator = parse_rule(&field, table.into_inner()).map_err(|(at, message)| {
+            (at.unwrap_or_else(|| table_span.clone()), format!("`[eval.fields.{field:?}]`: {message}"))
+        })?;
         if rules.insert(pointer(&field), comparator).is_some() {
             return Err((span, format!("`[eval.fields]` names {field:?} twice (as a name and as a pointer)")));
         }
