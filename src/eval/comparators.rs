@@ -4,6 +4,11 @@
 //! share of elements both have), the partial credit field accuracy adds up, and says why in its
 //! difference row (`similarity 0.82 < 0.90`). Also the string similarity fuzzy pairing weighs keys by.
 //!
+//! The graded comparators (`similar`, `judge`, `command`) are not computed here: their verdicts are
+//! graded beside the runs (`eval::grade::fields`) and looked up by the pair they judged; pairing
+//! items weighs them as nothing (so the pairs the graders were asked about are the pairs scored),
+//! and a pair with no verdict (the grader failed) is an error of the cell, never a pass.
+//!
 //! Similarity is normalized Levenshtein (`strsim`): 1 − edits / the longer length, over the texts
 //! folded as `normalized` folds them. Chosen over Jaro-Winkler, which rewards a shared beginning and
 //! scores short unrelated words high, and over bigram Dice, which ignores where words are: an edit
@@ -25,12 +30,43 @@ pub struct FieldScore {
     pub agrees: bool,
     /// Why it fell short, when a comparator says more than expected/got (`similarity 0.82 < 0.90`).
     pub note: Option<String>,
+    /// Why a graded comparator gave no verdict (its grader failed, or it was not graded): the cell
+    /// is an error.
+    pub error: Option<String>,
 }
 
 impl FieldScore {
     fn all_or_nothing(agrees: bool) -> FieldScore {
-        FieldScore { score: if agrees { 1.0 } else { 0.0 }, agrees, note: None }
+        FieldScore { score: if agrees { 1.0 } else { 0.0 }, agrees, note: None, error: None }
     }
+}
+
+/// A graded comparator's verdict on one pair (as its grader answered: promptfoo's shape).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldVerdict {
+    pub pass: bool,
+    /// 0..=1.
+    pub score: f64,
+    pub reason: Option<String>,
+}
+
+/// The graded comparators' verdicts of one cell, by [`pair_key`]; `Err` is why a grader gave none.
+pub type FieldGrades = std::collections::HashMap<String, Result<FieldVerdict, String>>;
+
+/// The key a field's verdict is kept under: its pointer and the two values it compared.
+pub fn pair_key(pointer: &str, expected: &Value, got: &Value) -> String {
+    format!("{pointer}\n{expected}\n{got}")
+}
+
+/// A field of a paired item that a graded comparator (`similar`, `judge`, `command`) compares: what
+/// its grader is asked about (`pointer` within the items, the two values, the two items).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradedPair {
+    pub pointer: String,
+    pub expected: Value,
+    pub got: Value,
+    pub expected_item: Value,
+    pub got_item: Value,
 }
 
 /// The comparators of one prompt's `[eval]`, over its default comparison.
@@ -38,6 +74,8 @@ impl FieldScore {
 pub struct FieldRules<'a> {
     pub comparison: Comparison,
     pub rules: &'a BTreeMap<String, Comparator>,
+    /// The graded comparators' verdicts (`None`: weighing pairs, where they count nothing).
+    pub graded: Option<&'a FieldGrades>,
 }
 
 impl<'a> FieldRules<'a> {
@@ -46,13 +84,19 @@ impl<'a> FieldRules<'a> {
         FieldRules {
             comparison: Comparison { exact: settings.exact(), tolerance: settings.tolerance() },
             rules: &settings.fields,
+            graded: None,
         }
+    }
+
+    /// These rules with the graded comparators' verdicts `graded`.
+    pub fn with_grades(self, graded: &'a FieldGrades) -> FieldRules<'a> {
+        FieldRules { graded: Some(graded), ..self }
     }
 
     /// The field at `pointer` (`expected` and `got` its values, null when missing) compared.
     pub fn compare(&self, pointer: &str, expected: &Value, got: &Value) -> FieldScore {
         if let Some(rule) = self.rules.get(pointer) {
-            return self.apply(rule, expected, got);
+            return self.apply(pointer, rule, expected, got);
         }
         let inside = format!("{pointer}/");
         let nested = self.rules.keys().any(|p| p.starts_with(&inside));
@@ -81,14 +125,34 @@ impl<'a> FieldRules<'a> {
                     .iter()
                     .find(|(_, s)| !s.agrees)
                     .and_then(|(at, s)| s.note.as_ref().map(|note| format!("{at}: {note}")));
-                FieldScore { score, agrees, note }
+                let error = scores.iter().find_map(|(at, s)| s.error.as_ref().map(|why| format!("{at}: {why}")));
+                FieldScore { score, agrees, note, error }
             }
             _ => FieldScore::all_or_nothing(self.comparison.agree(expected, got)),
         }
     }
 
-    fn apply(&self, rule: &Comparator, expected: &Value, got: &Value) -> FieldScore {
+    fn apply(&self, pointer: &str, rule: &Comparator, expected: &Value, got: &Value) -> FieldScore {
         match rule {
+            Comparator::Similar { .. } | Comparator::Judge { .. } | Comparator::Command { .. } => {
+                let Some(graded) = self.graded else { return FieldScore::all_or_nothing(false) };
+                let why = match graded.get(&pair_key(pointer, expected, got)) {
+                    Some(Ok(detail)) => {
+                        let note = (!detail.pass).then(|| match &detail.reason {
+                            // The embedder's grader says it as `similar 0.71 < 0.80`.
+                            Some(reason) if matches!(rule, Comparator::Similar { .. }) => reason.clone(),
+                            Some(reason) => format!("{} {:.2}: {reason}", rule.name(), detail.score),
+                            None => format!("{} {:.2}", rule.name(), detail.score),
+                        });
+                        let score = if detail.pass { 1.0 } else { detail.score };
+                        return FieldScore { score, agrees: detail.pass, note, error: None };
+                    }
+                    Some(Err(why)) => why.clone(),
+                    None => "not graded".to_string(),
+                };
+                let note = Some(format!("{} gave no verdict: {why}", rule.name()));
+                FieldScore { score: 0.0, agrees: false, note, error: Some(format!("`{}`: {why}", rule.name())) }
+            }
             Comparator::Exact => {
                 FieldScore::all_or_nothing(Comparison { exact: true, tolerance: 0.0 }.agree(expected, got))
             }
@@ -100,7 +164,7 @@ impl<'a> FieldRules<'a> {
                 };
                 let agrees = ratio >= *threshold;
                 let note = (!agrees).then(|| format!("similarity {ratio:.2} < {threshold:.2}"));
-                FieldScore { score: if agrees { 1.0 } else { ratio }, agrees, note }
+                FieldScore { score: if agrees { 1.0 } else { ratio }, agrees, note, error: None }
             }
             Comparator::Number { tolerance } => {
                 let tolerance = tolerance.unwrap_or(self.comparison.tolerance);
@@ -125,7 +189,7 @@ impl<'a> FieldRules<'a> {
                 let note = (!agrees).then(|| {
                     format!("as sets {share:.2} < {threshold:.2} ({shared} of {union} elements on both sides)")
                 });
-                FieldScore { score: if agrees { 1.0 } else { share }, agrees, note }
+                FieldScore { score: if agrees { 1.0 } else { share }, agrees, note, error: None }
             }
         }
     }

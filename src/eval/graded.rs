@@ -1,10 +1,12 @@
-//! Each cell's graded checks (`command`, `judge`, promptfoo's `python`/`javascript`/`llm-rubric`) run on
-//! its answer, beside the eval's runs: the question put to each grader, the graders run in the check's
-//! order, and the judges an eval needs set up before any model is called.
+//! Each cell's graded checks (`command`, `judge`, `similar`, promptfoo's
+//! `python`/`javascript`/`llm-rubric`/`similar`) and graded fields (`[eval.fields]` compared by
+//! `similar`, `judge` or `command`) run on its answer, beside the eval's runs: the question put to
+//! each grader, the graders run in the check's order, then the fields' pairs; and the judges and
+//! embedders an eval needs set up before any model is called.
 
 use serde_json::Value;
 
-use super::grade::{self, Grader, Grades, JudgeModel, Judges, Question};
+use super::grade::{self, FieldGrader, Grader, Grades, JudgeModel, Judges, Question};
 use super::plan::EvalPlan;
 use super::score::Expectations;
 use crate::prompt::expect::resolve::ExpectedAnswer;
@@ -36,7 +38,7 @@ pub async fn rescore(
 
 /// Whether any of `expectations`' checks is graded by a program or a model.
 pub fn any(expectations: &Expectations) -> bool {
-    expectations.checks.iter().any(|check| check.grader.is_some())
+    expectations.checks.iter().any(|check| check.grader.is_some()) || !expectations.field_graders.is_empty()
 }
 
 /// Grades the graded checks of `expectations` on `record`'s answer (none when the run got no answer);
@@ -44,17 +46,24 @@ pub fn any(expectations: &Expectations) -> bool {
 pub async fn grade_cell(expectations: &Expectations, record: &RunRecord, vars: &Variables, judges: &Judges) -> Grades {
     let output = record.turns.last().map(|t| t.output.as_str()).unwrap_or_default();
     if !any(expectations) || output.trim().is_empty() || record.cancelled {
-        return vec![None; expectations.checks.len()];
+        return Grades { checks: vec![None; expectations.checks.len()], fields: Default::default() };
     }
     let question = question(expectations, record, vars);
-    let mut grades = Vec::with_capacity(expectations.checks.len());
+    let mut checks = Vec::with_capacity(expectations.checks.len());
     for check in &expectations.checks {
-        grades.push(match &check.grader {
+        checks.push(match &check.grader {
             None => None,
             Some(grader) => Some(grade::grade(grader, &question, judges).await),
         });
     }
-    grades
+    let fields = if expectations.field_graders.is_empty() {
+        Default::default()
+    } else {
+        let pairs = super::verdict::graded_pairs(expectations, record);
+        let graders = &expectations.field_graders;
+        grade::fields::grade_pairs(graders, &pairs, question.case.as_deref(), &question.vars, judges).await
+    };
+    Grades { checks, fields }
 }
 
 /// What the graders are asked about `record`'s answer.
@@ -82,12 +91,42 @@ pub fn judges_for(plan: &EvalPlan) -> Result<Judges, String> {
     for column in &plan.columns {
         for expectations in column.expectations.iter().flatten() {
             for check in &expectations.checks {
-                let Some(Grader::Judge(judge)) = &check.grader else { continue };
+                let at = || check.spec.at.or(|| format!("prompt `{}`", column.setup.prompt.id));
+                let judge = match &check.grader {
+                    Some(Grader::Judge(judge)) => judge,
+                    Some(Grader::Similar(similar)) => {
+                        judges
+                            .add_embedder(&similar.embedder, cache, cache_dir.clone())
+                            .map_err(|e| format!("{}: {e}", at()))?;
+                        continue;
+                    }
+                    _ => continue,
+                };
                 let model: JudgeModel = judge.model.clone().or_else(|| plan.judge.clone()).ok_or_else(|| {
-                    let at = check.spec.at.or(|| format!("prompt `{}`", column.setup.prompt.id));
-                    format!("{at}: check `{}` names no `judge` model, and no --judge was given", check.spec.label())
+                    format!("{}: check `{}` names no `judge` model, and no --judge was given", at(), check.spec.label())
                 })?;
                 judges.add(model, cache, cache_dir.clone())?;
+            }
+            for (pointer, grader) in &expectations.field_graders {
+                let settings = &expectations.settings;
+                let at = || {
+                    settings
+                        .field_at
+                        .get(pointer)
+                        .map_or_else(|| format!("prompt `{}`", column.setup.prompt.id), |at| at.or(String::new))
+                };
+                match grader {
+                    FieldGrader::Similar { embedder, .. } => judges
+                        .add_embedder(embedder, cache, cache_dir.clone())
+                        .map_err(|e| format!("{}: field {pointer:?}: {e}", at()))?,
+                    FieldGrader::Judge(judge) => {
+                        let model = judge.model.clone().or_else(|| plan.judge.clone()).ok_or_else(|| {
+                            format!("{}: field {pointer:?} is compared by a judge that names no `judge` model, and no --judge was given", at())
+                        })?;
+                        judges.add(model, cache, cache_dir.clone())?;
+                    }
+                    FieldGrader::Command(_) => {}
+                }
             }
         }
     }

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::comparators::FieldRules;
+use super::comparators::{FieldGrades, FieldRules, GradedPair};
 use super::score::{Difference, ItemScores};
 use super::values::{at, quote, Comparison};
 use crate::prompt::expect::resolve::PairKey;
@@ -36,13 +36,136 @@ use crate::prompt::expect::{pointer, EvalSettings};
 /// Longest key a difference row quotes.
 const KEY_WIDTH: usize = 80;
 
-/// `answer` scored against `expected`, paired on `key`.
+/// `answer` scored against `expected`, paired on `key` (a graded comparator's field, with no verdict
+/// here, shows as not graded).
 pub fn score_items(
     expected: &[&Value],
     answer: &[Value],
     key: &PairKey,
     settings: &EvalSettings,
 ) -> (ItemScores, Vec<Difference>) {
+    let (scores, differences, _) = score_items_graded(expected, answer, key, settings, &FieldGrades::default());
+    (scores, differences)
+}
+
+/// The fields graded comparators compare in the pairs [`score_items_graded`] makes (the same pairs:
+/// graded fields weigh nothing in pairing, so their verdicts cannot move it).
+pub fn graded_pairs(expected: &[&Value], answer: &[Value], key: &PairKey, settings: &EvalSettings) -> Vec<GradedPair> {
+    let graded: Vec<&String> = settings.fields.iter().filter(|(_, rule)| rule.is_graded()).map(|(p, _)| p).collect();
+    if graded.is_empty() {
+        return Vec::new();
+    }
+    let paired = pair(expected, answer, key, settings);
+    let mut pairs = Vec::new();
+    for (e, item) in expected.iter().enumerate() {
+        let Some(got_item) = paired.with[e].and_then(|a| answer.get(a)) else { continue };
+        for field in &paired.fields[e] {
+            for pointer in graded.iter().filter(|p| **p == field || p.starts_with(&format!("{field}/"))) {
+                let Some(want) = item.pointer(pointer).filter(|v| !v.is_null()) else { continue };
+                pairs.push(GradedPair {
+                    pointer: (*pointer).clone(),
+                    expected: want.clone(),
+                    got: got_item.pointer(pointer).cloned().unwrap_or(Value::Null),
+                    expected_item: (*item).clone(),
+                    got_item: got_item.clone(),
+                });
+            }
+        }
+    }
+    pairs
+}
+
+/// How the items paired: each expected item's answer item, how alike a fuzzy pair's keys are, and
+/// each expected item's compared fields.
+struct Paired {
+    with: Vec<Option<usize>>,
+    fuzzy: Vec<Option<f64>>,
+    fields: Vec<Vec<String>>,
+}
+
+/// [`score_items`] with the graded comparators' verdicts `grades`; the third part lists the graded
+/// fields that have no verdict (their grader failed): the cell is an error.
+pub fn score_items_graded(
+    expected: &[&Value],
+    answer: &[Value],
+    key: &PairKey,
+    settings: &EvalSettings,
+    grades: &FieldGrades,
+) -> (ItemScores, Vec<Difference>, Vec<String>) {
+    let rules = FieldRules::of(settings).with_grades(grades);
+    let Paired { with: paired_with, fuzzy: fuzzy_similarity, fields } = pair(expected, answer, key, settings);
+    let mut taken = vec![false; answer.len()];
+    for a in paired_with.iter().flatten() {
+        taken[*a] = true;
+    }
+    let mut ungraded = Vec::new();
+    let paired = paired_with.iter().flatten().count();
+    // An exact pair counts 1 in precision and recall, a pair by similarity its similarity.
+    let credit: f64 = (0..expected.len())
+        .filter(|e| paired_with[*e].is_some())
+        .map(|e| fuzzy_similarity[e].unwrap_or(1.0))
+        // Not `sum()`: a float sum of nothing is -0.0, and an F1 of it prints "-0.00".
+        .fold(0.0, |sum, credit| sum + credit);
+    let mut differences = Vec::new();
+    let (mut compared, mut agreeing) = (0usize, 0.0f64);
+    for (e, item) in expected.iter().enumerate() {
+        let Some(a) = paired_with[e] else {
+            differences.push(Difference::Missing { key: display_key(item, key), expected: (*item).clone() });
+            continue;
+        };
+        let got = &answer[a];
+        if let Some(similarity) = fuzzy_similarity[e] {
+            differences.push(Difference::Fuzzy {
+                key: display_key(item, key),
+                got_key: display_key(got, key),
+                similarity,
+            });
+        }
+        for field in fields[e].iter().cloned() {
+            let (want, have) = (at(item, &field), at(got, &field));
+            compared += 1;
+            let scored = rules.compare(&field, want, have);
+            agreeing += scored.score;
+            if let Some(why) = &scored.error {
+                ungraded.push(format!("{} {field}: {why}", display_key(item, key)));
+            }
+            if !scored.agrees {
+                differences.push(Difference::Field {
+                    key: display_key(item, key),
+                    field,
+                    expected: want.clone(),
+                    got: have.clone(),
+                    score: (scored.score > 0.0).then_some(scored.score),
+                    note: scored.note,
+                });
+            }
+        }
+    }
+    for (a, item) in answer.iter().enumerate() {
+        if !taken[a] {
+            differences.push(Difference::Extra { key: display_key(item, key), got: item.clone() });
+        }
+    }
+    let share = |part: f64, whole: usize, empty: f64| if whole == 0 { empty } else { part / whole as f64 };
+    let precision = share(credit, answer.len(), 1.0);
+    let recall = share(credit, expected.len(), 1.0);
+    let f1 = if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) };
+    let scores = ItemScores {
+        answer_items: answer.len(),
+        expected_items: expected.len(),
+        paired,
+        fuzzy: fuzzy_similarity.iter().flatten().count(),
+        precision,
+        recall,
+        f1,
+        field_accuracy: share(agreeing, compared, 1.0),
+        key: key.describe(),
+    };
+    (scores, differences, ungraded)
+}
+
+/// Items paired as the module's docs say; graded comparators weigh nothing.
+fn pair(expected: &[&Value], answer: &[Value], key: &PairKey, settings: &EvalSettings) -> Paired {
     let comparison = Comparison { exact: settings.exact(), tolerance: settings.tolerance() };
     let rules = FieldRules::of(settings);
     let key_of = |item: &Value| {
@@ -92,66 +215,7 @@ pub fn score_items(
             fuzzy_similarity[e] = Some(similarity);
         }
     }
-    let paired = paired_with.iter().flatten().count();
-    // An exact pair counts 1 in precision and recall, a pair by similarity its similarity.
-    let credit: f64 = (0..expected.len())
-        .filter(|e| paired_with[*e].is_some())
-        .map(|e| fuzzy_similarity[e].unwrap_or(1.0))
-        // Not `sum()`: a float sum of nothing is -0.0, and an F1 of it prints "-0.00".
-        .fold(0.0, |sum, credit| sum + credit);
-    let mut differences = Vec::new();
-    let (mut compared, mut agreeing) = (0usize, 0.0f64);
-    for (e, item) in expected.iter().enumerate() {
-        let Some(a) = paired_with[e] else {
-            differences.push(Difference::Missing { key: display_key(item, key), expected: (*item).clone() });
-            continue;
-        };
-        let got = &answer[a];
-        if let Some(similarity) = fuzzy_similarity[e] {
-            differences.push(Difference::Fuzzy {
-                key: display_key(item, key),
-                got_key: display_key(got, key),
-                similarity,
-            });
-        }
-        for field in fields[e].iter().cloned() {
-            let (want, have) = (at(item, &field), at(got, &field));
-            compared += 1;
-            let scored = rules.compare(&field, want, have);
-            agreeing += scored.score;
-            if !scored.agrees {
-                differences.push(Difference::Field {
-                    key: display_key(item, key),
-                    field,
-                    expected: want.clone(),
-                    got: have.clone(),
-                    score: (scored.score > 0.0).then_some(scored.score),
-                    note: scored.note,
-                });
-            }
-        }
-    }
-    for (a, item) in answer.iter().enumerate() {
-        if !taken[a] {
-            differences.push(Difference::Extra { key: display_key(item, key), got: item.clone() });
-        }
-    }
-    let share = |part: f64, whole: usize, empty: f64| if whole == 0 { empty } else { part / whole as f64 };
-    let precision = share(credit, answer.len(), 1.0);
-    let recall = share(credit, expected.len(), 1.0);
-    let f1 = if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) };
-    let scores = ItemScores {
-        answer_items: answer.len(),
-        expected_items: expected.len(),
-        paired,
-        fuzzy: fuzzy_similarity.iter().flatten().count(),
-        precision,
-        recall,
-        f1,
-        field_accuracy: share(agreeing, compared, 1.0),
-        key: key.describe(),
-    };
-    (scores, differences)
+    Paired { with: paired_with, fuzzy: fuzzy_similarity, fields }
 }
 
 /// The fields of `expected` that count (JSON Pointers): as the module's docs say, then each field

@@ -114,7 +114,7 @@ where
         }
         let graded = expectations_of(plan, *cell).is_some_and(super::graded::any) && !record.never_started();
         if !(graded && to_grade.send((index, record.clone())).is_ok()) {
-            finish(index, record, &Vec::new());
+            finish(index, record, &grade::Grades::default());
         }
     };
     // Each cell's job is made when a run is free for it: a 20,000-case eval holds the jobs under way,
@@ -140,7 +140,8 @@ where
         let (mut open, mut stopped) = (true, false);
         let stop_grade = |index: usize| -> grade::Grades {
             let checks = plan.cells.get(index).and_then(|cell| expectations_of(plan, *cell)).map(|e| e.checks.len());
-            vec![Some(Err("not graded: the eval was stopped".to_string())); checks.unwrap_or(0)]
+            let checks = vec![Some(Err("not graded: the eval was stopped".to_string())); checks.unwrap_or(0)];
+            grade::Grades { checks, fields: Default::default() }
         };
         loop {
             tokio::select! {
@@ -151,7 +152,7 @@ where
                         waiting.push(async move {
                             let grades = match plan.cells.get(index).and_then(|cell| expectations_of(plan, *cell)) {
                                 Some(expectations) => super::graded::grade_cell(expectations, &record, &variables_of(plan, index, &record), judges).await,
-                                None => Vec::new(),
+                                None => grade::Grades::default(),
                             };
                             (index, grades)
                         });
@@ -270,7 +271,7 @@ fn setup_error(column: &PlannedColumn, e: crate::run::RunError) -> EvalError {
 /// A finished run scored against its cell's expectations (a cell a signal stopped before it began is
 /// `error`, not run).
 pub fn score_cell(plan: &EvalPlan, cell: Cell, record: &RunRecord, never_started: bool) -> CellRecord {
-    score_cell_graded(plan, cell, record, never_started, &Vec::new())
+    score_cell_graded(plan, cell, record, never_started, &grade::Grades::default())
 }
 
 /// The variables cell `index`'s request was rendered with: its case's over the prompt's, the

@@ -170,6 +170,8 @@ pub struct Expectations {
     /// The weighted score of the `assert` checks that passes the case (its `pass_score`); `None`:
     /// each must pass.
     pub pass_score: Option<f64>,
+    /// The fields whose comparator is graded (`similar`, `judge`, `command`), by pointer, ready to run.
+    pub field_graders: std::collections::BTreeMap<String, super::grade::FieldGrader>,
     /// What one item is checked against: a truncated answer's recovered items are those that pass.
     item_check: ItemCheck,
 }
@@ -215,6 +217,13 @@ impl Expectations {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let field_graders =
+            super::grade::fields::prepare(&resolved.settings, base_dir).map_err(|(at, message)| match at.0 {
+                Some(place) => {
+                    PromptError::Invalid { path: place.path, line: place.line, column: place.column, message }
+                }
+                None => PromptError::Expectation { id: id.to_string(), message },
+            })?;
         Ok(Expectations {
             case: resolved.case,
             expected: resolved.expected,
@@ -223,6 +232,7 @@ impl Expectations {
             checks,
             prompt_checks: resolved.prompt_checks,
             pass_score: resolved.pass_score,
+            field_graders,
             item_check: ItemCheck(resolved.item_check),
         })
     }
@@ -246,7 +256,7 @@ impl Expectations {
 /// A run record scored against its case's expectations (see the module's docs and EVAL.md,
 /// "Scoring a cell").
 pub fn score_record(expectations: &Expectations, record: &crate::run::RunRecord) -> CaseScore {
-    verdict::score(expectations, record, &[])
+    verdict::score(expectations, record, &super::grade::Grades::default())
 }
 
 /// [`score_record`] with the graded checks' results (`command`, `judge`: [`super::grade::grade_cell`]).

@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use serde_json::Value;
 
 use super::checks::{self, Answer};
-use super::pairing::score_items;
+use super::pairing::{score_items, score_items_graded};
 use super::score::{CaseScore, CheckResult, ItemScores, Recovered, Verdict};
 use super::values::cut;
 use super::Expectations;
@@ -27,12 +27,8 @@ const SLACK: f64 = 1e-9;
 const NAMED: usize = 2;
 
 /// `record` scored against `expectations`.
-/// `grades` holds the graded checks' results by index (missing: not graded).
-pub(crate) fn score(
-    expectations: &Expectations,
-    record: &RunRecord,
-    grades: &[Option<Result<super::grade::GradeDetail, String>>],
-) -> CaseScore {
+/// `grades` holds the graded checks' results by index (missing: not graded) and the graded fields'.
+pub(crate) fn score(expectations: &Expectations, record: &RunRecord, grades: &super::grade::Grades) -> CaseScore {
     let last = record.turns.last();
     let output = last.map(|t| t.output.as_str()).unwrap_or_default();
     if output.trim().is_empty() {
@@ -48,21 +44,19 @@ pub(crate) fn score(
         }
     }
     let (items, whole) = answer_of(record);
-    let scored_items = match &expectations.expected {
-        Some(ExpectedAnswer::Value(_)) => match record.response_type {
-            ResponseType::Jsonl => items.clone(),
-            _ if whole.is_null() => Vec::new(),
-            _ => vec![whole.clone()],
-        },
-        _ => items.clone(),
-    };
-    let (scores, differences) = match &expectations.expected {
+    let scored_items = scored_items(expectations, record, &items, &whole);
+    let (scores, differences, ungraded) = match &expectations.expected {
         Some(expected) => {
-            let (scores, differences) =
-                score_items(&expected.items(), &scored_items, &expectations.key, &expectations.settings);
-            (Some(scores), differences)
+            let (scores, differences, ungraded) = score_items_graded(
+                &expected.items(),
+                &scored_items,
+                &expectations.key,
+                &expectations.settings,
+                &grades.fields,
+            );
+            (Some(scores), differences, ungraded)
         }
-        None => (None, Vec::new()),
+        None => (None, Vec::new(), Vec::new()),
     };
     let answer = Answer { items: &items, whole: &whole, record };
     let checks: Vec<CheckResult> = expectations
@@ -75,7 +69,7 @@ pub(crate) fn score(
                 _ => format!("[[checks]] {}", index + 1),
             });
             match &check.grader {
-                Some(_) => checks::graded(check, grades.get(index).and_then(Option::as_ref), at),
+                Some(_) => checks::graded(check, grades.checks.get(index).and_then(Option::as_ref), at),
                 None => checks::run(check, &answer, expectations.comparison(), at),
             }
         })
@@ -104,7 +98,8 @@ pub(crate) fn score(
         }
     }
     let not_evaluated: Vec<&CheckResult> = checks.iter().filter(|c| c.not_evaluated).collect();
-    if !not_evaluated.is_empty() {
+    if !not_evaluated.is_empty() || !ungraded.is_empty() {
+        let fields = ungraded.iter().take(NAMED).map(|why| format!("field {}", cut(why, 200)));
         let listed: Vec<String> = not_evaluated
             .iter()
             .map(|c| match (&c.graded, &c.message) {
@@ -113,6 +108,7 @@ pub(crate) fn score(
                 }
                 _ => format!("{} ({})", c.check, c.at),
             })
+            .chain(fields)
             .collect();
         let reason = format!("not evaluated: {}", listed.join(", "));
         return CaseScore {
@@ -170,6 +166,28 @@ fn no_answer(record: &RunRecord) -> Option<String> {
         return Some(record.warnings.first().cloned().unwrap_or_else(|| "the run was stopped".to_string()));
     }
     last.is_none().then(|| "the run has no turn".to_string())
+}
+
+/// What is scored against the expected answer: the answer's items, or its one value against an
+/// expected value (a jsonl answer's items still).
+fn scored_items(expectations: &Expectations, record: &RunRecord, items: &[Value], whole: &Value) -> Vec<Value> {
+    match &expectations.expected {
+        Some(ExpectedAnswer::Value(_)) => match record.response_type {
+            ResponseType::Jsonl => items.to_vec(),
+            _ if whole.is_null() => Vec::new(),
+            _ => vec![whole.clone()],
+        },
+        _ => items.to_vec(),
+    }
+}
+
+/// The fields graded comparators compare in `record`'s answer against `expectations`: the pairs the
+/// scorer will make (`eval::graded` grades them before the cell is scored).
+pub(crate) fn graded_pairs(expectations: &Expectations, record: &RunRecord) -> Vec<super::comparators::GradedPair> {
+    let Some(expected) = &expectations.expected else { return Vec::new() };
+    let (items, whole) = answer_of(record);
+    let scored = scored_items(expectations, record, &items, &whole);
+    super::pairing::graded_pairs(&expected.items(), &scored, &expectations.key, &expectations.settings)
 }
 
 /// The answer's items and the whole answer, from the record's result.

@@ -153,6 +153,9 @@ pub struct EvalSettings {
     /// not named here compares as `exact` and `tolerance` say.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub fields: std::collections::BTreeMap<String, Comparator>,
+    /// Where each of `fields` is written (its `[eval.fields."/pointer"]` table).
+    #[serde(skip)]
+    pub field_at: std::collections::BTreeMap<String, At>,
     /// The `[eval]` table.
     #[serde(skip)]
     pub at: At,

@@ -20,6 +20,9 @@ pub struct Assert {
     /// An `llm-rubric` assertion's grader (its `provider`, else its test's `options.provider`):
     /// `openai:gpt-4o-mini`, a check's `judge`.
     pub grader: Option<String>,
+    /// A `similar` assertion's embedding model (its `provider`, else its test's
+    /// `options.provider.embedding`): `openai:text-embedding-3-small`, a check's `embedder`.
+    pub embedder: Option<String>,
     /// `file:line` of the assertion.
     pub at: String,
 }
@@ -45,9 +48,12 @@ fn one(place: &Place, node: &Node, warnings: &mut Vec<String>) -> Result<Assert,
             "an assertion's `transform` is JavaScript, which tunebench does not run; the assertion cannot be judged as written",
         ));
     }
-    let grader = match entries.get("provider") {
-        Some(provider) => Some(grader_of(place, provider)?),
-        None => None,
+    // A `similar` assertion's `provider` is the model that embeds; any other's grades.
+    let similar = kind.to_string().ends_with("similar");
+    let (grader, embedder) = match entries.get("provider") {
+        Some(provider) if similar => (None, Some(embedder_of(place, provider)?)),
+        Some(provider) => (Some(grader_of(place, provider)?), None),
+        None => (None, None),
     };
     for key in ["metric", "rubricPrompt"] {
         if let Some(value) = entries.get(key) {
@@ -81,8 +87,28 @@ fn one(place: &Place, node: &Node, warnings: &mut Vec<String>) -> Result<Assert,
         threshold: number("threshold")?,
         weight: number("weight")?.unwrap_or(1.0),
         grader,
+        embedder,
         at: place.at(node.line),
     })
+}
+
+/// An embedding model as promptfoo names it (`openai:embedding:text-embedding-3-small`, `{id: ...}`,
+/// or `{embedding: {id: ...}}` / `{embedding: ID}`), checked as an embedder tunebench can call.
+pub(super) fn embedder_of(place: &Place, node: &Node) -> Result<String, PromptfooError> {
+    let id = match node.entries() {
+        Some(entries) => match entries.get("embedding") {
+            Some(embedding) => match embedding.entries() {
+                Some(inner) => inner.get("id").and_then(|id| id.as_text()).map(str::to_string),
+                None => embedding.as_text().map(str::to_string),
+            },
+            None => entries.get("id").and_then(|id| id.as_text()).map(str::to_string),
+        },
+        None => node.as_text().map(str::to_string),
+    };
+    let id = id.ok_or_else(|| {
+        place.error(node.line, "an embedding `provider` is an id such as openai:embedding:text-embedding-3-small")
+    })?;
+    crate::provider::embed::EmbedderModel::parse(&id).map(|_| id).map_err(|why| place.error(node.line, why))
 }
 
 /// A grader as promptfoo names it (`provider: openai:gpt-4o-mini`, or `{id: ...}`), checked as a judge's
@@ -114,6 +140,7 @@ pub fn parse_expected(text: &str, at: String) -> Result<Assert, String> {
         threshold: None,
         weight: 1.0,
         grader: None,
+        embedder: None,
         at: at.clone(),
     };
     if text.starts_with("file://") {
@@ -151,7 +178,7 @@ pub fn parse_expected(text: &str, at: String) -> Result<Assert, String> {
             Value::String(v.to_string())
         }
     });
-    Ok(Assert { kind, value, threshold, weight: 1.0, grader: None, at })
+    Ok(Assert { kind, value, threshold, weight: 1.0, grader: None, embedder: None, at })
 }
 
 /// A comma-separated list, where a value in double quotes may hold commas (`"1,000",in stock`).

@@ -28,6 +28,9 @@ struct Written {
     threshold: Option<f64>,
     /// `options.provider`: the grader of its `llm-rubric` assertions that name none.
     grader: Option<String>,
+    /// `options.provider.embedding` (or an embedding id as `options.provider`): the embedder of its
+    /// `similar` assertions that name none.
+    embedder: Option<String>,
     at: String,
 }
 
@@ -50,6 +53,7 @@ pub(super) fn read(
             asserts: Vec::new(),
             threshold: None,
             grader: None,
+            embedder: None,
             at: place.path.display().to_string(),
         }),
         Some(node) => {
@@ -77,6 +81,12 @@ pub(super) fn read(
                 asserts.iter_mut().filter(|a| a.grader.is_none() && a.kind.to_string().ends_with("llm-rubric"))
             {
                 assert.grader = Some(grader.clone());
+            }
+        }
+        if let Some(embedder) = test.embedder.as_ref().or(default.as_ref().and_then(|d| d.embedder.as_ref())) {
+            for assert in asserts.iter_mut().filter(|a| a.embedder.is_none() && a.kind.to_string().ends_with("similar"))
+            {
+                assert.embedder = Some(embedder.clone());
             }
         }
         let threshold = test.threshold.or(default.as_ref().and_then(|d| d.threshold));
@@ -120,11 +130,31 @@ fn object(
             place.error(n.line, format!("a test's `threshold` is a number, 0 or more, not {}", n.to_json()))
         })?),
     };
-    let mut grader = None;
+    let (mut grader, mut embedder) = (None, None);
     if let Some(options) = entries.get("options") {
         let keys = options.entries().unwrap_or_default();
         if let Some(provider) = keys.get("provider") {
-            grader = Some(super::asserts::grader_of(place, provider)?);
+            // `{embedding: ..., text: ...}` names a model per purpose; an id alone grades (and embeds
+            // when it is an embedding model's: `openai:embedding:…`).
+            let purposes = provider.entries().filter(|e| e.contains_key("embedding") || e.contains_key("text"));
+            match purposes {
+                Some(by_purpose) => {
+                    if by_purpose.contains_key("embedding") {
+                        embedder = Some(super::asserts::embedder_of(place, provider)?);
+                    }
+                    if let Some(text) = by_purpose.get("text") {
+                        grader = Some(super::asserts::grader_of(place, text)?);
+                    }
+                }
+                None => {
+                    let id = provider.as_text().unwrap_or_default();
+                    if id.contains(":embedding:") || id.contains(":embeddings:") {
+                        embedder = Some(super::asserts::embedder_of(place, provider)?);
+                    } else {
+                        grader = Some(super::asserts::grader_of(place, provider)?);
+                    }
+                }
+            }
         }
         if let Some((key, value)) = keys.iter().find(|(key, _)| **key != "provider") {
             return Err(place.error(
@@ -136,7 +166,7 @@ fn object(
     if let Some(metadata) = entries.get("metadata") {
         warnings.push(format!("{}: a test's `metadata` is read past", place.at(metadata.line)));
     }
-    Ok(Written { description, vars, asserts, threshold, grader, at: place.at(node.line) })
+    Ok(Written { description, vars, asserts, threshold, grader, embedder, at: place.at(node.line) })
 }
 
 /// A test's `vars`: each value as written, a `file://` value read from the file (JSON parsed, other
@@ -278,7 +308,7 @@ fn csv_row(row: Map<String, Value>, line: usize, path: &Path) -> Result<Written,
             vars.insert(column, Value::String(text));
         }
     }
-    Ok(Written { description, vars, asserts, threshold: None, grader: None, at })
+    Ok(Written { description, vars, asserts, threshold: None, grader: None, embedder: None, at })
 }
 
 /// A JSON value as a node, every part placed at `line` (a row of a JSONL or YAML tests file).

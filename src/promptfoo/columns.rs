@@ -92,6 +92,8 @@ pub fn check_of(assert: &Assert) -> CheckSpec {
     check.weight = (assert.weight != 1.0).then_some(assert.weight);
     // An `llm-rubric` assertion's grader is its judge (none: the eval's `--judge`).
     check.judge.clone_from(&assert.grader);
+    // A `similar` assertion's embedder (none: it is not evaluated).
+    check.embedder.clone_from(&assert.embedder);
     check.at = At(place_of(&assert.at));
     check
 }

@@ -28,6 +28,11 @@ pub(crate) struct Emit {
 }
 
 impl Emit {
+    /// An `Emit` whose events nobody reads (a request that is not a stream: embeddings).
+    pub(crate) fn discarding() -> Self {
+        Self { shared: Arc::new(Mutex::new(Shared::default())) }
+    }
+
     /// Queues `event`; ignored once a `Finish` or `Error` was queued.
     pub(crate) fn send(&self, event: Event) {
         let mut shared = lock(&self.shared);

@@ -14,6 +14,7 @@
 //! - [`replay::Replay`]: a recorded transcript, at its pace, N× faster, or as fast as possible.
 //! - [`record::Recorder`]: any stream written down as a transcript (CLI.md's format).
 //! - [`outgoing`]: the HTTP request a provider sends, as data (and as a curl command).
+//! - [`embed`]: embeddings from an OpenAI-compatible `/embeddings` or Ollama's `/api/embed` (`similar`).
 //! - [`cache_dir`]: the cache directory the local model and the response cache share.
 //! - `wire_server` (feature `testing`): an in-process HTTP server replaying recorded wire traffic (tests,
 //!   `tunebench bench`); `fuzzing` (feature `testing`, hidden): the fuzz targets' entry point; `bench`
@@ -23,6 +24,7 @@ pub mod anthropic;
 #[cfg(feature = "testing")]
 pub mod bench;
 pub mod cache_dir;
+pub mod embed;
 pub(crate) mod endpoint;
 pub(crate) mod error;
 #[cfg(feature = "testing")]

@@ -2,7 +2,8 @@
 //! the record read back, JUnit and CSV read back by real parsers, exit codes), baselines and `eval
 //! diff`, `--watch` on a file change, imported batches scored as evals, hostile files (a prompt's
 //! files outside its folder, pipes and devices, reports over inputs, edited cache entries), and the
-//! reports `-o` writes (the HTML one rendered in a headless Chromium).
+//! reports `-o` writes (the HTML one rendered in a headless Chromium); embedding similarity (`similar`
+//! checks and comparators on recorded embeddings) and judge and command field comparators.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
 
@@ -19,5 +20,6 @@ mod hostile;
 mod judges;
 mod promptfoo;
 mod reports;
+mod similar;
 mod support;
 mod watch;

@@ -11,7 +11,7 @@ fn rules_with(pointer: &str, comparator: Comparator) -> BTreeMap<String, Compara
 }
 
 fn compare(rules: &BTreeMap<String, Comparator>, pointer: &str, expected: Value, got: Value) -> FieldScore {
-    FieldRules { comparison: Comparison::default(), rules }.compare(pointer, &expected, &got)
+    FieldRules { comparison: Comparison::default(), rules, graded: None }.compare(pointer, &expected, &got)
 }
 
 #[test]

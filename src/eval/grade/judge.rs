@@ -14,10 +14,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::similar::Embedding;
 use super::{Graded, Question};
 use crate::prompt::expect::{CheckKind, CheckSpec};
 use crate::prompt::file::PromptFile;
 use crate::prompt::template::Variables;
+use crate::provider::embed::EmbedderModel;
 use crate::provider::kind::ProviderKind;
 use crate::provider::{Provider, StructuredMode, Usage};
 use crate::run::cache::CacheMode;
@@ -118,12 +120,14 @@ pub struct JudgeCall {
     pub cached: bool,
 }
 
-/// The judges of an eval, each set up once (its provider built, a missing key an error before any
-/// model runs); `default` is the eval's `--judge`.
+/// The models an eval's graders call: the judges and the embedders (`similar`), each set up once
+/// (its provider built, a missing key an error before any model runs); `default` is the eval's
+/// `--judge`.
 #[derive(Clone, Default)]
 pub struct Judges {
     setups: HashMap<JudgeModel, (Arc<RunSetup>, Arc<dyn Provider>)>,
     default: Option<JudgeModel>,
+    embedders: HashMap<EmbedderModel, Arc<Embedding>>,
 }
 
 impl Judges {
@@ -152,6 +156,25 @@ impl Judges {
         let provider = setup.provider(None).map_err(|e| format!("judge {}: {e}", model.shown()))?;
         self.setups.insert(model, (Arc::new(setup), provider));
         Ok(())
+    }
+
+    /// The embedder `model` set up (a missing key or a bad URL is an error here, before any model
+    /// runs), its requests under the response cache `cache` in `cache_dir`.
+    pub fn add_embedder(
+        &mut self,
+        model: &EmbedderModel,
+        cache: CacheMode,
+        cache_dir: Option<std::path::PathBuf>,
+    ) -> Result<(), String> {
+        if !self.embedders.contains_key(model) {
+            self.embedders.insert(model.clone(), Arc::new(Embedding::new(model, cache, cache_dir)?));
+        }
+        Ok(())
+    }
+
+    /// The embedder `model`, set up by [`Judges::add_embedder`].
+    pub fn embedding(&self, model: &EmbedderModel) -> Result<&Embedding, String> {
+        self.embedders.get(model).map(Arc::as_ref).ok_or_else(|| format!("embedder {} was not set up", model.shown()))
     }
 
     /// `judge` asked about `question` (the default judge when the check names none).

@@ -1,23 +1,30 @@
 //! Checks graded outside the scorer, after the answer: `command` checks (a program the prompt names),
-//! promptfoo's `python` and `javascript` assertions (through the shims in [`shim`]), and `judge` checks
-//! with promptfoo's `llm-rubric` (a model, [`judge`]). Each is prepared when the prompt is read (the
+//! promptfoo's `python` and `javascript` assertions (through the shims in [`shim`]), `judge` checks
+//! with promptfoo's `llm-rubric` (a model, [`judge`]), `similar` checks with promptfoo's `similar`
+//! when it names an embedder (embeddings, [`similar`]), and the fields whose comparator is one of
+//! these graders ([`fields`]). Each is prepared when the prompt is read (the
 //! program found, the judge's model resolved: a bad one is an input error before any model runs), then
 //! graded per cell (`eval::graded`), whose results the scorer reads as any check's. A grader that
 //! fails (missing, non-zero exit, timeout, a verdict of the wrong shape, a judge unreachable or
 //! malformed twice) makes its check not evaluated and the cell an `error`, never a `pass`.
 
 pub mod command;
+pub mod fields;
 pub mod judge;
 mod shim;
+pub mod similar;
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+pub use crate::eval::comparators::FieldGrades;
 use crate::prompt::expect::{AssertWhat, CheckKind, CheckSpec};
 pub use command::Program;
+pub use fields::FieldGrader;
 pub use judge::{JudgeCall, JudgeModel, Judges};
+pub use similar::SimilarCheck;
 
 /// A verdict as a grader gives it (promptfoo's `GradingResult`: `pass`, `score`, `reason`).
 #[derive(Clone, Debug, PartialEq)]
@@ -75,6 +82,8 @@ pub enum Grader {
     Shim(shim::Shim),
     /// A `judge` check or promptfoo's `llm-rubric`: a model grades against the rubric.
     Judge(judge::JudgeCheck),
+    /// A `similar` check or promptfoo's `similar` naming an embedder: embeddings' cosine similarity.
+    Similar(SimilarCheck),
 }
 
 impl Grader {
@@ -88,10 +97,14 @@ impl Grader {
                 Ok(Some(Grader::Command(program)))
             }
             CheckKind::Judge => Ok(Some(Grader::Judge(judge::JudgeCheck::of(spec)?))),
+            CheckKind::Similar => Ok(Some(Grader::Similar(SimilarCheck::of(spec)?))),
             CheckKind::Assert => match spec.assert.as_ref().map(|a| &a.what) {
                 Some(AssertWhat::NotEvaluated(name)) => match name.as_str() {
                     "python" | "javascript" => Ok(Some(Grader::Shim(shim::Shim::of(name, spec, dir)?))),
                     "llm-rubric" => Ok(Some(Grader::Judge(judge::JudgeCheck::of(spec)?))),
+                    // Without an embedder it stays not evaluated, as promptfoo's default (OpenAI's) is
+                    // not assumed.
+                    "similar" if spec.embedder.is_some() => Ok(Some(Grader::Similar(SimilarCheck::of(spec)?))),
                     _ => Ok(None),
                 },
                 _ => Ok(None),
@@ -102,8 +115,12 @@ impl Grader {
 }
 
 /// One cell's graded checks, by the check's index in `expectations.checks` (`None`: the scorer's own,
-/// or no answer to grade). `Err` is why the grader gave no verdict.
-pub type Grades = Vec<Option<Result<GradeDetail, String>>>;
+/// or no answer to grade), and its graded fields' verdicts. `Err` is why the grader gave no verdict.
+#[derive(Clone, Debug, Default)]
+pub struct Grades {
+    pub checks: Vec<Option<Result<GradeDetail, String>>>,
+    pub fields: FieldGrades,
+}
 
 /// `question` graded by `grader`; `Err` is why there is no verdict.
 pub async fn grade(grader: &Grader, question: &Question, judges: &Judges) -> Result<GradeDetail, String> {
@@ -124,6 +141,7 @@ pub async fn grade(grader: &Grader, question: &Question, judges: &Judges) -> Res
             let (graded, call) = judges.grade(judge, question).await?;
             Ok(GradeDetail { judge: Some(call), ..passed(graded) })
         }
+        Grader::Similar(similar) => similar.grade(question, judges.embedding(&similar.embedder)?).await.map(passed),
     }
 }
 

@@ -18,6 +18,7 @@
 //! | `assert` | `type`, `value`, `threshold`, `weight`, `judge` (`llm-rubric`'s grader) | promptfoo's assertion `type` holds on the answer text ([`super::AssertOp`]) |
 //! | `command` | `command`, `timeout` | the program `command` (an argument list, run in the prompt's folder) answers `{"pass": true}` |
 //! | `judge` | `rubric`, `judge`, `path`, `threshold` | a model (`judge`, else `--judge`) grades the answer (or the value at `path`) against `rubric` |
+//! | `similar` | `embedder`, `value`, `path`, `threshold` | the answer's text (or the value at `path` in the whole answer) is alike in meaning to `value` (a text, or a list of which any will do; default: the expected answer at `path`): the cosine similarity of their embeddings from `embedder` (`openai:text-embedding-3-small`, `ollama:nomic-embed-text`) at least `threshold` (default 0.75) |
 //!
 //! `assert` checks judge the answer's text with promptfoo's semantics (a promptfoo config's assertions
 //! become them). A case's `assert` checks pass together when each passes, or, when the case gives a
@@ -25,7 +26,7 @@
 //! `javascript` run as `command` checks (through `python3` / `node`), `llm-rubric` as a `judge`; a type
 //! tunebench cannot evaluate (`g-eval`, `moderation`, …) is not evaluated, and its cell is an error.
 //!
-//! `command` and `judge` checks run after the answer (`eval::grade`): a program or a model that fails
+//! `command`, `judge` and `similar` checks run after the answer (`eval::grade`): a program or a model that fails
 //! (missing, non-zero exit, past its `timeout` in seconds, default 30, or an answer not of the shape
 //! `{"pass", "score", "reason"}`) makes the cell an error, never a pass.
 //!
@@ -64,11 +65,12 @@ pub enum CheckKind {
     Assert,
     Command,
     Judge,
+    Similar,
 }
 
 impl CheckKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [CheckKind; 17] = [
+    pub const ALL: [CheckKind; 18] = [
         CheckKind::Equals,
         CheckKind::OneOf,
         CheckKind::Contains,
@@ -86,6 +88,7 @@ impl CheckKind {
         CheckKind::Assert,
         CheckKind::Command,
         CheckKind::Judge,
+        CheckKind::Similar,
     ];
 
     /// The name as the file writes it.
@@ -108,6 +111,7 @@ impl CheckKind {
             CheckKind::Assert => "assert",
             CheckKind::Command => "command",
             CheckKind::Judge => "judge",
+            CheckKind::Similar => "similar",
         }
     }
 
@@ -129,9 +133,10 @@ impl CheckKind {
             Unique => (&["path"], Need::All(&[])),
             NoRepeatedLines | FinishNotLength => (&[], Need::All(&[])),
             MaxTokensOut | MaxTtftMs => (&["max"], Need::All(&["max"])),
-            Assert => (&["type", "value", "threshold", "weight", "judge"], Need::All(&["type"])),
+            Assert => (&["type", "value", "threshold", "weight", "judge", "embedder"], Need::All(&["type"])),
             Command => (&["command", "timeout"], Need::All(&["command"])),
             Judge => (&["rubric", "judge", "path", "threshold"], Need::All(&["rubric"])),
+            Similar => (&["embedder", "value", "path", "threshold"], Need::All(&["embedder"])),
         }
     }
 
@@ -146,6 +151,7 @@ impl CheckKind {
                 | CheckKind::Assert
                 | CheckKind::Command
                 | CheckKind::Judge
+                | CheckKind::Similar
         )
     }
 }
@@ -204,6 +210,10 @@ pub struct CheckSpec {
     /// A `judge` check's model: `local`, `openai:gpt-4o-mini`, `ollama:qwen2.5` (default: `--judge`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judge: Option<String>,
+    /// A `similar` check's (or promptfoo `similar` assertion's) embedding model:
+    /// `openai:text-embedding-3-small`, `ollama:nomic-embed-text`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<String>,
     /// The check's table in the file.
     #[serde(skip)]
     pub at: At,
@@ -230,6 +240,7 @@ impl CheckSpec {
             timeout: None,
             rubric: None,
             judge: None,
+            embedder: None,
             at: At::default(),
         }
     }

@@ -1,6 +1,9 @@
 //! How one field of an item is compared, as `[eval.fields."/pointer"]` writes it: the comparator
-//! (`exact`, `normalized`, `similarity`, `number`, `set`) and its threshold or tolerance, read with
-//! the span of every bad value. Applying a comparator is `eval::comparators`.
+//! (`exact`, `normalized`, `similarity`, `number`, `set`, and the graded ones `similar`, `judge`,
+//! `command`) and its threshold, tolerance, embedder, rubric or program, read with the span of every
+//! bad value. Applying a comparator is `eval::comparators`; the graded ones are prepared and run by
+//! `eval::grade::fields` (an embedder, a judge or a program that cannot be found is an error there,
+//! naming this field's line).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -34,11 +37,33 @@ pub enum Comparator {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         threshold: Option<f64>,
     },
+    /// Texts alike in meaning: the cosine similarity of their embeddings (from `embedder`,
+    /// `openai:text-embedding-3-small`, `ollama:nomic-embed-text`) at least `threshold`; below it,
+    /// the field counts that similarity.
+    Similar { threshold: f64, embedder: String },
+    /// A model (`judge`, else the eval's `--judge`) grades the answer's value against the expected
+    /// one by `rubric`; it passes when the judge says so (and its score reaches `threshold`), else
+    /// the field counts the judge's score.
+    Judge {
+        rubric: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        judge: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold: Option<f64>,
+    },
+    /// A program (an argument list, run in the prompt's folder) grades the pair, as a `command`
+    /// check does: `{"pass", "score", "reason"}` on its stdout; a fail counts its score.
+    Command {
+        command: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout: Option<f64>,
+    },
 }
 
 impl Comparator {
     /// Every comparator's name, as the file writes it.
-    pub const NAMES: &'static [&'static str] = &["exact", "normalized", "similarity", "number", "set"];
+    pub const NAMES: &'static [&'static str] =
+        &["exact", "normalized", "similarity", "number", "set", "similar", "judge", "command"];
 
     /// The name the file writes.
     pub fn name(&self) -> &'static str {
@@ -48,19 +73,29 @@ impl Comparator {
             Comparator::Similarity { .. } => "similarity",
             Comparator::Number { .. } => "number",
             Comparator::Set { .. } => "set",
+            Comparator::Similar { .. } => "similar",
+            Comparator::Judge { .. } => "judge",
+            Comparator::Command { .. } => "command",
         }
+    }
+
+    /// Whether a model or a program grades it (after the answer, beside the runs) rather than the
+    /// scorer itself.
+    pub fn is_graded(&self) -> bool {
+        matches!(self, Comparator::Similar { .. } | Comparator::Judge { .. } | Comparator::Command { .. })
     }
 }
 
 /// One `[eval.fields."/pointer"]` table as written: each value with its span.
 pub(crate) type RawFieldRule = BTreeMap<String, Spanned<toml::Value>>;
 
-/// The comparators of `[eval.fields]`, keyed by JSON Pointer (a plain name `n` is `/n`). Errors carry
-/// the span of the bad key or value and name the field.
+/// The comparators of `[eval.fields]`, keyed by JSON Pointer (a plain name `n` is `/n`), and the span
+/// of each one's table. Errors carry the span of the bad key or value and name the field.
 pub(crate) fn parse_field_rules(
     raw: BTreeMap<Spanned<String>, Spanned<RawFieldRule>>,
-) -> Result<BTreeMap<String, Comparator>, (Range<usize>, String)> {
+) -> Result<FieldRulesRead, (Range<usize>, String)> {
     let mut rules = BTreeMap::new();
+    let mut spans = BTreeMap::new();
     for (field, table) in raw {
         let span = field.span();
         let field = field.into_inner();
@@ -71,14 +106,19 @@ pub(crate) fn parse_field_rules(
             return Err((span, format!("`[eval.fields]`: {error}")));
         }
         let table_span = table.span();
-        let comparator = parse_rule(&field, table.into_inner())
-            .map_err(|(at, message)| (at.unwrap_or(table_span), format!("`[eval.fields.{field:?}]`: {message}")))?;
+        let comparator = parse_rule(&field, table.into_inner()).map_err(|(at, message)| {
+            (at.unwrap_or_else(|| table_span.clone()), format!("`[eval.fields.{field:?}]`: {message}"))
+        })?;
         if rules.insert(pointer(&field), comparator).is_some() {
             return Err((span, format!("`[eval.fields]` names {field:?} twice (as a name and as a pointer)")));
         }
+        spans.insert(pointer(&field), table_span);
     }
-    Ok(rules)
+    Ok((rules, spans))
 }
+
+/// `[eval.fields]` read: the comparators and the span of each one's table, by pointer.
+pub(crate) type FieldRulesRead = (BTreeMap<String, Comparator>, BTreeMap<String, Range<usize>>);
 
 /// One field's comparator; an error's span is `None` when the table as a whole is wrong.
 fn parse_rule(field: &str, mut table: RawFieldRule) -> Result<Comparator, (Option<Range<usize>>, String)> {
@@ -92,6 +132,9 @@ fn parse_rule(field: &str, mut table: RawFieldRule) -> Result<Comparator, (Optio
         "exact" | "normalized" => &[],
         "similarity" | "set" => &["threshold"],
         "number" => &["tolerance"],
+        "similar" => &["threshold", "embedder"],
+        "judge" => &["rubric", "judge", "threshold"],
+        "command" => &["command", "timeout"],
         _ => {
             return Err((
                 Some(compare.span()),
@@ -120,6 +163,51 @@ fn parse_rule(field: &str, mut table: RawFieldRule) -> Result<Comparator, (Optio
             })?,
         },
         "set" => Comparator::Set { threshold: share("threshold")? },
+        "similar" => Comparator::Similar {
+            threshold: share("threshold")?.ok_or_else(|| {
+                (None, "the `similar` comparator needs a `threshold` from 0.0 to 1.0 (e.g. 0.8)".to_string())
+            })?,
+            embedder: text(&table, "embedder", "an embedding model (`openai:text-embedding-3-small`)")?.ok_or_else(
+                || {
+                    (
+                        None,
+                        "the `similar` comparator needs an `embedder`: PROVIDER:MODEL (openai:text-embedding-3-small, ollama:nomic-embed-text)".to_string(),
+                    )
+                },
+            )?,
+        },
+        "judge" => Comparator::Judge {
+            rubric: text(&table, "rubric", "the rubric's text")?
+                .ok_or_else(|| (None, "the `judge` comparator needs a `rubric`".to_string()))?,
+            judge: text(&table, "judge", "a model (`local`, `openai:gpt-4o-mini`)")?,
+            threshold: share("threshold")?,
+        },
+        "command" => {
+            let command = table.get("command").map(|value| {
+                let argv: Option<Vec<String>> = value
+                    .get_ref()
+                    .as_array()
+                    .and_then(|parts| parts.iter().map(|p| p.as_str().map(str::to_string)).collect());
+                argv.filter(|argv| argv.first().is_some_and(|program| !program.trim().is_empty())).ok_or_else(|| {
+                    let shown = value.get_ref();
+                    (Some(value.span()), format!("`command` is a list of strings, the program first (`[\"python3\", \"check.py\"]`; never a shell line), not {shown}"))
+                })
+            });
+            let command = command
+                .transpose()?
+                .ok_or_else(|| (None, "the `command` comparator needs a `command`".to_string()))?;
+            let timeout = match table.get("timeout") {
+                None => None,
+                Some(value) => match number(value.get_ref()) {
+                    Some(n) if n.is_finite() && n > 0.0 && n <= 3600.0 => Some(n),
+                    _ => {
+                        let bad = value.get_ref();
+                        return Err((Some(value.span()), format!("`timeout` is a number of seconds above 0, at most 3600, not {bad}")));
+                    }
+                },
+            };
+            Comparator::Command { command, timeout }
+        }
         _ => {
             let tolerance = match table.get("tolerance") {
                 None => None,
@@ -134,6 +222,17 @@ fn parse_rule(field: &str, mut table: RawFieldRule) -> Result<Comparator, (Optio
             Comparator::Number { tolerance }
         }
     })
+}
+
+/// The non-blank string at `key`, if there is one; `Err` when it is something else.
+fn text(table: &RawFieldRule, key: &str, what: &str) -> Result<Option<String>, (Option<Range<usize>>, String)> {
+    match table.get(key) {
+        None => Ok(None),
+        Some(value) => match value.get_ref() {
+            toml::Value::String(text) if !text.trim().is_empty() => Ok(Some(text.trim().to_string())),
+            other => Err((Some(value.span()), format!("`{key}` is {what}, not {other}"))),
+        },
+    }
 }
 
 /// A TOML number as a float.

@@ -222,6 +222,10 @@ pub(crate) fn parse_check(fields: Vec<(String, FieldValue, Range<usize>)>, at: A
                 Some(model) if !model.trim().is_empty() => check.judge = Some(model.trim().to_string()),
                 _ => return Err(wrong("a model (`local`, `openai:gpt-4o-mini`)")),
             },
+            "embedder" => match value.as_str() {
+                Some(model) if !model.trim().is_empty() => check.embedder = Some(model.trim().to_string()),
+                _ => return Err(wrong("an embedding model (`openai:text-embedding-3-small`)")),
+            },
             "values" => match value {
                 Value::Array(values) if !values.is_empty() => check.values = Some(values),
                 _ => return Err(wrong("a list of one or more values")),
@@ -332,7 +336,7 @@ pub(crate) fn parse_eval(
         }
         other => other.map(Spanned::into_inner),
     };
-    let fields = raw.fields.map(parse_field_rules).transpose()?.unwrap_or_default();
+    let (fields, field_spans) = raw.fields.map(parse_field_rules).transpose()?.unwrap_or_default();
     let tolerance = match raw.tolerance {
         Some(t) if !t.get_ref().is_finite() || *t.get_ref() < 0.0 => {
             return Err((t.span(), format!("`tolerance` is a number 0 or more, not {}", t.get_ref())))
@@ -367,6 +371,7 @@ pub(crate) fn parse_eval(
         exact: raw.exact,
         match_similarity,
         fields,
+        field_at: field_spans.into_iter().map(|(field, span)| (field, locate(span))).collect(),
         at: locate(table),
     })
 }

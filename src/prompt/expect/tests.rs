@@ -396,7 +396,7 @@ fn a_bad_comparator_is_refused_at_its_line_naming_the_field() {
         (line, message.as_str()),
         (
             4,
-            "`[eval.fields.\"/note\"]`: unknown comparator \"fuzzy\" for field \"/note\"; the comparators are: exact, normalized, similarity, number, set"
+            "`[eval.fields.\"/note\"]`: unknown comparator \"fuzzy\" for field \"/note\"; the comparators are: exact, normalized, similarity, number, set, similar, judge, command"
         )
     );
     let (line, _, message) =

@@ -1,0 +1,130 @@
+//! Fields compared by a grader (`[eval.fields."/pointer"] compare = "similar" | "judge" | "command"`):
+//! each prepared when the prompt is read (the embedder and the judge's model named, the program found
+//! in the prompt's folder or on `PATH`: a bad one is an input error naming the field's line, before
+//! any model runs), then, per cell, each pair the scorer will compare (`pairing::graded_pairs`)
+//! graded by the graders the checks use (the embedder, the judge, the program). The verdicts are kept
+//! by the pair they judged (`comparators::pair_key`), where the scorer looks them up.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::judge::{JudgeCheck, JudgeModel};
+use super::similar::text_of;
+use super::{Graded, Judges, Program, Question};
+use crate::eval::comparators::{pair_key, FieldGrades, FieldVerdict, GradedPair};
+use crate::prompt::expect::{At, Comparator, EvalSettings};
+use crate::provider::embed::EmbedderModel;
+
+/// How a field is graded, prepared when the prompt is read.
+#[derive(Clone, Debug)]
+pub enum FieldGrader {
+    /// Cosine similarity of the two values' embeddings at least `threshold`.
+    Similar { embedder: EmbedderModel, threshold: f64 },
+    /// A model grades the answer's value against the rubric, told the expected value.
+    Judge(JudgeCheck),
+    /// A program gets `{"case", "field", "answer", "expected", "item", "expected_item", "vars"}`.
+    Command(Program),
+}
+
+/// The graders of `settings`' graded comparators, by pointer, their programs found from `dir` (the
+/// prompt's folder). `Err` names the field, with where its table is written.
+pub fn prepare(settings: &EvalSettings, dir: &Path) -> Result<BTreeMap<String, FieldGrader>, (At, String)> {
+    let mut graders = BTreeMap::new();
+    for (pointer, rule) in &settings.fields {
+        let at = || settings.field_at.get(pointer).cloned().unwrap_or_default();
+        let wrong = |why: String| (at(), format!("`[eval.fields.{pointer:?}]`: {why}"));
+        let grader = match rule {
+            Comparator::Similar { threshold, embedder } => FieldGrader::Similar {
+                embedder: EmbedderModel::parse(embedder).map_err(|why| wrong(format!("`embedder`: {why}")))?,
+                threshold: *threshold,
+            },
+            Comparator::Judge { rubric, judge, threshold } => {
+                let model = judge
+                    .as_deref()
+                    .map(JudgeModel::parse)
+                    .transpose()
+                    .map_err(|why| wrong(format!("`judge`: {why}")))?;
+                FieldGrader::Judge(JudgeCheck { rubric: rubric.clone(), model, threshold: *threshold, path: None })
+            }
+            Comparator::Command { command, timeout } => FieldGrader::Command(
+                Program::find(command, dir, *timeout).map_err(|why| wrong(format!("`command`: {why}")))?,
+            ),
+            _ => continue,
+        };
+        graders.insert(pointer.clone(), grader);
+    }
+    Ok(graders)
+}
+
+/// Every pair of `pairs` graded by its field's grader (each distinct pair once), for the case
+/// `case` with the variables `vars`.
+pub async fn grade_pairs(
+    graders: &BTreeMap<String, FieldGrader>,
+    pairs: &[GradedPair],
+    case: Option<&str>,
+    vars: &Value,
+    judges: &Judges,
+) -> FieldGrades {
+    let mut grades = FieldGrades::new();
+    for pair in pairs {
+        let key = pair_key(&pair.pointer, &pair.expected, &pair.got);
+        if grades.contains_key(&key) {
+            continue;
+        }
+        let Some(grader) = graders.get(&pair.pointer) else { continue };
+        let graded = grade_pair(grader, pair, case, vars, judges).await;
+        grades.insert(key, graded);
+    }
+    grades
+}
+
+/// One pair graded.
+async fn grade_pair(
+    grader: &FieldGrader,
+    pair: &GradedPair,
+    case: Option<&str>,
+    vars: &Value,
+    judges: &Judges,
+) -> Result<FieldVerdict, String> {
+    let detail = |graded: Graded| FieldVerdict { pass: graded.pass, score: graded.score, reason: graded.reason };
+    match grader {
+        FieldGrader::Similar { embedder, threshold } => {
+            if pair.got.is_null() {
+                let reason = Some("the answer has no value here".to_string());
+                return Ok(FieldVerdict { pass: false, score: 0.0, reason });
+            }
+            let embedding = judges.embedding(embedder)?;
+            let best = embedding.best_similarity(&text_of(&pair.got), &[text_of(&pair.expected)]).await?;
+            let pass = best >= *threshold;
+            let reason = (!pass).then(|| format!("similar {best:.2} < {threshold:.2}"));
+            Ok(FieldVerdict { pass, score: best.clamp(0.0, 1.0), reason })
+        }
+        FieldGrader::Judge(judge) => {
+            let rubric = format!("{}\n\nThe expected value, for reference: {}", judge.rubric, text_of(&pair.expected));
+            let judge = JudgeCheck { rubric, ..judge.clone() };
+            let question = Question {
+                case: case.map(str::to_string),
+                answer: pair.got.clone(),
+                output: text_of(&pair.got),
+                expected: pair.expected.clone(),
+                vars: vars.clone(),
+            };
+            let (graded, _call) = judges.grade(&judge, &question).await?;
+            Ok(detail(graded))
+        }
+        FieldGrader::Command(program) => {
+            let input = json!({
+                "case": case,
+                "field": pair.pointer,
+                "answer": pair.got,
+                "expected": pair.expected,
+                "item": pair.got_item,
+                "expected_item": pair.expected_item,
+                "vars": vars,
+            });
+            program.grade(&input).await.map(detail)
+        }
+    }
+}
