@@ -109,16 +109,16 @@ fn cell_text(value: &Value) -> String {
 /// keys (a variable no longer given is removed; kept ones stay where they were, new ones go last).
 fn set_variables(row: &mut Map<String, Value>, variables: &Variables) {
     let nested = ["vars", "variables"].into_iter().find(|k| row.get(*k).is_some_and(Value::is_object));
-    let (old, is_variable): (Map<String, Value>, fn(&str) -> bool) = match nested {
+    let old = match nested {
         Some(key) => match row.get_mut(key) {
-            Some(Value::Object(vars)) => (std::mem::take(vars), |_| true),
+            Some(Value::Object(vars)) => std::mem::take(vars),
             _ => return,
         },
-        None => (std::mem::take(row), |k| !CASE_KEYS.contains(&k)),
+        None => std::mem::take(row),
     };
     let mut out = Map::new();
     for (key, value) in old {
-        if !is_variable(&key) {
+        if nested.is_none() && CASE_KEYS.contains(&key.as_str()) {
             out.insert(key, value);
         } else if let Some(new) = variables.get(&key) {
             out.insert(key, new.clone());
