@@ -217,6 +217,40 @@ pub enum Screen {
     Compare,
 }
 
+/// What the last frame drew where, for the mouse and the help's scroll: the views note it as they
+/// draw, and the pure update reads it as data (it calls no pane code). Empty until a frame is drawn.
+#[derive(Debug, Default)]
+pub struct Drawn(std::cell::RefCell<Shown>);
+
+/// The places a frame drew (see [`Drawn`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Shown {
+    /// The editing screen's panes where the layout put them.
+    pub panes: Vec<(Pane, ratatui::layout::Rect)>,
+    /// Each editor's text area (inside its frame, past its gutter).
+    pub editor_text: Vec<(Pane, ratatui::layout::Rect)>,
+    /// The variables pane's inside, and the list row drawn on its second line (the first is the run's).
+    pub variables: Option<(ratatui::layout::Rect, usize)>,
+    /// The truncation chart: its plot's first column and width, and the chart's area.
+    pub plot: Option<(u16, u16, ratatui::layout::Rect)>,
+    /// The help: lines per page and the most it scrolls.
+    pub help: (usize, usize),
+}
+
+impl Drawn {
+    /// What the last frame drew.
+    pub fn shown(&self) -> Shown {
+        self.0.try_borrow().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// A view notes what it drew (a borrow already held is left alone: nothing is noted).
+    pub fn note(&self, change: impl FnOnce(&mut Shown)) {
+        if let Ok(mut shown) = self.0.try_borrow_mut() {
+            change(&mut shown);
+        }
+    }
+}
+
 /// The whole workbench.
 pub struct State {
     /// The screen shown.
@@ -280,6 +314,8 @@ pub struct State {
     pub keymap: Keymap,
     /// Columns, rows of the terminal.
     pub size: (u16, u16),
+    /// What the last frame drew where (the mouse and the help's scroll read it).
+    pub drawn: Drawn,
     pub now_ms: u64,
     pub quit: bool,
     /// Why the replay provider is used when nothing else was chosen (shown in the status bar).
@@ -372,6 +408,7 @@ impl State {
             note: None,
             keymap: Keymap::default(),
             size: (120, 40),
+            drawn: Drawn::default(),
             now_ms: 0,
             quit: false,
             replay_reason: None,

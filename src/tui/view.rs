@@ -13,6 +13,8 @@ pub fn render(frame: &mut Frame, state: &State, theme: &Theme) {
     let area = frame.area();
     let layout = layout(area, state);
     let above_status = Rect { height: area.height.saturating_sub(layout.status.height), ..area };
+    let panes = if state.screen == Screen::Workbench { layout.panes.clone() } else { Vec::new() };
+    state.drawn.note(|shown| *shown = crate::tui::state::Shown { panes, ..Default::default() });
     match state.screen {
         Screen::Eval => crate::tui::eval::view::render(frame, above_status, state, theme),
         Screen::Compare => crate::tui::compare::view::render(frame, above_status, state, theme),

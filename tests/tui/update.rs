@@ -306,7 +306,11 @@ fn the_cut_moves_by_keys_within_the_answer() {
 fn click_focuses_and_lines_selection_highlights_in_output() {
     let mut state = sample_state();
     update(&mut state, Msg::Term(TermEvent::Resize(120, 40)));
+    // Nothing is drawn yet: a click finds no pane (the mouse reads what the last frame drew).
+    update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Click, column: 55, row: 30 })));
+    assert_ne!(state.focus, Pane::Lines);
     // The lines pane sits in the bottom middle at 120×40.
+    super::eval::draw(&state, 120, 40);
     update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Click, column: 55, row: 30 })));
     assert_eq!(state.focus, Pane::Lines);
     update(&mut state, ctrl('r'));

@@ -182,6 +182,7 @@ pub fn help_geometry<'a>(size: (u16, u16), state: &State, theme: &Theme) -> Help
 fn help(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let HelpGeometry { columns, height, max_scroll, lines } = help_geometry((area.width, area.height), state, theme);
     let scroll = state.help_scroll.min(max_scroll);
+    state.drawn.note(|shown| shown.help = (height, max_scroll));
     frame.render_widget(Clear, area);
     let title = if max_scroll > 0 {
         let last = (scroll + height).min(lines.len());

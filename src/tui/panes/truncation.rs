@@ -24,7 +24,7 @@ const HEADER: u16 = 6;
 const Y_LABELS: u16 = 5;
 
 /// Where the chart's plotting area is inside the pane (for mouse drags): x from, width.
-pub fn plot_columns(area: Rect) -> Option<(u16, u16, Rect)> {
+fn plot_columns(area: Rect) -> Option<(u16, u16, Rect)> {
     let inner = Rect {
         x: area.x + 1,
         y: area.y + 1,
@@ -52,6 +52,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let frame_block = block(Pane::Truncation, state, theme, extra);
     let inner = frame_block.inner(area);
     frame.render_widget(frame_block, area);
+    state.drawn.note(|drawn| drawn.plot = plot_columns(area));
     let sweep = view.sweep.as_ref().filter(|_| !view.live);
     if sweep.is_none() && !view.live {
         let text = if view.pending {

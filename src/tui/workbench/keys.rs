@@ -7,7 +7,6 @@ use crate::tui::cases;
 use crate::tui::edit::save;
 use crate::tui::edit::{self, edited};
 use crate::tui::msg::{Action, Dispatch, Effect};
-use crate::tui::panes;
 use crate::tui::state::{Overlay, Pane, State};
 
 /// Whether typing goes into an editor now.
@@ -106,8 +105,8 @@ pub(crate) fn key(state: &mut State, input: Input, act: Dispatch) -> Vec<Effect>
 /// A key over the help: the view's up/down/page/home/end keys scroll it (when it does not fit the
 /// screen), any other key closes it.
 pub(crate) fn help_key(state: &mut State, input: &Input) {
-    let geometry = panes::overlay::help_geometry(state.size, state, &crate::tui::theme::Theme::default());
-    let (height, max_scroll) = (geometry.height, geometry.max_scroll);
+    // The page as the help was last drawn (the update calls no pane code).
+    let (height, max_scroll) = state.drawn.shown().help;
     let at = state.help_scroll.min(max_scroll);
     state.help_scroll = match state.keymap.action(input, true) {
         Some(Action::Up) => at.saturating_sub(1),

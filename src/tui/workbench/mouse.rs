@@ -1,30 +1,30 @@
 //! The mouse: a click focuses the pane under it, the wheel scrolls it; a click in an editor puts the
 //! cursor there (a drag selects), a click on a row of the variables pane selects it (a case is
-//! chosen), a click or drag on the truncation chart moves the cut there.
+//! chosen), a click or drag on the truncation chart moves the cut there. Where things are is read
+//! from what the last frame drew ([`crate::tui::state::Drawn`]): no pane code runs here.
 
-use ratatui::layout::Rect;
+use ratatui::layout::{Position, Rect};
 
 use crate::tui::msg::{Action, Effect, Mouse, MouseKind};
-use crate::tui::panes::{self, truncation};
-use crate::tui::state::{Overlay, Pane, State};
+use crate::tui::state::{Overlay, Pane, Shown, State};
+use crate::tui::variables;
 use crate::tui::workbench::actions::act;
 use crate::tui::workbench::navigate::set_cut;
-use crate::tui::workbench::panes::{editors, variables};
 
 pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
     if state.overlay != Overlay::None {
         return Vec::new();
     }
-    let area = Rect { x: 0, y: 0, width: state.size.0, height: state.size.1 };
-    let layout = panes::layout(area, state);
-    let Some((pane, rect)) = layout.pane_at(mouse.column, mouse.row) else { return Vec::new() };
+    let shown = state.drawn.shown();
+    let at = Position { x: mouse.column, y: mouse.row };
+    let Some((pane, _)) = shown.panes.iter().copied().find(|(_, rect)| rect.contains(at)) else { return Vec::new() };
     match mouse.kind {
         MouseKind::Click | MouseKind::Drag => {
             if mouse.kind == MouseKind::Click {
                 state.focus = pane;
             }
             if pane == Pane::Variables && mouse.kind == MouseKind::Click {
-                if let Some(index) = variables::row_at(rect, state, mouse.row) {
+                if let Some(index) = variable_row(&shown, state, mouse.row) {
                     state.selected_variable = index;
                     // A click on a case (or the default variables) chooses it, as enter does.
                     if index <= state.cases.len() {
@@ -34,11 +34,11 @@ pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
                 return Vec::new();
             }
             if pane.is_editor() && state.focus == pane {
-                click_in_editor(state, pane, rect, mouse);
+                click_in_editor(state, pane, &shown, mouse);
                 return Vec::new();
             }
             if pane == Pane::Truncation && state.focus == Pane::Truncation {
-                if let Some((from, width, chart)) = truncation::plot_columns(rect) {
+                if let Some((from, width, chart)) = shown.plot {
                     if mouse.row >= chart.y && mouse.column >= from && width > 0 {
                         let total = state.run.chunk_ends.len();
                         let x = (mouse.column - from).min(width - 1) as usize;
@@ -76,12 +76,12 @@ pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
 
 /// A click in an editor puts the cursor on the character under it (a drag selects from there), on
 /// the wrapped rows as drawn: the editor's own screen map and scroll, from its last render.
-fn click_in_editor(state: &mut State, pane: Pane, rect: Rect, mouse: Mouse) {
+fn click_in_editor(state: &mut State, pane: Pane, shown: &Shown, mouse: Mouse) {
     if state.preview && pane == Pane::System {
         return;
     }
-    let text = editors::text_rect(rect, pane, state);
-    if !text.contains(ratatui::layout::Position { x: mouse.column, y: mouse.row }) {
+    let Some(text) = shown.editor_text.iter().find(|(p, _)| *p == pane).map(|(_, r)| *r) else { return };
+    if !text.contains(Position { x: mouse.column, y: mouse.row }) {
         return;
     }
     let editor = match pane {
@@ -102,4 +102,13 @@ fn click_in_editor(state: &mut State, pane: Pane, rect: Rect, mouse: Mouse) {
     let (row, col) = (u16::try_from(at.0).unwrap_or(u16::MAX), u16::try_from(at.1).unwrap_or(u16::MAX));
     area.move_cursor(ratatui_textarea::CursorMove::Jump(row, col));
     editor.settle();
+}
+
+/// The list row (as `State::selected_variable` counts) drawn at screen `row` of the variables pane,
+/// as the last frame drew it (its first line is the run's, then the list from the row it scrolled to).
+fn variable_row(shown: &Shown, state: &State, row: u16) -> Option<usize> {
+    let (inner, skipped): (Rect, usize) = shown.variables?;
+    let at = row.checked_sub(inner.y + 1).filter(|_| row < inner.y + inner.height)? as usize;
+    let index = skipped + at;
+    (index < variables::row_count(state)).then_some(index)
 }

@@ -29,6 +29,7 @@ pub fn render(frame: &mut Frame, area: Rect, pane: Pane, state: &State, theme: &
     let frame_block = block(pane, state, theme, extra);
     frame.render_widget(frame_block, area);
     let [text, lint] = parts(area, pane, state);
+    state.drawn.note(|shown| shown.editor_text.push((pane, text)));
     frame.render_widget(area_widget, text);
     if pane != Pane::Schema {
         return;
@@ -52,11 +53,6 @@ pub fn render(frame: &mut Frame, area: Rect, pane: Pane, state: &State, theme: &
             .collect()
     };
     frame.render_widget(Paragraph::new(lines), lint);
-}
-
-/// Where the text of the editor of `pane` framed in `area` is drawn (a mouse click maps from it).
-pub fn text_rect(area: Rect, pane: Pane, state: &State) -> Rect {
-    parts(area, pane, state)[0]
 }
 
 /// The text and (schema only) the lint under it, inside the pane's frame.

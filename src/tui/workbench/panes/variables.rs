@@ -61,6 +61,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     }
     // Keep the selected row in view: the run line stays, the list scrolls.
     let skip = skipped(state, inner.height as usize);
+    state.drawn.note(|shown| shown.variables = Some((inner, skip)));
     rows.drain(1..1 + skip.min(rows.len().saturating_sub(1)));
     frame.render_widget(Paragraph::new(rows), inner);
 }
@@ -75,12 +76,4 @@ fn skipped(state: &State, height: usize) -> usize {
     } else {
         0
     }
-}
-
-/// The list row (as `State::selected_variable` counts) drawn at screen `row` of the pane in `area`.
-pub fn row_at(area: Rect, state: &State, row: u16) -> Option<usize> {
-    let inner = ratatui::widgets::Block::default().borders(ratatui::widgets::Borders::ALL).inner(area);
-    let at = row.checked_sub(inner.y + 1).filter(|_| row < inner.y + inner.height)? as usize;
-    let index = skipped(state, inner.height as usize) + at;
-    (index < variables::row_count(state)).then_some(index)
 }
