@@ -237,6 +237,7 @@ pub fn record(cases: usize, side: usize) -> EvalRecord {
                     differences,
                     checks,
                     recovered: Vec::new(),
+                    field_judges: Vec::new(),
                     reason: "field accuracy 0.20 < pass_fields 1.0".into(),
                 },
                 run: RunBrief { duration_ms: 5, items: 5, ..RunBrief::default() },

@@ -46,7 +46,7 @@ pub fn any(expectations: &Expectations) -> bool {
 pub async fn grade_cell(expectations: &Expectations, record: &RunRecord, vars: &Variables, judges: &Judges) -> Grades {
     let output = record.turns.last().map(|t| t.output.as_str()).unwrap_or_default();
     if !any(expectations) || output.trim().is_empty() || record.cancelled {
-        return Grades { checks: vec![None; expectations.checks.len()], fields: Default::default() };
+        return Grades { checks: vec![None; expectations.checks.len()], ..Default::default() };
     }
     let question = question(expectations, record, vars);
     let mut checks = Vec::with_capacity(expectations.checks.len());
@@ -56,14 +56,14 @@ pub async fn grade_cell(expectations: &Expectations, record: &RunRecord, vars: &
             Some(grader) => Some(grade::grade(grader, &question, judges).await),
         });
     }
-    let fields = if expectations.field_graders.is_empty() {
+    let (fields, field_judges) = if expectations.field_graders.is_empty() {
         Default::default()
     } else {
         let pairs = super::verdict::graded_pairs(expectations, record);
         let graders = &expectations.field_graders;
         grade::fields::grade_pairs(graders, &pairs, question.case.as_deref(), &question.vars, judges).await
     };
-    Grades { checks, fields }
+    Grades { checks, fields, field_judges }
 }
 
 /// What the graders are asked about `record`'s answer.

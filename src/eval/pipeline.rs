@@ -141,7 +141,7 @@ where
         let stop_grade = |index: usize| -> grade::Grades {
             let checks = plan.cells.get(index).and_then(|cell| expectations_of(plan, *cell)).map(|e| e.checks.len());
             let checks = vec![Some(Err("not graded: the eval was stopped".to_string())); checks.unwrap_or(0)];
-            grade::Grades { checks, fields: Default::default() }
+            grade::Grades { checks, ..Default::default() }
         };
         loop {
             tokio::select! {
@@ -321,6 +321,7 @@ fn not_run(record: &RunRecord) -> CaseScore {
         differences: Vec::new(),
         checks: Vec::new(),
         recovered: Vec::new(),
+        field_judges: Vec::new(),
         reason: format!("not run: {why}"),
     }
 }

@@ -138,6 +138,9 @@ pub struct CaseScore {
     /// For a truncated answer: what json-repair and jsonl recover, and how it scores.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recovered: Vec<Recovered>,
+    /// The judges of its graded fields (`compare = "judge"`): each pair's request, answer and usage.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub field_judges: Vec<crate::eval::grade::FieldJudge>,
     /// Why the verdict is what it is, in one line (e.g. "F1 0.57 < pass_f1 1.0; 1 check failed").
     pub reason: String,
 }

@@ -29,6 +29,12 @@ const NAMED: usize = 2;
 /// `record` scored against `expectations`.
 /// `grades` holds the graded checks' results by index (missing: not graded) and the graded fields'.
 pub(crate) fn score(expectations: &Expectations, record: &RunRecord, grades: &super::grade::Grades) -> CaseScore {
+    let mut score = scored(expectations, record, grades);
+    score.field_judges = grades.field_judges.clone();
+    score
+}
+
+fn scored(expectations: &Expectations, record: &RunRecord, grades: &super::grade::Grades) -> CaseScore {
     let last = record.turns.last();
     let output = last.map(|t| t.output.as_str()).unwrap_or_default();
     if output.trim().is_empty() {
@@ -39,6 +45,7 @@ pub(crate) fn score(expectations: &Expectations, record: &RunRecord, grades: &su
                 differences: Vec::new(),
                 checks: Vec::new(),
                 recovered: Vec::new(),
+                field_judges: Vec::new(),
                 reason: format!("no answer: {}", cut(&why, 200)),
             };
         }
@@ -82,7 +89,15 @@ pub(crate) fn score(expectations: &Expectations, record: &RunRecord, grades: &su
             RECOVERY.iter().map(|&strategy| recovered(expectations, record, output, strategy)).collect()
         };
         let reason = truncated_reason(record, &recovered);
-        return CaseScore { verdict: Verdict::Truncated, items: scores, differences, checks, recovered, reason };
+        return CaseScore {
+            verdict: Verdict::Truncated,
+            items: scores,
+            differences,
+            checks,
+            recovered,
+            reason,
+            field_judges: Vec::new(),
+        };
     }
     let mut problems = Vec::new();
     if !record.ok {
@@ -117,6 +132,7 @@ pub(crate) fn score(expectations: &Expectations, record: &RunRecord, grades: &su
             differences,
             checks,
             recovered: Vec::new(),
+            field_judges: Vec::new(),
             reason,
         };
     }
@@ -150,7 +166,7 @@ pub(crate) fn score(expectations: &Expectations, record: &RunRecord, grades: &su
     } else {
         (Verdict::Fail, problems.join("; "))
     };
-    CaseScore { verdict, items: scores, differences, checks, recovered: Vec::new(), reason }
+    CaseScore { verdict, items: scores, differences, checks, recovered: Vec::new(), reason, field_judges: Vec::new() }
 }
 
 /// Why there is no answer, when the run got none: the provider was not reached, failed or timed out.

@@ -275,6 +275,18 @@ fn similar_judge_and_command_field_comparators_give_partial_credit_and_say_why_i
     let accuracy = bad.score.items.as_ref().unwrap().field_accuracy;
     assert!((accuracy - (unlike.max(0.0) + 0.25 + 0.5) / 3.0).abs() < 1e-9, "{accuracy}");
     assert_eq!(bad.score.verdict, Verdict::Fail, "{}", bad.score.reason);
+    // The field judge's request, answer and usage are kept with the cell, as a judge check's are.
+    let judged: Vec<(&str, &serde_json::Value, &str, bool)> = bad
+        .score
+        .field_judges
+        .iter()
+        .map(|j| (j.field.as_str(), &j.got, j.call.answer.as_str(), j.call.request.to_string().contains("RUBRIC")))
+        .collect();
+    assert_eq!(judged.len(), 1, "{judged:?}");
+    let (field, got, answer, asked_rubric) = judged[0];
+    assert_eq!((field, got), ("/note", &serde_json::json!("NOTE-BAD")));
+    assert!(answer.contains("JUDGE-SAYS") && asked_rubric, "{answer}");
+    assert_eq!(good.score.field_judges.len(), 1, "the passing field's judge is kept too");
 
     // The judge was told the expected value; the re-run asks nothing.
     let asked = server.received();

@@ -277,6 +277,7 @@ fn scored(row: usize, verdict: Verdict) -> tunebench::tui::eval::state::EvalCell
         differences: Vec::new(),
         checks: Vec::new(),
         recovered: Vec::new(),
+        field_judges: Vec::new(),
         reason: format!("{verdict:?}"),
     };
     let record = tunebench::eval::CellRecord {

@@ -36,6 +36,7 @@ fn score(verdict: Verdict, f1: f64, checks: Vec<CheckResult>) -> CaseScore {
         checks,
         recovered: Vec::new(),
         reason: format!("{verdict:?}"),
+        field_judges: Vec::new(),
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::judge::{JudgeCheck, JudgeModel};
 use super::similar::text_of;
-use super::{Graded, Judges, Program, Question};
+use super::{FieldJudge, Graded, JudgeCall, Judges, Program, Question};
 use crate::eval::comparators::{pair_key, FieldGrades, FieldVerdict, GradedPair};
 use crate::prompt::expect::{At, Comparator, EvalSettings};
 use crate::provider::embed::EmbedderModel;
@@ -59,29 +59,72 @@ pub fn prepare(settings: &EvalSettings, dir: &Path) -> Result<BTreeMap<String, F
 }
 
 /// Every pair of `pairs` graded by its field's grader (each distinct pair once), for the case
-/// `case` with the variables `vars`.
+/// `case` with the variables `vars`; with the judges' calls, in the order the pairs came.
 pub async fn grade_pairs(
     graders: &BTreeMap<String, FieldGrader>,
     pairs: &[GradedPair],
     case: Option<&str>,
     vars: &Value,
     judges: &Judges,
-) -> FieldGrades {
+) -> (FieldGrades, Vec<FieldJudge>) {
     let mut grades = FieldGrades::new();
+    let mut calls = Vec::new();
     for pair in pairs {
         let key = pair_key(&pair.pointer, &pair.expected, &pair.got);
         if grades.contains_key(&key) {
             continue;
         }
         let Some(grader) = graders.get(&pair.pointer) else { continue };
-        let graded = grade_pair(grader, pair, case, vars, judges).await;
+        let (graded, call) = grade_pair(grader, pair, case, vars, judges).await;
+        if let Some(call) = call {
+            let (field, expected, got) = (pair.pointer.clone(), pair.expected.clone(), pair.got.clone());
+            calls.push(FieldJudge { field, expected, got, call });
+        }
         grades.insert(key, graded);
     }
-    grades
+    (grades, calls)
 }
 
-/// One pair graded.
+/// One pair graded, with the judge's call when a judge graded it.
 async fn grade_pair(
+    grader: &FieldGrader,
+    pair: &GradedPair,
+    case: Option<&str>,
+    vars: &Value,
+    judges: &Judges,
+) -> (Result<FieldVerdict, String>, Option<JudgeCall>) {
+    match grader {
+        FieldGrader::Judge(judge) => match ask_judge(judge, pair, case, vars, judges).await {
+            Ok((verdict, call)) => (Ok(verdict), Some(call)),
+            Err(why) => (Err(why), None),
+        },
+        other => (grade_by(other, pair, case, vars, judges).await, None),
+    }
+}
+
+/// A pair graded by its field's judge.
+async fn ask_judge(
+    judge: &JudgeCheck,
+    pair: &GradedPair,
+    case: Option<&str>,
+    vars: &Value,
+    judges: &Judges,
+) -> Result<(FieldVerdict, JudgeCall), String> {
+    let rubric = format!("{}\n\nThe expected value, for reference: {}", judge.rubric, text_of(&pair.expected));
+    let judge = JudgeCheck { rubric, ..judge.clone() };
+    let question = Question {
+        case: case.map(str::to_string),
+        answer: pair.got.clone(),
+        output: text_of(&pair.got),
+        expected: pair.expected.clone(),
+        vars: vars.clone(),
+    };
+    let (graded, call) = judges.grade(&judge, &question).await?;
+    Ok((FieldVerdict { pass: graded.pass, score: graded.score, reason: graded.reason }, call))
+}
+
+/// A pair graded by an embedder or a program.
+async fn grade_by(
     grader: &FieldGrader,
     pair: &GradedPair,
     case: Option<&str>,
@@ -101,19 +144,7 @@ async fn grade_pair(
             let reason = (!pass).then(|| format!("similar {best:.2} < {threshold:.2}"));
             Ok(FieldVerdict { pass, score: best.clamp(0.0, 1.0), reason })
         }
-        FieldGrader::Judge(judge) => {
-            let rubric = format!("{}\n\nThe expected value, for reference: {}", judge.rubric, text_of(&pair.expected));
-            let judge = JudgeCheck { rubric, ..judge.clone() };
-            let question = Question {
-                case: case.map(str::to_string),
-                answer: pair.got.clone(),
-                output: text_of(&pair.got),
-                expected: pair.expected.clone(),
-                vars: vars.clone(),
-            };
-            let (graded, _call) = judges.grade(&judge, &question).await?;
-            Ok(detail(graded))
-        }
+        FieldGrader::Judge(judge) => ask_judge(judge, pair, case, vars, judges).await.map(|(verdict, _)| verdict),
         FieldGrader::Command(program) => {
             let input = json!({
                 "case": case,

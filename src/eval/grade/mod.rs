@@ -120,6 +120,18 @@ impl Grader {
 pub struct Grades {
     pub checks: Vec<Option<Result<GradeDetail, String>>>,
     pub fields: FieldGrades,
+    /// The judges of graded fields (`compare = "judge"`): each pair's request, answer and usage.
+    pub field_judges: Vec<FieldJudge>,
+}
+
+/// A field a judge graded (`[eval.fields."/pointer"] compare = "judge"`): the pair it was asked
+/// about, and its request, answer and usage, kept with the cell as a judge check's are.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FieldJudge {
+    pub field: String,
+    pub expected: Value,
+    pub got: Value,
+    pub call: JudgeCall,
 }
 
 /// `question` graded by `grader`; `Err` is why there is no verdict.
