@@ -24,7 +24,7 @@ use crate::prompt::file::{named, Case, DatasetCases, PromptFile};
 use crate::prompt::template::{self, Part, Template, TemplateError, Variables};
 
 pub use row::{Cells, RowAt};
-pub use write::{write_expected, write_rows, RowEdit};
+pub use write::{place_rows, save_edits, write_expected, write_rows, RowEdit};
 
 /// The most bytes one row may take (a longer one is bad input, not a reason to hold it all).
 pub const ROW_BYTES: usize = 1 << 20;

@@ -370,3 +370,40 @@ fn a_crlf_csv_names_its_rows_by_their_lines() {
     let error = error_of(dir.path(), "header.csv", b"text,text\r\nx,y\r\n");
     assert!(error.contains("header.csv:1: two columns"), "{error}");
 }
+
+#[test]
+fn a_save_lays_the_rows_after_the_inline_cases_and_refuses_a_row_deleted_in_the_workbench() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prompt_path =
+        write(d, "p.toml", PROMPT.replace("[[cases]]", "cases_file = \"rows.jsonl\"\n\n[[cases]]").as_bytes());
+    let rows = write(d, "rows.jsonl", b"{\"name\":\"r1\",\"text\":\"one\"}\n{\"name\":\"r2\",\"text\":\"two\"}\n");
+    let mut read = PromptFile::from_toml_str(&std::fs::read_to_string(&prompt_path).unwrap(), &prompt_path).unwrap();
+    read_into(&mut read, &prompt_path, d, None, &Variables::new()).unwrap();
+
+    // Edited: a case added after the rows, r2's text changed.
+    let mut cases = read.cases.clone();
+    let mut added = cases[0].clone();
+    added.name = "added".into();
+    cases.push(added);
+    cases[2].variables.insert("text".into(), json!("two, edited"));
+    let mut edited = read.clone();
+    place_rows(&mut edited, cases);
+    let names: Vec<&str> = edited.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["alpha", "added", "r1", "r2"]);
+    assert_eq!(edited.inline_cases().len(), 2);
+    assert_eq!(edited.dataset.as_ref().unwrap().lines, [1, 2]);
+    assert_eq!(save_edits(&read, &edited).unwrap(), 1);
+    assert_eq!(
+        std::fs::read_to_string(&rows).unwrap(),
+        "{\"name\":\"r1\",\"text\":\"one\"}\n{\"name\":\"r2\",\"text\":\"two, edited\"}\n"
+    );
+    // Saved again (the prompt file's save failed after the rows went in): no conflict, nothing new.
+    assert_eq!(save_edits(&read, &edited).unwrap(), 1);
+
+    let mut deleted = read.clone();
+    let cases: Vec<Case> = read.cases.iter().filter(|c| c.name != "r1").cloned().collect();
+    place_rows(&mut deleted, cases);
+    let error = save_edits(&read, &deleted).unwrap_err().to_string();
+    assert!(error.contains("rows.jsonl") && error.contains("case \"r1\" is a row of this file"), "{error}");
+}

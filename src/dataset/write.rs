@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::row::{case_of, Cells, RowAt};
 use super::{DatasetError, Format, DATASET};
-use crate::prompt::file::Case;
+use crate::prompt::file::{Case, DatasetCases, PromptFile};
 use crate::prompt::template::Variables;
 
 /// One row's edit: which case, what it said when read (checked against the file now), and what
@@ -71,6 +71,55 @@ pub fn write_rows(path: &Path, edits: &[RowEdit<'_>]) -> Result<(), DatasetError
     crate::prompt::file::write_atomic(path, &new).map_err(|e| DatasetError::file(path, e.to_string()))
 }
 
+/// The cases of `prompt` laid out as a save needs them: `cases` as edited (in any order, inline ones
+/// added among the rows), the inline ones first and then the rows of its dataset (`prompt.dataset`:
+/// a case is a row when a row of that name was read), each row keeping the line it was read from.
+pub fn place_rows(prompt: &mut PromptFile, cases: Vec<Case>) {
+    let Some(dataset) = prompt.dataset.take() else {
+        prompt.cases = cases;
+        return;
+    };
+    let lines: HashMap<&str, usize> = prompt
+        .cases
+        .iter()
+        .skip(dataset.first)
+        .zip(&dataset.lines)
+        .map(|(case, line)| (case.name.as_str(), *line))
+        .collect();
+    let (rows, inline): (Vec<Case>, Vec<Case>) = cases.into_iter().partition(|c| lines.contains_key(c.name.as_str()));
+    let row_lines = rows.iter().map(|c| lines.get(c.name.as_str()).copied().unwrap_or_default()).collect();
+    let first = inline.len();
+    prompt.cases = inline;
+    prompt.cases.extend(rows);
+    prompt.dataset = Some(DatasetCases { path: dataset.path, first, lines: row_lines });
+}
+
+/// Writes into the dataset the rows `after` (the prompt as edited, laid out by [`place_rows`])
+/// changed from `before` (as read or last saved): each changed row's variables, nothing else of the
+/// file, in one atomic write; a row changed on disk since, or a row deleted in the workbench (a
+/// dataset's rows are deleted in its file), is an error and nothing is written. Returns how many rows
+/// were written.
+pub fn save_edits(before: &PromptFile, after: &PromptFile) -> Result<usize, DatasetError> {
+    let (Some(was), Some(now)) = (&before.dataset, &after.dataset) else { return Ok(0) };
+    let rows_before = before.cases.get(was.first..).unwrap_or_default();
+    let rows_now: HashMap<&str, &Case> =
+        after.cases.get(now.first..).unwrap_or_default().iter().map(|c| (c.name.as_str(), c)).collect();
+    let mut edits = Vec::new();
+    for old in rows_before {
+        let Some(new) = rows_now.get(old.name.as_str()) else {
+            return Err(DatasetError::file(
+                &was.path,
+                format!("case {:?} is a row of this file: delete it there (the workbench edits rows, it does not delete them); nothing was saved", old.name),
+            ));
+        };
+        if new.variables != old.variables {
+            edits.push(RowEdit { case: &old.name, was: Some(old), variables: Some(&new.variables), expected: None });
+        }
+    }
+    write_rows(&was.path, &edits)?;
+    Ok(edits.len())
+}
+
 /// The row's name as the reader gives it (`name`, `__description`, else `line-N`).
 fn name_of(row: &Map<String, Value>, line: usize) -> String {
     ["name", "__description"]
@@ -79,13 +128,15 @@ fn name_of(row: &Map<String, Value>, line: usize) -> String {
         .map_or_else(|| format!("line-{line}"), str::to_string)
 }
 
-/// Refuses the edit when the row (as `how` writes it, at `at`) no longer gives the case as it was read.
+/// Refuses the edit when the row (as `how` writes it, at `at`) no longer gives the case as it was read
+/// (a row that already says what the edit writes is no conflict: a save tried again).
 fn unchanged(edit: &RowEdit<'_>, row: &Map<String, Value>, how: Cells, at: RowAt<'_>) -> Result<(), DatasetError> {
     let Some(was) = edit.was else { return Ok(()) };
     let now = case_of(row.clone(), how, at).ok();
     let same = now.as_ref().is_some_and(|now| {
         let expected = |c: &Case| c.expected.as_ref().map(|e| (e.value.clone(), e.items.clone()));
-        now.variables == was.variables && expected(now) == expected(was)
+        let written = edit.variables.is_some_and(|v| *v == now.variables) && edit.expected.is_none();
+        (now.variables == was.variables && expected(now) == expected(was)) || written
     });
     if same {
         Ok(())

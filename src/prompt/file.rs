@@ -323,10 +323,16 @@ impl OnDisk {
 
     /// Saves `new` over the file at `path` in place ([`OnDisk::edited`]), atomically and through a
     /// symlink; refuses with [`PromptError::ChangedOutside`] when the file no longer holds the text
-    /// read, and writes nothing that would not read back as `new`. Returns what the file holds now.
+    /// read, and writes nothing that would not read back as `new`. Returns what the file holds now
+    /// (with the rows of `new`'s dataset after its cases, as `new` holds them: the file writes none).
     pub fn save(&self, path: &Path, new: &PromptFile, schema_text: Option<&str>) -> Result<OnDisk, PromptError> {
         let text = self.edited(new, schema_text)?;
-        let prompt = edit::reads_back(&text, path, new)?;
+        let mut prompt = edit::reads_back(&text, path, new)?;
+        if let Some(dataset) = &new.dataset {
+            let first = prompt.cases.len();
+            prompt.cases.extend(new.cases.iter().skip(dataset.first).cloned());
+            prompt.dataset = Some(DatasetCases { first, ..dataset.clone() });
+        }
         if text != self.text || read_text(path).ok().as_deref() != Some(self.text.as_str()) {
             write_over(path, &self.text, &text)?;
         }

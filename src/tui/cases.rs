@@ -151,7 +151,8 @@ pub fn add(state: &mut State, at: usize, copy_of: Option<&str>, text: &str) -> R
         None => format!("adding case {name:?}"),
     };
     remember(state, what);
-    let at = at.min(state.cases.len());
+    // A case added here is the prompt file's: it goes before the rows of its dataset.
+    let at = at.min(first_row(state));
     state.cases.insert(at, case);
     state.choice.case = Some(name.clone());
     state.selected_variable = at + 1;
@@ -159,6 +160,14 @@ pub fn add(state: &mut State, at: usize, copy_of: Option<&str>, text: &str) -> R
     crate::tui::edit::edited(state);
     state.note = Some(format!("case {name:?} added and chosen (ctrl-s saves the prompt; {} undoes)", undo_key(state)));
     Ok(())
+}
+
+/// Where the rows of the prompt's dataset begin among the cases (the end when it has none).
+fn first_row(state: &State) -> usize {
+    let Some(dataset) = &state.saved.dataset else { return state.cases.len() };
+    let rows: std::collections::HashSet<&str> =
+        state.saved.cases.iter().skip(dataset.first).map(|c| c.name.as_str()).collect();
+    state.cases.iter().position(|c| rows.contains(c.name.as_str())).unwrap_or(state.cases.len())
 }
 
 /// `delete-case`: asks first, naming the case.

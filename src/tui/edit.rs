@@ -25,6 +25,17 @@ pub fn is_dirty(state: &State) -> bool {
         || crate::tui::variables::changed(state)
 }
 
+/// Reads the rows of the prompt's dataset (`cases_file`) in after its inline cases, so the workbench
+/// lists and edits them (a save writes each changed row back into its line); a dataset that cannot be
+/// read is a note, and its rows are not listed.
+pub fn with_dataset(prompt: &mut PromptFile, path: &Path) -> Option<String> {
+    prompt.cases_file.as_ref()?;
+    let base_dir = crate::run::setup::base_dir(path);
+    crate::dataset::read_into(prompt, path, &base_dir, None, &crate::prompt::template::Variables::new())
+        .err()
+        .map(|e| format!("the dataset's cases are not listed: {e}"))
+}
+
 /// The prompt as the editors hold it, for a run: a schema file's edited text is inlined.
 pub fn prompt_for_run(state: &State) -> Result<PromptFile, String> {
     Ok(edited_prompt(state)?.0)
@@ -95,7 +106,8 @@ impl Edits {
         prompt.system = (!system.is_empty()).then_some(system);
         prompt.template = template;
         prompt.variables = self.variables;
-        prompt.cases = self.cases;
+        // A dataset's rows stay its rows (a save writes them back there), the rest are the file's.
+        crate::dataset::place_rows(&mut prompt, self.cases);
         let mut file = None;
         match &self.schema_kind {
             SchemaKind::Signature => prompt.signature = Some(schema.trim().to_string()),

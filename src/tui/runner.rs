@@ -397,6 +397,9 @@ fn save(
             write_over(&full, &file.base, &file.text).map_err(failed)?;
         }
     }
+    // The rows of the prompt's dataset edited here go back into their lines first (nothing is
+    // written when one changed on disk since or was deleted here).
+    crate::dataset::save_edits(&base.prompt, prompt).map_err(|e| SaveFailed::Error(e.to_string()))?;
     base.save(path, prompt, schema_text).map(Box::new).map_err(failed)
 }
 

@@ -117,7 +117,8 @@ fn choose_first_case(state: &mut State) {
 /// The state of a fresh workbench on the prompt at `path` (default keys, provider chosen), no IO
 /// beyond reading the prompt (and its schema file and recorded answer).
 pub fn state_for(path: &Path) -> anyhow::Result<State> {
-    let file = PromptFile::read(path)?;
+    let mut file = PromptFile::read(path)?;
+    let dataset_note = crate::tui::edit::with_dataset(&mut file.prompt, path);
     // The prompt's provider and structured mode are typed here, where the workbench opens on them.
     crate::tui::state::Choice::of(&file.prompt).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let (schema_text, schema_kind) = crate::tui::edit::schema_text(&file, path)?;
@@ -125,6 +126,9 @@ pub fn state_for(path: &Path) -> anyhow::Result<State> {
     // Linted now when small; a large schema's lint is due, asked for when the workbench starts.
     crate::tui::lint::relint(&mut state);
     choose_provider(&mut state);
+    if dataset_note.is_some() {
+        state.note = dataset_note;
+    }
     Ok(state)
 }
 

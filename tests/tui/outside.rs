@@ -173,3 +173,70 @@ fn approving_over_a_file_changed_on_disk_writes_nothing_and_asks() {
     assert!(written.contains("name = \"added-outside\""), "{written}");
     assert_ne!(written, outside, "the approve is written");
 }
+
+const ROWS_PROMPT: &str = r#"# A prompt of my own, with its cases in a dataset beside it.
+id = "rows"
+response_type = "jsonl"
+template = "Define every entity in: {{text}}"
+schema = '''{"type": "object", "properties": {"entity": {"type": "string"}}, "required": ["entity"]}'''
+cases_file = "cases.jsonl"   # hundreds of labelled rows live here
+
+[[cases]]
+name = "inline"
+variables = { text = "hi" }
+"#;
+
+/// A dataset row edited in the workbench goes back into its line alone (the other rows and the
+/// prompt file byte-identical but for what changed); a case added there goes into the prompt file;
+/// a row deleted in the workbench, or changed on disk since, is not saved over.
+#[test]
+fn a_dataset_case_edited_in_the_workbench_is_written_into_its_row_alone() {
+    use tunebench::tui::variables::{set, Origin};
+    without_local_model();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.toml");
+    std::fs::write(&path, ROWS_PROMPT).unwrap();
+    let rows = dir.path().join("cases.jsonl");
+    std::fs::write(&rows, "{\"name\": \"a\",  \"text\": \"x\"}\n{\"name\":\"b\",\"text\":\"y\",\"expected\":[]}\n")
+        .unwrap();
+    let mut state = state_for(&path).unwrap();
+    let names: Vec<&str> = state.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["inline", "a", "b"], "the dataset's rows are listed after the inline case");
+
+    set(&mut state, "text", Origin::Case(2), serde_json::json!("y, edited"));
+    tunebench::tui::edit::edited(&mut state);
+    tunebench::tui::cases::add(&mut state, 3, None, "name = \"added\"\nvariables = { text = \"z\" }").unwrap();
+    let effects = update(&mut state, ctrl('s'));
+    execute(&mut state, effects);
+    assert!(!state.dirty, "{:?}", state.note);
+    assert_eq!(
+        std::fs::read_to_string(&rows).unwrap(),
+        "{\"name\": \"a\",  \"text\": \"x\"}\n{\"name\":\"b\",\"text\":\"y, edited\",\"expected\":[]}\n",
+        "row b alone rewritten"
+    );
+    let saved = std::fs::read_to_string(&path).unwrap();
+    assert!(saved.starts_with(ROWS_PROMPT), "the file as written, then the added case:\n{saved}");
+    assert!(saved.contains("name = \"added\"") && !saved.contains("\"b\""), "{saved}");
+    let again = state_for(&path).unwrap();
+    let names: Vec<&str> = again.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["inline", "added", "a", "b"]);
+
+    // Row a changed on disk meanwhile: my edit of it is not saved over theirs, and nothing is written.
+    let mut state = again;
+    std::fs::write(
+        &rows,
+        "{\"name\": \"a\",  \"text\": \"theirs\"}\n{\"name\":\"b\",\"text\":\"y, edited\",\"expected\":[]}\n",
+    )
+    .unwrap();
+    set(&mut state, "text", Origin::Case(2), serde_json::json!("mine"));
+    tunebench::tui::edit::edited(&mut state);
+    assert!(state.dirty);
+    let before = std::fs::read_to_string(&path).unwrap();
+    let effects = update(&mut state, ctrl('s'));
+    execute(&mut state, effects);
+    assert!(state.dirty);
+    let note = state.note.clone().unwrap_or_default();
+    assert!(note.contains("cases.jsonl:1") && note.contains("changed on disk"), "{note}");
+    assert!(std::fs::read_to_string(&rows).unwrap().contains("theirs"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+}

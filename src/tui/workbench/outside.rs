@@ -127,7 +127,12 @@ fn difference(before: &str, after: &str) -> Vec<String> {
 fn keep_mine(state: &mut State, change: &OutsideChange) -> Vec<Effect> {
     if change.path == state.path {
         let theirs = match PromptFile::from_toml_str(&change.text, &change.path) {
-            Ok(prompt) => OnDisk { text: change.text.clone(), prompt },
+            Ok(mut prompt) => {
+                if let Some(note) = crate::tui::edit::with_dataset(&mut prompt, &change.path) {
+                    state.note = Some(note);
+                }
+                OnDisk { text: change.text.clone(), prompt }
+            }
             Err(e) => {
                 state.note = Some(format!("cannot keep your edits over it: the file on disk does not read ({e})"));
                 return Vec::new();
@@ -218,7 +223,12 @@ fn reload(state: &mut State, path: &Path, text: String) {
         return;
     }
     let prompt = match PromptFile::from_toml_str(&text, path) {
-        Ok(prompt) => prompt,
+        Ok(mut prompt) => {
+            if let Some(note) = crate::tui::edit::with_dataset(&mut prompt, path) {
+                state.note = Some(note);
+            }
+            prompt
+        }
         Err(e) => {
             state.note = Some(format!("{} changed on disk and does not read ({e}); not reloaded", path.display()));
             return;
