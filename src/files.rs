@@ -2,11 +2,30 @@
 //! open), refused unless it is a regular file, and read to at most a cap that fits its kind, so a
 //! name that points at `/dev/zero`, a pipe or a huge file is an error naming the file and the cap.
 //! Also the one check that a file a prompt names stays inside the prompt's folder ([`inside`]) and
-//! the one comparison of an output with the inputs ([`refuse_overwriting`]).
+//! the one comparison of an output with the inputs ([`refuse_overwriting`]), and the one listing of a
+//! store's records ([`records_newest_first`]).
 
 use std::fs::{File, Metadata};
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+
+/// The `.json` record files in `dir`, newest first (by name: a store names each by its start time);
+/// none when the folder is not there yet. The error names the folder.
+pub fn records_newest_first(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
+        .collect();
+    files.sort();
+    files.reverse();
+    Ok(files)
+}
 
 /// A kind of file and the most bytes one may have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

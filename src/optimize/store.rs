@@ -66,19 +66,7 @@ pub struct Listed {
 
 /// The record files in `dir`, newest first.
 fn files(dir: &Path) -> Result<Vec<PathBuf>, OptimizeError> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(OptimizeError::Store(format!("{}: {e}", dir.display()))),
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.is_file())
-        .collect();
-    files.sort();
-    files.reverse();
-    Ok(files)
+    crate::files::records_newest_first(dir).map_err(OptimizeError::Store)
 }
 
 /// Every optimization kept in `dir`, newest first; files that do not read come back as warnings.
