@@ -201,7 +201,8 @@ where
     Ok(Ran { record, warnings })
 }
 
-/// One job per cell, in the plan's order (see [`Jobs`]).
+/// One job per cell, in the plan's order (see [`Jobs`]): the bench's measure of making them.
+#[cfg(feature = "testing")]
 pub(super) fn jobs(plan: &EvalPlan, wrap: Option<Wrap<'_>>) -> Result<Vec<Job>, EvalError> {
     let jobs = Jobs::new(plan, wrap)?;
     plan.cells.iter().map(|cell| jobs.job(cell)).collect()
