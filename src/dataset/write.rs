@@ -128,15 +128,17 @@ fn name_of(row: &Map<String, Value>, line: usize) -> String {
         .map_or_else(|| format!("line-{line}"), str::to_string)
 }
 
-/// Refuses the edit when the row (as `how` writes it, at `at`) no longer gives the case as it was read
-/// (a row that already says what the edit writes is no conflict: a save tried again).
+/// Refuses the edit when the part of the row it writes (its variables, its expected answer) no longer
+/// says what it said when read (a part that already says what the edit writes is no conflict: a save
+/// tried again). What the edit leaves alone may have changed: it is kept as the file has it.
 fn unchanged(edit: &RowEdit<'_>, row: &Map<String, Value>, how: Cells, at: RowAt<'_>) -> Result<(), DatasetError> {
     let Some(was) = edit.was else { return Ok(()) };
     let now = case_of(row.clone(), how, at).ok();
     let same = now.as_ref().is_some_and(|now| {
         let expected = |c: &Case| c.expected.as_ref().map(|e| (e.value.clone(), e.items.clone()));
-        let written = edit.variables.is_some_and(|v| *v == now.variables) && edit.expected.is_none();
-        (now.variables == was.variables && expected(now) == expected(was)) || written
+        let variables_kept = edit.variables.is_none_or(|new| now.variables == was.variables || now.variables == *new);
+        let expected_kept = edit.expected.is_none() || expected(now) == expected(was);
+        variables_kept && expected_kept
     });
     if same {
         Ok(())

@@ -68,7 +68,12 @@ pub fn approve(state: &mut State, row: usize, insist: bool) -> Vec<Effect> {
     };
     // On the prompt as last written: an approve whose save has not been confirmed yet is kept.
     let mut prompt = state.pending_save.as_ref().map_or_else(|| state.saved.clone(), |pending| pending.0.clone());
-    if prompt.cases_file.is_some() && prompt.case(&approval.case).is_err() {
+    // A row of the prompt's dataset (the workbench lists them after the inline cases).
+    let row_of_dataset = match &prompt.dataset {
+        Some(dataset) => prompt.cases.iter().skip(dataset.first).any(|c| c.name == approval.case),
+        None => prompt.cases_file.is_some() && prompt.case(&approval.case).is_err(),
+    };
+    if row_of_dataset {
         // A row of the prompt's dataset: written into that row by the runner, the prompt file untouched.
         state.eval.overlay = EvalOverlay::None;
         state.note = Some(format!("approving case {:?} into the dataset…", approval.case));
