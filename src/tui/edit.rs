@@ -99,6 +99,18 @@ impl Edits {
         }
     }
 
+    /// The edits a count of the request needs: the texts, the variables and the chosen case alone (a
+    /// dataset of thousands of rows is not copied for a keystroke's count).
+    pub fn of_chosen(state: &State) -> Edits {
+        let chosen = state.choice.case.as_deref();
+        Edits {
+            texts: state.texts(),
+            variables: state.variables.clone(),
+            cases: state.cases.iter().filter(|c| Some(c.name.as_str()) == chosen).cloned().collect(),
+            schema_kind: state.schema_kind.clone(),
+        }
+    }
+
     /// `saved` as edited, and the schema file to write beside it (if the schema lives in its own
     /// file). The schema editor's text replaces `saved`'s schema (a signature prompt has none).
     pub fn apply(self, mut prompt: PromptFile) -> Result<(PromptFile, Option<(PathBuf, String)>), String> {

@@ -100,11 +100,14 @@ fn ask(state: &mut State) -> CountRequest {
         _ => Tokenizer::O200k,
     };
     // The prompt is made in the job: the saved one (without its schema, which the schema editor's
-    // text replaces: copying a large one is what a key must not wait for) and the edits to lay over it.
-    let edits = Edits::of(state);
+    // text replaces, nor its cases, of which the count needs the chosen one: copying a large schema
+    // or a dataset's rows is what a key must not wait for) and the edits to lay over it.
+    let edits = Edits::of_chosen(state);
     let schema = if edits.schema_kind == SchemaKind::Signature { None } else { state.saved.schema.take() };
+    let cases = std::mem::take(&mut state.saved.cases);
     let saved = state.saved.clone();
     state.saved.schema = schema;
+    state.saved.cases = cases;
     // A replay sends no HTTP request: the recorded answer is not read for the count.
     let request = crate::tui::request::request_of(state, saved, None, None).map(|mut r| {
         r.target.replay = None;
