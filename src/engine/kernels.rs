@@ -85,9 +85,9 @@ static AVX512: Table = Table {
     dot: avx2_dot,
     quantize: super::avx512::quantize,
     silu_mul: super::math::avx512::silu_mul,
-    scores: super::attention::avx512::scores_shaped,
-    softmax: super::attention::avx512::softmax,
-    weigh: super::attention::avx512::weigh_shaped,
+    scores: super::attention_avx512::scores_shaped,
+    softmax: super::attention_avx512::softmax,
+    weigh: super::attention_avx512::weigh_shaped,
 };
 
 /// Which kernels run: one path's table, chosen once ([`Kernels::detect`] at load). The field is

@@ -12,8 +12,8 @@ use std::io::{Read, Seek};
 
 use candle_core::quantized::gguf_file::Content;
 
-use super::arch::{Arch, MissingOutput, Norm, RopePairs};
-use super::attention::{attend, scratch_len, KvLayer, KvShape};
+use super::arch::{MissingOutput, RopePairs};
+use super::attention::{attend, scratch_len, KvLayer};
 use super::attention_split::{attend_split, split_scratch_len, Token};
 use super::kernels::{groups, matmul_groups, Kernels};
 use super::math::silu_mul;
@@ -21,6 +21,13 @@ use super::quant::{vector, ActBlock, Matrix, BLOCK, ROWS};
 use super::threads::{Disjoint, Pool, PoolError};
 use super::weights::{self, Identity};
 use super::EngineError;
+
+mod config;
+mod rows;
+
+pub use config::Config;
+pub use rows::argmax;
+use rows::{add, quantize_rows, rms_norm_rows, rope_tables};
 
 /// Where a GGUF's interleaved weights are kept on disk, and the GGUF's identity.
 #[derive(Clone, Debug)]
@@ -109,85 +116,6 @@ pub fn load<R: Read + Seek>(
         Backend::Candle => Box::new(super::reference::Llama::load(content, reader, context, true)?),
         Backend::CandleAsStored => Box::new(super::reference::Llama::load(content, reader, context, false)?),
     })
-}
-
-/// The shape of the model, from its family's metadata (`llama.*` for llama).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Config {
-    /// The family: metadata keys, tensor names, norm, rotary embedding, output projection.
-    pub arch: &'static Arch,
-    pub layers: usize,
-    pub dim: usize,
-    pub heads: usize,
-    pub kv_heads: usize,
-    pub head_dim: usize,
-    pub context: usize,
-    pub rope_base: f32,
-    pub eps: f64,
-}
-
-fn meta_usize(content: &Content, key: &str) -> Result<usize, EngineError> {
-    let value = content.metadata.get(key).ok_or_else(|| EngineError::Model(format!("the GGUF has no `{key}`")))?;
-    value
-        .to_u32()
-        .map(|v| v as usize)
-        .or_else(|_| value.to_u64().map(|v| v as usize))
-        .or_else(|_| value.to_i32().map(|v| v.max(0) as usize))
-        .map_err(|e| EngineError::Model(format!("`{key}`: {e}")))
-}
-
-fn meta_f32(content: &Content, key: &str) -> Option<f32> {
-    content.metadata.get(key).and_then(|v| v.to_f32().ok())
-}
-
-impl Config {
-    /// The shape of `content`'s model, its family picked by `general.architecture`.
-    pub fn from_gguf(content: &Content) -> Result<Self, EngineError> {
-        Self::of_family(content, Arch::of(content)?)
-    }
-
-    /// The shape of `content`'s model read as family `arch` (its metadata keys and defaults).
-    pub fn of_family(content: &Content, arch: &'static Arch) -> Result<Self, EngineError> {
-        let key = |suffix: &str| arch.key(suffix);
-        let dim = meta_usize(content, &key("embedding_length"))?;
-        let heads = meta_usize(content, &key("attention.head_count"))?;
-        let kv_heads = meta_usize(content, &key("attention.head_count_kv")).unwrap_or(heads);
-        if heads == 0 || kv_heads == 0 || dim % heads != 0 || heads % kv_heads != 0 || (dim / heads) % 2 != 0 {
-            return Err(EngineError::Model(format!(
-                "unusable attention shape: {dim} dims, {heads} heads, {kv_heads} key/value heads"
-            )));
-        }
-        // Each layer is tensors of the file: more layers than tensors is a count to refuse, not to
-        // allocate for.
-        let layers_key = key("block_count");
-        let layers = meta_usize(content, &layers_key)?;
-        if layers > content.tensor_infos.len() {
-            return Err(EngineError::Model(format!(
-                "`{layers_key}` is {layers}, more layers than the file has tensors ({})",
-                content.tensor_infos.len()
-            )));
-        }
-        let Norm::Rms { eps_key, default_eps } = arch.norm;
-        Ok(Self {
-            arch,
-            layers,
-            dim,
-            heads,
-            kv_heads,
-            head_dim: dim / heads,
-            context: meta_usize(content, &key("context_length")).unwrap_or(arch.default_context),
-            rope_base: meta_f32(content, &key(arch.rope.base_key)).unwrap_or(arch.rope.default_base),
-            eps: meta_f32(content, &key(eps_key)).unwrap_or(default_eps) as f64,
-        })
-    }
-
-    fn kv_dim(&self) -> usize {
-        self.kv_heads * self.head_dim
-    }
-
-    fn kv_shape(&self) -> KvShape {
-        KvShape { kv_heads: self.kv_heads, head_dim: self.head_dim }
-    }
 }
 
 struct Layer {
@@ -628,52 +556,4 @@ fn norm_vector<R: Read + Seek>(
         return Err(EngineError::Model(format!("tensor {name} has {} values, expected {dim}", values.len())));
     }
     Ok(values)
-}
-
-/// Each row of `x` divided by its root mean square, times `weight`, into `out`.
-fn rms_norm_rows(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32], kernels: Kernels) {
-    let dim = weight.len();
-    for (row, out) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
-        let mean = kernels.dot(row, row) / dim as f32;
-        let inverse = 1.0 / (mean + eps).sqrt();
-        for ((o, v), w) in out.iter_mut().zip(row).zip(weight) {
-            *o = v * inverse * w;
-        }
-    }
-}
-
-/// Quantizes each `width`-value row of `x` into `acts`, row after row.
-fn quantize_rows(x: &[f32], width: usize, acts: &mut [ActBlock], kernels: Kernels) {
-    let per_row = width / BLOCK;
-    for (t, row) in x.chunks_exact(width).enumerate() {
-        kernels.quantize(row, &mut acts[t * per_row..(t + 1) * per_row]);
-    }
-}
-
-fn add(x: &mut [f32], delta: &[f32]) {
-    for (x, d) in x.iter_mut().zip(delta) {
-        *x += d;
-    }
-}
-
-/// Rotary tables: position × pair `i` (of `head_dim / 2`), angle `p / base^(2i / head_dim)`.
-fn rope_tables(c: &Config) -> (Vec<f32>, Vec<f32>) {
-    let half = c.head_dim / 2;
-    let freqs: Vec<f32> = (0..half).map(|i| 1.0 / c.rope_base.powf(2.0 * i as f32 / c.head_dim as f32)).collect();
-    let angles: Vec<f32> = (0..c.context).flat_map(|p| freqs.iter().map(move |f| p as f32 * f)).collect();
-    (angles.iter().map(|a| a.cos()).collect(), angles.iter().map(|a| a.sin()).collect())
-}
-
-/// The index of the largest logit (the lowest index on ties).
-pub fn argmax(logits: &[f32]) -> Option<usize> {
-    let mut best: Option<(usize, f32)> = None;
-    for (i, v) in logits.iter().enumerate() {
-        if v.is_nan() {
-            continue;
-        }
-        if best.is_none_or(|(_, b)| *v > b) {
-            best = Some((i, *v));
-        }
-    }
-    best.map(|(i, _)| i)
 }
