@@ -97,7 +97,12 @@ mod tests {
         let shown: Vec<(&str, bool, Moved)> = changes.iter().map(|c| (c.case.as_str(), c.held_out, c.moved)).collect();
         assert_eq!(
             shown,
-            [("a", false, Moved::Improved), ("c", true, Moved::Regressed), ("b", false, Moved::Same), ("d", true, Moved::Unpaired)]
+            [
+                ("a", false, Moved::Improved),
+                ("c", true, Moved::Regressed),
+                ("b", false, Moved::Same),
+                ("d", true, Moved::Unpaired)
+            ]
         );
         assert_eq!(changes[1].before, Some(Verdict::Pass));
         assert!((changes[1].delta + 0.75).abs() < 1e-9);

@@ -70,8 +70,9 @@ where
             column.setup.prompt.system.clone_from(&edited.system);
             column.setup.prompt.template.clone_from(&edited.template);
         }
-        evaluate::renders(&plan, edited)
-            .map_err(|why| OptimizeError::Input(format!("{}: the prompt as edited: {why}", options.prompt.display())))?;
+        evaluate::renders(&plan, edited).map_err(|why| {
+            OptimizeError::Input(format!("{}: the prompt as edited: {why}", options.prompt.display()))
+        })?;
     }
     if plan.columns.len() != 1 || plan.prompts.len() != 1 {
         return Err(OptimizeError::Input(format!(

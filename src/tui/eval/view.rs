@@ -134,7 +134,8 @@ fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let mut spans = title(view, view.stale(state.edits), theme);
     if let Some(held) = &state.held_out {
         let by = held.optimization.as_deref().map_or("running".to_string(), |id| escape_controls(id).into_owned());
-        spans.push(Span::styled(format!("· {HELD_OUT} held out by optimization {by}: do not tune on them "), theme.dim));
+        spans
+            .push(Span::styled(format!("· {HELD_OUT} held out by optimization {by}: do not tune on them "), theme.dim));
     }
     let block = frame_of(spans, theme);
     let inner = block.inner(area);

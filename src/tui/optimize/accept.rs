@@ -35,10 +35,7 @@ pub fn accept(state: &mut State) -> Vec<Effect> {
     crate::tui::edit::edited(state);
     state.accept_undo = Some(Box::new(AcceptUndo { candidate: id.clone(), before, after }));
     state.optimize.accepted = Some(id.clone());
-    state.note = Some(format!(
-        "{id} is in the editors, unsaved: ctrl-s saves it, {} takes it back",
-        undo_key(state)
-    ));
+    state.note = Some(format!("{id} is in the editors, unsaved: ctrl-s saves it, {} takes it back", undo_key(state)));
     Vec::new()
 }
 

@@ -147,7 +147,8 @@ fn open(state: &mut State) -> Vec<Effect> {
     let view = &state.optimize;
     let Some(row) = view.rows.get(view.selected) else { return Vec::new() };
     let Some(record) = view.record.as_deref() else {
-        state.note = Some("a candidate's text arrives with the record, when the optimization ends (esc stops it)".into());
+        state.note =
+            Some("a candidate's text arrives with the record, when the optimization ends (esc stops it)".into());
         return Vec::new();
     };
     let Some(candidate) = record.candidate(&row.id) else { return Vec::new() };
@@ -218,10 +219,10 @@ fn event_in(state: &mut State, event: OptimizeEvent) {
         OptimizeEvent::Planned { candidates } => view.progress.planned = candidates,
         OptimizeEvent::Evaluating { candidate, held_out, cells } => {
             view.progress.doing = format!("{candidate}: {cells} {} cases", set(held_out));
-            new_row(view, &candidate);
+            row(view, &candidate);
         }
         OptimizeEvent::Scored { candidate, held_out, figures } => {
-            let row = view.row_mut(&candidate);
+            let row = row(view, &candidate);
             if held_out {
                 row.held_out = Some(figures);
             } else {
@@ -229,12 +230,11 @@ fn event_in(state: &mut State, event: OptimizeEvent) {
             }
         }
         OptimizeEvent::Rejected { candidate, reason } => {
-            new_row(view, &candidate);
-            view.row_mut(&candidate).rejected = Some(reason);
+            row(view, &candidate).rejected = Some(reason);
         }
         OptimizeEvent::Proposing { candidate } => view.progress.doing = format!("asking the proposer for {candidate}"),
         OptimizeEvent::Spent { candidate, cells, cost, cells_scored, budget, total } => {
-            let row = view.row_mut(&candidate);
+            let row = row(view, &candidate);
             row.cells += cells;
             add(&mut row.cost, &cost);
             view.progress.cells_scored = cells_scored;
@@ -247,14 +247,12 @@ fn event_in(state: &mut State, event: OptimizeEvent) {
     }
 }
 
-/// Counts a candidate the first time it shows up (the baseline apart).
-fn new_row(view: &mut OptimizeView, id: &str) {
-    if !view.rows.iter().any(|r| r.id == id) {
-        if id != "baseline" {
-            view.progress.candidates += 1;
-        }
-        view.row_mut(id);
+/// The row of candidate `id`; a candidate is counted the first time it shows up (the baseline apart).
+fn row<'a>(view: &'a mut OptimizeView, id: &str) -> &'a mut Row {
+    if id != "baseline" && !view.rows.iter().any(|r| r.id == id) {
+        view.progress.candidates += 1;
     }
+    view.row_mut(id)
 }
 
 fn add(total: &mut crate::optimize::RoleCost, more: &crate::optimize::RoleCost) {

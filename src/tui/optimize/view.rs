@@ -259,11 +259,7 @@ fn candidate(
     let count = |m: Moved| changes.iter().filter(|c| c.moved == m).count();
     let right = frame_of(
         vec![Span::styled(
-            format!(
-                " cases vs baseline: {} improved, {} regressed ",
-                count(Moved::Improved),
-                count(Moved::Regressed)
-            ),
+            format!(" cases vs baseline: {} improved, {} regressed ", count(Moved::Improved), count(Moved::Regressed)),
             theme.title,
         )],
         theme,
