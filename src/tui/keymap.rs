@@ -255,9 +255,9 @@ pub fn describe(action: Action) -> &'static str {
         Action::FilterCases => "filter cases by name",
         Action::FilterVerdicts => "filter cases by verdict",
         Action::Optimize => "optimize screen: candidates",
-        Action::AcceptCandidate => "accept candidate into editors",
-        Action::RejectCandidate => "reject candidate (never best)",
-        Action::UndoAccept => "take back the accepted candidate",
+        Action::AcceptCandidate => "candidate into the editors",
+        Action::RejectCandidate => "mark rejected (never best)",
+        Action::UndoAccept => "undo an accepted candidate",
     }
 }
 
