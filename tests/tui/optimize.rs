@@ -334,7 +334,7 @@ fn the_eval_matrix_marks_the_held_out_cases_of_the_sessions_optimization() {
     update(&mut state, special(Key::Esc));
     assert_eq!(state.screen, Screen::Eval, "esc goes back to the eval screen once it ended");
     let screen = draw_all(&state, 120, 20);
-    assert!(screen.contains("◇ held out by optimization"), "{screen}");
+    assert!(screen.contains("◇ held out by optimize"), "{screen}");
     for case in ["c1", "c2", "c3", "c4", "c5", "c6"] {
         let line =
             screen.lines().find(|l| l.contains(&format!(" {case} "))).unwrap_or_else(|| panic!("{case}:\n{screen}"));

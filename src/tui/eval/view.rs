@@ -132,10 +132,9 @@ fn verdict_style(scored: Option<&CellRecord>, theme: &Theme) -> Style {
 fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let view = &state.eval;
     let mut spans = title(view, view.stale(state.edits), theme);
-    if let Some(held) = &state.held_out {
-        let by = held.optimization.as_deref().map_or("running".to_string(), |id| escape_controls(id).into_owned());
-        spans
-            .push(Span::styled(format!("· {HELD_OUT} held out by optimization {by}: do not tune on them "), theme.dim));
+    if state.held_out.is_some() {
+        // Early in the title (the notes after it may be cut): what the glyph in the case column means.
+        spans.insert(1, Span::styled(format!("{HELD_OUT} held out by optimize · "), theme.dim));
     }
     let block = frame_of(spans, theme);
     let inner = block.inner(area);
