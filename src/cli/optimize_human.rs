@@ -12,7 +12,7 @@ use crate::safe_text::escape_controls;
 pub fn progress(event: &OptimizeEvent) {
     let set = |held_out: bool| if held_out { "held-out" } else { "train" };
     match event {
-        OptimizeEvent::Split { train, held_out } => {
+        OptimizeEvent::Split { train, held_out, .. } => {
             super::note!("optimize: {train} train cases, {held_out} held out");
         }
         OptimizeEvent::Evaluating { candidate, held_out, cells } => {
@@ -26,7 +26,7 @@ pub fn progress(event: &OptimizeEvent) {
         }
         OptimizeEvent::Proposing { candidate } => super::note!("  {candidate}: asking the proposer"),
         OptimizeEvent::Done { cancelled: true } => super::note!("optimize: stopped; what was scored is kept"),
-        OptimizeEvent::Done { cancelled: false } => {}
+        OptimizeEvent::Done { cancelled: false } | OptimizeEvent::Planned { .. } | OptimizeEvent::Spent { .. } => {}
     }
 }
 

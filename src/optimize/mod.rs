@@ -4,6 +4,7 @@
 //! with a paired test against the baseline, all within a budget of cells, recorded. A front end passes
 //! [`OptimizeOptions`], a sink for [`OptimizeEvent`]s and a cancel, and shows the [`Optimization`].
 
+pub mod changes;
 pub mod diff;
 pub mod evaluate;
 pub mod mutate;
@@ -18,7 +19,7 @@ pub mod store;
 
 use std::path::PathBuf;
 
-pub use record::{Candidate, Optimization};
+pub use record::{Candidate, Cost, Optimization, RoleCost};
 pub use select::Figures;
 pub use session::run;
 
@@ -71,6 +72,9 @@ pub struct OptimizeOptions {
     pub concurrency: Option<usize>,
     /// Where the last eval (which stratifies the split) is looked for (`None`: the data directory's).
     pub evals_dir: Option<PathBuf>,
+    /// The system prompt and template as a front end holds them (the workbench's editors, unsaved), in
+    /// place of the file's: the baseline and every edit start from this text (`None`: the file's).
+    pub edited: Option<evaluate::Edit>,
 }
 
 impl OptimizeOptions {
@@ -90,6 +94,7 @@ impl OptimizeOptions {
             rank_all: false,
             concurrency: None,
             evals_dir: None,
+            edited: None,
         }
     }
 }
@@ -97,8 +102,13 @@ impl OptimizeOptions {
 /// What an optimization reports while it goes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum OptimizeEvent {
-    /// The cases were split.
-    Split { train: usize, held_out: usize },
+    /// The cases were split (`held_out_cases`: the held-out cases' names, in the prompt's order).
+    Split { train: usize, held_out: usize, held_out_cases: Vec<String> },
+    /// About this many candidates will be made at most (the mutations, and the proposals allowed).
+    Planned { candidates: usize },
+    /// `candidate` scored `cells` cells at `cost`; the optimization has scored `cells_scored` of its
+    /// `budget` cells so far and spent `total` per role.
+    Spent { candidate: String, cells: usize, cost: RoleCost, cells_scored: usize, budget: usize, total: Cost },
     /// A candidate starts on a set of cases (`cells` to score).
     Evaluating { candidate: String, held_out: bool, cells: usize },
     /// A candidate was scored on a set.

@@ -83,6 +83,9 @@ pub struct Candidate {
     /// Every case scored, train and held-out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cases: Vec<CaseResult>,
+    /// What its cells cost (train and held-out; cached calls cost no tokens).
+    #[serde(default, skip_serializing_if = "RoleCost::is_nothing")]
+    pub cost: RoleCost,
 }
 
 /// One case of a candidate, scored.
@@ -128,6 +131,13 @@ pub struct RoleCost {
     pub cached: usize,
     pub tokens_in: u64,
     pub tokens_out: u64,
+}
+
+impl RoleCost {
+    /// No call made.
+    pub fn is_nothing(&self) -> bool {
+        *self == RoleCost::default()
+    }
 }
 
 /// What was allowed and what was used.

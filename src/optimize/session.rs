@@ -39,6 +39,8 @@ struct Session<'a, F> {
     concurrency: usize,
     cancel: Cancel,
     cancelled: bool,
+    /// What each candidate's cells cost so far, by id.
+    spent: HashMap<String, RoleCost>,
     stopped: Option<String>,
     sink: F,
 }
@@ -61,7 +63,17 @@ where
         setup: options.setup.clone(),
         ..EvalOptions::default()
     };
-    let plan = EvalPlan::new(&eval)?;
+    let mut plan = EvalPlan::new(&eval)?;
+    if let Some(edited) = &options.edited {
+        // The front end's text (unsaved edits) is the prompt as it is: the baseline and every edit's start.
+        for column in &mut plan.columns {
+            column.setup.prompt.system.clone_from(&edited.system);
+            column.setup.prompt.template.clone_from(&edited.template);
+        }
+        evaluate::renders(&plan, edited).map_err(|why| {
+            OptimizeError::Input(format!("{}: the prompt as edited: {why}", options.prompt.display()))
+        })?;
+    }
     if plan.columns.len() != 1 || plan.prompts.len() != 1 {
         return Err(OptimizeError::Input(format!(
             "{}: optimize takes one prompt file (not a promptfoo config or a suite)",
@@ -126,10 +138,15 @@ where
         concurrency,
         cancel: cancel.boxed().shared(),
         cancelled: false,
+        spent: HashMap::new(),
         stopped: None,
         sink,
     };
-    (session.sink)(OptimizeEvent::Split { train: session.split.train.len(), held_out: session.split.held_out.len() });
+    (session.sink)(OptimizeEvent::Split {
+        train: session.split.train.len(),
+        held_out: session.split.held_out.len(),
+        held_out_cases: session.split.held_out.clone(),
+    });
     session.add("baseline", "the prompt as it is".into(), None, original).await?;
     session.mutations().await?;
     if let Some(proposer) = &proposer {
@@ -137,7 +154,11 @@ where
     }
     let best = session.held_out().await?;
     (session.sink)(OptimizeEvent::Done { cancelled: session.cancelled });
-    let mut entries = session.entries.into_iter().map(|e| e.candidate);
+    let mut spent = std::mem::take(&mut session.spent);
+    let mut entries = session.entries.into_iter().map(|e| e.candidate).map(|mut candidate| {
+        candidate.cost = spent.remove(&candidate.id).unwrap_or_default();
+        candidate
+    });
     let baseline = entries.next().unwrap_or_default();
     Ok(Optimization {
         optimization: FORMAT,
@@ -236,6 +257,15 @@ impl<F: FnMut(OptimizeEvent) + Send> Session<'_, F> {
         let outcome = evaluate::evaluate(&plan, held_out, self.concurrency, self.cancel.clone()).await?;
         self.budget.cells_scored += outcome.cases.len();
         add_cost(&mut self.cost.candidates, &outcome.cost);
+        add_cost(self.spent.entry(id.to_string()).or_default(), &outcome.cost);
+        (self.sink)(OptimizeEvent::Spent {
+            candidate: id.into(),
+            cells: outcome.cases.len(),
+            cost: outcome.cost.clone(),
+            cells_scored: self.budget.cells_scored,
+            budget: self.budget.cells,
+            total: self.cost.clone(),
+        });
         if outcome.cancelled {
             self.cancelled = true;
             self.stopped = Some("cancelled".into());
@@ -272,6 +302,7 @@ impl<F: FnMut(OptimizeEvent) + Send> Session<'_, F> {
                 edits.push(("ablation", edit, why));
             }
         }
+        (self.sink)(OptimizeEvent::Planned { candidates: edits.len() + self.options.max_proposals });
         for (origin, edit, why) in edits {
             if self.must_stop(self.split.train.len()) {
                 break;
@@ -340,6 +371,14 @@ impl<F: FnMut(OptimizeEvent) + Send> Session<'_, F> {
             self.cost.proposer.tokens_in += call.tokens_in;
             self.cost.proposer.tokens_out += call.tokens_out;
             self.calls.push(call);
+            (self.sink)(OptimizeEvent::Spent {
+                candidate: id.clone(),
+                cells: 0,
+                cost: RoleCost::default(),
+                cells_scored: self.budget.cells_scored,
+                budget: self.budget.cells,
+                total: self.cost.clone(),
+            });
             match proposal {
                 Proposal::Malformed(reason) => {
                     self.reject(&id, "proposal", String::new(), Some(parent_id), &parent_edit, reason)

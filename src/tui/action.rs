@@ -105,4 +105,13 @@ pub enum Action {
     FilterCases,
     /// On the eval screen: show all cases, then the failing, the passing, the improved or regressed.
     FilterVerdicts,
+    /// On the eval screen: open the optimize screen and optimize the prompt as the editors hold it.
+    Optimize,
+    /// On the optimize screen: put the selected candidate's system prompt and template in the editors
+    /// (unsaved; ctrl-s saves, undo-accept takes it back).
+    AcceptCandidate,
+    /// On the optimize screen: mark the selected candidate rejected (again: not rejected); it is never "best".
+    RejectCandidate,
+    /// Take back the last accepted candidate: both editors as they were before it, in one step.
+    UndoAccept,
 }

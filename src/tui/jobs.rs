@@ -25,6 +25,8 @@ pub enum Job {
     Eval,
     /// The compare screen's two sides.
     Compare,
+    /// The optimize screen's optimization.
+    Optimize,
 }
 
 /// Resolves when the job is cancelled (its cancel sent or dropped): the job then stops and keeps

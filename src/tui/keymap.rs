@@ -20,6 +20,8 @@ pub enum Scope {
     View,
     /// On the eval screen, before the view bindings.
     Eval,
+    /// On the optimize screen, before the view bindings.
+    Optimize,
 }
 
 /// The keymap file as written: per scope, action → keys.
@@ -32,6 +34,8 @@ struct KeymapFile {
     view: BTreeMap<Action, Vec<String>>,
     #[serde(default)]
     eval: BTreeMap<Action, Vec<String>>,
+    #[serde(default)]
+    optimize: BTreeMap<Action, Vec<String>>,
 }
 
 /// Keys resolved to actions.
@@ -64,6 +68,9 @@ impl Keymap {
             for (action, keys) in file.eval {
                 written.insert((Scope::Eval, action), keys);
             }
+            for (action, keys) in file.optimize {
+                written.insert((Scope::Optimize, action), keys);
+            }
         };
         add(base);
         if let Some(user) = user {
@@ -95,6 +102,16 @@ impl Keymap {
         self.bindings
             .iter()
             .find(|(s, key, _)| *s == Scope::Eval && *key == input)
+            .map(|(_, _, action)| *action)
+            .or_else(|| self.action(&input, true))
+    }
+
+    /// The action `input` means on the optimize screen: its own bindings first, then as in a view.
+    pub fn optimize_action(&self, input: &Input) -> Option<Action> {
+        let input = normalize(input);
+        self.bindings
+            .iter()
+            .find(|(s, key, _)| *s == Scope::Optimize && *key == input)
             .map(|(_, _, action)| *action)
             .or_else(|| self.action(&input, true))
     }
@@ -237,6 +254,10 @@ pub fn describe(action: Action) -> &'static str {
         Action::AnswerTruncation => "truncation of a case answer",
         Action::FilterCases => "filter cases by name",
         Action::FilterVerdicts => "filter cases by verdict",
+        Action::Optimize => "optimize screen: candidates",
+        Action::AcceptCandidate => "candidate into the editors",
+        Action::RejectCandidate => "mark rejected (never best)",
+        Action::UndoAccept => "undo an accepted candidate",
     }
 }
 

@@ -5,7 +5,7 @@
 //! - [`state`]: everything on screen, `State { screen, … }` (which screen is shown, each screen's
 //!   state once); [`edit`]: the editors' texts as a prompt; [`lint`]: the schema pane's lint.
 //! - The screens, one folder each with its state, pure update, view and job: [`workbench`] (the
-//!   editing screen), [`eval`], [`compare`]. A screen never imports another one nor what is above it.
+//!   editing screen), [`eval`], [`compare`], [`optimize`]. A screen never imports another one nor what is above it.
 //! - [`update`]: the router, `update(&mut State, Msg) -> Vec<Effect>`, pure; [`view`]: draws the screen
 //!   shown, the status line and the overlays; [`panes`]: the panes the screens share.
 //! - [`app`]: the loop (batches of messages, a render at most every 16 ms); [`runner`]: effects;
@@ -39,6 +39,7 @@ pub mod latest;
 pub mod lint;
 pub mod log;
 pub mod msg;
+pub mod optimize;
 pub mod panes;
 pub mod paths;
 pub mod recovery;

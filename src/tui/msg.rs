@@ -109,6 +109,39 @@ pub enum Msg {
     Eval { id: u64, news: EvalNews },
     /// The evals of this prompt in the eval store (newest first), or why they could not be listed.
     EvalsListed(Result<Vec<crate::eval::store::Listed>, String>),
+    /// News of the optimization number `id` (older optimizations' news is ignored).
+    Optimize { id: u64, news: OptimizeNews },
+}
+
+/// What a running optimization reports.
+#[derive(Clone, Debug)]
+pub enum OptimizeNews {
+    /// An event of the optimizer.
+    Event(Box<crate::optimize::OptimizeEvent>),
+    /// It ended (or was stopped): the record and where it was stored (or why not), or why it could
+    /// not run.
+    Done(Result<Box<OptimizeDone>, String>),
+}
+
+/// A finished (or stopped) optimization.
+#[derive(Clone, Debug)]
+pub struct OptimizeDone {
+    pub record: crate::optimize::Optimization,
+    pub saved: Result<PathBuf, String>,
+}
+
+/// An optimization to start: the prompt file, the editors' system prompt and template laid over it,
+/// the workbench's run choice, and the optimizer's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimizeRequest {
+    pub id: u64,
+    pub path: PathBuf,
+    pub edited: crate::optimize::evaluate::Edit,
+    pub target: Target,
+    pub held_out: f64,
+    pub seed: u64,
+    pub budget: usize,
+    pub max_proposals: usize,
 }
 
 /// Why a save wrote nothing.
@@ -255,6 +288,10 @@ pub enum Effect {
     OpenEval { id: u64, file: PathBuf, against: Option<PathBuf> },
     /// Sweep row `row`'s answer at every chunk cut for the eval screen `id`'s truncation view.
     SweepCell { id: u64, row: usize, sweep: Box<SweepRequest> },
+    /// Optimize the prompt as the editors hold it (the optimize screen).
+    StartOptimize(Box<OptimizeRequest>),
+    /// Stop the running optimization (what was scored is kept and stored).
+    CancelOptimize,
 }
 
 /// An eval to start: the saved prompt file under the workbench's run choices.

@@ -286,6 +286,15 @@ impl Runner {
                 });
                 Vec::new()
             }
+            Effect::StartOptimize(request) => {
+                crate::tui::optimize::job::start(self.bridge(), *request);
+                Vec::new()
+            }
+            Effect::CancelOptimize => {
+                self.jobs.cancel(Job::Optimize);
+                self.log.line("optimization stopped");
+                Vec::new()
+            }
             Effect::Quit => {
                 self.finish_recovery();
                 Vec::new()

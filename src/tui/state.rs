@@ -215,6 +215,8 @@ pub enum Screen {
     Eval,
     /// The compare screen (`tui/compare/`).
     Compare,
+    /// The optimize screen (`tui/optimize/`).
+    Optimize,
 }
 
 /// What the last frame drew where, for the mouse and the help's scroll: the views note it as they
@@ -334,6 +336,12 @@ pub struct State {
     pub compare: crate::tui::compare::state::CompareView,
     /// The eval screen's state, kept while another screen is shown.
     pub eval: crate::tui::eval::state::EvalView,
+    /// The optimize screen's state, kept while another screen is shown.
+    pub optimize: crate::tui::optimize::state::OptimizeView,
+    /// The cases the last optimization of this session held out (the eval matrix marks them).
+    pub held_out: Option<HeldOut>,
+    /// The editors before and after the last accepted candidate (undo-accept puts them back).
+    pub accept_undo: Option<Box<crate::tui::optimize::state::AcceptUndo>>,
     /// The prompt's `[variables]` as edited.
     pub variables: crate::prompt::template::Variables,
     /// The cases as edited: names, notes and variables, added, copied or deleted ones too (saved with
@@ -419,6 +427,9 @@ impl State {
             run_id: 0,
             compare: Default::default(),
             eval: Default::default(),
+            optimize: Default::default(),
+            held_out: None,
+            accept_undo: None,
             input: None,
             help_scroll: 0,
             variables: prompt_variables,
@@ -461,6 +472,21 @@ pub const BACKGROUND_BYTES: usize = 64 * 1024;
 /// a very large text is edited through a window).
 pub fn editor(text: &str) -> Editor {
     Editor::new(text)
+}
+
+/// The cases held out by an optimization of this prompt in this session: the eval matrix marks them
+/// so the user does not tune on them by hand.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HeldOut {
+    /// The optimization's id (`None` while it runs).
+    pub optimization: Option<String>,
+    pub cases: Vec<String>,
+}
+
+impl HeldOut {
+    pub fn holds(&self, case: &str) -> bool {
+        self.cases.iter().any(|c| c == case)
+    }
 }
 
 /// The variables pane before a change, and what the change was (for the undo's note).

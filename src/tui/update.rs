@@ -6,6 +6,7 @@
 
 use crate::tui::compare::update as compare;
 use crate::tui::eval::{history as eval_history, update as eval};
+use crate::tui::optimize::{accept as optimize_accept, update as optimize};
 use crate::tui::workbench::keys::{after_edit, editable, editor_mut, key};
 use crate::tui::workbench::run::run_event;
 use crate::tui::workbench::sweep::sweep_ready;
@@ -45,9 +46,14 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
     use crate::tui::workbench::actions;
     let shared =
         matches!(action, Action::Quit | Action::Save | Action::ToggleHelp | Action::NextProvider | Action::NextCase);
+    if action == Action::UndoAccept {
+        return optimize_accept::undo(state);
+    }
     match state.screen {
-        Screen::Eval | Screen::Compare if shared => actions::act(state, action),
+        Screen::Eval | Screen::Compare | Screen::Optimize if shared => actions::act(state, action),
+        Screen::Eval if action == Action::Optimize => optimize::enter(state),
         Screen::Eval => eval::act(state, action),
+        Screen::Optimize => optimize::act(state, action),
         Screen::Compare => compare::act(state, action),
         Screen::Workbench => match action {
             Action::Eval => eval::enter(state),
@@ -72,6 +78,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
         Msg::Term(TermEvent::Key(input)) => match state.screen {
             Screen::Eval if state.overlay == Overlay::None => eval::key(state, &input, act),
             Screen::Compare if state.overlay == Overlay::None => compare::key(state, &input, act),
+            Screen::Optimize if state.overlay == Overlay::None => optimize::key(state, &input, act),
             _ => key(state, input, act),
         },
         Msg::Term(TermEvent::Mouse(mouse)) => match state.screen {
@@ -79,7 +86,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
                 crate::tui::msg::MouseKind::Click => eval::click(state, mouse.row),
                 _ => Vec::new(),
             },
-            Screen::Compare => Vec::new(),
+            Screen::Compare | Screen::Optimize => Vec::new(),
             Screen::Workbench => mouse::mouse(state, mouse),
         },
         Msg::Term(TermEvent::Resize(columns, rows)) => {
@@ -99,6 +106,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
         Msg::Compare { id, news } => compare::news(state, id, news),
         Msg::Eval { id, news } => eval::news(state, id, news),
         Msg::EvalsListed(result) => eval_history::listed(state, result),
+        Msg::Optimize { id, news } => optimize::news(state, id, news),
         Msg::Run { run, event, at_ms } => {
             if run != state.run_id {
                 return Vec::new();

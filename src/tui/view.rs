@@ -18,6 +18,7 @@ pub fn render(frame: &mut Frame, state: &State, theme: &Theme) {
     match state.screen {
         Screen::Eval => crate::tui::eval::view::render(frame, above_status, state, theme),
         Screen::Compare => crate::tui::compare::view::render(frame, above_status, state, theme),
+        Screen::Optimize => crate::tui::optimize::view::render(frame, above_status, state, theme),
         Screen::Workbench => crate::tui::workbench::view::render(frame, &layout, above_status, state, theme),
     }
     status::render(frame, layout.status, state, theme);

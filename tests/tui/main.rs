@@ -12,6 +12,7 @@ mod eval_data;
 mod eval_history;
 mod eval_review;
 mod first_start;
+mod optimize;
 mod outside;
 mod preview;
 mod snapshots;

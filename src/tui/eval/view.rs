@@ -131,7 +131,12 @@ fn verdict_style(scored: Option<&CellRecord>, theme: &Theme) -> Style {
 
 fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let view = &state.eval;
-    let block = frame_of(title(view, view.stale(state.edits), theme), theme);
+    let mut spans = title(view, view.stale(state.edits), theme);
+    if state.held_out.is_some() {
+        // Early in the title (the notes after it may be cut): what the glyph in the case column means.
+        spans.insert(1, Span::styled(format!("{HELD_OUT} held out by optimize · "), theme.dim));
+    }
+    let block = frame_of(spans, theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let width = inner.width as usize;
@@ -161,7 +166,13 @@ fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         let scored = view.scored(row);
         let (verdict, f1) = verdict_text(scored, view.cells.get(row).is_some_and(|c| c.started));
         let name = case.as_deref().unwrap_or("(variables)");
-        let name = clip(&escape_controls(name), case_width);
+        // A case an optimization of this session held out carries the glyph (the title says what it means).
+        let held = held_out(state, case.as_deref());
+        let name = if held {
+            format!("{} {HELD_OUT}", clip(&escape_controls(name), case_width.saturating_sub(2)))
+        } else {
+            clip(&escape_controls(name), case_width)
+        };
         let f1 = f1.map_or("   –".to_string(), |f| format!("{f:.2}"));
         let change = change_text(view.row_change(row));
         let mut why = scored.map(|s| escape_controls(&s.score.reason).into_owned()).unwrap_or_default();
@@ -198,6 +209,14 @@ fn matrix(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         lines.push(line);
     }
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The mark of a case held out by an optimization of this session.
+const HELD_OUT: &str = "◇";
+
+/// Whether `case` is held out by the last optimization of this session.
+fn held_out(state: &State, case: Option<&str>) -> bool {
+    case.is_some_and(|case| state.held_out.as_ref().is_some_and(|h| h.holds(case)))
 }
 
 /// The baseline's verdict and F1 for `row` (`–` when the baseline has no such case).

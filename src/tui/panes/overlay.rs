@@ -120,6 +120,7 @@ fn help_lines(state: &State) -> Vec<HelpLine> {
         (Scope::Global, "everywhere (also while typing)"),
         (Scope::View, "in variables, output, lines, truncation, history"),
         (Scope::Eval, "on the eval screen (alt-e), before the keys above"),
+        (Scope::Optimize, "on the optimize screen (o), before the keys above"),
     ] {
         if !lines.is_empty() {
             lines.push(HelpLine::Blank);

@@ -159,7 +159,11 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             cases::undo(state)
         }
         // The router takes these: each opens another screen or works on the eval list.
-        Action::Compare | Action::Eval | Action::MarkEval => Vec::new(),
+        Action::Compare | Action::Eval | Action::MarkEval | Action::UndoAccept => Vec::new(),
+        Action::Optimize | Action::AcceptCandidate | Action::RejectCandidate => {
+            state.note = Some("optimize from the eval screen (alt-e, then o)".into());
+            Vec::new()
+        }
         Action::Approve
         | Action::Review
         | Action::EvalDiff
