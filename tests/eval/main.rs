@@ -17,6 +17,7 @@ mod constraint_tax;
 mod datasets;
 mod graders;
 mod hostile;
+mod item_judge;
 mod judges;
 mod promptfoo;
 mod reports;
