@@ -16,8 +16,9 @@ use crate::run::RunRecord;
 
 /// One cell's run scored again against `expectations` (the prompt as it is now: after an approve), its
 /// graded checks graded again (`vars`: the case's variables as rendered): never the verdict its
-/// graders gave before. The judges are the ones its checks name, under the response cache `cache`; a
-/// check that names none, or whose judge cannot be set up, grades as an error (the cell is `error`).
+/// graders gave before. The judges and embedders are the ones its checks and fields name (the
+/// embedders: else the prompt's `[eval] embedder`), under the response cache `cache`; one that names
+/// none, or whose model cannot be set up, grades as an error (the cell is `error`).
 pub async fn rescore(
     expectations: &Expectations,
     record: &RunRecord,
@@ -25,12 +26,37 @@ pub async fn rescore(
     cache: crate::run::CacheMode,
 ) -> super::score::CaseScore {
     let mut judges = Judges::none();
+    // A judge or embedder that cannot be set up is left out: its check or field then grades as an error.
     for check in &expectations.checks {
-        if let Some(Grader::Judge(judge)) = &check.grader {
-            if let Some(model) = judge.model.clone() {
-                // A judge that cannot be set up is left out: its check then grades as an error.
-                let _ = judges.add(model, cache, None);
+        match &check.grader {
+            Some(Grader::Judge(judge)) => {
+                if let Some(model) = judge.model.clone() {
+                    let _ = judges.add(model, cache, None);
+                }
             }
+            Some(Grader::Similar(similar)) => {
+                if let Some(model) =
+                    judges.embedder_for(similar.embedder.as_ref(), expectations.embedder.as_ref()).cloned()
+                {
+                    let _ = judges.add_embedder(&model, cache, None);
+                }
+            }
+            _ => {}
+        }
+    }
+    for grader in expectations.field_graders.values() {
+        match grader {
+            FieldGrader::Judge(judge) => {
+                if let Some(model) = judge.model.clone() {
+                    let _ = judges.add(model, cache, None);
+                }
+            }
+            FieldGrader::Similar { embedder, .. } => {
+                if let Some(model) = judges.embedder_for(embedder.as_ref(), expectations.embedder.as_ref()).cloned() {
+                    let _ = judges.add_embedder(&model, cache, None);
+                }
+            }
+            FieldGrader::Command(_) => {}
         }
     }
     let grades = grade_cell(expectations, record, vars, &judges).await;
@@ -108,11 +134,13 @@ pub fn judges_for(plan: &EvalPlan) -> Result<Judges, String> {
                                 .map_err(|e| format!("{}: {e}", at()))?,
                             // A promptfoo `similar` with no embedder anywhere stays not evaluated.
                             None if check.spec.kind == CheckKind::Assert => {}
-                            None => return Err(format!(
+                            None => {
+                                return Err(format!(
                                 "{}: check `{}` names no `embedder`, and there is no `[eval] embedder` or --embedder",
                                 at(),
                                 check.spec.label()
-                            )),
+                            ))
+                            }
                         }
                         continue;
                     }

@@ -15,6 +15,7 @@ mod cli;
 mod close_enough;
 mod constraint_tax;
 mod datasets;
+mod embedder;
 mod graders;
 mod hostile;
 mod item_judge;
