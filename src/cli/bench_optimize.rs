@@ -120,6 +120,8 @@ pub fn measure(dir: &Path, cases: usize, runs: usize) -> anyhow::Result<Optimize
     };
     // One untimed pass: any cell the optimizer's runs did not leave in the cache is asked now.
     let cells = eval_all()?;
+    let optimized = first.budget.cells_scored;
+    anyhow::ensure!(cells == optimized, "the plain evals scored {cells} cells, the optimization {optimized}");
     let before = server.received().len();
     let (mut optimizing, mut evaluating) = (Vec::new(), Vec::new());
     for _ in 0..runs.max(1) {
