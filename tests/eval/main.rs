@@ -10,6 +10,7 @@
 mod baseline;
 mod batch;
 mod batch_eval;
+mod bench_optimize;
 mod cache;
 mod cli;
 mod close_enough;
