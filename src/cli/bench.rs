@@ -59,6 +59,13 @@ pub struct BenchArgs {
     /// Rows of the JSONL dataset the large eval runs as a process (peak memory, cases/s).
     #[arg(long, default_value_t = 20_000)]
     pub large_cases: usize,
+    /// Measure only the optimizer's line (an optimization with the cache warm against the same
+    /// cells as plain evals).
+    #[arg(long, conflicts_with_all = ["tui_only", "local_only", "eval_only"])]
+    pub optimize_only: bool,
+    /// Cases of the prompt the optimizer's line optimizes.
+    #[arg(long, default_value_t = 20)]
+    pub optimize_cases: usize,
 }
 
 /// The local model's section: its figures, or why it was skipped.
@@ -279,6 +286,18 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.runs > 0, "--runs must be at least 1, not 0");
     if args.tui_only {
         return tui_only(args);
+    }
+    if args.optimize_only {
+        let dir = std::env::temp_dir().join(format!("tunebench-bench-optimize-{}", std::process::id()));
+        let figures = super::bench_optimize::measure(&dir, args.optimize_cases, args.runs);
+        let _ = std::fs::remove_dir_all(&dir);
+        let figures = figures?;
+        if args.json {
+            super::print_json(&json!({ "eval": { "optimize": figures } }))?;
+        } else {
+            super::say!("eval (median of the runs):\n{}", super::bench_optimize::human(&figures));
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     if args.eval_only {
         let figures = super::bench_eval::measure(args)?;

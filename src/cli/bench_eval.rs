@@ -23,6 +23,8 @@ pub struct EvalSection {
     pub binary: BinaryFigures,
     pub scale: ScaleFigures,
     pub large: super::bench_large::LargeFigures,
+    /// The optimizer around the eval, per candidate, with the cache warm.
+    pub optimize: super::bench_optimize::OptimizeFigures,
 }
 
 /// `tunebench eval` run as a process on a C-case prompt (milliseconds of wall time, medians of runs).
@@ -52,8 +54,9 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<EvalSection> {
     };
     let scale = crate::eval::bench_scale::measure(&dir, args.scale_cases, args.runs.min(3), &matrix);
     let large = super::bench_large::measure(&dir, args.large_cases);
+    let optimize = super::bench_optimize::measure(&dir, args.optimize_cases, args.runs);
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(EvalSection { in_process: in_process?, binary: binary?, scale: scale?, large: large? })
+    Ok(EvalSection { in_process: in_process?, binary: binary?, scale: scale?, large: large?, optimize: optimize? })
 }
 
 fn measure_binary(dir: &Path, cases: usize, runs: usize) -> anyhow::Result<BinaryFigures> {
@@ -139,7 +142,7 @@ pub fn human(section: &EvalSection) -> String {
          \x20 score {} imported answers   {:>9.1} ms  (baseline, serde_json reading them: {:.1} ms → {:.2}×)\n\
          \x20 re-run a {}-case eval in process, every answer at hand, matrix printed  {:>6.1} ms  (baseline, the run engine alone: {:.1} ms → {:.2}×)\n\
          \x20 `tunebench eval` on {} cases, first run (every case asked of a local server)  {:>7.1} ms\n\
-         \x20 `tunebench eval` re-run, every answer from the response cache ({} requests)  {:>7.1} ms  (baseline, `tunebench --version`: {:.1} ms → {:.2}×)\n{}",
+         \x20 `tunebench eval` re-run, every answer from the response cache ({} requests)  {:>7.1} ms  (baseline, `tunebench --version`: {:.1} ms → {:.2}×)\n{}{}",
         f.answers,
         f.scoring_ms,
         f.scoring_baseline_ms,
@@ -154,6 +157,7 @@ pub fn human(section: &EvalSection) -> String {
         b.cached_rerun_ms,
         b.start_baseline_ms,
         b.cached_rerun_vs_start,
+        super::bench_optimize::human(&section.optimize),
         scale,
     ) + &super::bench_large::human(&section.large)
 }

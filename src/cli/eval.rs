@@ -145,6 +145,11 @@ pub struct EvalRunArgs {
     /// PROVIDER:MODEL (`openai:gpt-4o-mini`, `ollama:qwen2.5`).
     #[arg(long, value_name = "MODEL")]
     pub judge: Option<String>,
+    /// The embedding model of `similar` checks and fields naming none (and promptfoo's `similar`):
+    /// PROVIDER:MODEL (`openai:text-embedding-3-small`, `ollama:nomic-embed-text`); wins over the
+    /// prompt's `[eval] embedder`.
+    #[arg(long, value_name = "MODEL")]
+    pub embedder: Option<String>,
     /// Run again whenever a prompt file (or its schema or expected files) changes; print the changes.
     #[arg(long, conflicts_with_all = ["from_batch", "json"])]
     pub watch: bool,
@@ -253,7 +258,8 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         return super::eval_batch::run(args);
     }
     let mut options = options(args)?;
-    let mut plan = EvalPlan::new(&options)?.with_judge(args.judge.as_deref())?;
+    let mut plan =
+        EvalPlan::new(&options)?.with_judge(args.judge.as_deref())?.with_embedder(args.embedder.as_deref())?;
     for warning in &plan.warnings {
         super::note!("tunebench: warning: {warning}");
     }
@@ -270,7 +276,7 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         }
         super::note!("re-running the {} cases that failed or errored in eval {}", failing.len(), earlier.id);
         options.cases = failing;
-        plan = EvalPlan::new(&options)?.with_judge(args.judge.as_deref())?;
+        plan = EvalPlan::new(&options)?.with_judge(args.judge.as_deref())?.with_embedder(args.embedder.as_deref())?;
     }
     let kept = match args.retry_errors {
         false => Vec::new(),

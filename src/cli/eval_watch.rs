@@ -44,7 +44,10 @@ pub fn watch(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
     let mut code = ExitCode::SUCCESS;
     for round in 1.. {
         let before = fingerprint(&files);
-        match EvalPlan::new(&options).and_then(|plan| plan.with_judge(args.judge.as_deref())) {
+        match EvalPlan::new(&options)
+            .and_then(|plan| plan.with_judge(args.judge.as_deref()))
+            .and_then(|plan| plan.with_embedder(args.embedder.as_deref()))
+        {
             Ok(plan) => {
                 files = plan.watched_files();
                 files.extend(args.cases_file.clone());

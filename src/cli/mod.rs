@@ -10,6 +10,8 @@ pub mod bench;
 pub mod bench_eval;
 #[cfg(feature = "testing")]
 pub mod bench_large;
+#[cfg(feature = "testing")]
+pub mod bench_optimize;
 pub mod compare;
 mod compare_human;
 pub mod env_file;

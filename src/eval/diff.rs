@@ -397,6 +397,7 @@ fn bucket_of(difference: &Difference) -> String {
             format!("field\u{1f}{key}\u{1f}{field}\u{1f}{}", exact.key_text(&[expected, got]))
         }
         Difference::Fuzzy { key, got_key, .. } => format!("fuzzy\u{1f}{key}\u{1f}{got_key}"),
+        Difference::Item { key, got_key, score, .. } => format!("item\u{1f}{key}\u{1f}{got_key}\u{1f}{score}"),
     }
 }
 

@@ -10,13 +10,15 @@ use super::grade::{self, FieldGrader, Grader, Grades, JudgeModel, Judges, Questi
 use super::plan::EvalPlan;
 use super::score::Expectations;
 use crate::prompt::expect::resolve::ExpectedAnswer;
+use crate::prompt::expect::CheckKind;
 use crate::prompt::template::Variables;
 use crate::run::RunRecord;
 
 /// One cell's run scored again against `expectations` (the prompt as it is now: after an approve), its
 /// graded checks graded again (`vars`: the case's variables as rendered): never the verdict its
-/// graders gave before. The judges are the ones its checks name, under the response cache `cache`; a
-/// check that names none, or whose judge cannot be set up, grades as an error (the cell is `error`).
+/// graders gave before. The judges and embedders are the ones its checks and fields name (the
+/// embedders: else the prompt's `[eval] embedder`), under the response cache `cache`; one that names
+/// none, or whose model cannot be set up, grades as an error (the cell is `error`).
 pub async fn rescore(
     expectations: &Expectations,
     record: &RunRecord,
@@ -24,12 +26,37 @@ pub async fn rescore(
     cache: crate::run::CacheMode,
 ) -> super::score::CaseScore {
     let mut judges = Judges::none();
+    // A judge or embedder that cannot be set up is left out: its check or field then grades as an error.
     for check in &expectations.checks {
-        if let Some(Grader::Judge(judge)) = &check.grader {
-            if let Some(model) = judge.model.clone() {
-                // A judge that cannot be set up is left out: its check then grades as an error.
-                let _ = judges.add(model, cache, None);
+        match &check.grader {
+            Some(Grader::Judge(judge)) => {
+                if let Some(model) = judge.model.clone() {
+                    let _ = judges.add(model, cache, None);
+                }
             }
+            Some(Grader::Similar(similar)) => {
+                if let Some(model) =
+                    judges.embedder_for(similar.embedder.as_ref(), expectations.embedder.as_ref()).cloned()
+                {
+                    let _ = judges.add_embedder(&model, cache, None);
+                }
+            }
+            _ => {}
+        }
+    }
+    for grader in expectations.field_graders.values() {
+        match grader {
+            FieldGrader::Judge(judge) => {
+                if let Some(model) = judge.model.clone() {
+                    let _ = judges.add(model, cache, None);
+                }
+            }
+            FieldGrader::Similar { embedder, .. } => {
+                if let Some(model) = judges.embedder_for(embedder.as_ref(), expectations.embedder.as_ref()).cloned() {
+                    let _ = judges.add_embedder(&model, cache, None);
+                }
+            }
+            FieldGrader::Command(_) => {}
         }
     }
     let grades = grade_cell(expectations, record, vars, &judges).await;
@@ -53,15 +80,20 @@ pub async fn grade_cell(expectations: &Expectations, record: &RunRecord, vars: &
     for check in &expectations.checks {
         checks.push(match &check.grader {
             None => None,
-            Some(grader) => Some(grade::grade(grader, &question, judges).await),
+            Some(grader) => Some(grade::grade(grader, &question, judges, expectations.embedder.as_ref()).await),
         });
     }
     let (fields, field_judges) = if expectations.field_graders.is_empty() {
         Default::default()
     } else {
         let pairs = super::verdict::graded_pairs(expectations, record);
-        let graders = &expectations.field_graders;
-        grade::fields::grade_pairs(graders, &pairs, question.case.as_deref(), &question.vars, judges).await
+        let context = grade::fields::PairContext {
+            case: question.case.as_deref(),
+            vars: &question.vars,
+            judges,
+            embedder: expectations.embedder.as_ref(),
+        };
+        grade::fields::grade_pairs(&expectations.field_graders, &pairs, &context).await
     };
     Grades { checks, fields, field_judges }
 }
@@ -85,7 +117,7 @@ fn question(expectations: &Expectations, record: &RunRecord, vars: &Variables) -
 /// Every judge `plan`'s checks name (or its `--judge` for those that name none), set up under the
 /// plan's response cache. `Err` names the check that has no judge, or the judge that cannot be set up.
 pub fn judges_for(plan: &EvalPlan) -> Result<Judges, String> {
-    let mut judges = Judges::with_default(plan.judge.clone());
+    let mut judges = Judges::with_default(plan.judge.clone()).with_embedder(plan.embedder.clone());
     let Some(first) = plan.columns.first() else { return Ok(judges) };
     let (cache, cache_dir) = (first.setup.cache, first.setup.cache_dir.clone());
     for column in &plan.columns {
@@ -95,9 +127,21 @@ pub fn judges_for(plan: &EvalPlan) -> Result<Judges, String> {
                 let judge = match &check.grader {
                     Some(Grader::Judge(judge)) => judge,
                     Some(Grader::Similar(similar)) => {
-                        judges
-                            .add_embedder(&similar.embedder, cache, cache_dir.clone())
-                            .map_err(|e| format!("{}: {e}", at()))?;
+                        let own = similar.embedder.as_ref();
+                        match judges.embedder_for(own, expectations.embedder.as_ref()).cloned() {
+                            Some(model) => judges
+                                .add_embedder(&model, cache, cache_dir.clone())
+                                .map_err(|e| format!("{}: {e}", at()))?,
+                            // A promptfoo `similar` with no embedder anywhere stays not evaluated.
+                            None if check.spec.kind == CheckKind::Assert => {}
+                            None => {
+                                return Err(format!(
+                                "{}: check `{}` names no `embedder`, and there is no `[eval] embedder` or --embedder",
+                                at(),
+                                check.spec.label()
+                            ))
+                            }
+                        }
                         continue;
                     }
                     _ => continue,
@@ -109,19 +153,29 @@ pub fn judges_for(plan: &EvalPlan) -> Result<Judges, String> {
             }
             for (pointer, grader) in &expectations.field_graders {
                 let settings = &expectations.settings;
+                let whole = pointer == grade::fields::WHOLE_ITEM;
                 let at = || {
-                    settings
-                        .field_at
-                        .get(pointer)
-                        .map_or_else(|| format!("prompt `{}`", column.setup.prompt.id), |at| at.or(String::new))
+                    let place = if whole { Some(&settings.items_at) } else { settings.field_at.get(pointer) };
+                    place.map_or_else(|| format!("prompt `{}`", column.setup.prompt.id), |at| at.or(String::new))
                 };
+                let what =
+                    || if whole { "`[eval.items]`: items are".to_string() } else { format!("field {pointer:?} is") };
                 match grader {
-                    FieldGrader::Similar { embedder, .. } => judges
-                        .add_embedder(embedder, cache, cache_dir.clone())
-                        .map_err(|e| format!("{}: field {pointer:?}: {e}", at()))?,
+                    FieldGrader::Similar { embedder, .. } => {
+                        let model = judges.embedder_for(embedder.as_ref(), expectations.embedder.as_ref()).cloned().ok_or_else(|| {
+                            format!("{}: `[eval.fields.{pointer:?}]`: the `similar` comparator needs an `embedder` (there, in `[eval] embedder` or --embedder)", at())
+                        })?;
+                        judges
+                            .add_embedder(&model, cache, cache_dir.clone())
+                            .map_err(|e| format!("{}: field {pointer:?}: {e}", at()))?
+                    }
                     FieldGrader::Judge(judge) => {
                         let model = judge.model.clone().or_else(|| plan.judge.clone()).ok_or_else(|| {
-                            format!("{}: field {pointer:?} is compared by a judge that names no `judge` model, and no --judge was given", at())
+                            format!(
+                                "{}: {} compared by a judge that names no `judge` model, and no --judge was given",
+                                at(),
+                                what()
+                            )
                         })?;
                         judges.add(model, cache, cache_dir.clone())?;
                     }

@@ -9,6 +9,10 @@
 //! on the most fields in all, whatever order either side came in (`assign`: exact up to a group
 //! size, then a documented greedy that is still order-independent).
 //!
+//! With `[eval.items] compare = "judge"`, a judge grades each pair whole (graded beside the runs,
+//! looked up here as a graded field is): its score is the pair's credit in precision and recall (1
+//! when it passes), and an item it does not pass has a difference row with its score and reason.
+//!
 //! With `[eval] match_similarity`, the items left unpaired then pair by key similarity (`fuzzy`):
 //! such a pair counts its similarity, not 1, in precision and recall (partial credit), and its
 //! difference row says how close the keys were.
@@ -27,11 +31,12 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::comparators::{FieldGrades, FieldRules, GradedPair};
+use super::comparators::{pair_key, FieldGrades, FieldRules, GradedPair};
+use super::grade::fields::WHOLE_ITEM;
 use super::score::{Difference, ItemScores};
 use super::values::{at, quote, Comparison};
 use crate::prompt::expect::resolve::PairKey;
-use crate::prompt::expect::{pointer, EvalSettings};
+use crate::prompt::expect::{pointer, Comparator, EvalSettings};
 
 /// Longest key a difference row quotes.
 const KEY_WIDTH: usize = 80;
@@ -52,13 +57,23 @@ pub fn score_items(
 /// graded fields weigh nothing in pairing, so their verdicts cannot move it).
 pub fn graded_pairs(expected: &[&Value], answer: &[Value], key: &PairKey, settings: &EvalSettings) -> Vec<GradedPair> {
     let graded: Vec<&String> = settings.fields.iter().filter(|(_, rule)| rule.is_graded()).map(|(p, _)| p).collect();
-    if graded.is_empty() {
+    if graded.is_empty() && settings.items.is_none() {
         return Vec::new();
     }
     let paired = pair(expected, answer, key, settings);
     let mut pairs = Vec::new();
     for (e, item) in expected.iter().enumerate() {
         let Some(got_item) = paired.with[e].and_then(|a| answer.get(a)) else { continue };
+        if settings.items.is_some() {
+            // `[eval.items]`: the whole answered item against the whole expected item.
+            pairs.push(GradedPair {
+                pointer: WHOLE_ITEM.to_string(),
+                expected: (*item).clone(),
+                got: got_item.clone(),
+                expected_item: (*item).clone(),
+                got_item: got_item.clone(),
+            });
+        }
         for field in &paired.fields[e] {
             for pointer in graded.iter().filter(|p| **p == field || p.starts_with(&format!("{field}/"))) {
                 let Some(want) = item.pointer(pointer).filter(|v| !v.is_null()) else { continue };
@@ -100,13 +115,31 @@ pub fn score_items_graded(
     }
     let mut ungraded = Vec::new();
     let paired = paired_with.iter().flatten().count();
-    // An exact pair counts 1 in precision and recall, a pair by similarity its similarity.
+    let mut differences = Vec::new();
+    // `[eval.items]`' verdict on each pair: a judged item's credit is its score (1 when it passes).
+    let judged: Vec<f64> = (0..expected.len())
+        .map(|e| match (paired_with[e], &settings.items) {
+            (Some(a), Some(rule)) => {
+                let (credit, difference, error) = item_verdict(rule, expected[e], &answer[a], grades);
+                if let Some(why) = error {
+                    ungraded.push(format!("{} (the whole item): {why}", display_key(expected[e], key)));
+                }
+                if let Some((score, note)) = difference {
+                    let (key, got_key) = (display_key(expected[e], key), display_key(&answer[a], key));
+                    differences.push(Difference::Item { key, got_key, score, note });
+                }
+                credit
+            }
+            _ => 1.0,
+        })
+        .collect();
+    // An exact pair counts 1 in precision and recall, a pair by similarity its similarity (times
+    // its item judge's credit).
     let credit: f64 = (0..expected.len())
         .filter(|e| paired_with[*e].is_some())
-        .map(|e| fuzzy_similarity[e].unwrap_or(1.0))
+        .map(|e| fuzzy_similarity[e].unwrap_or(1.0) * judged[e])
         // Not `sum()`: a float sum of nothing is -0.0, and an F1 of it prints "-0.00".
         .fold(0.0, |sum, credit| sum + credit);
-    let mut differences = Vec::new();
     let (mut compared, mut agreeing) = (0usize, 0.0f64);
     for (e, item) in expected.iter().enumerate() {
         let Some(a) = paired_with[e] else {
@@ -162,6 +195,31 @@ pub fn score_items_graded(
         key: key.describe(),
     };
     (scores, differences, ungraded)
+}
+
+/// An item judge's verdict on the pair (`expected`, `got`): the item's credit, the difference row's
+/// score and note when it fell short, and why there is no verdict (the cell is an error).
+fn item_verdict(
+    rule: &Comparator,
+    expected: &Value,
+    got: &Value,
+    grades: &FieldGrades,
+) -> (f64, Option<(f64, String)>, Option<String>) {
+    match grades.get(&pair_key(WHOLE_ITEM, expected, got)) {
+        Some(Ok(verdict)) if verdict.pass => (1.0, None, None),
+        Some(Ok(verdict)) => {
+            let note = match &verdict.reason {
+                Some(reason) => format!("{} {:.2}: {reason}", rule.name(), verdict.score),
+                None => format!("{} {:.2}", rule.name(), verdict.score),
+            };
+            (verdict.score, Some((verdict.score, note)), None)
+        }
+        Some(Err(why)) => {
+            let note = format!("{} gave no verdict: {why}", rule.name());
+            (0.0, Some((0.0, note)), Some(format!("`{}`: {why}", rule.name())))
+        }
+        None => (0.0, None, Some(format!("`{}`: not graded", rule.name()))),
+    }
 }
 
 /// Items paired as the module's docs say; graded comparators weigh nothing.

@@ -192,6 +192,9 @@ pub struct EvalPlan {
     pub warnings: Vec<String>,
     /// The judge of `judge` checks that name none (`eval --judge`).
     pub judge: Option<crate::eval::grade::JudgeModel>,
+    /// The embedder of `similar` checks and fields that name none (`eval --embedder`; over the
+    /// prompt's `[eval] embedder`).
+    pub embedder: Option<crate::provider::embed::EmbedderModel>,
 }
 
 /// A prompt to make columns of: a prompt file, or one column of a promptfoo config (its label given).
@@ -233,6 +236,17 @@ impl EvalPlan {
             .map(crate::eval::grade::JudgeModel::parse)
             .transpose()
             .map_err(|why| EvalError::Input(format!("--judge: {why}")))?;
+        Ok(self)
+    }
+
+    /// The plan with `embedder` (`--embedder MODEL`: `openai:text-embedding-3-small`,
+    /// `ollama:nomic-embed-text`) for the `similar` checks and fields that name none, over the
+    /// prompts' `[eval] embedder`; `Err` names the value when it is not an embedding model.
+    pub fn with_embedder(mut self, embedder: Option<&str>) -> Result<Self, EvalError> {
+        self.embedder = embedder
+            .map(crate::provider::embed::EmbedderModel::parse)
+            .transpose()
+            .map_err(|why| EvalError::Input(format!("--embedder: {why}")))?;
         Ok(self)
     }
 
@@ -339,7 +353,7 @@ impl EvalPlan {
                 }
             }
         }
-        Ok(Self { prompts, columns, rows, repeat, cells, warnings, judge: None })
+        Ok(Self { prompts, columns, rows, repeat, cells, warnings, judge: None, embedder: None })
     }
 
     /// The columns as the record keeps them.

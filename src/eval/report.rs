@@ -49,6 +49,8 @@ pub fn difference_line(difference: &Difference) -> String {
         Difference::Fuzzy { key, got_key, similarity } => {
             format!("{key} ~ {got_key}: paired by key similarity {similarity:.2}")
         }
+        Difference::Item { key, got_key, note, .. } if key == got_key => format!("{key} (the whole item): {note}"),
+        Difference::Item { key, got_key, note, .. } => format!("{key} ~ {got_key} (the whole item): {note}"),
     }
 }
 

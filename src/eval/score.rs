@@ -83,6 +83,9 @@ pub enum Difference {
     /// An expected item paired with an answer item whose key is only alike (`[eval] match_similarity`):
     /// `key` the expected item's, `got_key` the answer's, `similarity` how alike (0 to 1).
     Fuzzy { key: String, got_key: String, similarity: f64 },
+    /// A paired item `[eval.items]`' judge did not pass: `key` the expected item's, `got_key` the
+    /// answer's, `score` its credit (0 to 1), `note` the judge's score and reason (`judge 0.40: …`).
+    Item { key: String, got_key: String, score: f64, note: String },
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -175,6 +178,9 @@ pub struct Expectations {
     pub pass_score: Option<f64>,
     /// The fields whose comparator is graded (`similar`, `judge`, `command`), by pointer, ready to run.
     pub field_graders: std::collections::BTreeMap<String, super::grade::FieldGrader>,
+    /// The prompt's `[eval] embedder`: `similar` checks and fields that name none use it (unless the
+    /// eval's `--embedder` is given).
+    pub embedder: Option<crate::provider::embed::EmbedderModel>,
     /// What one item is checked against: a truncated answer's recovered items are those that pass.
     item_check: ItemCheck,
 }
@@ -220,13 +226,19 @@ impl Expectations {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let field_graders =
-            super::grade::fields::prepare(&resolved.settings, base_dir).map_err(|(at, message)| match at.0 {
-                Some(place) => {
-                    PromptError::Invalid { path: place.path, line: place.line, column: place.column, message }
-                }
-                None => PromptError::Expectation { id: id.to_string(), message },
-            })?;
+        let invalid = |at: crate::prompt::expect::At, message: String| match at.0 {
+            Some(place) => PromptError::Invalid { path: place.path, line: place.line, column: place.column, message },
+            None => PromptError::Expectation { id: id.to_string(), message },
+        };
+        let field_graders = super::grade::fields::prepare(&resolved.settings, base_dir)
+            .map_err(|(at, message)| invalid(at, message))?;
+        let settings = &resolved.settings;
+        let embedder = settings
+            .embedder
+            .as_deref()
+            .map(crate::provider::embed::EmbedderModel::parse)
+            .transpose()
+            .map_err(|why| invalid(settings.embedder_at.clone(), format!("`[eval] embedder`: {why}")))?;
         Ok(Expectations {
             case: resolved.case,
             expected: resolved.expected,
@@ -236,6 +248,7 @@ impl Expectations {
             prompt_checks: resolved.prompt_checks,
             pass_score: resolved.pass_score,
             field_graders,
+            embedder,
             item_check: ItemCheck(resolved.item_check),
         })
     }

@@ -156,6 +156,20 @@ pub struct EvalSettings {
     /// Where each of `fields` is written (its `[eval.fields."/pointer"]` table).
     #[serde(skip)]
     pub field_at: std::collections::BTreeMap<String, At>,
+    /// How a whole paired item is graded (`[eval.items] compare = "judge"`): its verdict is the
+    /// item's credit in precision and recall.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<Comparator>,
+    /// Where `items` is written (its `[eval.items]` table).
+    #[serde(skip)]
+    pub items_at: At,
+    /// The embedder of `similar` checks and fields that name none (`openai:text-embedding-3-small`);
+    /// `eval --embedder` wins over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<String>,
+    /// Where `embedder` is written.
+    #[serde(skip)]
+    pub embedder_at: At,
     /// The `[eval]` table.
     #[serde(skip)]
     pub at: At,

@@ -10,13 +10,16 @@
 mod baseline;
 mod batch;
 mod batch_eval;
+mod bench_optimize;
 mod cache;
 mod cli;
 mod close_enough;
 mod constraint_tax;
 mod datasets;
+mod embedder;
 mod graders;
 mod hostile;
+mod item_judge;
 mod judges;
 mod promptfoo;
 mod reports;

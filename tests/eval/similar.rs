@@ -17,9 +17,9 @@ use super::support::{base_url, record, sse_answer, stderr, tunebench};
 /// The texts the recordings embedded: the value a check wants, an answer "alike" (the same text: the
 /// recorded server's vectors for SmolLM2 are near-orthogonal whatever the texts, see the fixtures'
 /// README, and the same text twice scores highest, 0.01) and one unlike it (-0.06).
-const WANTED: &str = "A cat sat on the mat.";
-const ALIKE: &str = WANTED;
-const UNLIKE: &str = "Quarterly revenue rose by nine percent.";
+pub(super) const WANTED: &str = "A cat sat on the mat.";
+pub(super) const ALIKE: &str = WANTED;
+pub(super) const UNLIKE: &str = "Quarterly revenue rose by nine percent.";
 
 fn fixture(name: &str) -> String {
     let path = format!("{}/tests/fixtures/wire/embeddings/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -53,7 +53,7 @@ fn recorded_similarity(name: &str) -> f64 {
 
 /// The recorded similarities (alike, unlike) and a threshold between them, within 0..1 (the recorded
 /// model's vectors are near-orthogonal: see the fixtures' README).
-fn threshold() -> (f64, f64, f64) {
+pub(super) fn threshold() -> (f64, f64, f64) {
     let (alike, unlike) =
         (recorded_similarity("e1_embeddings_alike.txt"), recorded_similarity("e2_embeddings_unlike.txt"));
     let threshold = (alike / 2.0 * 1000.0).round() / 1000.0;
@@ -66,7 +66,7 @@ fn threshold() -> (f64, f64, f64) {
 
 /// The server: embeddings by the answer they embed (recorded), answers by the case's topic, a
 /// judge's verdicts by the answer it judges.
-fn server(extra: Vec<(String, Reply)>) -> (tokio::runtime::Runtime, WireServer) {
+pub(super) fn server(extra: Vec<(String, Reply)>) -> (tokio::runtime::Runtime, WireServer) {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let mut routes = vec![
         (format!("\"input\":[\"{ALIKE}\",\"{WANTED}\"]"), recorded("e1_embeddings_alike.txt")),
@@ -78,7 +78,7 @@ fn server(extra: Vec<(String, Reply)>) -> (tokio::runtime::Runtime, WireServer) 
     (runtime, server)
 }
 
-fn run(dir: &std::path::Path, file: &str, server: &WireServer, args: &[&str]) -> std::process::Output {
+pub(super) fn run(dir: &std::path::Path, file: &str, server: &WireServer, args: &[&str]) -> std::process::Output {
     tunebench(dir)
         .arg("eval")
         .arg(dir.join(file))
@@ -89,11 +89,11 @@ fn run(dir: &std::path::Path, file: &str, server: &WireServer, args: &[&str]) ->
         .unwrap()
 }
 
-fn cell<'a>(record: &'a EvalRecord, case: &str) -> &'a tunebench::eval::CellRecord {
+pub(super) fn cell<'a>(record: &'a EvalRecord, case: &str) -> &'a tunebench::eval::CellRecord {
     record.cells.iter().find(|c| c.case.as_deref() == Some(case)).unwrap()
 }
 
-fn check_prompt(threshold: f64) -> String {
+pub(super) fn check_prompt(threshold: f64) -> String {
     format!(
         r#"id = "similar"
 template = "Say TOPIC-{{{{case}}}}"
@@ -123,7 +123,7 @@ variables = {{ case = "broken" }}
     )
 }
 
-fn answers() -> Vec<(String, Reply)> {
+pub(super) fn answers() -> Vec<(String, Reply)> {
     vec![
         ("TOPIC-alike".to_string(), sse_answer(ALIKE, "stop")),
         ("TOPIC-unlike".to_string(), sse_answer(UNLIKE, "stop")),

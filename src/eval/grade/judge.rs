@@ -128,6 +128,8 @@ pub struct Judges {
     setups: HashMap<JudgeModel, (Arc<RunSetup>, Arc<dyn Provider>)>,
     default: Option<JudgeModel>,
     embedders: HashMap<EmbedderModel, Arc<Embedding>>,
+    /// The eval's `--embedder`, for `similar` checks and fields that name none (over `[eval] embedder`).
+    default_embedder: Option<EmbedderModel>,
 }
 
 impl Judges {
@@ -170,6 +172,22 @@ impl Judges {
             self.embedders.insert(model.clone(), Arc::new(Embedding::new(model, cache, cache_dir)?));
         }
         Ok(())
+    }
+
+    /// These judges with `embedder` (the eval's `--embedder`) for the `similar` checks and fields
+    /// that name none.
+    pub fn with_embedder(self, embedder: Option<EmbedderModel>) -> Judges {
+        Judges { default_embedder: embedder, ..self }
+    }
+
+    /// The embedder of a `similar` check or field: its own, else the eval's `--embedder`, else the
+    /// prompt's `[eval] embedder` (`prompt`); `None` when none is given.
+    pub fn embedder_for<'a>(
+        &'a self,
+        own: Option<&'a EmbedderModel>,
+        prompt: Option<&'a EmbedderModel>,
+    ) -> Option<&'a EmbedderModel> {
+        own.or(self.default_embedder.as_ref()).or(prompt)
     }
 
     /// The embedder `model`, set up by [`Judges::add_embedder`].

@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 pub use crate::eval::comparators::FieldGrades;
 use crate::prompt::expect::{AssertWhat, CheckKind, CheckSpec};
+use crate::provider::embed::EmbedderModel;
 pub use command::Program;
 pub use fields::FieldGrader;
 pub use judge::{JudgeCall, JudgeModel, Judges};
@@ -102,9 +103,10 @@ impl Grader {
                 Some(AssertWhat::NotEvaluated(name)) => match name.as_str() {
                     "python" | "javascript" => Ok(Some(Grader::Shim(shim::Shim::of(name, spec, dir)?))),
                     "llm-rubric" => Ok(Some(Grader::Judge(judge::JudgeCheck::of(spec)?))),
-                    // Without an embedder it stays not evaluated, as promptfoo's default (OpenAI's) is
-                    // not assumed.
-                    "similar" if spec.embedder.is_some() => Ok(Some(Grader::Similar(SimilarCheck::of(spec)?))),
+                    // Without an embedder of its own it takes the eval's (`--embedder`, `[eval]
+                    // embedder`); with none it stays not evaluated, as promptfoo's default (OpenAI's)
+                    // is not assumed.
+                    "similar" => Ok(Some(Grader::Similar(SimilarCheck::of(spec)?))),
                     _ => Ok(None),
                 },
                 _ => Ok(None),
@@ -134,8 +136,14 @@ pub struct FieldJudge {
     pub call: JudgeCall,
 }
 
-/// `question` graded by `grader`; `Err` is why there is no verdict.
-pub async fn grade(grader: &Grader, question: &Question, judges: &Judges) -> Result<GradeDetail, String> {
+/// `question` graded by `grader`; `Err` is why there is no verdict. `embedder` is the prompt's
+/// `[eval] embedder`, for a `similar` check that names none (`eval --embedder`, in `judges`, wins).
+pub async fn grade(
+    grader: &Grader,
+    question: &Question,
+    judges: &Judges,
+    embedder: Option<&EmbedderModel>,
+) -> Result<GradeDetail, String> {
     let passed =
         |graded: Graded| GradeDetail { pass: graded.pass, score: graded.score, reason: graded.reason, judge: None };
     match grader {
@@ -153,7 +161,12 @@ pub async fn grade(grader: &Grader, question: &Question, judges: &Judges) -> Res
             let (graded, call) = judges.grade(judge, question).await?;
             Ok(GradeDetail { judge: Some(call), ..passed(graded) })
         }
-        Grader::Similar(similar) => similar.grade(question, judges.embedding(&similar.embedder)?).await.map(passed),
+        Grader::Similar(similar) => {
+            let model = judges.embedder_for(similar.embedder.as_ref(), embedder).ok_or_else(|| {
+                "`similar` is not evaluated: it names no embedder (give it one, or `eval --embedder MODEL`)".to_string()
+            })?;
+            similar.grade(question, judges.embedding(model)?).await.map(passed)
+        }
     }
 }
 

@@ -21,7 +21,8 @@ pub const DEFAULT_THRESHOLD: f64 = 0.75;
 /// A `similar` check as prepared.
 #[derive(Clone, Debug)]
 pub struct SimilarCheck {
-    pub embedder: EmbedderModel,
+    /// The check's own embedder; `None`: the eval's (`eval --embedder`, else `[eval] embedder`).
+    pub embedder: Option<EmbedderModel>,
     pub threshold: f64,
     /// The texts to be like (`value`: one, or a list of which any will do); `None`: the expected
     /// answer (at `path`).
@@ -34,10 +35,15 @@ pub struct SimilarCheck {
 
 impl SimilarCheck {
     /// A `similar` check's (`embedder`, `threshold`, `value`, `path`) or a promptfoo `similar`
-    /// assertion's (its embedder given by its `provider` or the test's `options.provider`).
+    /// assertion's (its embedder given by its `provider` or the test's `options.provider`; none: the
+    /// eval's).
     pub fn of(spec: &CheckSpec) -> Result<SimilarCheck, String> {
-        let embedder = spec.embedder.as_deref().ok_or("a `similar` check needs an `embedder` (PROVIDER:MODEL)")?;
-        let embedder = EmbedderModel::parse(embedder).map_err(|why| format!("`embedder`: {why}"))?;
+        let embedder = spec
+            .embedder
+            .as_deref()
+            .map(EmbedderModel::parse)
+            .transpose()
+            .map_err(|why| format!("`embedder`: {why}"))?;
         let threshold = spec.threshold.unwrap_or(DEFAULT_THRESHOLD);
         if !(0.0..=1.0).contains(&threshold) {
             return Err(format!("`threshold` {threshold} of a `similar` check is outside 0..1"));

@@ -136,7 +136,7 @@ impl CheckKind {
             Assert => (&["type", "value", "threshold", "weight", "judge", "embedder"], Need::All(&["type"])),
             Command => (&["command", "timeout"], Need::All(&["command"])),
             Judge => (&["rubric", "judge", "path", "threshold"], Need::All(&["rubric"])),
-            Similar => (&["embedder", "value", "path", "threshold"], Need::All(&["embedder"])),
+            Similar => (&["embedder", "value", "path", "threshold"], Need::All(&[])),
         }
     }
 

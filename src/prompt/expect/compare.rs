@@ -38,9 +38,13 @@ pub enum Comparator {
         threshold: Option<f64>,
     },
     /// Texts alike in meaning: the cosine similarity of their embeddings (from `embedder`,
-    /// `openai:text-embedding-3-small`, `ollama:nomic-embed-text`) at least `threshold`; below it,
-    /// the field counts that similarity.
-    Similar { threshold: f64, embedder: String },
+    /// `openai:text-embedding-3-small`, `ollama:nomic-embed-text`; none: `eval --embedder`, else
+    /// `[eval] embedder`) at least `threshold`; below it, the field counts that similarity.
+    Similar {
+        threshold: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        embedder: Option<String>,
+    },
     /// A model (`judge`, else the eval's `--judge`) grades the answer's value against the expected
     /// one by `rubric`; it passes when the judge says so (and its score reaches `threshold`), else
     /// the field counts the judge's score.
@@ -117,6 +121,28 @@ pub(crate) fn parse_field_rules(
     Ok((rules, spans))
 }
 
+/// `[eval.items]` read: how a whole paired item is graded. Only `judge` grades an item (the other
+/// comparators compare values a field holds: `[eval.fields]` gives them). Errors carry the span of
+/// the bad key or value (the table's when it lacks one).
+pub(crate) fn parse_item_rule(table: Spanned<RawFieldRule>) -> Result<Comparator, (Range<usize>, String)> {
+    let span = table.span();
+    let table = table.into_inner();
+    let wrong = |at: Option<Range<usize>>, message: String| {
+        (at.unwrap_or_else(|| span.clone()), format!("`[eval.items]`: {message}"))
+    };
+    let Some(compare) = table.get("compare") else {
+        return Err(wrong(None, "`compare` is missing: an item is compared by \"judge\"".to_string()));
+    };
+    if compare.get_ref().as_str() != Some("judge") {
+        let message = format!(
+            "an item is compared by \"judge\" (a rubric a model grades the whole item by), not {}; a field's comparator goes in `[eval.fields.\"/pointer\"]`",
+            compare.get_ref()
+        );
+        return Err(wrong(Some(compare.span()), message));
+    }
+    parse_rule("", table).map_err(|(at, message)| wrong(at, message))
+}
+
 /// `[eval.fields]` read: the comparators and the span of each one's table, by pointer.
 pub(crate) type FieldRulesRead = (BTreeMap<String, Comparator>, BTreeMap<String, Range<usize>>);
 
@@ -167,14 +193,7 @@ fn parse_rule(field: &str, mut table: RawFieldRule) -> Result<Comparator, (Optio
             threshold: share("threshold")?.ok_or_else(|| {
                 (None, "the `similar` comparator needs a `threshold` from 0.0 to 1.0 (e.g. 0.8)".to_string())
             })?,
-            embedder: text(&table, "embedder", "an embedding model (`openai:text-embedding-3-small`)")?.ok_or_else(
-                || {
-                    (
-                        None,
-                        "the `similar` comparator needs an `embedder`: PROVIDER:MODEL (openai:text-embedding-3-small, ollama:nomic-embed-text)".to_string(),
-                    )
-                },
-            )?,
+            embedder: text(&table, "embedder", "an embedding model (`openai:text-embedding-3-small`)")?,
         },
         "judge" => Comparator::Judge {
             rubric: text(&table, "rubric", "the rubric's text")?
@@ -193,16 +212,18 @@ fn parse_rule(field: &str, mut table: RawFieldRule) -> Result<Comparator, (Optio
                     (Some(value.span()), format!("`command` is a list of strings, the program first (`[\"python3\", \"check.py\"]`; never a shell line), not {shown}"))
                 })
             });
-            let command = command
-                .transpose()?
-                .ok_or_else(|| (None, "the `command` comparator needs a `command`".to_string()))?;
+            let command =
+                command.transpose()?.ok_or_else(|| (None, "the `command` comparator needs a `command`".to_string()))?;
             let timeout = match table.get("timeout") {
                 None => None,
                 Some(value) => match number(value.get_ref()) {
                     Some(n) if n.is_finite() && n > 0.0 && n <= 3600.0 => Some(n),
                     _ => {
                         let bad = value.get_ref();
-                        return Err((Some(value.span()), format!("`timeout` is a number of seconds above 0, at most 3600, not {bad}")));
+                        return Err((
+                            Some(value.span()),
+                            format!("`timeout` is a number of seconds above 0, at most 3600, not {bad}"),
+                        ));
                     }
                 },
             };

@@ -10,7 +10,7 @@ use serde_json::{Number, Value};
 use toml::Spanned;
 
 use super::check::{CheckKind, CheckSpec, Need};
-use super::compare::{parse_field_rules, RawFieldRule};
+use super::compare::{parse_field_rules, parse_item_rule, RawFieldRule};
 use super::fields::{pointer, pointer_error, Fields};
 use super::AssertType;
 use super::{At, EvalSettings, Expected, Places};
@@ -94,6 +94,8 @@ pub(crate) struct RawEval {
     exact: Option<bool>,
     match_similarity: Option<Spanned<f64>>,
     fields: Option<BTreeMap<Spanned<String>, Spanned<RawFieldRule>>>,
+    items: Option<Spanned<RawFieldRule>>,
+    embedder: Option<Spanned<String>>,
 }
 
 /// A check from its fields (name, value, span) and the place of its table.
@@ -337,6 +339,15 @@ pub(crate) fn parse_eval(
         other => other.map(Spanned::into_inner),
     };
     let (fields, field_spans) = raw.fields.map(parse_field_rules).transpose()?.unwrap_or_default();
+    let items_at = raw.items.as_ref().map(|table| locate(table.span())).unwrap_or_default();
+    let items = raw.items.map(parse_item_rule).transpose()?;
+    let embedder_at = raw.embedder.as_ref().map(|e| locate(e.span())).unwrap_or_default();
+    let embedder = match raw.embedder {
+        Some(e) if e.get_ref().trim().is_empty() => {
+            return Err((e.span(), "`embedder` is PROVIDER:MODEL (`openai:text-embedding-3-small`), not empty".into()))
+        }
+        other => other.map(|e| e.into_inner().trim().to_string()),
+    };
     let tolerance = match raw.tolerance {
         Some(t) if !t.get_ref().is_finite() || *t.get_ref() < 0.0 => {
             return Err((t.span(), format!("`tolerance` is a number 0 or more, not {}", t.get_ref())))
@@ -372,6 +383,10 @@ pub(crate) fn parse_eval(
         match_similarity,
         fields,
         field_at: field_spans.into_iter().map(|(field, span)| (field, locate(span))).collect(),
+        items,
+        items_at,
+        embedder,
+        embedder_at,
         at: locate(table),
     })
 }

@@ -42,6 +42,7 @@ pub fn difference_line<'a>(lead: &str, difference: &Difference, theme: &Theme) -
             (theme.schema_error, format!("{key} {field}: expected {expected}, got {got}{note}"))
         }
         Difference::Fuzzy { .. } => (theme.warning, crate::eval::report::difference_line(difference)),
+        Difference::Item { .. } => (theme.schema_error, crate::eval::report::difference_line(difference)),
     };
     Line::from(Span::styled(format!("{lead}{}", escape_controls(&text)), style))
 }
