@@ -403,10 +403,12 @@ pub fn finish(args: &EvalRunArgs, record: &EvalRecord) -> anyhow::Result<ExitCod
     Ok(exit_code(record, record.delta.as_ref(), args.fail_on_regression))
 }
 
-/// Writes every report asked for (each file replaced atomically).
+/// Writes every report asked for (each file replaced atomically, written as it is made).
 pub fn write_reports(args: &EvalRunArgs, record: &EvalRecord) -> anyhow::Result<()> {
     for (_, path, format) in reports(args)? {
-        write_file(path, &format.text(record)?)?;
+        crate::prompt::file::write_atomic_with(path, |out| format.write(record, out))
+            .with_context(|| format!("writing {}", path.display()))?;
+        super::note!("wrote {}", path.display());
     }
     Ok(())
 }
@@ -426,12 +428,6 @@ pub fn exit_code(record: &EvalRecord, delta: Option<&Delta>, fail_on_regression:
     } else {
         ExitCode::SUCCESS
     }
-}
-
-fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    crate::prompt::file::write_atomic(path, text).with_context(|| format!("writing {}", path.display()))?;
-    super::note!("wrote {}", path.display());
-    Ok(())
 }
 
 fn list_evals(args: &ListArgs) -> anyhow::Result<ExitCode> {

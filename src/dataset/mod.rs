@@ -5,10 +5,14 @@
 //!
 //! An approve or an edit is written back into its row alone ([`write_rows`]).
 //!
+//! An eval does not hold the rows: [`index`] checks each once and keeps its name, line and byte
+//! offset, and a row is read again when its case is wanted ([`DatasetIndex`]).
+//!
 //! The rows become the prompt's own [`Case`]s, after its inline ones ([`read_into`]), so the eval
 //! pipeline, `run --all-cases` and `batch export` do not know where a case came from.
 
 mod csv_rows;
+mod index;
 mod jsonl;
 mod row;
 mod write;
@@ -23,6 +27,7 @@ use crate::files::DATASET;
 use crate::prompt::file::{named, Case, DatasetCases, PromptFile};
 use crate::prompt::template::{self, Part, Template, TemplateError, Variables};
 
+pub use index::{index, DatasetIndex};
 pub use row::{Cells, RowAt};
 pub use write::{place_rows, save_edits, write_expected, write_rows, RowEdit};
 
@@ -47,6 +52,10 @@ impl DatasetError {
 /// What a reader hands each row to: its keys or columns as written, how its cells are written, and
 /// where it is.
 type Take<'a> = dyn FnMut(Map<String, Value>, Cells, RowAt<'_>) -> Result<(), DatasetError> + 'a;
+
+/// What a row made a case is handed to: the case, where it is, and its byte offset where the format
+/// reads a row alone from there.
+type Placed<'a> = dyn FnMut(Case, RowAt<'_>, Option<u64>) -> Result<(), DatasetError> + 'a;
 
 /// The dataset at `path` opened to stream (a regular file within [`DATASET`]'s cap).
 fn open(path: &Path) -> Result<std::fs::File, DatasetError> {
@@ -86,17 +95,28 @@ impl Format {
 /// line it starts on. Stops at the first bad row (or the first error `each` returns). Row names
 /// are checked distinct here (a second row of one name is an error naming both lines).
 pub fn read(path: &Path, mut each: impl FnMut(Case, RowAt) -> Result<(), DatasetError>) -> Result<usize, DatasetError> {
+    read_placed(path, &mut |case, at, _| each(case, at))
+}
+
+/// [`read`], each row handed on with the byte offset it starts at where the format reads a row alone
+/// from there (JSONL; `None` for CSV and YAML).
+fn read_placed(path: &Path, each: &mut Placed<'_>) -> Result<usize, DatasetError> {
     let mut names: HashMap<String, usize> = HashMap::new();
     let mut rows = 0;
-    let mut take = |row: Map<String, Value>, how: Cells, at: RowAt| -> Result<(), DatasetError> {
+    let mut take = |row: Map<String, Value>, how: Cells, at: RowAt, offset: Option<u64>| -> Result<(), DatasetError> {
         let case = row::case_of(row, how, at)?;
         if let Some(first) = names.insert(case.name.clone(), at.line) {
             return Err(at.error(format!("a second case named {:?} (the first is on line {first})", case.name)));
         }
         rows += 1;
-        each(case, at)
+        each(case, at, offset)
     };
-    read_rows(path, &mut take)?;
+    match Format::of(path)? {
+        Format::Jsonl => {
+            jsonl::scan(path, 0, 1, &mut |row, how, at, offset| take(row, how, at, Some(offset)).map(|()| true))?
+        }
+        _ => read_rows(path, |row, how, at| take(row, how, at, None))?,
+    }
     if rows == 0 {
         return Err(DatasetError::file(path, "no rows: a dataset holds at least one case"));
     }
@@ -142,19 +162,9 @@ pub fn read_into(
     overrides: &Variables,
 ) -> Result<usize, DatasetError> {
     let Some(path) = path_for(prompt, base_dir, given)? else { return Ok(0) };
-    let inline: HashMap<&str, ()> = prompt.inline_cases().iter().map(|c| (c.name.as_str(), ())).collect();
-    let renders = Renders::new(prompt)?;
     let mut cases = Vec::new();
     let mut lines = Vec::new();
-    read(&path, |case, at| {
-        if inline.contains_key(case.name.as_str()) {
-            return Err(at.error(format!(
-                "a case named {:?} is also in the [[cases]] of {}; a dataset's names differ from the prompt's",
-                case.name,
-                prompt_path.display()
-            )));
-        }
-        renders.check(prompt, &case, overrides).map_err(|e| at.error(e))?;
+    read_checked(prompt, prompt_path, &path, overrides, &mut |case, at, _| {
         lines.push(at.line);
         cases.push(case);
         Ok(())
@@ -165,6 +175,31 @@ pub fn read_into(
     prompt.cases.extend(cases);
     prompt.dataset = Some(DatasetCases { path, first, lines });
     Ok(rows)
+}
+
+/// Reads the dataset at `path` one row at a time, each row checked as [`read_into`] checks it (a name
+/// that is also an inline case's, a row the template cannot render with `overrides` over it) and then
+/// handed to `each` with its line and byte offset ([`read_placed`]).
+fn read_checked(
+    prompt: &PromptFile,
+    prompt_path: &Path,
+    path: &Path,
+    overrides: &Variables,
+    each: &mut Placed<'_>,
+) -> Result<usize, DatasetError> {
+    let inline: HashMap<&str, ()> = prompt.inline_cases().iter().map(|c| (c.name.as_str(), ())).collect();
+    let renders = Renders::new(prompt)?;
+    read_placed(path, &mut |case, at, offset| {
+        if inline.contains_key(case.name.as_str()) {
+            return Err(at.error(format!(
+                "a case named {:?} is also in the [[cases]] of {}; a dataset's names differ from the prompt's",
+                case.name,
+                prompt_path.display()
+            )));
+        }
+        renders.check(prompt, &case, overrides).map_err(|e| at.error(e))?;
+        each(case, at, offset)
+    })
 }
 
 /// The prompt's texts compiled once, to render every row with before anything runs.

@@ -122,12 +122,16 @@ pub fn measure(
     let mut records = Vec::with_capacity(answers);
     let mut expectations: Vec<&Expectations> = Vec::with_capacity(answers);
     let provider = Answered { answers: Arc::clone(&memory) };
+    let resolver = column.cases.resolver()?;
+    let mut by_row: Vec<(crate::run::plan::RunPlan, Expectations)> = Vec::new();
+    for row in 0..cases.max(1).min(plan.rows.len()) {
+        let case = column.case(row)?;
+        by_row.push((column.run_plan(case.as_ref())?, column.cases.expectations(&resolver, case.as_ref())?));
+    }
     for i in 0..answers {
-        let row = i % cases.max(1);
-        let plan_of = column.setup.plan(plan.rows.get(row).cloned().flatten().as_deref())?;
-        records.push(runtime.block_on(engine::run(&provider, &plan_of, |_| {})));
-        expectations
-            .push(column.expectations.get(row).and_then(Option::as_ref).ok_or_else(|| anyhow::anyhow!("no case"))?);
+        let (plan_of, expected) = by_row.get(i % cases.max(1)).ok_or_else(|| anyhow::anyhow!("no case"))?;
+        records.push(runtime.block_on(engine::run(&provider, plan_of, |_| {})));
+        expectations.push(expected);
     }
     let texts: Vec<String> =
         records.iter().map(|r| r.turns.last().map_or(String::new(), |t| t.output.clone())).collect();
@@ -165,9 +169,9 @@ pub fn measure(
             .iter()
             .filter_map(|cell| {
                 let column = plan.columns.get(cell.column)?;
-                let case = plan.rows.get(cell.row).cloned().flatten();
+                let case = column.case(cell.row).ok()?;
                 let provider: Arc<dyn Provider> = Arc::new(Answered { answers: Arc::clone(&memory) });
-                Some(Job { provider, plan: column.setup.plan(case.as_deref()).ok()? })
+                Some(Job { provider, plan: column.run_plan(case.as_ref()).ok()? })
             })
             .collect();
         let started = Instant::now();

@@ -120,8 +120,7 @@ pub fn judges_for(plan: &EvalPlan) -> Result<Judges, String> {
     let mut judges = Judges::with_default(plan.judge.clone()).with_embedder(plan.embedder.clone());
     let Some(first) = plan.columns.first() else { return Ok(judges) };
     let (cache, cache_dir) = (first.setup.cache, first.setup.cache_dir.clone());
-    for column in &plan.columns {
-        for expectations in column.expectations.iter().flatten() {
+    plan.each_graded(|column, expectations| {
             for check in &expectations.checks {
                 let at = || check.spec.at.or(|| format!("prompt `{}`", column.setup.prompt.id));
                 let judge = match &check.grader {
@@ -182,7 +181,7 @@ pub fn judges_for(plan: &EvalPlan) -> Result<Judges, String> {
                     FieldGrader::Command(_) => {}
                 }
             }
-        }
-    }
+        Ok(())
+    })?;
     Ok(judges)
 }

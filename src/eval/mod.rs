@@ -74,3 +74,10 @@ pub enum EvalError {
     #[error("{0}")]
     Store(String),
 }
+
+impl From<crate::dataset::DatasetError> for EvalError {
+    /// A dataset that cannot be read, or a bad row in it, is bad input.
+    fn from(error: crate::dataset::DatasetError) -> Self {
+        EvalError::Input(error.to_string())
+    }
+}

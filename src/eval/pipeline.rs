@@ -2,8 +2,10 @@
 //! [`super::batch`]): every cell of an [`EvalPlan`] run through its column's run setup and
 //! `run::engine::run_batch_each` at the eval's concurrency, each run appended to the history and
 //! scored the moment it ends, everything reported as [`EvalEvent`]s; the result is the
-//! [`EvalRecord`].
+//! [`EvalRecord`]. A cell's case (a dataset row, read again) and its expectations are made with its
+//! job and dropped once it is scored ([`CellCase`]): the eval holds the cells under way, not its cases.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -12,6 +14,8 @@ use super::plan::{Cell, EvalPlan, PlannedColumn};
 use super::record::{CellRecord, EvalRecord, RunBrief, FORMAT};
 use super::score::{score_graded, score_record, CaseScore, Expectations, Verdict};
 use super::EvalError;
+use crate::prompt::expect::resolve::Resolver;
+use crate::prompt::file::Case;
 use crate::provider::kind::ProviderKind;
 use crate::provider::Provider;
 use crate::run::job::{self, History};
@@ -76,7 +80,10 @@ where
     let scored: Mutex<Vec<Option<CellRecord>>> = Mutex::new(vec![None; plan.cells.len()]);
     let warnings: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let cancelled = &std::sync::atomic::AtomicBool::new(false);
-    let (scored, warnings, emit) = (&scored, &warnings, &emit);
+    // The cells under way: each one's case and expectations, from its job's making to its scoring.
+    let under_way: Mutex<HashMap<usize, Arc<CellCase>>> = Mutex::new(HashMap::new());
+    let (scored, warnings, emit, under_way) = (&scored, &warnings, &emit, &under_way);
+    let case_of = move |index: usize| under_way.lock().unwrap_or_else(|p| p.into_inner()).get(&index).cloned();
     let on_event = |index: usize, event: RunEvent| match event {
         RunEvent::TurnStarted { turn: 1, .. } => emit(EvalEvent::CellStarted { cell: index }),
         RunEvent::TurnStarted { turn, .. } => emit(EvalEvent::Retry { cell: index, turn }),
@@ -87,9 +94,11 @@ where
     // the grading go on side by side, and a cancel stops both.
     let cancel = futures_util::FutureExt::shared(futures_util::FutureExt::boxed(cancel));
     let (to_grade, mut graded_queue) = tokio::sync::mpsc::unbounded_channel::<(usize, RunRecord)>();
-    let finish = |index: usize, record: &RunRecord, grades: &grade::Grades| {
+    let finish = move |index: usize, record: &RunRecord, grades: &grade::Grades| {
         let Some(cell) = plan.cells.get(index) else { return };
-        let cell_record = score_cell_graded(plan, *cell, record, record.never_started(), grades);
+        let case = under_way.lock().unwrap_or_else(|p| p.into_inner()).remove(&index);
+        let expectations = case.as_ref().and_then(|c| c.expectations.as_ref());
+        let cell_record = score_cell(plan, *cell, expectations, record, grades);
         emit(EvalEvent::CellScored {
             cell: index,
             scored: Box::new(cell_record.clone()),
@@ -100,7 +109,9 @@ where
         }
     };
     let on_record = move |index: usize, record: &RunRecord| {
-        let Some(cell) = plan.cells.get(index) else { return };
+        if plan.cells.get(index).is_none() {
+            return;
+        }
         if record.cancelled {
             cancelled.store(true, std::sync::atomic::Ordering::SeqCst);
         }
@@ -112,16 +123,20 @@ where
                 }
             }
         }
-        let graded = expectations_of(plan, *cell).is_some_and(super::graded::any) && !record.never_started();
+        let graded = case_of(index).and_then(|c| c.expectations.as_ref().map(super::graded::any)).unwrap_or(false)
+            && !record.never_started();
         if !(graded && to_grade.send((index, record.clone())).is_ok()) {
             finish(index, record, &grade::Grades::default());
         }
     };
     // Each cell's job is made when a run is free for it: a 20,000-case eval holds the jobs under way,
-    // not 20,000 rendered requests. Every plan was checked by `Jobs::new`, so none fails here; if one
-    // did, the eval says so and goes on.
+    // not 20,000 rendered requests nor 20,000 cases. Every case was checked by the plan, so none fails
+    // here (unless its dataset changed since); if one did, the eval says so and goes on.
     let each = plan.cells.iter().enumerate().filter_map(|(index, cell)| match jobs.job(cell) {
-        Ok(job) => Some((index, job)),
+        Ok((job, case)) => {
+            under_way.lock().unwrap_or_else(|p| p.into_inner()).insert(index, Arc::new(case));
+            Some((index, job))
+        }
         Err(error) => {
             warnings.lock().unwrap_or_else(|p| p.into_inner()).push(format!("a cell was not run: {error}"));
             None
@@ -139,7 +154,7 @@ where
         let mut pending: std::collections::BTreeMap<usize, RunRecord> = std::collections::BTreeMap::new();
         let (mut open, mut stopped) = (true, false);
         let stop_grade = |index: usize| -> grade::Grades {
-            let checks = plan.cells.get(index).and_then(|cell| expectations_of(plan, *cell)).map(|e| e.checks.len());
+            let checks = case_of(index).and_then(|c| c.expectations.as_ref().map(|e| e.checks.len()));
             let checks = vec![Some(Err("not graded: the eval was stopped".to_string())); checks.unwrap_or(0)];
             grade::Grades { checks, ..Default::default() }
         };
@@ -149,9 +164,10 @@ where
                     Some((index, record)) if stopped => finish(index, &record, &stop_grade(index)),
                     Some((index, record)) => {
                         pending.insert(index, record.clone());
+                        let case = case_of(index);
                         waiting.push(async move {
-                            let grades = match plan.cells.get(index).and_then(|cell| expectations_of(plan, *cell)) {
-                                Some(expectations) => super::graded::grade_cell(expectations, &record, &variables_of(plan, index, &record), judges).await,
+                            let grades = match case.as_ref().and_then(|c| c.expectations.as_ref().map(|e| (c, e))) {
+                                Some((case, expectations)) => super::graded::grade_cell(expectations, &record, &variables_of(plan, index, case, &record), judges).await,
                                 None => grade::Grades::default(),
                             };
                             (index, grades)
@@ -205,20 +221,29 @@ where
 #[cfg(feature = "testing")]
 pub(super) fn jobs(plan: &EvalPlan, wrap: Option<Wrap<'_>>) -> Result<Vec<Job>, EvalError> {
     let jobs = Jobs::new(plan, wrap)?;
-    plan.cells.iter().map(|cell| jobs.job(cell)).collect()
+    plan.cells.iter().map(|cell| jobs.job(cell).map(|(job, _)| job)).collect()
+}
+
+/// A cell's case as its job was made: the case (a dataset row read again; `None`: the prompt's own
+/// variables) and its expectations, held until the cell is scored.
+pub struct CellCase {
+    pub case: Option<Case>,
+    pub expectations: Option<Expectations>,
 }
 
 /// The cells' jobs, made one at a time: each column's provider built once (replay: each case its own
-/// recorded answer), wrapped by `wrap`.
+/// recorded answer), wrapped by `wrap`; each prompt's expectations resolved with its schema compiled once.
 pub(super) struct Jobs<'a> {
     plan: &'a EvalPlan,
     shared: Vec<Option<Arc<dyn Provider>>>,
     wrap: Option<Wrap<'a>>,
+    /// By [`super::plan::PromptCases::source`].
+    resolvers: Vec<Resolver<'a>>,
 }
 
 impl<'a> Jobs<'a> {
-    /// Builds the columns' providers and checks every case's plan on every column (rendered, then
-    /// dropped), so an eval never starts half-checked.
+    /// Builds the columns' providers and each prompt's resolver of expectations (every case was
+    /// checked on every column by the plan, so an eval never starts half-checked).
     pub(super) fn new(plan: &'a EvalPlan, wrap: Option<Wrap<'a>>) -> Result<Self, EvalError> {
         let mut shared: Vec<Option<Arc<dyn Provider>>> = Vec::with_capacity(plan.columns.len());
         for column in &plan.columns {
@@ -230,26 +255,24 @@ impl<'a> Jobs<'a> {
                 }
             });
         }
-        let mut checked = std::collections::HashSet::new();
-        for cell in &plan.cells {
-            let Some(column) = plan.columns.get(cell.column) else { continue };
-            if checked.insert((cell.row, cell.column)) {
-                let case = plan.rows.get(cell.row).cloned().flatten();
-                column.setup.plan(case.as_deref()).map_err(|e| setup_error(column, e))?;
-            }
-        }
-        Ok(Self { plan, shared, wrap })
+        let resolvers = plan.sources.iter().map(|cases| cases.resolver()).collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { plan, shared, wrap, resolvers })
     }
 
-    /// Cell `cell`'s job: its case's plan on its column, repeat k sampling with the seed + k.
-    pub(super) fn job(&self, cell: &Cell) -> Result<Job, EvalError> {
+    /// Cell `cell`'s job: its case (read again when a dataset's) planned on its column, repeat k
+    /// sampling with the seed + k; and the case with its expectations, to score the cell with.
+    pub(super) fn job(&self, cell: &Cell) -> Result<(Job, CellCase), EvalError> {
         let column = self
             .plan
             .columns
             .get(cell.column)
             .ok_or_else(|| EvalError::Input(format!("cell of column {} which the plan lacks", cell.column)))?;
-        let case = self.plan.rows.get(cell.row).cloned().flatten();
-        let mut run_plan = column.setup.plan(case.as_deref()).map_err(|e| setup_error(column, e))?;
+        let case = column.case(cell.row)?;
+        let expectations = match self.resolvers.get(column.cases.source) {
+            Some(resolver) => Some(column.cases.expectations(resolver, case.as_ref())?),
+            None => None,
+        };
+        let mut run_plan = column.run_plan(case.as_ref()).map_err(|e| setup_error(column, e))?;
         // Repeat k samples with the seed + k (a run given no seed gets a fresh one from the engine).
         if crate::run::seed::samples(&run_plan.request) {
             run_plan.request.seed = run_plan.request.seed.map(|seed| crate::run::seed::for_repeat(seed, cell.repeat));
@@ -257,11 +280,12 @@ impl<'a> Jobs<'a> {
         let provider = match self.shared.get(cell.column).cloned().flatten() {
             Some(provider) => provider,
             None => {
-                let provider = column.setup.provider(case.as_deref()).map_err(|e| setup_error(column, e))?;
+                let name = case.as_ref().map(|c| c.name.as_str());
+                let provider = column.setup.provider(name).map_err(|e| setup_error(column, e))?;
                 self.wrap.map_or_else(|| Arc::clone(&provider), |wrap| wrap(column, Arc::clone(&provider)))
             }
         };
-        Ok(Job { provider, plan: run_plan })
+        Ok((Job { provider, plan: run_plan }, CellCase { case, expectations }))
     }
 }
 
@@ -269,37 +293,35 @@ fn setup_error(column: &PlannedColumn, e: crate::run::RunError) -> EvalError {
     EvalError::Input(format!("column {}: {e}", column.column.label))
 }
 
-/// A finished run scored against its cell's expectations (a cell a signal stopped before it began is
-/// `error`, not run).
-pub fn score_cell(plan: &EvalPlan, cell: Cell, record: &RunRecord, never_started: bool) -> CellRecord {
-    score_cell_graded(plan, cell, record, never_started, &grade::Grades::default())
-}
-
 /// The variables cell `index`'s request was rendered with: its case's over the prompt's, the
 /// front end's `--var` values over both.
-fn variables_of(plan: &EvalPlan, index: usize, record: &RunRecord) -> crate::prompt::template::Variables {
+fn variables_of(
+    plan: &EvalPlan,
+    index: usize,
+    case: &CellCase,
+    record: &RunRecord,
+) -> crate::prompt::template::Variables {
     let column = plan.cells.get(index).and_then(|cell| plan.columns.get(cell.column));
-    let mut variables =
-        column.and_then(|c| c.setup.prompt.variables_for(record.case.as_deref()).ok()).unwrap_or_default();
+    let own = column.map(|c| c.setup.prompt.variables.clone()).unwrap_or_default();
+    let mut variables = match &case.case {
+        Some(case) => crate::prompt::template::merge(&[&own, &case.variables]),
+        None => own,
+    };
     variables.extend(record.variables.clone());
     variables
 }
 
-/// The expectations of `cell`, when its case has any.
-fn expectations_of(plan: &EvalPlan, cell: Cell) -> Option<&Expectations> {
-    plan.columns.get(cell.column).and_then(|c| c.expectations.get(cell.row)).and_then(Option::as_ref)
-}
-
-/// [`score_cell`] with its graded checks' results.
-fn score_cell_graded(
+/// A finished run scored against its cell's expectations, with its graded checks' results (a cell a
+/// signal stopped before it began is `error`, not run).
+fn score_cell(
     plan: &EvalPlan,
     cell: Cell,
+    expectations: Option<&Expectations>,
     record: &RunRecord,
-    never_started: bool,
     grades: &grade::Grades,
 ) -> CellRecord {
-    let score = match expectations_of(plan, cell) {
-        _ if never_started => not_run(record),
+    let score = match expectations {
+        _ if record.never_started() => not_run(record),
         Some(expectations) => score_graded(expectations, record, grades),
         None => score_record(&Default::default(), record),
     };

@@ -1,7 +1,10 @@
 //! What an eval runs: the cells `case × column × repeat`, where a column is a prompt version (a prompt
 //! file, or its json/jsonl twin) on a model, or a promptfoo config's prompt on one of its providers
 //! (label `prompt · provider`, the provider's settings its own). Every column is set up through the one run setup
-//! ([`RunSetup`]), and every (case, column) gets its expectations once ([`Expectations::for_case`]).
+//! ([`RunSetup`]). The plan holds no dataset row: each prompt's dataset is indexed ([`DatasetIndex`]:
+//! names, lines, offsets), every row it runs is checked before anything runs (its expectations and its
+//! request on every column, then dropped), and a row is read again when its cell's job is made
+//! ([`PlannedColumn::case`]), its expectations made then ([`PromptCases::expectations`]).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -12,10 +15,13 @@ use serde::{Deserialize, Serialize};
 use super::score::Expectations;
 use super::EvalError;
 use crate::compare::{twin_of, twin_type};
+use crate::dataset::DatasetIndex;
 use crate::output::ResponseType;
-use crate::prompt::file::PromptFile;
+use crate::prompt::expect::resolve::Resolver;
+use crate::prompt::file::{Case, PromptFile};
 use crate::provider::kind::ProviderKind;
 use crate::provider::StructuredMode;
+use crate::run::plan::RunPlan;
 use crate::run::{RunSetup, SetupOptions};
 
 /// A `--model` value: `local`, `openai:gpt-4o-mini`, `ollama:qwen2.5`, `vllm:NAME`, a `.gguf` path
@@ -135,14 +141,112 @@ pub struct PromptText {
     pub text: String,
 }
 
-/// A column ready to run: its setup (settings, reading, provider) and each row's expectations.
+/// A column ready to run: its setup (settings, reading, provider) and where its cases are.
 #[derive(Clone)]
 pub struct PlannedColumn {
     pub column: Column,
     pub setup: RunSetup,
-    /// Per row of the plan: the expectations of that case, `None` where this prompt has no such case
-    /// (shared by the columns of one prompt: each case's expected answer is held once).
-    pub expectations: Arc<Vec<Option<Expectations>>>,
+    /// The prompt's cases, shared by the columns of one prompt (its json/jsonl twin, its models).
+    pub cases: Arc<PromptCases>,
+}
+
+impl PlannedColumn {
+    /// Whether this column runs row `row`.
+    pub fn has(&self, row: usize) -> bool {
+        self.cases.at.get(row).is_some_and(Option::is_some)
+    }
+
+    /// Row `row`'s case on this column (`None`: the prompt on its own variables), a dataset row read
+    /// again from its file; an error names the row when this column has no such case, or the file.
+    pub fn case(&self, row: usize) -> Result<Option<Case>, EvalError> {
+        self.cases.case(row)
+    }
+
+    /// The request of `case` ([`Self::case`]) on this column.
+    pub fn run_plan(&self, case: Option<&Case>) -> Result<RunPlan, crate::run::RunError> {
+        match case {
+            Some(case) => self.setup.plan_of_case(case),
+            None => self.setup.plan(None),
+        }
+    }
+}
+
+/// One prompt's cases as the plan reaches them, shared by its columns: the prompt as read (its inline
+/// cases; expectations are resolved against it, so a twin is scored on the same expected items) and
+/// its dataset indexed, each row read again when its cell runs.
+#[derive(Clone, Debug)]
+pub struct PromptCases {
+    /// Its place in [`EvalPlan::sources`].
+    pub source: usize,
+    pub prompt: PromptFile,
+    /// The prompt's folder: it resolves `schema_file` and `expected_file`.
+    pub base_dir: PathBuf,
+    pub dataset: Option<DatasetIndex>,
+    /// Per row of the plan: where this prompt's case of it is (`None`: it has no such case).
+    at: Vec<Option<CaseAt>>,
+    /// Whether a case's checks or fields are graded by a program or a model (`judge`, `similar`, …).
+    pub graded: bool,
+}
+
+/// Where a prompt's case of a row is.
+#[derive(Clone, Copy, Debug)]
+enum CaseAt {
+    /// The prompt on its own variables (it has no cases).
+    Own,
+    /// `prompt.cases[i]`.
+    Inline(usize),
+    /// The dataset's row `i`.
+    Dataset(usize),
+}
+
+impl PromptCases {
+    /// Row `row`'s case (`None`: the prompt's own variables), a dataset row read from its file.
+    pub fn case(&self, row: usize) -> Result<Option<Case>, EvalError> {
+        let missing = || EvalError::Input(format!("prompt `{}` has no case of row {row}", self.prompt.id));
+        match self.at.get(row).copied().flatten().ok_or_else(missing)? {
+            CaseAt::Own => Ok(None),
+            CaseAt::Inline(i) => self.prompt.cases.get(i).cloned().map(Some).ok_or_else(missing),
+            CaseAt::Dataset(i) => match &self.dataset {
+                Some(dataset) => dataset.case(i).map(Some).map_err(|e| EvalError::Input(e.to_string())),
+                None => Err(missing()),
+            },
+        }
+    }
+
+    /// The expectations of `case` ([`Self::case`]) by `resolver` (this prompt's, its schema compiled
+    /// once: [`Self::resolver`]).
+    pub fn expectations(&self, resolver: &Resolver<'_>, case: Option<&Case>) -> Result<Expectations, EvalError> {
+        Expectations::given(resolver, &self.prompt, &self.base_dir, case).map_err(|e| EvalError::Input(e.to_string()))
+    }
+
+    /// The resolver of this prompt's expectations (its schema compiled).
+    pub fn resolver(&self) -> Result<Resolver<'_>, EvalError> {
+        Resolver::new(&self.prompt, &self.base_dir).map_err(|e| EvalError::Input(e.to_string()))
+    }
+
+    /// Every case this prompt runs, in the plan's row order for inline ones and the file's for a
+    /// dataset (read once more, row by row, nothing kept), handed to `each`.
+    pub fn each_case(&self, mut each: impl FnMut(Option<&Case>) -> Result<(), EvalError>) -> Result<(), EvalError> {
+        let mut wanted = vec![false; self.dataset.as_ref().map_or(0, DatasetIndex::len)];
+        for at in self.at.iter().flatten() {
+            match *at {
+                CaseAt::Own => each(None)?,
+                CaseAt::Inline(i) => each(self.prompt.cases.get(i))?,
+                CaseAt::Dataset(i) => {
+                    if let Some(slot) = wanted.get_mut(i) {
+                        *slot = true;
+                    }
+                }
+            }
+        }
+        match &self.dataset {
+            Some(dataset) if wanted.contains(&true) => dataset.each(|i, case| match wanted.get(i) {
+                Some(true) => each(Some(&case)),
+                _ => Ok::<(), EvalError>(()),
+            }),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// One cell: a case of a column, one repeat.
@@ -182,6 +286,8 @@ pub struct EvalOptions {
 #[derive(Clone)]
 pub struct EvalPlan {
     pub prompts: Vec<PromptText>,
+    /// Each prompt's cases (a promptfoo config's, a suite's: one per column prompt).
+    pub sources: Vec<Arc<PromptCases>>,
     pub columns: Vec<PlannedColumn>,
     /// The case of each row (`None`: a prompt's own variables).
     pub rows: Vec<Option<String>>,
@@ -202,21 +308,34 @@ struct Source {
     path: PathBuf,
     prompt: PromptFile,
     label: Option<String>,
+    dataset: Option<DatasetIndex>,
 }
 
-/// The prompt file `path` holds (`text`), its dataset read in, and its text as the record keeps it.
-fn prompt_of(text: &str, path: &Path, options: &EvalOptions) -> Result<(PromptFile, PromptText), EvalError> {
-    let mut prompt = PromptFile::from_toml_str(text, path).map_err(|e| EvalError::Input(e.to_string()))?;
-    read_cases(&mut prompt, path, &crate::run::setup::base_dir(path), options)?;
+impl Source {
+    /// The names of its cases: the inline ones, then its dataset's rows.
+    fn names(&self) -> Vec<&str> {
+        let inline = self.prompt.cases.iter().map(|c| c.name.as_str());
+        inline.chain(self.dataset.iter().flat_map(DatasetIndex::names)).collect()
+    }
+}
+
+/// The prompt file `path` holds (`text`) as a source, its dataset indexed, and its text as the record keeps it.
+fn prompt_of(text: &str, path: &Path, options: &EvalOptions) -> Result<(Source, PromptText), EvalError> {
+    let prompt = PromptFile::from_toml_str(text, path).map_err(|e| EvalError::Input(e.to_string()))?;
+    let dataset = index_cases(&prompt, path, &crate::run::setup::base_dir(path), options)?;
     let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let shown = PromptText { path: absolute, id: prompt.id.clone(), text: text.to_string() };
-    Ok((prompt, shown))
+    Ok((Source { path: path.to_path_buf(), prompt, label: None, dataset }, shown))
 }
 
-/// Reads `prompt`'s dataset (its `cases_file`, or `--cases`) into its cases.
-fn read_cases(prompt: &mut PromptFile, path: &Path, base_dir: &Path, options: &EvalOptions) -> Result<(), EvalError> {
-    crate::dataset::read_into(prompt, path, base_dir, options.cases_file.as_deref(), &options.setup.variables)
-        .map(|_| ())
+/// Indexes `prompt`'s dataset (its `cases_file`, or `--cases`), every row checked.
+fn index_cases(
+    prompt: &PromptFile,
+    path: &Path,
+    base_dir: &Path,
+    options: &EvalOptions,
+) -> Result<Option<DatasetIndex>, EvalError> {
+    crate::dataset::index(prompt, path, base_dir, options.cases_file.as_deref(), &options.setup.variables)
         .map_err(|e| EvalError::Input(e.to_string()))
 }
 
@@ -268,9 +387,9 @@ impl EvalPlan {
                 warnings.extend(config.warnings.iter().cloned());
                 let id = config.description.clone().unwrap_or_else(|| stem(path));
                 for column in crate::promptfoo::columns(&config) {
-                    let mut prompt = column.prompt;
-                    read_cases(&mut prompt, path, &base_dir, options)?;
-                    sources.push(Source { path: path.clone(), prompt, label: Some(column.label) });
+                    let prompt = column.prompt;
+                    let dataset = index_cases(&prompt, path, &base_dir, options)?;
+                    sources.push(Source { path: path.clone(), prompt, label: Some(column.label), dataset });
                 }
                 prompts.push(PromptText { path: absolute, id, text });
                 continue;
@@ -279,52 +398,55 @@ impl EvalPlan {
                 for (label, file) in super::suite::read(path, &text)? {
                     let text = crate::files::read_text(&file, crate::files::PROMPT_FILE)
                         .map_err(|e| EvalError::Input(e.to_string()))?;
-                    let (prompt, shown) = prompt_of(&text, &file, options)?;
+                    let (mut source, shown) = prompt_of(&text, &file, options)?;
+                    source.label = Some(label);
                     prompts.push(shown);
-                    sources.push(Source { path: file, prompt, label: Some(label) });
+                    sources.push(source);
                 }
                 continue;
             }
-            let (prompt, shown) = prompt_of(&text, path, options)?;
+            let (source, shown) = prompt_of(&text, path, options)?;
             prompts.push(shown);
-            sources.push(Source { path: path.clone(), prompt, label: None });
+            sources.push(source);
         }
-        let loaded: Vec<&PromptFile> = sources.iter().map(|s| &s.prompt).collect();
-        let rows = rows_of(&loaded, &options.cases)?;
+        let names: Vec<Vec<&str>> = sources.iter().map(Source::names).collect();
+        let rows = rows_of(&names, &options.cases)?;
+        drop(names);
+        let row_of: std::collections::HashMap<Option<&str>, usize> =
+            rows.iter().enumerate().map(|(i, row)| (row.as_deref(), i)).collect();
         let models: Vec<Option<&ModelSpec>> =
             if options.models.is_empty() { vec![None] } else { options.models.iter().map(Some).collect() };
-        let shared_ids = loaded.iter().enumerate().any(|(i, p)| loaded[..i].iter().any(|q| q.id == p.id));
+        let shared_ids =
+            sources.iter().enumerate().any(|(i, p)| sources[..i].iter().any(|q| q.prompt.id == p.prompt.id));
         let mut columns = Vec::new();
-        for source in sources {
-            let (mut prompt, path) = (source.prompt, &source.path);
+        let mut planned = Vec::new();
+        for (index, source) in sources.into_iter().enumerate() {
+            let (prompt, path) = (source.prompt, &source.path);
             let base_dir = crate::run::setup::base_dir(path);
-            let names: HashSet<String> = prompt.cases.iter().map(|c| c.name.clone()).collect();
-            let no_cases = prompt.cases.is_empty();
-            let has = |row: &Option<String>| match row {
-                Some(case) => names.contains(case.as_str()),
-                None => no_cases,
-            };
-            // The schema compiled once for every case of this prompt.
-            let wanted: Vec<Option<&str>> = rows.iter().filter(|row| has(row)).map(Option::as_deref).collect();
-            let found = match wanted.is_empty() {
-                true => Vec::new(),
-                false => {
-                    Expectations::for_cases(&prompt, &base_dir, &wanted).map_err(|e| EvalError::Input(e.to_string()))?
+            let mut at = vec![None; rows.len()];
+            let mut place = |name: Option<&str>, case: CaseAt| {
+                if let Some(slot) = row_of.get(&name).and_then(|&row| at.get_mut(row)) {
+                    *slot = Some(case);
                 }
             };
-            let mut found = found.into_iter();
-            let expectations: Arc<Vec<Option<Expectations>>> =
-                Arc::new(rows.iter().map(|row| if has(row) { found.next() } else { None }).collect());
-            // The columns run the cases; their expected answers are in `expectations` now, held once.
-            for case in &mut prompt.cases {
-                case.expected = None;
+            for (i, case) in prompt.cases.iter().enumerate() {
+                place(Some(&case.name), CaseAt::Inline(i));
             }
-            let prompt = &prompt;
+            for (i, name) in source.dataset.iter().flat_map(DatasetIndex::names).enumerate() {
+                place(Some(name), CaseAt::Dataset(i));
+            }
+            if prompt.cases.is_empty() && source.dataset.is_none() {
+                place(None, CaseAt::Own);
+            }
+            let mut cases = PromptCases { source: index, prompt, base_dir, dataset: source.dataset, at, graded: false };
+            let prompt = &cases.prompt;
+            let base_dir = &cases.base_dir;
+            let mut made = Vec::new();
             let modes: Vec<Option<crate::provider::StructuredMode>> = match options.structured.as_slice() {
                 [] => vec![None],
                 modes => modes.iter().copied().map(Some).collect(),
             };
-            for version in versions(prompt, path, &base_dir, &options.types)? {
+            for version in versions(prompt, path, base_dir, &options.types)? {
                 for model in &models {
                     for mode in &modes {
                         let name = match &source.label {
@@ -336,24 +458,63 @@ impl EvalPlan {
                         if let Some(mode) = mode {
                             setup.target.structured = Some(*mode);
                         }
-                        let mut column = column_for(&version, path, *model, &setup, &name, options.models.len() > 1)?;
-                        if let (Some(mode), true) = (mode, modes.len() > 1) {
-                            column.column.label = format!("{} · {mode}", column.column.label);
+                        let (mut column, mut setup) =
+                            column_for(&version, path, *model, &setup, &name, options.models.len() > 1)?;
+                        // A column runs its inline cases; their expected answers are `cases`'.
+                        for case in &mut setup.prompt.cases {
+                            case.expected = None;
                         }
-                        columns.push(PlannedColumn { expectations: Arc::clone(&expectations), ..column });
+                        if let (Some(mode), true) = (mode, modes.len() > 1) {
+                            column.label = format!("{} · {mode}", column.label);
+                        }
+                        made.push((column, setup));
                     }
                 }
             }
+            cases.graded = check_cases(&cases, &made)?;
+            let cases = Arc::new(cases);
+            columns.extend(made.into_iter().map(|(column, setup)| PlannedColumn {
+                column,
+                setup,
+                cases: Arc::clone(&cases),
+            }));
+            planned.push(cases);
         }
+        drop(row_of);
         let mut cells = Vec::new();
         for row in 0..rows.len() {
             for (index, column) in columns.iter().enumerate() {
-                if column.expectations.get(row).is_some_and(Option::is_some) {
+                if column.has(row) {
                     cells.extend((1..=repeat).map(|repeat| Cell { row, column: index, repeat }));
                 }
             }
         }
-        Ok(Self { prompts, columns, rows, repeat, cells, warnings, judge: None, embedder: None })
+        Ok(Self { prompts, sources: planned, columns, rows, repeat, cells, warnings, judge: None, embedder: None })
+    }
+
+    /// Each case's expectations on each prompt whose cases are graded ([`PromptCases::graded`]), with
+    /// the first of its columns (a dataset read once more, row by row): where the judges are found.
+    pub fn each_graded(
+        &self,
+        mut each: impl FnMut(&PlannedColumn, &Expectations) -> Result<(), String>,
+    ) -> Result<(), String> {
+        for cases in self.sources.iter().filter(|c| c.graded) {
+            let Some(column) = self.columns.iter().find(|c| Arc::ptr_eq(&c.cases, cases)) else { continue };
+            let resolver = cases.resolver().map_err(|e| e.to_string())?;
+            let mut failed = None;
+            let walked = cases.each_case(|case| {
+                let expectations = cases.expectations(&resolver, case)?;
+                each(column, &expectations).map_err(|why| {
+                    failed = Some(why);
+                    EvalError::Input(String::new())
+                })
+            });
+            if let Some(why) = failed {
+                return Err(why);
+            }
+            walked.map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 
     /// The columns as the record keeps them.
@@ -416,28 +577,53 @@ fn collect_files(value: &toml::Value, base_dir: &Path, files: &mut Vec<PathBuf>)
     }
 }
 
-/// The rows: every case of the prompts in order of first appearance (only the named ones with
-/// `--case`); a prompt without cases adds the row of its own variables.
-fn rows_of(prompts: &[&PromptFile], wanted: &[String]) -> Result<Vec<Option<String>>, EvalError> {
+/// Checks every case `cases` runs before anything runs: its expectations (read, validated against the
+/// schema) and its request on each of the prompt's columns `made` (rendered); nothing is kept. Returns
+/// whether a case's checks or fields are graded.
+fn check_cases(cases: &PromptCases, made: &[(Column, RunSetup)]) -> Result<bool, EvalError> {
+    if made.is_empty() || cases.at.iter().all(Option::is_none) {
+        return Ok(false);
+    }
+    let resolver = cases.resolver()?;
+    let mut graded = false;
+    cases.each_case(|case| {
+        let expectations = cases.expectations(&resolver, case)?;
+        graded |= super::graded::any(&expectations);
+        for (column, setup) in made {
+            let plan = match case {
+                Some(case) => setup.plan_of_case(case),
+                None => setup.plan(None),
+            };
+            plan.map_err(|e| EvalError::Input(format!("column {}: {e}", column.label)))?;
+        }
+        Ok(())
+    })?;
+    Ok(graded)
+}
+
+/// The rows: every case of the prompts (each prompt's case names in order) in order of first
+/// appearance (only the named ones with `--case`); a prompt without cases adds the row of its own
+/// variables.
+fn rows_of(prompts: &[Vec<&str>], wanted: &[String]) -> Result<Vec<Option<String>>, EvalError> {
     let mut rows: Vec<Option<String>> = Vec::new();
     let mut seen: HashSet<Option<&str>> = HashSet::new();
     let asked: HashSet<&str> = wanted.iter().map(String::as_str).collect();
-    for prompt in prompts {
-        if prompt.cases.is_empty() {
+    for names in prompts {
+        if names.is_empty() {
             if wanted.is_empty() && seen.insert(None) {
                 rows.push(None);
             }
             continue;
         }
-        for case in &prompt.cases {
-            if (wanted.is_empty() || asked.contains(case.name.as_str())) && seen.insert(Some(&case.name)) {
-                rows.push(Some(case.name.clone()));
+        for &name in names {
+            if (wanted.is_empty() || asked.contains(name)) && seen.insert(Some(name)) {
+                rows.push(Some(name.to_string()));
             }
         }
     }
     for name in wanted {
         if !seen.contains(&Some(name.as_str())) {
-            let known: Vec<String> = prompts.iter().flat_map(|p| p.cases.iter().map(|c| c.name.clone())).collect();
+            let known: Vec<&str> = prompts.iter().flatten().copied().collect();
             let known = if known.is_empty() { "they have no cases".to_string() } else { known.join(", ") };
             return Err(EvalError::Input(format!("--case {name:?}: no prompt has a case of that name ({known})")));
         }
@@ -488,7 +674,7 @@ fn column_for(
     options: &SetupOptions,
     name: &str,
     several_models: bool,
-) -> Result<PlannedColumn, EvalError> {
+) -> Result<(Column, RunSetup), EvalError> {
     let (prompt, twin) = version;
     let mut prompt = prompt.clone();
     let mut options = options.clone();
@@ -531,7 +717,7 @@ fn column_for(
         label = format!("{label} · {}", column.model_label());
     }
     column.label = label;
-    Ok(PlannedColumn { column, setup, expectations: Arc::default() })
+    Ok((column, setup))
 }
 
 /// `text`, `json` or `jsonl`.

@@ -1,9 +1,10 @@
 //! An eval record as files for other tools: JUnit XML (a `testsuite` per column, a `testcase` per row ×
 //! column, `failure` / `error` with a message, as CI dashboards read it) and CSV (a line per cell,
-//! RFC 4180 quoting).
+//! RFC 4180 quoting), each written to its file as it is made.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::io::Write;
 
 use super::record::{CellRecord, EvalRecord};
 use super::score::{Difference, Verdict};
@@ -72,79 +73,107 @@ pub fn failure_text(cell: &CellRecord) -> String {
 /// column (named by the case; with repeats, failing unless every run passed), `failure` for `fail` and
 /// `truncated` (its type says which), `error` when no run got an answer.
 pub fn junit(record: &EvalRecord) -> String {
-    let mut suites = String::new();
-    let (mut tests, mut failures, mut errors) = (0, 0, 0);
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = junit_to(record, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One testcase's verdict: its cells that did not pass, and whether no run got an answer.
+struct Outcome<'a> {
+    cells: &'a [&'a CellRecord],
+    failing: Vec<&'a CellRecord>,
+    all_errors: bool,
+    ms: u64,
+}
+
+impl<'a> Outcome<'a> {
+    fn of(cells: &'a [&'a CellRecord]) -> Self {
+        let failing: Vec<&CellRecord> = cells.iter().copied().filter(|c| c.score.verdict != Verdict::Pass).collect();
+        let all_errors = failing.len() == cells.len() && failing.iter().all(|c| c.score.verdict == Verdict::Error);
+        Self { cells, failing, all_errors, ms: cells.iter().map(|c| c.run.duration_ms).sum() }
+    }
+}
+
+/// [`junit`] written to `out` as it is made (a 20,000-case report is never held as text): each
+/// suite's figures counted first, then its cases written.
+pub fn junit_to(record: &EvalRecord, out: &mut dyn Write) -> std::io::Result<()> {
     // Each row × column's cells, in the record's order, found without reading every cell again.
     let mut by_cell: HashMap<(usize, usize), Vec<&CellRecord>> = HashMap::new();
     for cell in &record.cells {
         by_cell.entry((cell.column, cell.row)).or_default().push(cell);
     }
-    for (index, column) in record.columns.iter().enumerate() {
-        let groups: Vec<&CellGroup> = record.groups.iter().filter(|g| g.column == index).collect();
-        let mut cases = String::new();
-        let (mut suite_failures, mut suite_errors, mut suite_ms) = (0, 0, 0u64);
-        for group in &groups {
-            let cells: &[&CellRecord] = by_cell.get(&(index, group.row)).map_or(&[], Vec::as_slice);
-            let ms: u64 = cells.iter().map(|c| c.run.duration_ms).sum();
-            suite_ms += ms;
-            let name = xml_escape(record.row_name(group.row));
-            let _ = write!(
-                cases,
-                "    <testcase name=\"{name}\" classname=\"{}\" time=\"{:.3}\"",
-                xml_escape(&column.label),
-                ms as f64 / 1000.0
-            );
-            let failing: Vec<&&CellRecord> = cells.iter().filter(|c| c.score.verdict != Verdict::Pass).collect();
-            if failing.is_empty() {
-                cases.push_str("/>\n");
-                continue;
+    let cells_of = |column: usize, group: &CellGroup| by_cell.get(&(column, group.row)).map_or(&[][..], Vec::as_slice);
+    let groups_of = |column: usize| record.groups.iter().filter(move |g| g.column == column);
+    // Per suite: tests, failures, errors, milliseconds.
+    let mut suites = Vec::with_capacity(record.columns.len());
+    for index in 0..record.columns.len() {
+        let (mut tests, mut failures, mut errors, mut ms) = (0, 0, 0, 0u64);
+        for group in groups_of(index) {
+            let outcome = Outcome::of(cells_of(index, group));
+            tests += 1;
+            ms += outcome.ms;
+            match (outcome.failing.is_empty(), outcome.all_errors) {
+                (true, _) => {}
+                (false, true) => errors += 1,
+                (false, false) => failures += 1,
             }
-            cases.push_str(">\n");
-            let all_errors = failing.len() == cells.len() && failing.iter().all(|c| c.score.verdict == Verdict::Error);
-            let head = if cells.len() > 1 {
-                format!("{} of {} runs passed; ", group.passes, group.runs)
-            } else {
-                String::new()
+        }
+        suites.push((tests, failures, errors, ms));
+    }
+    let sum = |pick: fn(&(usize, usize, usize, u64)) -> usize| suites.iter().map(pick).sum::<usize>();
+    let (tests, failures, errors) = (sum(|s| s.0), sum(|s| s.1), sum(|s| s.2));
+    writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>")?;
+    writeln!(
+        out,
+        "<testsuites name=\"tunebench eval {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\">",
+        xml_escape(&record.id),
+        record.duration_ms as f64 / 1000.0
+    )?;
+    for ((index, column), (tests, failures, errors, ms)) in record.columns.iter().enumerate().zip(&suites) {
+        let label = xml_escape(&column.label);
+        writeln!(
+            out,
+            "  <testsuite name=\"{label}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\" time=\"{:.3}\">",
+            *ms as f64 / 1000.0,
+        )?;
+        for group in groups_of(index) {
+            let outcome = Outcome::of(cells_of(index, group));
+            let name = xml_escape(record.row_name(group.row));
+            write!(
+                out,
+                "    <testcase name=\"{name}\" classname=\"{label}\" time=\"{:.3}\"",
+                outcome.ms as f64 / 1000.0
+            )?;
+            let Some(first) = outcome.failing.first() else {
+                out.write_all(b"/>\n")?;
+                continue;
             };
-            let first = failing[0];
+            out.write_all(b">\n")?;
+            let several = outcome.cells.len() > 1;
+            let head =
+                if several { format!("{} of {} runs passed; ", group.passes, group.runs) } else { String::new() };
             let message = xml_escape(&format!("{head}{}", first.score.reason));
-            let body: Vec<String> = failing
+            let body: Vec<String> = outcome
+                .failing
                 .iter()
                 .map(|c| {
-                    let run = if cells.len() > 1 { format!("run {}: ", c.repeat) } else { String::new() };
+                    let run = if several { format!("run {}: ", c.repeat) } else { String::new() };
                     format!("{run}{}", failure_text(c))
                 })
                 .collect();
             let kind = verdict_name(first.score.verdict);
-            let tag = if all_errors { "error" } else { "failure" };
-            if all_errors {
-                suite_errors += 1;
-            } else {
-                suite_failures += 1;
-            }
-            let _ = writeln!(
-                cases,
+            let tag = if outcome.all_errors { "error" } else { "failure" };
+            writeln!(
+                out,
                 "      <{tag} message=\"{message}\" type=\"{kind}\">{}</{tag}>",
                 xml_escape(&body.join("\n\n"))
-            );
-            cases.push_str("    </testcase>\n");
+            )?;
+            out.write_all(b"    </testcase>\n")?;
         }
-        tests += groups.len();
-        failures += suite_failures;
-        errors += suite_errors;
-        let _ = write!(
-            suites,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{suite_failures}\" errors=\"{suite_errors}\" skipped=\"0\" time=\"{:.3}\">\n{cases}  </testsuite>\n",
-            xml_escape(&column.label),
-            groups.len(),
-            suite_ms as f64 / 1000.0,
-        );
+        out.write_all(b"  </testsuite>\n")?;
     }
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"tunebench eval {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\">\n{suites}</testsuites>\n",
-        xml_escape(&record.id),
-        record.duration_ms as f64 / 1000.0
-    )
+    out.write_all(b"</testsuites>\n")
 }
 
 /// `pass`, `fail`, `truncated` or `error`.
@@ -199,8 +228,15 @@ pub const CSV_HEADER: [&str; 21] = [
 
 /// The record as CSV: the header, then one line per cell (CRLF line ends, as RFC 4180 writes them).
 pub fn csv(record: &EvalRecord) -> String {
-    let mut out = CSV_HEADER.join(",");
-    out.push_str("\r\n");
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = csv_to(record, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// [`csv`] written to `out` a line at a time.
+pub fn csv_to(record: &EvalRecord, out: &mut dyn Write) -> std::io::Result<()> {
+    write!(out, "{}\r\n", CSV_HEADER.join(","))?;
     let number = |value: Option<f64>| value.map(|v| format!("{v:.4}")).unwrap_or_default();
     for cell in &record.cells {
         let column = record.columns.get(cell.column);
@@ -228,10 +264,9 @@ pub fn csv(record: &EvalRecord) -> String {
             csv_field(&cell.score.reason),
             items.map(|s| s.fuzzy.to_string()).unwrap_or_default(),
         ];
-        out.push_str(&fields.join(","));
-        out.push_str("\r\n");
+        write!(out, "{}\r\n", fields.join(","))?;
     }
-    out
+    Ok(())
 }
 
 #[cfg(test)]

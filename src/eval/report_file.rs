@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::record::{CellRecord, EvalRecord};
-use super::report::{csv, junit};
+use super::report::{csv, csv_to, junit, junit_to};
 use super::report_html::html;
 use crate::safe_text::escape_json_text;
 
@@ -47,6 +47,16 @@ impl ReportFormat {
                 "-o {}: the file has no extension to pick a report format by; use {EXTENSIONS}",
                 crate::safe_text::escape_controls(&path.display().to_string())
             )),
+        }
+    }
+
+    /// The report of `record` in this format, written to `out` (JUnit and CSV as they are made; the
+    /// others as their text).
+    pub fn write(self, record: &EvalRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match self {
+            Self::Junit => junit_to(record, out),
+            Self::Csv => csv_to(record, out),
+            other => out.write_all(other.text(record).map_err(std::io::Error::from)?.as_bytes()),
         }
     }
 

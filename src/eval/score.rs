@@ -212,6 +212,17 @@ impl Expectations {
         cases.iter().map(|case| Expectations::from_resolved(resolver.case(*case)?, &prompt.id, base_dir)).collect()
     }
 
+    /// The expectations of `case` (a case the prompt need not hold: a dataset row read when its cell
+    /// runs; `None`: the prompt on its own variables), by `resolver` (the prompt's schema compiled once).
+    pub fn given(
+        resolver: &Resolver<'_>,
+        prompt: &PromptFile,
+        base_dir: &Path,
+        case: Option<&crate::prompt::file::Case>,
+    ) -> Result<Expectations, PromptError> {
+        Expectations::from_resolved(resolver.given(case)?, &prompt.id, base_dir)
+    }
+
     fn from_resolved(resolved: Resolved, id: &str, base_dir: &Path) -> Result<Expectations, PromptError> {
         let checks = resolved
             .checks

@@ -56,12 +56,21 @@ pub fn plan_for(base: &EvalPlan, edit: &Edit, cases: &[String]) -> EvalPlan {
 pub fn renders(base: &EvalPlan, edit: &Edit) -> Result<(), String> {
     let plan = plan_for(base, edit, &[]);
     for column in &plan.columns {
-        for row in &plan.rows {
-            column.setup.plan(row.as_deref()).map_err(|e| match row {
-                Some(case) => format!("it does not render for case {case:?}: {e}"),
-                None => format!("it does not render: {e}"),
-            })?;
+        // Every case the column runs (a dataset's rows read again, one at a time).
+        let mut failed = None;
+        let walked = column.cases.each_case(|case| {
+            column.run_plan(case).map(drop).map_err(|e| {
+                failed = Some(match case {
+                    Some(case) => format!("it does not render for case {:?}: {e}", case.name),
+                    None => format!("it does not render: {e}"),
+                });
+                crate::eval::EvalError::Input(String::new())
+            })
+        });
+        if let Some(why) = failed {
+            return Err(why);
         }
+        walked.map_err(|e| e.to_string())?;
     }
     Ok(())
 }

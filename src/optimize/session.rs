@@ -314,8 +314,10 @@ impl<F: FnMut(OptimizeEvent) + Send> Session<'_, F> {
 
     /// A case's own variables (what a demonstration shows as its input).
     fn case_variables(&self, case: &str) -> crate::prompt::template::Variables {
-        let prompt = self.plan.columns.first().map(|c| &c.setup.prompt);
-        prompt.and_then(|p| p.case(case).ok()).map(|c| c.variables.clone()).unwrap_or_default()
+        let row = self.plan.rows.iter().position(|row| row.as_deref() == Some(case));
+        let column = self.plan.columns.first();
+        let found = row.zip(column).and_then(|(row, column)| column.case(row).ok().flatten());
+        found.map(|c| c.variables).unwrap_or_default()
     }
 
     /// The candidate run on the train cases with the best mean score (the baseline on a tie).

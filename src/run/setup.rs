@@ -156,6 +156,17 @@ impl RunSetup {
         Ok(plan)
     }
 
+    /// The plan of `case`, a case the prompt need not hold (a dataset row an eval reads when its cell
+    /// runs): as [`Self::plan`] gives it, its variables over the prompt's and under the front end's.
+    pub fn plan_of_case(&self, case: &crate::prompt::file::Case) -> Result<RunPlan, RunError> {
+        let variables = crate::prompt::template::merge(&[&case.variables, &self.variables]);
+        let mut plan = self.plan_as(None, &variables, &self.settings)?;
+        plan.case = Some(case.name.clone());
+        plan.variables = self.variables.clone();
+        plan.request.seed = self.seed;
+        Ok(plan)
+    }
+
     /// The plan of one case with its own variables and settings (a batch request keeps both).
     pub fn plan_as(
         &self,

@@ -161,10 +161,11 @@ fn the_readmes_sample_dataset_joins_the_samples_cases() {
     assert_eq!(verdicts, [Pass, Pass, Pass, Pass, Pass, Fail]);
 }
 
-/// A dataset's expected answers are held once by the plan, whatever the columns: each column's copy
-/// of the prompt keeps its cases' variables alone, and its columns share one set of expectations.
+/// A plan holds no dataset row, whatever the columns: each column's copy of the prompt keeps its
+/// inline cases alone, its columns share one index of the dataset (names and offsets, no case held),
+/// and a row is read again from the file, whole, when a cell wants it.
 #[test]
-fn a_plan_holds_each_expected_answer_once() {
+fn a_plan_holds_no_dataset_row() {
     let dir = tempfile::tempdir().unwrap();
     let prompt = prompt_in(dir.path(), &format!("cases_file = \"cases.jsonl\"\n{}", prompt_without_cases()));
     std::fs::write(dir.path().join("cases.jsonl"), JSONL).unwrap();
@@ -183,13 +184,22 @@ fn a_plan_holds_each_expected_answer_once() {
     };
     let plan = tunebench::eval::EvalPlan::new(&options).unwrap();
     assert_eq!(plan.columns.len(), 2, "the prompt and its twin");
+    assert_eq!(plan.cells.len(), 4);
     for column in &plan.columns {
-        let cases = &column.setup.prompt.cases;
-        assert_eq!(cases.len(), 2);
-        assert!(cases.iter().all(|c| c.expected.is_none()), "a column's prompt holds no expected answer");
-        assert!(!cases[0].variables.is_empty(), "its variables are kept: the cases render");
+        assert!(column.setup.prompt.cases.is_empty(), "a column's prompt holds no dataset row");
     }
-    assert!(std::sync::Arc::ptr_eq(&plan.columns[0].expectations, &plan.columns[1].expectations));
-    let expected = plan.columns[0].expectations.iter().flatten().filter(|e| e.expected.is_some()).count();
-    assert_eq!(expected, 2, "each row's expected answer is in the plan's expectations");
+    let cases = &plan.columns[0].cases;
+    assert!(std::sync::Arc::ptr_eq(cases, &plan.columns[1].cases));
+    assert!(cases.prompt.cases.is_empty());
+    let dataset = cases.dataset.as_ref().unwrap();
+    assert_eq!((dataset.len(), dataset.held()), (2, 0), "a JSONL dataset is indexed, its cases read from the file");
+    let beta = plan.columns[1].case(1).unwrap().unwrap();
+    assert_eq!(beta.name, "beta <&\"x\">, y");
+    assert_eq!(beta.variables.get("text"), Some(&serde_json::json!("BETA-TEXT")));
+    let expected = beta.expected.as_ref().and_then(|e| e.items.as_ref()).map(Vec::len);
+    assert_eq!(expected, Some(2), "the row is read whole, its expected answer with it");
+    // The file changed under the eval: the row is not the one checked, and the error says so.
+    std::fs::write(dir.path().join("cases.jsonl"), JSONL.replace("beta", "delta")).unwrap();
+    let error = plan.columns[0].case(1).unwrap_err().to_string();
+    assert!(error.contains("cases.jsonl:2") && error.contains("changed"), "{error}");
 }

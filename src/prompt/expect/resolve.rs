@@ -14,7 +14,7 @@ use super::gold::{self, Gold};
 use super::shape::{shape, Shape};
 use super::{first_segment, pointer, At, CheckKind, CheckSpec, EvalSettings, Expected, Place};
 use crate::output::ResponseType;
-use crate::prompt::file::{PromptError, PromptFile};
+use crate::prompt::file::{Case, PromptError, PromptFile};
 use crate::prompt::reading::setup_for_prompt;
 use crate::schema::Check;
 
@@ -105,8 +105,15 @@ impl<'a> Resolver<'a> {
 
     /// The expectations of `case` (`None`: the prompt on its own variables: the prompt's checks only).
     pub fn case(&self, case: Option<&str>) -> Result<Resolved, PromptError> {
+        let found = case.map(|name| self.prompt.case(name)).transpose()?;
+        self.given(found)
+    }
+
+    /// The expectations of `found`, a case the prompt need not hold (a dataset's row read when its
+    /// cell runs); `None`: the prompt on its own variables.
+    pub fn given(&self, found: Option<&Case>) -> Result<Resolved, PromptError> {
         let prompt = self.prompt;
-        let found = case.map(|name| prompt.case(name)).transpose()?;
+        let case = found.map(|c| c.name.as_str());
         let whose = |what: &str| match case {
             Some(name) => format!("case {name:?}: {what}"),
             None => what.to_string(),
