@@ -26,6 +26,7 @@ pub mod app;
 pub mod bench;
 #[cfg(feature = "testing")]
 pub mod bench_schema;
+pub mod case_list;
 pub mod cases;
 pub mod compare;
 pub mod edit;
