@@ -311,7 +311,7 @@ impl PromptFile {
             description: description.clone(),
             system: system.clone(),
             template: template.clone(),
-            response_type: response_type.clone(),
+            response_type: *response_type,
             schema: schema.clone(),
             schema_file: schema_file.clone(),
             signature: signature.clone(),
@@ -323,7 +323,7 @@ impl PromptFile {
             case_names: CaseNames::default(),
             max_turns: *max_turns,
             provider: provider.clone(),
-            profile: profile.clone(),
+            profile: *profile,
             eval: eval.clone(),
             checks: checks.clone(),
         }

@@ -38,7 +38,7 @@ pub struct RecoveredVariables {
     pub case_list: Option<Vec<crate::prompt::file::Case>>,
     /// The rows of the prompt's dataset that were edited or deleted (the others are as saved).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rows: Option<EditedRows>,
+    pub rows: Option<Box<EditedRows>>,
 }
 
 /// What changed among a dataset's rows: the rows edited (as edited) and the names of those deleted.
@@ -52,7 +52,7 @@ pub struct EditedRows {
 
 /// `cases` (as edited) split for a recovery file: the prompt file's own cases, and what changed
 /// among the rows of `saved`'s dataset (without one: every case is the file's own, no rows).
-pub fn split_rows(saved: &PromptFile, cases: &[Case]) -> (Vec<Case>, Option<EditedRows>) {
+pub fn split_rows(saved: &PromptFile, cases: &[Case]) -> (Vec<Case>, Option<Box<EditedRows>>) {
     let Some(dataset) = &saved.dataset else { return (cases.to_vec(), None) };
     let saved_rows = saved.cases.get(dataset.first..).unwrap_or_default();
     let is_row: HashSet<&str> = saved_rows.iter().map(|c| c.name.as_str()).collect();
@@ -66,7 +66,7 @@ pub fn split_rows(saved: &PromptFile, cases: &[Case]) -> (Vec<Case>, Option<Edit
             None => changed.deleted.push(row.name.clone()),
         }
     }
-    (own.into_iter().cloned().collect(), Some(changed))
+    (own.into_iter().cloned().collect(), Some(Box::new(changed)))
 }
 
 /// The cases as a recovery file's `own` cases and `rows` left them, over `saved`'s dataset rows: the
@@ -118,7 +118,7 @@ pub fn read(data_dir: &Path, prompt: &Path) -> Result<Option<Recovery>, String> 
 #[derive(Debug)]
 pub enum Job {
     /// Write these edits (the path already absolute, the time already set).
-    Write(Recovery),
+    Write(Box<Recovery>),
     /// Delete the recovery file of this prompt (absolute).
     Clear(PathBuf),
 }
@@ -183,8 +183,8 @@ mod tests {
             carry_out(dir.path(), last).unwrap();
             read(dir.path(), prompt).unwrap().map(|r| r.template)
         };
-        assert_eq!(done(vec![Job::Write(edits("a")), Job::Write(edits("b"))]), Some("b".into()));
-        assert_eq!(done(vec![Job::Write(edits("c")), Job::Clear(prompt.into())]), None);
-        assert_eq!(done(vec![Job::Clear(prompt.into()), Job::Write(edits("d"))]), Some("d".into()));
+        assert_eq!(done(vec![Job::Write(Box::new(edits("a"))), Job::Write(Box::new(edits("b")))]), Some("b".into()));
+        assert_eq!(done(vec![Job::Write(Box::new(edits("c"))), Job::Clear(prompt.into())]), None);
+        assert_eq!(done(vec![Job::Clear(prompt.into()), Job::Write(Box::new(edits("d")))]), Some("d".into()));
     }
 }

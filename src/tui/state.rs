@@ -343,7 +343,7 @@ pub struct State {
     /// change of them or of the saved prompt: `edit::recheck`).
     pub variables_changed: bool,
     /// Which cases the variables pane lists (`/` types it).
-    pub case_filter: crate::tui::case_list::CaseFilter,
+    pub case_filter: crate::tui::case_filter::CaseFilter,
     /// The variables and cases before each change made in the variables pane, newest last (undo).
     pub case_undo: Vec<Snapshot>,
     /// The rendered request's token count for the status line (recounted only when it changes).
