@@ -507,7 +507,23 @@ fn tui_human(t: &crate::tui::bench::TuiFigures) -> String {
         t.schema_keys.key_vs_lint,
         t.schema_keys.settled_ms,
         t.schema_keys.longest_message_ms,
-    )
+    ) + &rows_human(&t.rows)
+}
+
+/// The workbench at 10,000 dataset rows against 100, as text.
+#[cfg(feature = "tui")]
+fn rows_human(r: &crate::tui::bench_rows::RowsFigures) -> String {
+    let line = |what: &str, op: &crate::tui::bench_rows::RowsOp| {
+        format!(
+            "  {what:<26}{:>8.2} ms  (at {} rows: {:.2} ms → {:.2}×)\n",
+            op.ms, r.baseline_rows, op.baseline_ms, op.ratio
+        )
+    };
+    format!("workbench at {} dataset rows (median per op, each with its frame):\n", r.rows)
+        + &line("open to first frame", &r.open)
+        + &line("key in the template", &r.key)
+        + &line("key in the case filter", &r.filter_key)
+        + &line("page down the case list", &r.page_down)
 }
 
 /// The median wall time of each of `works` over `runs` rounds (after one warm-up call of each). A round

@@ -281,6 +281,54 @@ impl PromptFile {
         }
     }
 
+    /// The prompt without its cases (nor the dataset they were read from), made without copying them
+    /// (a run of one case needs that one alone).
+    pub fn without_cases(&self) -> PromptFile {
+        // Every field named: a field added to the prompt file is a compile error here, not a field lost.
+        let PromptFile {
+            id,
+            description,
+            system,
+            template,
+            response_type,
+            schema,
+            schema_file,
+            signature,
+            variables,
+            terms,
+            cases: _,
+            cases_file,
+            dataset: _,
+            case_names: _,
+            max_turns,
+            provider,
+            profile,
+            eval,
+            checks,
+        } = self;
+        PromptFile {
+            id: id.clone(),
+            description: description.clone(),
+            system: system.clone(),
+            template: template.clone(),
+            response_type: *response_type,
+            schema: schema.clone(),
+            schema_file: schema_file.clone(),
+            signature: signature.clone(),
+            variables: variables.clone(),
+            terms: terms.clone(),
+            cases: Vec::new(),
+            cases_file: cases_file.clone(),
+            dataset: None,
+            case_names: CaseNames::default(),
+            max_turns: *max_turns,
+            provider: provider.clone(),
+            profile: *profile,
+            eval: eval.clone(),
+            checks: checks.clone(),
+        }
+    }
+
     /// Reads and checks a prompt file; errors name the file, line and column.
     pub fn load(path: impl AsRef<Path>) -> Result<PromptFile, PromptError> {
         Ok(Self::read(path)?.prompt)

@@ -1,7 +1,8 @@
 //! The `tui` section of `tunebench bench`: the real loop (update, effects, panes, frame limiter) on a
 //! ratatui `TestBackend` at 120×40, with a 100k-token JSONL transcript replayed instantly and every
 //! line validated live, keystrokes typed into the template while it streams. Baseline: the run engine
-//! alone on the same transcript, no screen. Then keys typed into a 7 MB schema (`bench_schema`).
+//! alone on the same transcript, no screen. Then keys typed into a 7 MB schema (`bench_schema`),
+//! and the workbench at 10,000 dataset rows (`bench_rows`).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,6 +57,8 @@ pub struct TuiFigures {
     pub tui_vs_engine: f64,
     /// Keys typed into a 7 MB schema.
     pub schema_keys: crate::tui::bench_schema::SchemaKeyFigures,
+    /// The workbench at 10,000 dataset rows against 100 (`bench_rows`).
+    pub rows: crate::tui::bench_rows::RowsFigures,
 }
 
 /// A JSONL answer of about `tokens` word-sized chunks (the union lines of the parse bench).
@@ -185,6 +188,7 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
         engine_only_ms: ms(engine_only),
         tui_vs_engine: stream.as_secs_f64() / engine_only.as_secs_f64().max(1e-9),
         schema_keys: crate::tui::bench_schema::measure(dir, SCHEMA_BYTES)?,
+        rows: crate::tui::bench_rows::measure(dir)?,
     })
 }
 

@@ -11,18 +11,33 @@ pub use crate::tui::msg::Edits;
 use crate::tui::recovery::{RecoveredVariables, Recovery};
 use crate::tui::state::{SchemaKind, State};
 
-/// Records that an editor or a variable changed: dirty when they differ from the saved ones.
+/// Records that a variable or a case changed (or all was put back): dirty when the texts, the
+/// variables or the cases differ from the saved ones.
 pub fn edited(state: &mut State) {
     state.edits += 1;
-    state.dirty = is_dirty(state);
+    recheck(state);
 }
 
-/// Whether the texts or the variables differ from the saved prompt's (compared in place: a key in a
-/// large schema joins no copy of it).
-pub fn is_dirty(state: &State) -> bool {
+/// Records that an editor's text changed: dirty when the texts differ from the saved ones, or the
+/// variables and cases did when last compared (a key in an editor cannot change them, and a dataset's
+/// thousands of rows are not compared for a key).
+pub fn text_edited(state: &mut State) {
+    state.edits += 1;
+    state.dirty = texts_differ(state) || state.variables_changed;
+}
+
+/// Compares everything with the saved prompt again (after a change of the variables or cases, or of
+/// the saved prompt itself) and sets `dirty`.
+pub fn recheck(state: &mut State) {
+    state.variables_changed = crate::tui::variables::changed(state);
+    state.dirty = texts_differ(state) || state.variables_changed;
+}
+
+/// Whether the texts differ from the saved prompt's (compared in place: a key in a large schema joins
+/// no copy of it).
+fn texts_differ(state: &State) -> bool {
     let editors = [&state.system, &state.template, &state.schema];
     editors.iter().zip(&state.saved_texts).any(|(editor, saved)| !editor.is(saved))
-        || crate::tui::variables::changed(state)
 }
 
 /// Reads the rows of the prompt's dataset (`cases_file`) in after its inline cases, so the workbench
@@ -36,9 +51,11 @@ pub fn with_dataset(prompt: &mut PromptFile, path: &Path) -> Option<String> {
         .map(|e| format!("the dataset's cases are not listed: {e}"))
 }
 
-/// The prompt as the editors hold it, for a run: a schema file's edited text is inlined.
+/// The prompt as the editors hold it, for a run of the chosen case: a schema file's edited text is
+/// inlined, and of the cases the chosen one alone is there (a run, its preview and a compare render
+/// that one; a dataset's thousands of rows are not copied for them).
 pub fn prompt_for_run(state: &State) -> Result<PromptFile, String> {
-    Ok(edited_prompt(state)?.0)
+    Ok(Edits::of_chosen(state).apply(state.saved.without_cases())?.0)
 }
 
 /// Asks for the edits to be saved (the prompt and texts the save writes wait in `pending_save`).
@@ -151,10 +168,9 @@ impl Edits {
 /// The unsaved edits as a recovery snapshot.
 pub fn recovery(state: &State, now_epoch_ms: u64) -> Recovery {
     let [system, template, schema] = state.texts();
-    let variables = crate::tui::variables::changed(state).then(|| RecoveredVariables {
-        variables: state.variables.clone(),
-        cases: Vec::new(),
-        case_list: Some(state.cases.clone()),
+    let variables = state.variables_changed.then(|| {
+        let (own, rows) = crate::tui::recovery::split_rows(&state.saved, &state.cases);
+        RecoveredVariables { variables: state.variables.clone(), cases: Vec::new(), case_list: Some(own), rows }
     });
     Recovery { path: state.path.clone(), system, template, schema, written_at_ms: now_epoch_ms, variables }
 }
@@ -166,15 +182,16 @@ pub fn restore(state: &mut State, recovery: &Recovery) {
     state.schema = crate::tui::state::editor(&recovery.schema);
     if let Some(recovered) = &recovery.variables {
         state.variables = recovered.variables.clone();
-        match &recovered.case_list {
-            Some(cases) => state.cases = cases.clone(),
+        match (&recovered.case_list, &recovered.rows) {
+            (Some(own), Some(rows)) => state.cases = crate::tui::recovery::join_rows(&state.saved, own, rows),
+            (Some(cases), None) => state.cases = cases.clone(),
             // A file from before cases could be added: each saved case's variables, in order.
-            None if recovered.cases.len() == state.cases.len() => {
+            (None, _) if recovered.cases.len() == state.cases.len() => {
                 for (case, variables) in state.cases.iter_mut().zip(&recovered.cases) {
                     case.variables = variables.clone();
                 }
             }
-            None => {}
+            (None, _) => {}
         }
     }
     crate::tui::lint::relint(state);

@@ -1,5 +1,5 @@
 //! One-off text inputs over the panes (pure, part of `update`): the model picker in the status line
-//! (`choose-model`), the editor of a variable's value (enter on a variable) and of a case being added
+//! (`choose-model`) and the case filter (`/` in the variables pane), the editor of a variable's value (enter on a variable) and of a case being added
 //! or copied (its TOML). Enter or ctrl-s applies, esc cancels, alt-enter starts a new line in a box;
 //! while one is open every key goes to it.
 
@@ -40,6 +40,28 @@ pub fn open_model_picker(state: &mut State) -> Vec<Effect> {
     Vec::new()
 }
 
+/// `filter-cases` in the variables pane: the case filter, typed in the status line, applied as typed.
+pub fn open_case_filter(state: &mut State) -> Vec<Effect> {
+    if state.focus != crate::tui::state::Pane::Variables {
+        state.note = Some("filtering cases works in the variables pane (alt-4) and on the eval screen".into());
+        return Vec::new();
+    }
+    let mut area = line_editor(&state.case_filter.text);
+    area.set_placeholder_text("(every case)");
+    state.input = Some(Box::new(InputBox { kind: InputKind::CaseFilter, area, error: None }));
+    Vec::new()
+}
+
+/// The typed case filter put to work (a text that does not read keeps the last filter, and says why).
+fn filter_as_typed(state: &mut State) -> Result<(), String> {
+    let Some(open) = state.input.as_deref() else { return Ok(()) };
+    let filter = crate::tui::case_list::CaseFilter::parse(&open.text())?;
+    state.case_filter = filter;
+    let (shown, of) = crate::tui::case_list::Listing::of(state).shown_of();
+    state.note = Some(format!("{shown} of {of} cases shown"));
+    Ok(())
+}
+
 /// Enter on a variable row: opens its value in an editor.
 pub fn open_variable_editor(state: &mut State) -> Vec<Effect> {
     let Some(row) = variables::selected(state) else { return Vec::new() };
@@ -58,6 +80,10 @@ pub fn key(state: &mut State, input: Input) -> Vec<Effect> {
                 InputKind::Model { .. } => "model unchanged".to_string(),
                 InputKind::Variable { name, .. } => format!("{name} unchanged"),
                 InputKind::Case { .. } => "no case added".to_string(),
+                InputKind::CaseFilter => {
+                    state.case_filter = Default::default();
+                    "every case shown".to_string()
+                }
             };
             state.input = None;
             state.note = Some(what);
@@ -75,29 +101,65 @@ pub fn key(state: &mut State, input: Input) -> Vec<Effect> {
     }
     if open.area.input(input) {
         open.error = None;
+        if open.kind == InputKind::CaseFilter {
+            refilter(state);
+        }
     }
     Vec::new()
 }
 
+/// The case filter applied as typed so far; a text that does not read is said in the input.
+fn refilter(state: &mut State) {
+    if let Err(error) = filter_as_typed(state) {
+        if let Some(open) = state.input.as_mut() {
+            open.error = Some(error);
+        }
+    }
+}
+
 fn is_model(open: &InputBox) -> bool {
-    matches!(open.kind, InputKind::Model { .. })
+    open.is_line()
 }
 
 /// Pasted text goes into the open input (one line for a model).
 pub fn paste(state: &mut State, text: &str) {
     if let Some(open) = state.input.as_mut() {
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
-        if is_model(open) {
+        if open.kind == InputKind::CaseFilter {
+            open.area.insert_str(text.replace('\n', " "));
+        } else if is_model(open) {
             open.area.insert_str(text.replace('\n', " ").trim());
         } else {
             open.area.insert_str(text);
         }
         open.error = None;
+        if open.kind == InputKind::CaseFilter {
+            refilter(state);
+        }
     }
 }
 
 /// Applies the open input; a refused value keeps it open with the reason.
 fn apply(state: &mut State) -> Vec<Effect> {
+    if state.input.as_ref().is_some_and(|open| open.kind == InputKind::CaseFilter) {
+        match filter_as_typed(state) {
+            Ok(()) => {
+                state.input = None;
+                // A selected case the filter hides gives way to the next one shown.
+                let listing = crate::tui::case_list::Listing::of(state);
+                if !listing.shows(state.selected_variable) {
+                    state.selected_variable = listing.row_at(listing.position_of(state.selected_variable)).unwrap_or(0);
+                }
+            }
+            Err(error) => {
+                state.note = Some(error.clone());
+                if let Some(open) = state.input.as_mut() {
+                    open.error = Some(error);
+                }
+            }
+        }
+        return Vec::new();
+    }
     let Some(open) = state.input.take() else { return Vec::new() };
     let text = open.text();
     let result = match &open.kind {
@@ -109,6 +171,8 @@ fn apply(state: &mut State) -> Vec<Effect> {
             state.note = Some(format!("{name} changed (ctrl-s saves the prompt; the next run uses it)"));
         }),
         InputKind::Case { at, copy_of } => crate::tui::cases::add(state, *at, copy_of.as_deref(), &text),
+        // Applied before the input was taken (it reads the text there).
+        InputKind::CaseFilter => Ok(()),
     };
     if let Err(error) = result {
         state.note = Some(error.clone());

@@ -1,4 +1,4 @@
-//! An open text input (the model picker, a variable's or a case's editor): what it edits, its editor
+//! An open text input (the model picker, the case filter, a variable's or a case's editor): what it edits, its editor
 //! and why the last apply was refused; `tui/input.rs` opens and applies it.
 
 use ratatui_textarea::{CursorMove, TextArea};
@@ -24,6 +24,8 @@ pub enum InputKind {
     Variable { name: String, origin: Origin, was: serde_json::Value },
     /// A case to insert at `at` (into `State::cases`), typed as TOML; `copy_of` names the case copied.
     Case { at: usize, copy_of: Option<String> },
+    /// The case filter of the variables pane, applied as it is typed (`/`).
+    CaseFilter,
 }
 
 /// An open text input: what it edits, its editor, and why the last apply was refused.
@@ -35,6 +37,11 @@ pub struct InputBox {
 }
 
 impl InputBox {
+    /// Whether it is typed in the status line, one line (the model, the case filter), not in a box.
+    pub fn is_line(&self) -> bool {
+        matches!(self.kind, InputKind::Model { .. } | InputKind::CaseFilter)
+    }
+
     /// The text as typed (lines joined by newlines).
     pub fn text(&self) -> String {
         self.area.lines().join("\n")
@@ -48,6 +55,7 @@ impl InputBox {
             InputKind::Variable { name, .. } => format!("{name} (this case's variables)"),
             InputKind::Case { copy_of: None, .. } => "new case".to_string(),
             InputKind::Case { copy_of: Some(from), .. } => format!("copy of case {from}"),
+            InputKind::CaseFilter => "cases: /".to_string(),
         }
     }
 
@@ -71,6 +79,9 @@ impl InputBox {
             }
             InputKind::Variable { .. } => "a JSON value · enter or ctrl-s apply · alt-enter new line · esc cancel",
             InputKind::Case { .. } => "enter or ctrl-s add the case · alt-enter new line · esc cancel",
+            InputKind::CaseFilter => {
+                "name words, is:failing|passing|changed|pass|fail|truncated|error · enter keeps · esc clears"
+            }
         }
     }
 }

@@ -17,7 +17,7 @@
 //! - [`cases`]: cases added, copied, deleted (and undone) from the variables pane.
 //! - [`keymap`] (+ `keymap.toml`), [`theme`] (`themes/*.toml`), [`recovery`], [`sample`], [`log`], [`paths`].
 //! - [`terminal`]: raw mode, mouse, the panic hook and the input thread; [`setup`]: the start-up.
-//! - `bench`, `bench_schema` (feature `testing`): the `tui` section of `tunebench bench` (the real loop
+//! - `bench`, `bench_rows`, `bench_schema` (feature `testing`): the `tui` section of `tunebench bench` (the real loop
 //!   on a test backend; keys typed into a 7 MB schema).
 
 pub mod action;
@@ -25,7 +25,11 @@ pub mod app;
 #[cfg(feature = "testing")]
 pub mod bench;
 #[cfg(feature = "testing")]
+pub mod bench_rows;
+#[cfg(feature = "testing")]
 pub mod bench_schema;
+pub mod case_filter;
+pub mod case_list;
 pub mod cases;
 pub mod compare;
 pub mod edit;

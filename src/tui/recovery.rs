@@ -1,11 +1,13 @@
 //! Never lose work: the unsaved edits of a prompt written to a recovery file in the data directory
-//! (at least once a second while there are edits), offered back on the next start.
+//! (at least once a second while there are edits), offered back on the next start. Of a dataset's
+//! rows only those edited or deleted are kept (the rest are as saved).
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::prompt::file::write_atomic;
+use crate::prompt::file::{write_atomic, Case, PromptFile};
 
 /// The unsaved texts of one prompt file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,9 +32,54 @@ pub struct RecoveredVariables {
     /// copied or deleted hold (read, no longer written).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cases: Vec<crate::prompt::template::Variables>,
-    /// The cases as edited, names and all.
+    /// The cases as edited, names and all: with `rows`, the prompt file's own cases alone (files
+    /// written before datasets were listed hold every case here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case_list: Option<Vec<crate::prompt::file::Case>>,
+    /// The rows of the prompt's dataset that were edited or deleted (the others are as saved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<Box<EditedRows>>,
+}
+
+/// What changed among a dataset's rows: the rows edited (as edited) and the names of those deleted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EditedRows {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edited: Vec<Case>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deleted: Vec<String>,
+}
+
+/// `cases` (as edited) split for a recovery file: the prompt file's own cases, and what changed
+/// among the rows of `saved`'s dataset (without one: every case is the file's own, no rows).
+pub fn split_rows(saved: &PromptFile, cases: &[Case]) -> (Vec<Case>, Option<Box<EditedRows>>) {
+    let Some(dataset) = &saved.dataset else { return (cases.to_vec(), None) };
+    let saved_rows = saved.cases.get(dataset.first..).unwrap_or_default();
+    let is_row: HashSet<&str> = saved_rows.iter().map(|c| c.name.as_str()).collect();
+    let (rows, own): (Vec<&Case>, Vec<&Case>) = cases.iter().partition(|c| is_row.contains(c.name.as_str()));
+    let now: HashMap<&str, &Case> = rows.into_iter().map(|c| (c.name.as_str(), c)).collect();
+    let mut changed = EditedRows::default();
+    for row in saved_rows {
+        match now.get(row.name.as_str()) {
+            Some(case) if *case != row => changed.edited.push((*case).clone()),
+            Some(_) => {}
+            None => changed.deleted.push(row.name.clone()),
+        }
+    }
+    (own.into_iter().cloned().collect(), Some(Box::new(changed)))
+}
+
+/// The cases as a recovery file's `own` cases and `rows` left them, over `saved`'s dataset rows: the
+/// file's own cases first, then each row of the dataset as saved, edited or left out.
+pub fn join_rows(saved: &PromptFile, own: &[Case], rows: &EditedRows) -> Vec<Case> {
+    let saved_rows = saved.dataset.as_ref().and_then(|d| saved.cases.get(d.first..)).unwrap_or_default();
+    let edited: HashMap<&str, &Case> = rows.edited.iter().map(|c| (c.name.as_str(), c)).collect();
+    let deleted: HashSet<&str> = rows.deleted.iter().map(String::as_str).collect();
+    let rows = saved_rows
+        .iter()
+        .filter(|row| !deleted.contains(row.name.as_str()))
+        .map(|row| edited.get(row.name.as_str()).copied().unwrap_or(row).clone());
+    own.iter().cloned().chain(rows).collect()
 }
 
 /// The recovery file of `prompt` inside `data_dir`: one per prompt file, named after a hash of its path.
@@ -71,7 +118,7 @@ pub fn read(data_dir: &Path, prompt: &Path) -> Result<Option<Recovery>, String> 
 #[derive(Debug)]
 pub enum Job {
     /// Write these edits (the path already absolute, the time already set).
-    Write(Recovery),
+    Write(Box<Recovery>),
     /// Delete the recovery file of this prompt (absolute).
     Clear(PathBuf),
 }
@@ -136,8 +183,8 @@ mod tests {
             carry_out(dir.path(), last).unwrap();
             read(dir.path(), prompt).unwrap().map(|r| r.template)
         };
-        assert_eq!(done(vec![Job::Write(edits("a")), Job::Write(edits("b"))]), Some("b".into()));
-        assert_eq!(done(vec![Job::Write(edits("c")), Job::Clear(prompt.into())]), None);
-        assert_eq!(done(vec![Job::Clear(prompt.into()), Job::Write(edits("d"))]), Some("d".into()));
+        assert_eq!(done(vec![Job::Write(Box::new(edits("a"))), Job::Write(Box::new(edits("b")))]), Some("b".into()));
+        assert_eq!(done(vec![Job::Write(Box::new(edits("c"))), Job::Clear(prompt.into())]), None);
+        assert_eq!(done(vec![Job::Clear(prompt.into()), Job::Write(Box::new(edits("d")))]), Some("d".into()));
     }
 }

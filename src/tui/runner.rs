@@ -118,7 +118,7 @@ impl Runner {
             Effect::WriteRecovery(mut edits) => {
                 edits.path = absolute(&edits.path);
                 edits.written_at_ms = crate::run::record::now_ms();
-                self.recovery(recovery::Job::Write(edits))
+                self.recovery(recovery::Job::Write(Box::new(edits)))
             }
             Effect::ClearRecovery => match self.prompt_path.as_deref().map(absolute) {
                 Some(path) => self.recovery(recovery::Job::Clear(path)),

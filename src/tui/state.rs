@@ -347,6 +347,11 @@ pub struct State {
     /// The cases as edited: names, notes and variables, added, copied or deleted ones too (saved with
     /// the prompt by ctrl-s).
     pub cases: Vec<crate::prompt::file::Case>,
+    /// Whether the variables or the cases differed from the saved ones when last compared (on each
+    /// change of them or of the saved prompt: `edit::recheck`).
+    pub variables_changed: bool,
+    /// Which cases the variables pane lists (`/` types it).
+    pub case_filter: crate::tui::case_filter::CaseFilter,
     /// The variables and cases before each change made in the variables pane, newest last (undo).
     pub case_undo: Vec<Snapshot>,
     /// The rendered request's token count for the status line (recounted only when it changes).
@@ -434,6 +439,8 @@ impl State {
             help_scroll: 0,
             variables: prompt_variables,
             cases,
+            case_filter: Default::default(),
+            variables_changed: false,
             case_undo: Vec::new(),
             tokens: Default::default(),
             env: crate::run::env_var,

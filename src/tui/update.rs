@@ -182,7 +182,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
                     let OnDisk { text, prompt } = *file;
                     state.saved = prompt;
                     state.saved_text = text;
-                    state.dirty = edit::is_dirty(state);
+                    edit::recheck(state);
                     state.note = Some(format!("saved {}", state.path.display()));
                     if !state.dirty {
                         return vec![Effect::ClearRecovery];

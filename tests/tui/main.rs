@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
 
+mod alloc_count;
+mod case_rows;
 mod compare;
 mod e2e;
 mod eval;

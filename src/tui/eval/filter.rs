@@ -40,15 +40,7 @@ impl EvalView {
                 let named =
                     name.is_empty() || case.as_deref().unwrap_or("(variables)").to_lowercase().contains(name.as_str());
                 let verdict = self.scored(row).map(|s| s.score.verdict);
-                let kind = match filter.verdicts {
-                    Verdicts::All => true,
-                    Verdicts::Failing => verdict.is_some_and(|v| v != Verdict::Pass),
-                    Verdicts::Passing => verdict == Some(Verdict::Pass),
-                    Verdicts::Changed => {
-                        matches!(changes.get(case), Some(Change::Improved | Change::Regressed))
-                    }
-                };
-                named && kind
+                named && holds(filter.verdicts, verdict, changes.get(case).copied())
             })
             .collect()
     }
@@ -68,6 +60,17 @@ impl EvalView {
             Move::Last => last,
         };
         self.selected = shown[index];
+    }
+}
+
+/// Whether a case with `verdict` (`None`: not scored) and `change` against the baseline is of the
+/// `kind` shown (one meaning for the eval screen's `v` and the workbench's `is:` filter).
+pub fn holds(kind: Verdicts, verdict: Option<Verdict>, change: Option<Change>) -> bool {
+    match kind {
+        Verdicts::All => true,
+        Verdicts::Failing => verdict.is_some_and(|v| v != Verdict::Pass),
+        Verdicts::Passing => verdict == Some(Verdict::Pass),
+        Verdicts::Changed => matches!(change, Some(Change::Improved | Change::Regressed)),
     }
 }
 

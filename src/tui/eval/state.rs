@@ -95,6 +95,21 @@ impl Verdicts {
         }
     }
 
+    /// The word a filter types for this kind (the workbench's case filter: `is:failing`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdicts::All => "all",
+            Verdicts::Failing => "failing",
+            Verdicts::Passing => "passing",
+            Verdicts::Changed => "changed",
+        }
+    }
+
+    /// The kind a typed word names ([`Verdicts::word`]), if any.
+    pub fn from_word(word: &str) -> Option<Verdicts> {
+        [Verdicts::All, Verdicts::Failing, Verdicts::Passing, Verdicts::Changed].into_iter().find(|k| k.word() == word)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Verdicts::All => "all",

@@ -63,11 +63,16 @@ pub fn layout(area: Rect, state: &State) -> Layout {
 
 /// The frame of a pane: its title (with the alt-N key that focuses it), focused or not.
 pub fn block<'a>(pane: Pane, state: &State, theme: &Theme, extra: Vec<Span<'a>>) -> Block<'a> {
+    block_named(pane, pane.title(), state, theme, extra)
+}
+
+/// [`block`] with the pane called `name` (a shorter name where the title has more to say).
+pub fn block_named<'a>(pane: Pane, name: &str, state: &State, theme: &Theme, extra: Vec<Span<'a>>) -> Block<'a> {
     let focused = state.focus == pane;
     let number = Pane::ALL.iter().position(|p| *p == pane).map_or(0, |i| i + 1);
     let mut title = vec![
         Span::styled(format!(" {number} "), theme.dim),
-        Span::styled(format!("{} ", pane.title()), if focused { theme.border_focused } else { theme.title }),
+        Span::styled(format!("{name} "), if focused { theme.border_focused } else { theme.title }),
     ];
     title.extend(extra);
     Block::default()

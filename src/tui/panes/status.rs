@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::tui::input::{InputBox, InputKind};
+use crate::tui::input::InputBox;
 use crate::tui::panes::clip;
 use crate::tui::state::{RunPhase, Screen, State};
 use crate::tui::theme::Theme;
@@ -105,7 +105,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .unwrap_or_default();
     frame.render_widget(Paragraph::new(Line::from(first).style(theme.status)), Rect { height: 1, ..area });
     let second_row = Rect { y: area.y + 1, height: area.height.saturating_sub(1), ..area };
-    if let Some(open) = state.input.as_deref().filter(|open| matches!(open.kind, InputKind::Model { .. })) {
+    if let Some(open) = state.input.as_deref().filter(|open| open.is_line()) {
         inline_input(frame, second_row, open, theme);
         return;
     }

@@ -148,6 +148,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             step(state, i64::MAX / 2)
         }
         Action::Open => open(state),
+        Action::FilterCases => crate::tui::input::open_case_filter(state),
         Action::AddCase => cases::open_new(state),
         Action::CopyCase => cases::open_copy(state),
         Action::DeleteCase => cases::ask_delete(state),
@@ -164,12 +165,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             state.note = Some("optimize from the eval screen (alt-e, then o)".into());
             Vec::new()
         }
-        Action::Approve
-        | Action::Review
-        | Action::EvalDiff
-        | Action::AnswerTruncation
-        | Action::FilterCases
-        | Action::FilterVerdicts => {
+        Action::Approve | Action::Review | Action::EvalDiff | Action::AnswerTruncation | Action::FilterVerdicts => {
             state.note = Some("approve and review work on the eval screen (alt-e)".into());
             Vec::new()
         }

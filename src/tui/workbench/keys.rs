@@ -4,8 +4,8 @@
 use ratatui_textarea::{Input, Key};
 
 use crate::tui::cases;
+use crate::tui::edit;
 use crate::tui::edit::save;
-use crate::tui::edit::{self, edited};
 use crate::tui::msg::{Action, Dispatch, Effect};
 use crate::tui::state::{Overlay, Pane, State};
 
@@ -28,7 +28,7 @@ pub(crate) fn after_edit(state: &mut State) {
         // Linted in the background once typing settles, not on the key.
         crate::tui::lint::schema_edited(state);
     }
-    edited(state);
+    edit::text_edited(state);
 }
 
 /// A key: to the open overlay, else an action of the keymap (taken by the router's `act`), else

@@ -7,7 +7,6 @@ use ratatui::layout::{Position, Rect};
 
 use crate::tui::msg::{Action, Effect, Mouse, MouseKind};
 use crate::tui::state::{Overlay, Pane, Shown, State};
-use crate::tui::variables;
 use crate::tui::workbench::actions::act;
 use crate::tui::workbench::navigate::set_cut;
 
@@ -105,10 +104,10 @@ fn click_in_editor(state: &mut State, pane: Pane, shown: &Shown, mouse: Mouse) {
 }
 
 /// The list row (as `State::selected_variable` counts) drawn at screen `row` of the variables pane,
-/// as the last frame drew it (its first line is the run's, then the list from the row it scrolled to).
+/// as the last frame drew it (its first line is the run's, then the list, as the case filter shows
+/// it, from the position it scrolled to).
 fn variable_row(shown: &Shown, state: &State, row: u16) -> Option<usize> {
     let (inner, skipped): (Rect, usize) = shown.variables?;
     let at = row.checked_sub(inner.y + 1).filter(|_| row < inner.y + inner.height)? as usize;
-    let index = skipped + at;
-    (index < variables::row_count(state)).then_some(index)
+    crate::tui::case_list::Listing::of(state).row_at(skipped + at)
 }

@@ -17,7 +17,8 @@ pub(crate) fn step(state: &mut State, by: i64) -> Vec<Effect> {
             state.history_selected = clamp(state.history_selected, state.evals.len() + state.history.len())
         }
         Pane::Variables => {
-            state.selected_variable = clamp(state.selected_variable, crate::tui::variables::row_count(state))
+            // Among the rows the case filter shows.
+            state.selected_variable = crate::tui::case_list::Listing::of(state).step(state.selected_variable, by)
         }
         Pane::Output => {
             let lines = state.run.line_count();

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use ratatui_textarea::{Input, Key};
 
 use crate::prompt::file::{Case, OnDisk, PromptFile};
-use crate::tui::edit::{is_dirty, schema_text};
+use crate::tui::edit::schema_text;
 use crate::tui::lint::relint;
 use crate::tui::msg::Effect;
 use crate::tui::state::{editor, OutsideChange, Overlay, SchemaKind, State};
@@ -174,7 +174,7 @@ fn keep_mine(state: &mut State, change: &OutsideChange) -> Vec<Effect> {
     } else {
         state.saved_texts[2] = change.text.clone();
     }
-    state.dirty = is_dirty(state);
+    crate::tui::edit::recheck(state);
     state.note = Some(format!(
         "keeping your edits: a save writes them over {} as it is now (its other changes stay)",
         change.path.display()
@@ -218,7 +218,7 @@ fn reload(state: &mut State, path: &Path, text: String) {
         state.schema = editor(&text);
         state.saved_texts[2] = text;
         relint(state);
-        state.dirty = is_dirty(state);
+        crate::tui::edit::recheck(state);
         state.note = Some(format!("reloaded {}: it changed on disk", path.display()));
         return;
     }
@@ -256,6 +256,6 @@ fn reload(state: &mut State, path: &Path, text: String) {
     state.saved_text = file.text;
     state.pending_save = None;
     relint(state);
-    state.dirty = is_dirty(state);
+    crate::tui::edit::recheck(state);
     state.note = Some(format!("reloaded {}: it changed on disk", path.display()));
 }

@@ -7,13 +7,12 @@ use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders, Clear};
 use ratatui::Frame;
 
-use crate::tui::input::InputKind;
 use crate::tui::panes::clip;
 use crate::tui::state::State;
 use crate::tui::theme::Theme;
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
-    let Some(open) = state.input.as_deref().filter(|open| !matches!(open.kind, InputKind::Model { .. })) else {
+    let Some(open) = state.input.as_deref().filter(|open| !open.is_line()) else {
         return;
     };
     let width = area.width.saturating_sub(4).clamp(20.min(area.width), 100);
