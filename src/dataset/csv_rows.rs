@@ -5,21 +5,51 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use super::jsonl::not_utf8;
+use super::jsonl::{not_utf8, TakeAt};
 use super::row::{Cells, RowAt};
 use super::{open, DatasetError, Take, ROW_BYTES};
 
 pub(super) fn read(path: &Path, take: &mut Take<'_>) -> Result<(), DatasetError> {
+    scan(path, 0, 1, &mut |row, how, at, _| take(row, how, at).map(|()| true))
+}
+
+/// Reads the rows from byte `offset` of the file (where the record on line `first_line` starts, or 0
+/// for the first), the columns named by the header line, each row handed to `take` with the byte
+/// offset its first cell starts at, until the file ends or `take` returns `false`.
+pub(super) fn scan(path: &Path, offset: u64, first_line: usize, take: &mut TakeAt<'_>) -> Result<(), DatasetError> {
     let starts = Rc::new(RefCell::new(Starts { in_ending: true, ..Starts::default() }));
     let file = BufReader::new(Lines { inner: open(path)?, starts: Rc::clone(&starts) });
     let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(file);
-    let headers = reader.byte_headers().map_err(|e| csv_error(path, &e, &starts))?.clone();
+    let columns = columns(path, &mut reader, &starts)?;
+    if offset > 0 {
+        let mut file = open(path)?;
+        file.seek(SeekFrom::Start(offset)).map_err(|e| DatasetError::file(path, format!("cannot read: {e}")))?;
+        let starts = Rc::new(RefCell::new(Starts {
+            in_ending: true,
+            offset,
+            newlines: first_line.saturating_sub(1),
+            ..Starts::default()
+        }));
+        let file = BufReader::new(Lines { inner: file, starts: Rc::clone(&starts) });
+        let reader = csv::ReaderBuilder::new().has_headers(false).from_reader(file);
+        return records(path, reader, &columns, &starts, offset, take);
+    }
+    records(path, reader, &columns, &starts, 0, take)
+}
+
+/// The header line's column names: each named, none twice.
+fn columns<R: Read>(
+    path: &Path,
+    reader: &mut csv::Reader<R>,
+    starts: &RefCell<Starts>,
+) -> Result<Vec<String>, DatasetError> {
+    let headers = reader.byte_headers().map_err(|e| csv_error(path, &e, starts))?.clone();
     let mut columns: Vec<String> = Vec::with_capacity(headers.len());
     for (index, header) in headers.iter().enumerate() {
         let header = if index == 0 { header.strip_prefix("\u{feff}".as_bytes()).unwrap_or(header) } else { header };
@@ -33,17 +63,36 @@ pub(super) fn read(path: &Path, take: &mut Take<'_>) -> Result<(), DatasetError>
         }
         columns.push(name);
     }
+    Ok(columns)
+}
+
+/// The records `reader` reads (from byte `base` of the file), each a row of `columns`.
+fn records<R: Read>(
+    path: &Path,
+    mut reader: csv::Reader<R>,
+    columns: &[String],
+    starts: &RefCell<Starts>,
+    base: u64,
+    take: &mut TakeAt<'_>,
+) -> Result<(), DatasetError> {
     let mut record = csv::ByteRecord::new();
     loop {
         match reader.read_byte_record(&mut record) {
             Ok(false) => return Ok(()),
             Ok(true) => {}
-            Err(e) => return Err(csv_error(path, &e, &starts)),
+            Err(e) => return Err(csv_error(path, &e, starts)),
         }
-        let line = record.position().map_or(0, |p| starts.borrow_mut().line_at(p.byte()));
+        let (start, line) = record.position().map_or((base, 0), |p| starts.borrow_mut().start_at(base + p.byte()));
         let at = RowAt { path, line };
         if record.as_slice().len() > ROW_BYTES {
             return Err(at.error(format!("a row longer than {ROW_BYTES} bytes, the most one row may take")));
+        }
+        if record.len() != columns.len() {
+            return Err(at.error(format!(
+                "a row of {} cells; the header names {} columns",
+                record.len(),
+                columns.len()
+            )));
         }
         let mut row = Map::with_capacity(columns.len());
         for (column, cell) in columns.iter().zip(record.iter()) {
@@ -53,13 +102,15 @@ pub(super) fn read(path: &Path, take: &mut Take<'_>) -> Result<(), DatasetError>
             })?;
             row.insert(column.clone(), Value::String(text.to_string()));
         }
-        take(row, Cells::Text, at)?;
+        if !take(row, Cells::Text, at, start)? {
+            return Ok(());
+        }
     }
 }
 
 /// A record the csv reader refused (a row of another width, a read error), at its line.
 fn csv_error(path: &Path, e: &csv::Error, starts: &RefCell<Starts>) -> DatasetError {
-    let line = e.position().map(|p| starts.borrow_mut().line_at(p.byte()));
+    let line = e.position().map(|p| starts.borrow().line_near(p.byte()));
     let message = match e.kind() {
         csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
             format!("a row of {len} cells; the header names {expected_len} columns")
@@ -100,13 +151,18 @@ impl Starts {
         self.offset += bytes.len() as u64;
     }
 
-    /// The line of a record the csv reader places at `byte` (the first text at or after it). Asked
-    /// in increasing order.
-    fn line_at(&mut self, byte: u64) -> usize {
+    /// Where the record the csv reader places at `byte` begins (the first text at or after it) and
+    /// its line. Asked in increasing order.
+    fn start_at(&mut self, byte: u64) -> (u64, usize) {
         while self.pending.front().is_some_and(|(at, _)| *at < byte) {
             self.pending.pop_front();
         }
-        self.pending.front().map_or(self.newlines + 1, |(_, line)| *line)
+        self.pending.front().copied().unwrap_or((self.offset, self.newlines + 1))
+    }
+
+    /// The line of the text at or after `byte`, for an error (nothing forgotten).
+    fn line_near(&self, byte: u64) -> usize {
+        self.pending.iter().find(|(at, _)| *at >= byte).map_or(self.newlines + 1, |(_, line)| *line)
     }
 }
 

@@ -1,12 +1,13 @@
 //! A dataset indexed for an eval: every row read and checked once, as [`super::read_into`] checks it,
 //! then only its name, line and byte offset kept; a row is read again, alone, when its case is wanted
-//! ([`DatasetIndex::case`]), so a 20,000-row eval does not hold 20,000 cases. A JSONL file is read at
-//! the row's offset; a CSV or YAML file has no row-at-a-time reading here, so its cases are held.
+//! ([`DatasetIndex::case`]), so a 20,000-row eval does not hold 20,000 cases. A JSONL or CSV file is
+//! read at the row's offset (a CSV's columns from its header line); a YAML file is read whole, so its
+//! cases are held.
 
 use std::path::{Path, PathBuf};
 
 use super::row::{self, RowAt};
-use super::{jsonl, path_for, read_checked, DatasetError};
+use super::{path_for, read_checked, scan, DatasetError};
 use crate::prompt::file::{Case, PromptFile};
 use crate::prompt::template::Variables;
 
@@ -15,7 +16,7 @@ use crate::prompt::template::Variables;
 pub struct DatasetIndex {
     pub path: PathBuf,
     rows: Vec<IndexedRow>,
-    /// The cases of a file read whole (CSV, YAML), in order; empty for JSONL (read at each offset).
+    /// The cases of a file read whole (YAML), in order; empty for JSONL and CSV (read at each offset).
     held: Vec<Case>,
 }
 
@@ -66,7 +67,7 @@ impl DatasetIndex {
         self.rows.iter().map(|r| r.name.as_str())
     }
 
-    /// How many cases are held in memory (a CSV or YAML file's; 0 for JSONL, read row by row).
+    /// How many cases are held in memory (a YAML file's; 0 for JSONL and CSV, read row by row).
     pub fn held(&self) -> usize {
         self.held.len()
     }
@@ -81,7 +82,7 @@ impl DatasetIndex {
             return Ok(case.clone());
         }
         let mut found = None;
-        jsonl::scan(&self.path, row.offset, row.line, &mut |fields, how, at, _| {
+        scan(&self.path, row.offset, row.line, &mut |fields, how, at, _| {
             found = Some(row::case_of(fields, how, at)?);
             Ok(false)
         })?;
@@ -99,7 +100,7 @@ impl DatasetIndex {
         }
         let mut index = 0;
         let mut stopped = None;
-        let read = jsonl::scan(&self.path, 0, 1, &mut |fields, how, at, _| {
+        let read = scan(&self.path, 0, 1, &mut |fields, how, at, _| {
             let case = row::case_of(fields, how, at)?;
             match self.rows.get(index) {
                 Some(row) if row.name == case.name => {}

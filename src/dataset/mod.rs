@@ -99,7 +99,7 @@ pub fn read(path: &Path, mut each: impl FnMut(Case, RowAt) -> Result<(), Dataset
 }
 
 /// [`read`], each row handed on with the byte offset it starts at where the format reads a row alone
-/// from there (JSONL; `None` for CSV and YAML).
+/// from there (JSONL and CSV; `None` for YAML).
 fn read_placed(path: &Path, each: &mut Placed<'_>) -> Result<usize, DatasetError> {
     let mut names: HashMap<String, usize> = HashMap::new();
     let mut rows = 0;
@@ -112,15 +112,24 @@ fn read_placed(path: &Path, each: &mut Placed<'_>) -> Result<usize, DatasetError
         each(case, at, offset)
     };
     match Format::of(path)? {
-        Format::Jsonl => {
-            jsonl::scan(path, 0, 1, &mut |row, how, at, offset| take(row, how, at, Some(offset)).map(|()| true))?
-        }
-        _ => read_rows(path, |row, how, at| take(row, how, at, None))?,
+        Format::Yaml => read_rows(path, |row, how, at| take(row, how, at, None))?,
+        _ => scan(path, 0, 1, &mut |row, how, at, offset| take(row, how, at, Some(offset)).map(|()| true))?,
     }
     if rows == 0 {
         return Err(DatasetError::file(path, "no rows: a dataset holds at least one case"));
     }
     Ok(rows)
+}
+
+/// Reads the rows of a JSONL or CSV dataset from byte `offset` (where the row on line `first_line`
+/// starts; 0 and 1 for the first), each handed to `take` with its own offset, until the file ends or
+/// `take` returns `false`. A YAML file is read whole ([`read_rows`]), never from a row.
+fn scan(path: &Path, offset: u64, first_line: usize, take: &mut jsonl::TakeAt<'_>) -> Result<(), DatasetError> {
+    match Format::of(path)? {
+        Format::Csv => csv_rows::scan(path, offset, first_line, take),
+        Format::Jsonl => jsonl::scan(path, offset, first_line, take),
+        Format::Yaml => Err(DatasetError::file(path, "a YAML dataset is read whole, not from a row")),
+    }
 }
 
 /// Reads the rows of the dataset at `path` one at a time as written (keys or columns, not yet made a

@@ -407,3 +407,40 @@ fn a_save_lays_the_rows_after_the_inline_cases_and_refuses_a_row_deleted_in_the_
     let error = save_edits(&read, &deleted).unwrap_err().to_string();
     assert!(error.contains("rows.jsonl") && error.contains("case \"r1\" is a row of this file"), "{error}");
 }
+
+#[test]
+fn a_csv_dataset_is_indexed_and_each_row_read_again_alone_from_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prompt_path = d.join("p.toml");
+    let text = format!("cases_file = \"cases.csv\"\n{PROMPT}");
+    // A BOM, CRLF endings, a blank line, a quoted cell across two lines, an expected answer as JSON.
+    let csv = "\u{feff}name,text,expected\r\nbeta,\"BETA, \"\"quoted\"\"\",\r\n\r\ngamma,\"two\r\nlines\",\"{\"\"items\"\": [{\"\"entity\"\": \"\"G\"\", \"\"definition\"\": \"\"g\"\"}]}\"\r\n,last row,\r\n";
+    let path = write(d, "cases.csv", csv.as_bytes());
+    let prompt = PromptFile::from_toml_str(&text, &prompt_path).unwrap();
+    let index = index::index(&prompt, &prompt_path, d, None, &Variables::new()).unwrap().unwrap();
+    assert_eq!((index.len(), index.held()), (3, 0), "a CSV dataset is indexed, its cases read from the file");
+    let whole = cases_of(&path).unwrap();
+    assert_eq!(whole.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["beta", "gamma", "line-6"]);
+    for (i, case) in whole.iter().enumerate() {
+        let alone = index.case(i).unwrap();
+        assert_eq!(
+            (alone.name.as_str(), &alone.variables, alone.expected.is_some()),
+            (case.name.as_str(), &case.variables, case.expected.is_some()),
+            "row {i} read alone is the row read in order"
+        );
+    }
+    assert_eq!(index.case(1).unwrap().variables.get("text"), Some(&json!("two\r\nlines")));
+    let mut names = Vec::new();
+    index
+        .each(|i, case| {
+            names.push((i, case.name));
+            Ok::<_, DatasetError>(())
+        })
+        .unwrap();
+    assert_eq!(names, [(0, "beta".to_string()), (1, "gamma".to_string()), (2, "line-6".to_string())]);
+    // The file changed under the eval: the row is not the one checked, and the error names its line.
+    write(d, "cases.csv", csv.replace("gamma", "delta").as_bytes());
+    let error = index.case(1).unwrap_err().to_string();
+    assert!(error.contains("cases.csv:4") && error.contains("changed"), "{error}");
+}

@@ -131,7 +131,10 @@ fn help_at_80x24_fits_and_scrolls() {
     assert_eq!(state.help_scroll, 1);
     update(&mut state, special(Key::End));
     let bottom = screen(&state, 80, 24);
-    assert!(bottom.contains("keymap.toml in the config directory") && bottom.contains("mark rejected (never best)"), "{bottom}");
+    assert!(
+        bottom.contains("keymap.toml in the config directory") && bottom.contains("mark rejected (never best)"),
+        "{bottom}"
+    );
     insta::assert_snapshot!("help_80x24_end", bottom);
     update(&mut state, special(Key::PageUp));
     assert!(state.help_scroll > 0 && state.overlay == tunebench::tui::state::Overlay::Help);
