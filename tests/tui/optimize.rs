@@ -406,3 +406,21 @@ fn the_prompt_is_optimized_as_the_editors_hold_it_and_nothing_is_saved() {
     assert!(state.dirty, "the edits stay unsaved");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), on_disk, "the prompt file is not written");
 }
+
+#[test]
+fn an_optimization_with_no_candidate_to_try_says_why_not_candidate_0_of_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = scripted(Vec::new(), None);
+    let path = prompt_in(dir.path(), &s.server);
+    without_local_model();
+    let mut state = state_for(&path).unwrap();
+    let screen = draw_optimize(&state, 160, 6);
+    assert!(screen.contains("candidate 0 of ?"), "not planned yet:\n{screen}");
+    state.optimize.progress.planned = Some(0);
+    let screen = draw_optimize(&state, 160, 6);
+    assert!(
+        screen.contains("no candidate to try (demonstrations need a train case that passes, ablation a system"),
+        "{screen}"
+    );
+    assert!(!screen.contains("candidate 0 of"), "{screen}");
+}

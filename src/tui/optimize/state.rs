@@ -42,7 +42,7 @@ pub struct Progress {
     pub held_out: usize,
     /// Candidates made so far (the baseline apart), and at most how many will be.
     pub candidates: usize,
-    pub planned: usize,
+    pub planned: Option<usize>,
     /// What it does now (`c2: train cases`, `asking the proposer for c5`).
     pub doing: String,
     pub cells_scored: usize,

@@ -216,7 +216,7 @@ fn event_in(state: &mut State, event: OptimizeEvent) {
             view.progress.held_out = held_out;
             state.held_out = Some(HeldOut { optimization: None, cases: held_out_cases });
         }
-        OptimizeEvent::Planned { candidates } => view.progress.planned = candidates,
+        OptimizeEvent::Planned { candidates } => view.progress.planned = Some(candidates),
         OptimizeEvent::Evaluating { candidate, held_out, cells } => {
             view.progress.doing = format!("{candidate}: {cells} {} cases", set(held_out));
             row(view, &candidate);

@@ -89,15 +89,17 @@ fn role(name: &str, cost: &RoleCost) -> String {
 
 fn progress<'a>(view: &OptimizeView, theme: &Theme) -> Vec<Line<'a>> {
     let p = &view.progress;
+    let candidates = match p.planned {
+        // Nothing to try: said, not left as "candidate 0 of 0".
+        Some(0) => "no candidate to try (demonstrations need a train case that passes, ablation a system \
+                    prompt of two instructions or more, proposals a proposer)"
+            .to_string(),
+        planned => format!("candidate {} of {}", p.candidates, planned.map_or("?".into(), |n| n.to_string())),
+    };
     let mut first = vec![Span::styled(
         format!(
-            "candidate {} of {} · {} / {} cells scored · {} train, {} held-out cases",
-            p.candidates,
-            if p.planned > 0 { p.planned.to_string() } else { "?".into() },
-            p.cells_scored,
-            p.budget,
-            p.train,
-            p.held_out
+            "{candidates} · {} / {} cells scored · {} train, {} held-out cases",
+            p.cells_scored, p.budget, p.train, p.held_out
         ),
         theme.text,
     )];
