@@ -9,7 +9,8 @@ use tunebench::provider::wire_server::{Received, Reply, WireServer};
 
 /// Six cases; the baseline answers cases 1–3 right and 4–6 wrong. A comment line and odd spacing
 /// that `--apply` must keep.
-pub const PROMPT: &str = r#"# A prompt to optimize: keep this comment.
+pub const PROMPT: &str = concat!(
+    r#"# A prompt to optimize: keep this comment.
 id = "labels"
 response_type = "jsonl"
 system = "Name the entity of the text."
@@ -19,36 +20,9 @@ schema = '''{"type": "object", "properties": {"entity": {"type": "string"}}, "re
 [eval]
 match = "entity"
 
-[[cases]]
-name = "c1"
-variables = { text = "CASE-1" }
-expected = { items = [{ entity = "E-1" }] }
-
-[[cases]]
-name = "c2"
-variables = { text = "CASE-2" }
-expected = { items = [{ entity = "E-2" }] }
-
-[[cases]]
-name = "c3"
-variables = { text = "CASE-3" }
-expected = { items = [{ entity = "E-3" }] }
-
-[[cases]]
-name = "c4"
-variables = { text = "CASE-4" }
-expected = { items = [{ entity = "E-4" }] }
-
-[[cases]]
-name = "c5"
-variables = { text = "CASE-5" }
-expected = { items = [{ entity = "E-5" }] }
-
-[[cases]]
-name = "c6"
-variables = { text = "CASE-6" }
-expected = { items = [{ entity = "E-6" }] }
-"#;
+"#,
+    include_str!("../fixtures/optimize/six_cases.toml")
+);
 
 pub const CASES: [&str; 6] = ["c1", "c2", "c3", "c4", "c5", "c6"];
 

@@ -27,7 +27,8 @@ use super::support::*;
 
 /// Six cases; the prompt as saved answers cases 1–3 right and 4–6 wrong. The schema's description
 /// carries a nonce (the response cache outlives the test) that no screen shows.
-const PROMPT: &str = r#"id = "labels"
+const PROMPT: &str = concat!(
+    r#"id = "labels"
 response_type = "jsonl"
 system = "Name the entity of the text."
 template = "Text: {{text}}"
@@ -41,36 +42,9 @@ name = "openai"
 model = "test-model"
 base_url = "URL"
 
-[[cases]]
-name = "c1"
-variables = { text = "CASE-1" }
-expected = { items = [{ entity = "E-1" }] }
-
-[[cases]]
-name = "c2"
-variables = { text = "CASE-2" }
-expected = { items = [{ entity = "E-2" }] }
-
-[[cases]]
-name = "c3"
-variables = { text = "CASE-3" }
-expected = { items = [{ entity = "E-3" }] }
-
-[[cases]]
-name = "c4"
-variables = { text = "CASE-4" }
-expected = { items = [{ entity = "E-4" }] }
-
-[[cases]]
-name = "c5"
-variables = { text = "CASE-5" }
-expected = { items = [{ entity = "E-5" }] }
-
-[[cases]]
-name = "c6"
-variables = { text = "CASE-6" }
-expected = { items = [{ entity = "E-6" }] }
-"#;
+"#,
+    include_str!("../fixtures/optimize/six_cases.toml")
+);
 
 /// The server: the proposer's requests answered from `proposals` in order; a candidate whose system
 /// prompt says GOOD-EDIT answers every case right, BAD-EDIT none, any other 1–3. With `stall_after`,
