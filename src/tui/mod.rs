@@ -6,6 +6,7 @@
 //!   state once); [`edit`]: the editors' texts as a prompt; [`lint`]: the schema pane's lint.
 //! - The screens, one folder each with its state, pure update, view and job: [`workbench`] (the
 //!   editing screen), [`eval`], [`compare`], [`optimize`]. A screen never imports another one nor what is above it.
+//!   Their jobs' progress is one [`phase::JobPhase`].
 //! - [`update`]: the router, `update(&mut State, Msg) -> Vec<Effect>`, pure; [`view`]: draws the screen
 //!   shown, the status line and the overlays; [`panes`]: the panes the screens share.
 //! - [`app`]: the loop (batches of messages, a render at most every 16 ms); [`runner`]: effects;
@@ -46,6 +47,7 @@ pub mod msg;
 pub mod optimize;
 pub mod panes;
 pub mod paths;
+pub mod phase;
 pub mod recovery;
 pub mod request;
 pub mod run_view;

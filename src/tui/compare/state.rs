@@ -10,18 +10,7 @@ use crate::provider::FinishReason;
 pub const LABELS: [&str; 2] = ["json", "jsonl"];
 
 /// Where the comparison is.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub enum ComparePhase {
-    /// Not started in this session.
-    #[default]
-    Idle,
-    /// Both sides asked to run; events stream in.
-    Running,
-    /// Both sides ended and were compared.
-    Done,
-    /// No comparison: the message says why (no twin, no recorded answer, the run failed).
-    Failed(String),
-}
+pub type ComparePhase = crate::tui::phase::JobPhase;
 
 /// One side's answer as it streams.
 #[derive(Clone, Debug, Default, PartialEq)]

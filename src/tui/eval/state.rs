@@ -11,18 +11,7 @@ use crate::run::RunRecord;
 use crate::tui::run_view::TruncationView;
 
 /// Where the eval is.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub enum EvalPhase {
-    /// Not started in this session.
-    #[default]
-    Idle,
-    /// Cells run and fill in.
-    Running,
-    /// Every cell ended and the eval was recorded.
-    Done,
-    /// No eval: the message says why (no saved prompt, a provider that cannot be built).
-    Failed(String),
-}
+pub type EvalPhase = crate::tui::phase::JobPhase;
 
 /// One cell (a case on the current model) as the screen shows it.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -11,18 +11,7 @@ use crate::optimize::stats::Paired;
 use crate::optimize::{Cost, Figures, Optimization, RoleCost};
 
 /// Where the optimization is.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub enum OptimizePhase {
-    /// Not started in this session.
-    #[default]
-    Idle,
-    /// Candidates are made and scored.
-    Running,
-    /// It ended (or was stopped) and its record arrived.
-    Done,
-    /// No optimization: the message says why.
-    Failed(String),
-}
+pub type OptimizePhase = crate::tui::phase::JobPhase;
 
 /// What the optimization was asked for (the title shows it).
 #[derive(Clone, Debug, Default, PartialEq)]
