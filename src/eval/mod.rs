@@ -19,7 +19,8 @@
 //! - `verdict`: the answer read from the record, and the verdict with its one-line reason.
 //! - [`approval`]: what approving a run's answer writes (its valid, complete items) and what it leaves
 //!   out; refused unless the user insists when something is (the workbench's "approve").
-//! - [`plan`]: the columns (prompt version × model), rows (cases) and cells of an eval.
+//! - [`plan`]: the columns (prompt version × model), rows (cases) and cells of an eval; [`plan_cases`]:
+//!   each prompt's cases as the plan reaches them (a dataset indexed); [`model_spec`]: a `--model` value.
 //! - [`pipeline`]: every cell run and scored, as events; the record.
 //! - [`record`]: the eval record and each cell's run in brief.
 //! - [`totals`]: per column, and per row × column over repeats (k/N, pass^N, flaky).
@@ -41,9 +42,11 @@ pub mod comparators;
 pub mod diff;
 pub mod grade;
 pub mod graded;
+pub mod model_spec;
 pub mod pairing;
 pub mod pipeline;
 pub mod plan;
+pub mod plan_cases;
 pub mod record;
 #[cfg(test)]
 mod replayed;

@@ -12,63 +12,19 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::model_spec::ModelSpec;
+pub use super::plan_cases::PromptCases;
+use super::plan_cases::{check_cases, CaseAt};
 use super::score::Expectations;
 use super::EvalError;
 use crate::compare::{twin_of, twin_type};
 use crate::dataset::DatasetIndex;
 use crate::output::ResponseType;
-use crate::prompt::expect::resolve::Resolver;
 use crate::prompt::file::{Case, PromptFile};
 use crate::provider::kind::ProviderKind;
 use crate::provider::StructuredMode;
 use crate::run::plan::RunPlan;
 use crate::run::{RunSetup, SetupOptions};
-
-/// A `--model` value: `local`, `openai:gpt-4o-mini`, `ollama:qwen2.5`, `vllm:NAME`, a `.gguf` path
-/// (the local model), or a bare `NAME` (that model on the front end's provider, as `run` reads it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ModelSpec {
-    /// The provider the spec names (`None`: a bare name, on the front end's provider).
-    pub provider: Option<ProviderKind>,
-    /// The model (`None`: `local` alone, the default model).
-    pub model: Option<String>,
-    /// As given.
-    pub text: String,
-}
-
-impl ModelSpec {
-    /// Reads a spec; an empty one is an error that names it.
-    pub fn parse(text: &str) -> Result<Self, EvalError> {
-        let trimmed = text.trim();
-        let spec = |provider, model: Option<&str>| Self {
-            provider,
-            model: model.map(str::to_string),
-            text: trimmed.to_string(),
-        };
-        if trimmed.is_empty() {
-            return Err(EvalError::Input(format!(
-                "--model {text:?}: give a model (local, openai:gpt-4o-mini, ollama:qwen2.5, vllm:NAME, a .gguf file or a NAME)"
-            )));
-        }
-        if let Some(kind) = ProviderKind::parse(trimmed) {
-            return Ok(spec(Some(kind), None));
-        }
-        if let Some((prefix, model)) = trimmed.split_once(':') {
-            if let Some(kind) = ProviderKind::parse(prefix) {
-                if model.trim().is_empty() {
-                    return Err(EvalError::Input(format!(
-                        "--model {text:?}: no model after {prefix:?} (e.g. {prefix}:NAME, or {prefix} alone for its default)"
-                    )));
-                }
-                return Ok(spec(Some(kind), Some(model.trim())));
-            }
-        }
-        if trimmed.to_ascii_lowercase().ends_with(".gguf") {
-            return Ok(spec(Some(ProviderKind::Local), Some(trimmed)));
-        }
-        Ok(spec(None, Some(trimmed)))
-    }
-}
 
 /// A column as an eval record keeps it: a prompt version on a model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -167,84 +123,6 @@ impl PlannedColumn {
         match case {
             Some(case) => self.setup.plan_of_case(case),
             None => self.setup.plan(None),
-        }
-    }
-}
-
-/// One prompt's cases as the plan reaches them, shared by its columns: the prompt as read (its inline
-/// cases; expectations are resolved against it, so a twin is scored on the same expected items) and
-/// its dataset indexed, each row read again when its cell runs.
-#[derive(Clone, Debug)]
-pub struct PromptCases {
-    /// Its place in [`EvalPlan::sources`].
-    pub source: usize,
-    pub prompt: PromptFile,
-    /// The prompt's folder: it resolves `schema_file` and `expected_file`.
-    pub base_dir: PathBuf,
-    pub dataset: Option<DatasetIndex>,
-    /// Per row of the plan: where this prompt's case of it is (`None`: it has no such case).
-    at: Vec<Option<CaseAt>>,
-    /// Whether a case's checks or fields are graded by a program or a model (`judge`, `similar`, …).
-    pub graded: bool,
-}
-
-/// Where a prompt's case of a row is.
-#[derive(Clone, Copy, Debug)]
-enum CaseAt {
-    /// The prompt on its own variables (it has no cases).
-    Own,
-    /// `prompt.cases[i]`.
-    Inline(usize),
-    /// The dataset's row `i`.
-    Dataset(usize),
-}
-
-impl PromptCases {
-    /// Row `row`'s case (`None`: the prompt's own variables), a dataset row read from its file.
-    pub fn case(&self, row: usize) -> Result<Option<Case>, EvalError> {
-        let missing = || EvalError::Input(format!("prompt `{}` has no case of row {row}", self.prompt.id));
-        match self.at.get(row).copied().flatten().ok_or_else(missing)? {
-            CaseAt::Own => Ok(None),
-            CaseAt::Inline(i) => self.prompt.cases.get(i).cloned().map(Some).ok_or_else(missing),
-            CaseAt::Dataset(i) => match &self.dataset {
-                Some(dataset) => dataset.case(i).map(Some).map_err(|e| EvalError::Input(e.to_string())),
-                None => Err(missing()),
-            },
-        }
-    }
-
-    /// The expectations of `case` ([`Self::case`]) by `resolver` (this prompt's, its schema compiled
-    /// once: [`Self::resolver`]).
-    pub fn expectations(&self, resolver: &Resolver<'_>, case: Option<&Case>) -> Result<Expectations, EvalError> {
-        Expectations::given(resolver, &self.prompt, &self.base_dir, case).map_err(|e| EvalError::Input(e.to_string()))
-    }
-
-    /// The resolver of this prompt's expectations (its schema compiled).
-    pub fn resolver(&self) -> Result<Resolver<'_>, EvalError> {
-        Resolver::new(&self.prompt, &self.base_dir).map_err(|e| EvalError::Input(e.to_string()))
-    }
-
-    /// Every case this prompt runs, in the plan's row order for inline ones and the file's for a
-    /// dataset (read once more, row by row, nothing kept), handed to `each`.
-    pub fn each_case(&self, mut each: impl FnMut(Option<&Case>) -> Result<(), EvalError>) -> Result<(), EvalError> {
-        let mut wanted = vec![false; self.dataset.as_ref().map_or(0, DatasetIndex::len)];
-        for at in self.at.iter().flatten() {
-            match *at {
-                CaseAt::Own => each(None)?,
-                CaseAt::Inline(i) => each(self.prompt.cases.get(i))?,
-                CaseAt::Dataset(i) => {
-                    if let Some(slot) = wanted.get_mut(i) {
-                        *slot = true;
-                    }
-                }
-            }
-        }
-        match &self.dataset {
-            Some(dataset) if wanted.contains(&true) => dataset.each(|i, case| match wanted.get(i) {
-                Some(true) => each(Some(&case)),
-                _ => Ok::<(), EvalError>(()),
-            }),
-            _ => Ok(()),
         }
     }
 }
@@ -577,30 +455,6 @@ fn collect_files(value: &toml::Value, base_dir: &Path, files: &mut Vec<PathBuf>)
     }
 }
 
-/// Checks every case `cases` runs before anything runs: its expectations (read, validated against the
-/// schema) and its request on each of the prompt's columns `made` (rendered); nothing is kept. Returns
-/// whether a case's checks or fields are graded.
-fn check_cases(cases: &PromptCases, made: &[(Column, RunSetup)]) -> Result<bool, EvalError> {
-    if made.is_empty() || cases.at.iter().all(Option::is_none) {
-        return Ok(false);
-    }
-    let resolver = cases.resolver()?;
-    let mut graded = false;
-    cases.each_case(|case| {
-        let expectations = cases.expectations(&resolver, case)?;
-        graded |= super::graded::any(&expectations);
-        for (column, setup) in made {
-            let plan = match case {
-                Some(case) => setup.plan_of_case(case),
-                None => setup.plan(None),
-            };
-            plan.map_err(|e| EvalError::Input(format!("column {}: {e}", column.label)))?;
-        }
-        Ok(())
-    })?;
-    Ok(graded)
-}
-
 /// The rows: every case of the prompts (each prompt's case names in order) in order of first
 /// appearance (only the named ones with `--case`); a prompt without cases adds the row of its own
 /// variables.
@@ -726,26 +580,5 @@ pub fn type_name(response_type: ResponseType) -> &'static str {
         ResponseType::Text => "text",
         ResponseType::Json => "json",
         ResponseType::Jsonl => "jsonl",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn model_specs_name_a_provider_a_gguf_or_a_bare_model() {
-        let parse = |text: &str| ModelSpec::parse(text).unwrap();
-        assert_eq!((parse("local").provider, parse("local").model), (Some(ProviderKind::Local), None));
-        let openai = parse("openai:gpt-4o-mini");
-        assert_eq!((openai.provider, openai.model.as_deref()), (Some(ProviderKind::Openai), Some("gpt-4o-mini")));
-        let ollama = parse("ollama:qwen2.5:7b");
-        assert_eq!((ollama.provider, ollama.model.as_deref()), (Some(ProviderKind::Ollama), Some("qwen2.5:7b")));
-        let gguf = parse("models/tiny.Q4.GGUF");
-        assert_eq!((gguf.provider, gguf.model.as_deref()), (Some(ProviderKind::Local), Some("models/tiny.Q4.GGUF")));
-        let bare = parse("qwen2.5:7b");
-        assert_eq!((bare.provider, bare.model.as_deref()), (None, Some("qwen2.5:7b")));
-        assert!(ModelSpec::parse(" ").unwrap_err().to_string().contains("give a model"));
-        assert!(ModelSpec::parse("vllm:").unwrap_err().to_string().contains("no model after \"vllm\""));
     }
 }
