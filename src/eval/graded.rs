@@ -121,66 +121,69 @@ pub fn judges_for(plan: &EvalPlan) -> Result<Judges, String> {
     let Some(first) = plan.columns.first() else { return Ok(judges) };
     let (cache, cache_dir) = (first.setup.cache, first.setup.cache_dir.clone());
     plan.each_graded(|column, expectations| {
-            for check in &expectations.checks {
-                let at = || check.spec.at.or(|| format!("prompt `{}`", column.setup.prompt.id));
-                let judge = match &check.grader {
-                    Some(Grader::Judge(judge)) => judge,
-                    Some(Grader::Similar(similar)) => {
-                        let own = similar.embedder.as_ref();
-                        match judges.embedder_for(own, expectations.embedder.as_ref()).cloned() {
-                            Some(model) => judges
-                                .add_embedder(&model, cache, cache_dir.clone())
-                                .map_err(|e| format!("{}: {e}", at()))?,
-                            // A promptfoo `similar` with no embedder anywhere stays not evaluated.
-                            None if check.spec.kind == CheckKind::Assert => {}
-                            None => {
-                                return Err(format!(
-                                "{}: check `{}` names no `embedder`, and there is no `[eval] embedder` or --embedder",
+        for check in &expectations.checks {
+            let at = || check.spec.at.or(|| format!("prompt `{}`", column.setup.prompt.id));
+            let judge = match &check.grader {
+                Some(Grader::Judge(judge)) => judge,
+                Some(Grader::Similar(similar)) => {
+                    let own = similar.embedder.as_ref();
+                    match judges.embedder_for(own, expectations.embedder.as_ref()).cloned() {
+                        Some(model) => judges
+                            .add_embedder(&model, cache, cache_dir.clone())
+                            .map_err(|e| format!("{}: {e}", at()))?,
+                        // A promptfoo `similar` with no embedder anywhere stays not evaluated.
+                        None if check.spec.kind == CheckKind::Assert => {}
+                        None => {
+                            let none = "and there is no `[eval] embedder` or --embedder";
+                            return Err(format!(
+                                "{}: check `{}` names no `embedder`, {none}",
                                 at(),
                                 check.spec.label()
-                            ))
-                            }
+                            ));
                         }
-                        continue;
                     }
-                    _ => continue,
-                };
-                let model: JudgeModel = judge.model.clone().or_else(|| plan.judge.clone()).ok_or_else(|| {
-                    format!("{}: check `{}` names no `judge` model, and no --judge was given", at(), check.spec.label())
-                })?;
-                judges.add(model, cache, cache_dir.clone())?;
-            }
-            for (pointer, grader) in &expectations.field_graders {
-                let settings = &expectations.settings;
-                let whole = pointer == grade::fields::WHOLE_ITEM;
-                let at = || {
-                    let place = if whole { Some(&settings.items_at) } else { settings.field_at.get(pointer) };
-                    place.map_or_else(|| format!("prompt `{}`", column.setup.prompt.id), |at| at.or(String::new))
-                };
-                let what =
-                    || if whole { "`[eval.items]`: items are".to_string() } else { format!("field {pointer:?} is") };
-                match grader {
-                    FieldGrader::Similar { embedder, .. } => {
-                        let model = judges.embedder_for(embedder.as_ref(), expectations.embedder.as_ref()).cloned().ok_or_else(|| {
-                            format!("{}: `[eval.fields.{pointer:?}]`: the `similar` comparator needs an `embedder` (there, in `[eval] embedder` or --embedder)", at())
-                        })?;
-                        judges
-                            .add_embedder(&model, cache, cache_dir.clone())
-                            .map_err(|e| format!("{}: field {pointer:?}: {e}", at()))?
-                    }
-                    FieldGrader::Judge(judge) => {
-                        let model = judge.model.clone().or_else(|| plan.judge.clone()).ok_or_else(|| {
-                            format!(
-                                "{}: {} compared by a judge that names no `judge` model, and no --judge was given",
-                                at(),
-                                what()
-                            )
-                        })?;
-                        judges.add(model, cache, cache_dir.clone())?;
-                    }
-                    FieldGrader::Command(_) => {}
+                    continue;
                 }
+                _ => continue,
+            };
+            let model: JudgeModel = judge.model.clone().or_else(|| plan.judge.clone()).ok_or_else(|| {
+                format!("{}: check `{}` names no `judge` model, and no --judge was given", at(), check.spec.label())
+            })?;
+            judges.add(model, cache, cache_dir.clone())?;
+        }
+        for (pointer, grader) in &expectations.field_graders {
+            let settings = &expectations.settings;
+            let whole = pointer == grade::fields::WHOLE_ITEM;
+            let at = || {
+                let place = if whole { Some(&settings.items_at) } else { settings.field_at.get(pointer) };
+                place.map_or_else(|| format!("prompt `{}`", column.setup.prompt.id), |at| at.or(String::new))
+            };
+            let what = || if whole { "`[eval.items]`: items are".to_string() } else { format!("field {pointer:?} is") };
+            match grader {
+                FieldGrader::Similar { embedder, .. } => {
+                    let needs =
+                        "the `similar` comparator needs an `embedder` (there, in `[eval] embedder` or --embedder)";
+                    let model = judges
+                        .embedder_for(embedder.as_ref(), expectations.embedder.as_ref())
+                        .cloned()
+                        .ok_or_else(|| format!("{}: `[eval.fields.{pointer:?}]`: {needs}", at()))?;
+                    judges
+                        .add_embedder(&model, cache, cache_dir.clone())
+                        .map_err(|e| format!("{}: field {pointer:?}: {e}", at()))?
+                }
+                FieldGrader::Judge(judge) => {
+                    let model = judge.model.clone().or_else(|| plan.judge.clone()).ok_or_else(|| {
+                        format!(
+                            "{}: {} compared by a judge that names no `judge` model, and no --judge was given",
+                            at(),
+                            what()
+                        )
+                    })?;
+                    judges.add(model, cache, cache_dir.clone())?;
+                }
+                FieldGrader::Command(_) => {}
             }
+        }
         Ok(())
     })?;
     Ok(judges)

@@ -53,31 +53,7 @@ fn workbench(dir: &Path, rows: usize) -> State {
 fn evaluated(state: &mut State, rows: usize) {
     state.eval.rows = (0..rows).map(|row| Some(format!("case-{row:05}"))).collect();
     state.eval.cells = (0..rows)
-        .map(|row| {
-            let verdict = if row % 7 == 0 { Verdict::Fail } else { Verdict::Pass };
-            let score = tunebench::eval::score::CaseScore {
-                verdict,
-                items: None,
-                differences: Vec::new(),
-                checks: Vec::new(),
-                recovered: Vec::new(),
-                field_judges: Vec::new(),
-                reason: format!("{verdict:?}"),
-            };
-            let record = tunebench::eval::CellRecord {
-                row,
-                column: 0,
-                repeat: 1,
-                case: Some(format!("case-{row:05}")),
-                score,
-                run: Default::default(),
-            };
-            tunebench::tui::eval::state::EvalCell {
-                started: true,
-                scored: Some(Box::new(record)),
-                ..Default::default()
-            }
-        })
+        .map(|row| super::eval::scored(row, if row % 7 == 0 { Verdict::Fail } else { Verdict::Pass }))
         .collect();
 }
 

@@ -270,7 +270,7 @@ fn a_rerun_asks_the_server_only_for_changed_cases() {
 }
 
 /// A scored cell with `verdict` (only what the matrix and its filter read).
-fn scored(row: usize, verdict: Verdict) -> tunebench::tui::eval::state::EvalCell {
+pub(super) fn scored(row: usize, verdict: Verdict) -> tunebench::tui::eval::state::EvalCell {
     let score = tunebench::eval::score::CaseScore {
         verdict,
         items: None,
