@@ -1,7 +1,7 @@
 //! The `tunebench` binary: parse the command line and hand over to the headless commands, or open
 //! the workbench (no subcommand: `tunebench` or `tunebench PROMPT.toml`).
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 
@@ -18,12 +18,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     // A file-size limit (`ulimit -f`) makes a write fail with an error we handle (a save removes its
     // temporary file, a history append takes its half line back) instead of killing the process.
+    // signal-hook's safe registration: a handler that only sets a flag, so the signal ends nothing.
     #[cfg(unix)]
-    #[allow(unsafe_code)]
-    // SAFETY: setting a signal's disposition to "ignore" before any thread starts has no preconditions.
-    unsafe {
-        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-    }
+    let _ = signal_hook::flag::register(libc::SIGXFSZ, std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)));
     let cli = Cli::parse();
     let Some(command) = &cli.command else {
         return workbench(cli.prompt, cli.no_fetch);

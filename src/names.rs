@@ -35,6 +35,14 @@ pub fn inside(dir: &Path, name: &str, suffix: &str) -> PathBuf {
     dir.join(format!("{}{suffix}", file_name(name)))
 }
 
+/// Whether `name` is an environment variable's name (`A_KEY`: letters, digits and `_`, not starting
+/// with a digit): what a prompt's `key_env` and a promptfoo config's `apiKeyEnvar` must be.
+pub fn is_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+}
+
 fn is_plain(name: &str) -> bool {
     const DEVICES: [&str; 4] = ["con", "prn", "aux", "nul"];
     let stem = name.split('.').next().unwrap_or_default();

@@ -41,6 +41,51 @@ pub fn escape_json_text(json: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A writer that passes JSON text on with [`escape_json_text`]'s escapes, as it is written: a report
+/// serialized straight into it is never held whole. A character split across two writes waits for
+/// its last bytes; bytes that are not UTF-8 pass on as they are (serde_json writes none).
+pub struct JsonEscaping<W: std::io::Write> {
+    out: W,
+    pending: Vec<u8>,
+}
+
+impl<W: std::io::Write> JsonEscaping<W> {
+    pub fn new(out: W) -> Self {
+        JsonEscaping { out, pending: Vec::new() }
+    }
+
+    /// The writer it writes to (after a flush, what was written is there).
+    pub fn into_inner(mut self) -> std::io::Result<W> {
+        if !self.pending.is_empty() {
+            let rest = std::mem::take(&mut self.pending);
+            self.out.write_all(&rest)?;
+        }
+        Ok(self.out)
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for JsonEscaping<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(bytes);
+        let valid = match std::str::from_utf8(&self.pending) {
+            Ok(text) => text.len(),
+            // An incomplete character at the end waits; bytes that are not UTF-8 go on as they are.
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => self.pending.len(),
+        };
+        let head: Vec<u8> = self.pending.drain(..valid).collect();
+        match std::str::from_utf8(&head) {
+            Ok(text) => self.out.write_all(escape_json_text(text).as_bytes())?,
+            Err(_) => self.out.write_all(&head)?,
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
@@ -49,6 +94,20 @@ fn needs_escape(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_escaping_writer_writes_what_escape_json_text_gives_whatever_the_writes_split() {
+        use std::io::Write;
+        let text = "{\"a\": \"esc \u{1b}[31m, bidi \u{202e}, é, 日本\"}";
+        for size in [1, 2, 3, 7, 100] {
+            let mut writer = JsonEscaping::new(Vec::new());
+            for piece in text.as_bytes().chunks(size) {
+                writer.write_all(piece).unwrap();
+            }
+            let written = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+            assert_eq!(written, escape_json_text(text), "writes of {size} bytes");
+        }
+    }
 
     #[test]
     fn escapes_terminal_sequences_and_keeps_text() {

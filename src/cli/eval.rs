@@ -191,6 +191,25 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
         for key in super::env_file::load(path)? {
             super::note!("tunebench: {key} is set in the environment already: --env-file's value is not used");
         }
+    } else if args.command.is_none() {
+        // promptfoo reads the `.env` beside its config by default; so does an eval of the config, and
+        // of a suite `import promptfoo` wrote (its `.env` holds the keys the config wrote).
+        let suite = |path: &Path| {
+            crate::files::read_text(path, crate::files::PROMPT_FILE).is_ok_and(|t| crate::eval::suite::is_suite(&t))
+        };
+        let configs = args.run.prompts.iter().filter(|p| crate::promptfoo::is_config(p) || suite(p));
+        let beside: Vec<PathBuf> = configs
+            .map(|config| crate::run::setup::base_dir(config).join(".env"))
+            .filter(|env| env.is_file())
+            .collect();
+        if let Some(env) = beside.first() {
+            let kept = super::env_file::load(env)
+                .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("--env-file", &env.display().to_string())))?;
+            super::note!("tunebench: read {} (beside the promptfoo config, as promptfoo does)", env.display());
+            for key in kept {
+                super::note!("tunebench: {key} is set in the environment already: {}'s value is not used", env.display());
+            }
+        }
     }
     match &args.command {
         Some(EvalCommand::List(list)) => list_evals(list),
@@ -247,6 +266,7 @@ pub fn baseline(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<Option<Ev
 fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
     reports(args)?;
     if let Some(tag) = &args.from_batch {
+        refuse_replacing(args, Vec::new())?;
         let mut record = store::find_batch(tag)?;
         if let Some(which) = &args.baseline {
             let base = store::find(which, None).with_context(|| format!("--baseline {which}"))?;
@@ -265,11 +285,9 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(which) = &args.filter_failing {
         let earlier = plan.baseline(which, None).with_context(|| format!("--filter-failing {which}"))?;
-        let failing: Vec<String> = rerun::failing_cases(&earlier)
-            .into_iter()
-            .flatten()
-            .filter(|name| plan.rows.iter().any(|row| row.as_deref() == Some(name.as_str())))
-            .collect();
+        let rows: std::collections::HashSet<&str> = plan.rows.iter().flatten().map(String::as_str).collect();
+        let failing: Vec<String> =
+            rerun::failing_cases(&earlier).into_iter().flatten().filter(|name| rows.contains(name.as_str())).collect();
         if failing.is_empty() {
             super::note!("no case failed or errored in eval {}: nothing to run", earlier.id);
             return Ok(ExitCode::SUCCESS);
@@ -282,10 +300,11 @@ fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         false => Vec::new(),
         true => {
             let last = plan.baseline("last", None).context("--retry-errors")?;
-            let kept = rerun::retry_errors(&mut plan, &last);
+            let (kept, errored) = rerun::retry_errors(&mut plan, &last);
+            let new = plan.cells.len() - errored;
+            let new = if new > 0 { format!(" and {new} it did not run") } else { String::new() };
             super::note!(
-                "re-running {} errored cells of eval {}, {} kept from it",
-                plan.cells.len(),
+                "re-running the {errored} errored cells of eval {}{new}, {} kept from it",
                 last.id,
                 kept.len()
             );
@@ -324,9 +343,18 @@ pub fn reports(args: &EvalRunArgs) -> anyhow::Result<Vec<(&'static str, &Path, R
 pub fn refuse_overwriting_inputs(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<()> {
     let mut inputs = plan.watched_files();
     inputs.extend(args.transcript.clone());
+    refuse_replacing(args, inputs)
+}
+
+/// The one rule of every report writer, checked before anything runs: a report replaces no input
+/// (`inputs`, with the prompt files and `--cases`), and nothing but an earlier report of its kind
+/// (never a FIFO, a device, a folder, a prompt file or a dataset the shell's glob handed over).
+pub fn refuse_replacing(args: &EvalRunArgs, mut inputs: Vec<PathBuf>) -> anyhow::Result<()> {
+    inputs.extend(args.prompts.iter().cloned());
     inputs.extend(args.cases_file.clone());
-    for (flag, output, _) in reports(args)? {
+    for (flag, output, format) in reports(args)? {
         crate::files::refuse_overwriting(flag, output, &inputs).map_err(anyhow::Error::msg)?;
+        format.may_replace(flag, output).map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }

@@ -27,6 +27,8 @@ const FIRST_POLL: Duration = Duration::from_secs(1);
 
 /// `eval --batch` (submit, then wait unless `--no-wait`) or `eval --batch-resume ID`.
 pub fn run(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
+    // The reports replace no input (the prompts, `--cases`) before anything is submitted.
+    super::eval::refuse_replacing(args, Vec::new())?;
     if let Some(id) = &args.batch_resume {
         let Some(submitted) = Submitted::find(id)? else {
             bail!(

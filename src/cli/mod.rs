@@ -115,7 +115,13 @@ pub fn run(command: &Command) -> anyhow::Result<ExitCode> {
 
 /// Prints `value` as pretty JSON on stdout, with no character in it that could drive the terminal.
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    sayln!("{}", crate::safe_text::escape_json_text(&serde_json::to_string_pretty(value)?));
+    use std::io::Write as _;
+    // Serialized straight to standard output (a large record is never held as text), with the
+    // characters that could drive a terminal escaped as JSON escapes.
+    let mut out = crate::safe_text::JsonEscaping::new(std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, value).map_err(std::io::Error::from)?;
+    let mut out = out.into_inner()?;
+    out.write_all(b"\n")?;
     Ok(())
 }
 

@@ -115,6 +115,16 @@ pub fn graded(check: &Prepared, grade: Option<&Result<super::grade::GradeDetail,
         None => (false, Some("not graded: graded checks run in an eval".to_string()), true, None),
         Some(Err(why)) => (false, Some(why.clone()), true, None),
         Some(Ok(detail)) => {
+            // promptfoo's `not-python`, `not-javascript`, `not-llm-rubric`: the grader's verdict
+            // inverted (`not-similar` inverts inside its grader).
+            let negated = spec.assert.as_ref().is_some_and(|a| {
+                a.negated && matches!(&a.what, crate::prompt::expect::AssertWhat::NotEvaluated(n) if n != "similar")
+            });
+            let detail = &if negated {
+                super::grade::GradeDetail { pass: !detail.pass, score: 1.0 - detail.score, ..detail.clone() }
+            } else {
+                detail.clone()
+            };
             let message = match &detail.reason {
                 Some(reason) => format!("score {:.2}: {}", detail.score, cut(reason, 300)),
                 None => format!("score {:.2}", detail.score),

@@ -111,7 +111,13 @@ fn question(expectations: &Expectations, record: &RunRecord, vars: &Variables) -
         other => other.clone(),
     };
     let vars = Value::Object(vars.clone());
-    Question { case: record.case.clone().or_else(|| expectations.case.clone()), answer, output, expected, vars }
+    // promptfoo parses the answer of a provider asked for JSON (its text when it is not JSON).
+    let output_parsed = (expectations.settings.promptfoo_verdicts()
+        && record.response_type == crate::output::ResponseType::Json)
+        .then(|| serde_json::from_str::<Value>(output.trim()).ok())
+        .flatten();
+    let case = record.case.clone().or_else(|| expectations.case.clone());
+    Question { case, answer, output, output_parsed, expected, vars }
 }
 
 /// Every judge `plan`'s checks name (or its `--judge` for those that name none), set up under the

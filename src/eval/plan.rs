@@ -229,10 +229,12 @@ impl EvalPlan {
     /// The plan with `judge` (`--judge MODEL`: `local`, `openai:gpt-4o-mini`) judging the `judge`
     /// checks that name no model; `Err` names the value when it is not a model.
     pub fn with_judge(mut self, judge: Option<&str>) -> Result<Self, EvalError> {
-        self.judge = judge
-            .map(crate::eval::grade::JudgeModel::parse)
-            .transpose()
-            .map_err(|why| EvalError::Input(format!("--judge: {why}")))?;
+        // None keeps the plan's own default (a promptfoo config's: promptfoo's default grader).
+        if let Some(judge) = judge {
+            let model = crate::eval::grade::JudgeModel::parse(judge)
+                .map_err(|why| EvalError::Input(format!("--judge: {why}")))?;
+            self.judge = Some(model);
+        }
         Ok(self)
     }
 
@@ -251,7 +253,8 @@ impl EvalPlan {
         if options.prompts.is_empty() {
             return Err(EvalError::Input("no prompt file: give one or more PROMPT.toml".into()));
         }
-        let repeat = options.repeat.max(1);
+        let mut repeat = options.repeat.max(1);
+        let mut promptfoo_config = false;
         let mut prompts = Vec::new();
         let mut sources = Vec::new();
         let mut warnings = Vec::new();
@@ -263,13 +266,18 @@ impl EvalPlan {
             if crate::promptfoo::is_config(path) {
                 let config = crate::promptfoo::read(path).map_err(|e| EvalError::Input(e.to_string()))?;
                 warnings.extend(config.warnings.iter().cloned());
+                promptfoo_config = true;
+                // `evaluateOptions.repeat`, unless `--repeat` says otherwise.
+                if options.repeat <= 1 {
+                    repeat = repeat.max(config.repeat);
+                }
                 let id = config.description.clone().unwrap_or_else(|| stem(path));
                 for column in crate::promptfoo::columns(&config) {
                     let prompt = column.prompt;
                     let dataset = index_cases(&prompt, path, &base_dir, options)?;
                     sources.push(Source { path: path.clone(), prompt, label: Some(column.label), dataset });
                 }
-                prompts.push(PromptText { path: absolute, id, text });
+                prompts.push(PromptText { path: absolute, id, text: crate::promptfoo::redacted(&text) });
                 continue;
             }
             if super::suite::is_suite(&text) {
@@ -367,7 +375,12 @@ impl EvalPlan {
                 }
             }
         }
-        Ok(Self { prompts, sources: planned, columns, rows, repeat, cells, warnings, judge: None, embedder: None })
+        // A promptfoo config's `llm-rubric` with no grader named is graded by promptfoo's default
+        // grader, as promptfoo grades it (`--judge` names another).
+        let judge = promptfoo_config
+            .then(|| crate::eval::grade::JudgeModel::parse(crate::promptfoo::DEFAULT_GRADER).ok())
+            .flatten();
+        Ok(Self { prompts, sources: planned, columns, rows, repeat, cells, warnings, judge, embedder: None })
     }
 
     /// Each case's expectations on each prompt whose cases are graded ([`PromptCases::graded`]), with

@@ -189,11 +189,13 @@ pub fn verdict_name(verdict: Verdict) -> &'static str {
 /// One CSV field: control characters other than newline and tab written as visible escapes (ESC as
 /// `\u{1b}`, as the terminal output does: `cat` of the file runs no escape sequence), then quoted when
 /// it holds a comma, a quote, a line break or leading/trailing spaces (quotes doubled). A text field
-/// starting with `=`, `+`, `-` or `@` gets a leading `'` so a spreadsheet does not run it as a formula
+/// starting with `=`, `+`, `-` or `@` (also after leading spaces or tabs, which spreadsheets skip), or
+/// with a tab or a carriage return, gets a leading `'` so a spreadsheet does not run it as a formula
 /// (numbers are written as numbers).
 pub fn csv_field(text: &str) -> String {
     let text = escape_controls(text);
-    let guarded = if text.starts_with(['=', '+', '-', '@']) { format!("'{text}") } else { text.into_owned() };
+    let formula = text.trim_start_matches([' ', '\t']).starts_with(['=', '+', '-', '@']) || text.starts_with(['\t', '\r']);
+    let guarded = if formula { format!("'{text}") } else { text.into_owned() };
     if guarded.contains([',', '"', '\n', '\r']) || guarded.starts_with(' ') || guarded.ends_with(' ') {
         format!("\"{}\"", guarded.replace('"', "\"\""))
     } else {
@@ -281,6 +283,11 @@ mod tests {
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\"\nbye"), "\"say \"\"hi\"\"\nbye\"");
         assert_eq!(csv_field("=SUM(A1)"), "'=SUM(A1)");
+        // Spreadsheets skip leading spaces and tabs before a formula; a leading tab is guarded too.
+        assert_eq!(csv_field(" =SUM(A1)"), "' =SUM(A1)");
+        assert_eq!(csv_field("\t@cmd"), "'\t@cmd");
+        assert_eq!(csv_field("\tplain"), "'\tplain");
+        assert_eq!(csv_field("a -b"), "a -b");
         assert_eq!(csv_field(" padded"), "\" padded\"");
         assert_eq!(csv_field("\u{1b}]0;pwned\u{7}"), "\\u{1b}]0;pwned\\u{7}");
         assert_eq!(csv_field("csi\u{9b}2J, cr\r"), "\"csi\\u{9b}2J, cr\\r\"");

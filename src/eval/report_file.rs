@@ -56,6 +56,8 @@ impl ReportFormat {
         match self {
             Self::Junit => junit_to(record, out),
             Self::Csv => csv_to(record, out),
+            Self::Json => json_to(record, out),
+            Self::Jsonl => jsonl_to(record, out),
             other => out.write_all(other.text(record).map_err(std::io::Error::from)?.as_bytes()),
         }
     }
@@ -72,6 +74,67 @@ impl ReportFormat {
     }
 }
 
+/// How much of an existing file is read to tell whether it holds a report.
+const SNIFFED: u64 = 64 * 1024;
+
+impl ReportFormat {
+    /// Whether `head` (the first bytes of a file) is a report of this format as tunebench writes it:
+    /// the one kind of file a report may replace (besides an empty one).
+    pub fn holds_report(self, head: &str) -> bool {
+        let text = head.trim_start_matches('\u{feff}').trim_start();
+        match self {
+            Self::Json => text.starts_with('{') && text.contains("\"cells\"") && text.contains("\"id\""),
+            Self::Jsonl => {
+                let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+                let first = lines.next().and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+                first.is_some_and(|line| line.get("eval").is_some() && line.get("case_name").is_some())
+            }
+            Self::Csv => text.lines().next().is_some_and(|l| l.trim_end() == super::report::CSV_HEADER.join(",")),
+            Self::Junit => text.starts_with("<?xml") && text.contains("<testsuites name=\"tunebench eval"),
+            Self::Html => text.contains("<title>tunebench eval"),
+        }
+    }
+
+    /// Whether a report may be written at `path`: nothing there, an empty file, or a regular file that
+    /// holds a report of this format. A folder, a FIFO, a device (or a link to one), or a file holding
+    /// anything else (a prompt file, a dataset, a config the shell's glob handed over) is refused,
+    /// naming the flag and what is there.
+    pub fn may_replace(self, flag: &str, path: &Path) -> Result<(), String> {
+        let shown = crate::safe_text::escape_controls(&path.display().to_string()).into_owned();
+        let Ok(metadata) = std::fs::metadata(path) else { return Ok(()) };
+        if !metadata.is_file() {
+            let what = if metadata.is_dir() { "a folder" } else { "not a regular file (a FIFO, a device or a socket)" };
+            return Err(format!("{flag} {shown}: that is {what}; a report is written to a regular file"));
+        }
+        if metadata.len() == 0 {
+            return Ok(());
+        }
+        use std::io::Read;
+        let mut head = Vec::new();
+        let read = std::fs::File::open(path).and_then(|f| f.take(SNIFFED).read_to_end(&mut head));
+        let holds = read.is_ok() && self.holds_report(&String::from_utf8_lossy(&head));
+        if holds {
+            Ok(())
+        } else {
+            Err(format!(
+                "{flag} {shown}: the file exists and is not a {} report tunebench wrote; a report never replaces another file (remove it, or name a new one)",
+                self.name()
+            ))
+        }
+    }
+
+    /// The format as a message names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Json => "JSON",
+            Self::Jsonl => "JSONL",
+            Self::Csv => "CSV",
+            Self::Junit => "JUnit XML",
+            Self::Html => "HTML",
+        }
+    }
+}
+
 /// One cell as a JSONL line: its case and column by name, then the cell as the record keeps it.
 #[derive(Serialize)]
 struct CellLine<'a> {
@@ -80,6 +143,31 @@ struct CellLine<'a> {
     column_label: &'a str,
     #[serde(flatten)]
     cell: &'a CellRecord,
+}
+
+/// The whole record as `--json` prints it, serialized straight into `out` (never held as text).
+pub fn json_to(record: &EvalRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut escaping = crate::safe_text::JsonEscaping::new(out);
+    serde_json::to_writer_pretty(&mut escaping, record).map_err(std::io::Error::from)?;
+    let out = escaping.into_inner()?;
+    out.write_all(b"\n")
+}
+
+/// The record's cells, one JSON object a line, each written into `out` as it is made.
+pub fn jsonl_to(record: &EvalRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut escaping = crate::safe_text::JsonEscaping::new(out);
+    for cell in &record.cells {
+        let line = CellLine {
+            eval: &record.id,
+            case_name: record.row_name(cell.row),
+            column_label: record.column_label(cell.column),
+            cell,
+        };
+        serde_json::to_writer(&mut escaping, &line).map_err(std::io::Error::from)?;
+        std::io::Write::write_all(&mut escaping, b"\n")?;
+    }
+    escaping.into_inner()?;
+    Ok(())
 }
 
 /// The record's cells, one JSON object a line.

@@ -151,7 +151,7 @@ pub fn find_in(dir: &Path, which: &str, prompt_set: Option<&[String]>) -> Result
     }
     if which == "last" {
         for path in files(dir)? {
-            let Ok(record) = load_file(&path) else { continue };
+            let record = load_file(&path).map_err(|e| unreadable(&path, &e))?;
             if prompt_set.is_none_or(|set| record.prompt_set() == set) {
                 return Ok(record);
             }
@@ -183,6 +183,15 @@ pub fn find_in(dir: &Path, which: &str, prompt_set: Option<&[String]>) -> Result
     }
 }
 
+/// A record that cannot be read where `last` is looked for: said, never skipped (an older record would
+/// silently stand in for the newest).
+fn unreadable(path: &Path, error: &EvalError) -> EvalError {
+    EvalError::Input(format!(
+        "last: the eval record {} cannot be read ({error}); move it away, or name the eval by its id",
+        path.display()
+    ))
+}
+
 /// The baseline of an eval of `prompt_set` on `columns`: as [`find_in`], except that `last` is the
 /// newest eval of these prompt files that has one of `columns` (the same prompt version on the same
 /// model and structured mode, [`super::plan::Column::same_as`]): an eval on another model is never
@@ -197,7 +206,7 @@ pub fn baseline_in(
         return find_in(dir, which, Some(prompt_set));
     }
     for path in files(dir)? {
-        let Ok(record) = load_file(&path) else { continue };
+        let record = load_file(&path).map_err(|e| unreadable(&path, &e))?;
         let shares = record.columns.iter().any(|old| columns.iter().any(|new| new.same_as(old)));
         if record.prompt_set() == prompt_set && shares {
             return Ok(record);

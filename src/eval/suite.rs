@@ -75,6 +75,12 @@ pub struct Imported {
     pub dataset: String,
     /// `suite.toml`.
     pub suite: String,
+    /// The files the checks name (a `python` assertion's `file://check.py`): each path relative to the
+    /// suite's folder, and the file in the config's folder it is copied from.
+    pub files: Vec<(PathBuf, PathBuf)>,
+    /// The keys written in the config, as `.env` lines for the suite's folder (`NAME=value`), each
+    /// prompt or check naming its `NAME` in `key_env`; empty when the config wrote no key.
+    pub env: Vec<(String, String)>,
 }
 
 /// The dataset's file name, beside the prompt files.
@@ -85,9 +91,24 @@ pub const SUITE: &str = "suite.toml";
 /// The files of `config`: the same prompts `eval CONFIG` runs, their cases moved into one dataset.
 pub fn import_promptfoo(config: &crate::promptfoo::Config) -> Result<Imported, EvalError> {
     let columns = crate::promptfoo::columns(config);
+    let config_dir = crate::run::setup::base_dir(&config.path);
+    let mut env = Vec::new();
+    let mut files = Vec::new();
+    let mut cases = crate::promptfoo::cases(config);
+    for check in cases.iter_mut().flat_map(|c| c.checks.iter_mut()) {
+        if let Some(key) = check.key.take() {
+            check.key_env = Some(keep_key(&mut env, key));
+        }
+        if let Some(file) = code_file(check) {
+            let copied = (file.clone(), config_dir.join(&file));
+            if !files.contains(&copied) {
+                files.push(copied);
+            }
+        }
+    }
     let mut dataset = String::new();
-    if let Some(first) = columns.first() {
-        for case in &first.prompt.cases {
+    {
+        for case in &cases {
             let mut row = serde_json::Map::new();
             row.insert("name".into(), case.name.clone().into());
             row.insert("vars".into(), serde_json::Value::Object(case.variables.clone()));
@@ -106,6 +127,9 @@ pub fn import_promptfoo(config: &crate::promptfoo::Config) -> Result<Imported, E
     let mut suite = Suite { columns: Vec::with_capacity(columns.len()) };
     for column in columns {
         let mut prompt = column.prompt;
+        if let Some(key) = prompt.provider.key.take() {
+            prompt.provider.key_env = Some(keep_key(&mut env, key));
+        }
         prompt.cases.clear();
         prompt.cases_file = Some(PathBuf::from(DATASET));
         suite.columns.push(SuiteColumn {
@@ -118,5 +142,29 @@ pub fn import_promptfoo(config: &crate::promptfoo::Config) -> Result<Imported, E
         "tunebench suite imported from {}: `tunebench eval {SUITE}` runs its matrix",
         config.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().replace(char::is_control, "?"))
     );
-    Ok(Imported { prompts, dataset, suite: to_toml(&suite, &comment)? })
+    Ok(Imported { prompts, dataset, suite: to_toml(&suite, &comment)?, files, env })
+}
+
+/// The variable a key written in the config is kept in (`PROMPTFOO_KEY_1`, …; the same key, the same
+/// variable), its line added to `env`.
+fn keep_key(env: &mut Vec<(String, String)>, key: crate::provider::ApiKey) -> String {
+    let value = key.expose().to_string();
+    if let Some((name, _)) = env.iter().find(|(_, v)| *v == value) {
+        return name.clone();
+    }
+    let name = format!("PROMPTFOO_KEY_{}", env.len() + 1);
+    env.push((name.clone(), value));
+    name
+}
+
+/// The file a `python` or `javascript` assertion names (`file://check.py:fn` gives `check.py`).
+fn code_file(check: &crate::prompt::expect::CheckSpec) -> Option<PathBuf> {
+    let kind = check.assert.as_ref()?;
+    let code = matches!(&kind.what, crate::prompt::expect::AssertWhat::NotEvaluated(n) if n == "python" || n == "javascript");
+    let file = check.value.as_ref()?.as_str()?.strip_prefix("file://").filter(|_| code)?;
+    let file = match file.rsplit_once(':') {
+        Some((path, function)) if !function.contains(['/', '\\']) && path.len() > 1 => path,
+        _ => file,
+    };
+    Some(PathBuf::from(file))
 }

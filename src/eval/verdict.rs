@@ -82,7 +82,16 @@ fn scored(expectations: &Expectations, record: &RunRecord, grades: &super::grade
         })
         .collect();
     let truncated = record.truncated || last.and_then(|t| t.finish_reason.as_ref()) == Some(&FinishReason::Length);
-    if truncated {
+    // promptfoo's verdicts: the checks alone decide; the schema's result and the cut are said beside.
+    let promptfoo = expectations.settings.promptfoo_verdicts();
+    let mut beside = Vec::new();
+    if promptfoo && truncated {
+        beside.push("truncated at the token limit".to_string());
+    }
+    if promptfoo && !record.ok && !truncated {
+        beside.push(invalid(record));
+    }
+    if truncated && !promptfoo {
         let recovered = if record.response_type == ResponseType::Text {
             Vec::new()
         } else {
@@ -100,7 +109,7 @@ fn scored(expectations: &Expectations, record: &RunRecord, grades: &super::grade
         };
     }
     let mut problems = Vec::new();
-    if !record.ok {
+    if !record.ok && !promptfoo {
         problems.push(invalid(record));
     }
     if let Some(scores) = &scores {
@@ -161,11 +170,14 @@ fn scored(expectations: &Expectations, record: &RunRecord, grades: &super::grade
         let noun = if failed.len() == 1 { "check" } else { "checks" };
         problems.push(format!("{} {noun} failed: {}", failed.len(), named.join(", ")));
     }
-    let (verdict, reason) = if problems.is_empty() {
+    let (verdict, mut reason) = if problems.is_empty() {
         (Verdict::Pass, passed_reason(scores.as_ref(), checks.len()))
     } else {
         (Verdict::Fail, problems.join("; "))
     };
+    if !beside.is_empty() {
+        reason = format!("{reason} ({})", beside.join("; "));
+    }
     CaseScore { verdict, items: scores, differences, checks, recovered: Vec::new(), reason, field_judges: Vec::new() }
 }
 

@@ -170,12 +170,32 @@ pub struct EvalSettings {
     /// Where `embedder` is written.
     #[serde(skip)]
     pub embedder_at: At,
+    /// `promptfoo`: a cell's verdict is its checks' alone, as promptfoo gives it (an answer that does
+    /// not fit the schema, or was cut at the token limit, is judged by its checks and says so in its
+    /// reason); none: tunebench's (the schema and the token limit are verdicts of their own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdicts: Option<Verdicts>,
     /// The `[eval]` table.
     #[serde(skip)]
     pub at: At,
 }
 
+/// Whose rule gives a cell's verdict (`[eval] verdicts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdicts {
+    /// By the checks alone, as promptfoo gives a verdict by its assertions.
+    Promptfoo,
+    /// tunebench's: the schema and the token limit decide too.
+    Tunebench,
+}
+
 impl EvalSettings {
+    /// Whether a verdict is the checks' alone (`[eval] verdicts = "promptfoo"`).
+    pub fn promptfoo_verdicts(&self) -> bool {
+        self.verdicts == Some(Verdicts::Promptfoo)
+    }
+
     /// Whether nothing is set (the table is not written).
     pub fn is_empty(&self) -> bool {
         *self == EvalSettings::default()

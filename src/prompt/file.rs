@@ -196,6 +196,10 @@ pub struct ProviderSettings {
     /// Ask an OpenAI-compatible server for each token's probability (`logprobs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logprobs: Option<bool>,
+    /// A key written in the prompt's source (a promptfoo config's `apiKey: sk-…`): held in memory for
+    /// this prompt's requests alone, never read from a prompt file, written, printed or recorded.
+    #[serde(skip)]
+    pub key: Option<crate::provider::ApiKey>,
 }
 
 impl ProviderSettings {

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::node::Node;
-use super::{mapping, text_of, Place, PromptfooError};
+use super::{mapping, text_of, ModelRef, Place, PromptfooError};
 use crate::prompt::expect::{AssertOp, AssertType, AssertWhat};
 
 /// One assertion of a test.
@@ -19,10 +19,10 @@ pub struct Assert {
     pub weight: f64,
     /// An `llm-rubric` assertion's grader (its `provider`, else its test's `options.provider`):
     /// `openai:gpt-4o-mini`, a check's `judge`.
-    pub grader: Option<String>,
+    pub grader: Option<ModelRef>,
     /// A `similar` assertion's embedding model (its `provider`, else its test's
     /// `options.provider.embedding`): `openai:text-embedding-3-small`, a check's `embedder`.
-    pub embedder: Option<String>,
+    pub embedder: Option<ModelRef>,
     /// `file:line` of the assertion.
     pub at: String,
 }
@@ -94,7 +94,7 @@ fn one(place: &Place, node: &Node, warnings: &mut Vec<String>) -> Result<Assert,
 
 /// An embedding model as promptfoo names it (`openai:embedding:text-embedding-3-small`, `{id: ...}`,
 /// or `{embedding: {id: ...}}` / `{embedding: ID}`), checked as an embedder tunebench can call.
-pub(super) fn embedder_of(place: &Place, node: &Node) -> Result<String, PromptfooError> {
+pub(super) fn embedder_of(place: &Place, node: &Node) -> Result<ModelRef, PromptfooError> {
     let id = match node.entries() {
         Some(entries) => match entries.get("embedding") {
             Some(embedding) => match embedding.entries() {
@@ -108,12 +108,16 @@ pub(super) fn embedder_of(place: &Place, node: &Node) -> Result<String, Promptfo
     let id = id.ok_or_else(|| {
         place.error(node.line, "an embedding `provider` is an id such as openai:embedding:text-embedding-3-small")
     })?;
-    crate::provider::embed::EmbedderModel::parse(&id).map(|_| id).map_err(|why| place.error(node.line, why))
+    crate::provider::embed::EmbedderModel::parse(&id).map_err(|why| place.error(node.line, why))?;
+    // The block that names the model holds its `config` (`{embedding: {id, config}}` or `{id, config}`).
+    let block = node.entries().and_then(|e| e.get("embedding").copied()).filter(|e| e.entries().is_some());
+    let server = super::providers::server_of(place, block.unwrap_or(node))?;
+    Ok(ModelRef { id, server })
 }
 
 /// A grader as promptfoo names it (`provider: openai:gpt-4o-mini`, or `{id: ...}`), checked as a judge's
 /// model.
-pub(super) fn grader_of(place: &Place, node: &Node) -> Result<String, PromptfooError> {
+pub(super) fn grader_of(place: &Place, node: &Node) -> Result<ModelRef, PromptfooError> {
     let id = match node.entries() {
         Some(entries) => entries.get("id").and_then(|id| id.as_text()).map(str::to_string),
         None => node.as_text().map(str::to_string),
@@ -122,7 +126,9 @@ pub(super) fn grader_of(place: &Place, node: &Node) -> Result<String, PromptfooE
     let id = id.strip_prefix("openai:chat:").map(|m| format!("openai:{m}")).unwrap_or(id);
     let provider = id.split(':').next().unwrap_or_default();
     match crate::provider::kind::ProviderKind::parse(provider) {
-        Some(kind) if kind != crate::provider::kind::ProviderKind::Replay => Ok(id),
+        Some(kind) if kind != crate::provider::kind::ProviderKind::Replay => {
+            Ok(ModelRef { id, server: super::providers::server_of(place, node)? })
+        }
         _ => Err(place.error(
             node.line,
             format!("grader {id:?} is not a provider tunebench runs: {}", crate::provider::kind::ProviderKind::names()),
@@ -146,9 +152,10 @@ pub fn parse_expected(text: &str, at: String) -> Result<Assert, String> {
     if text.starts_with("file://") {
         return Err(format!("{text:?} names a file of assertions, which is not read here"));
     }
+    // promptfoo trims the value after the type (`icontains: notebook` looks for "notebook").
     let (head, value) = match text.split_once(':') {
-        Some((head, value)) => (head, Some(value)),
-        None => (text, None),
+        Some((head, value)) => (head.trim(), Some(value.trim())),
+        None => (text.trim(), None),
     };
     let (name, threshold) = match head.split_once('(') {
         Some((name, rest)) => match rest.strip_suffix(')').map(str::parse::<f64>) {

@@ -11,11 +11,11 @@ use serde_json::{Map, Value};
 
 use super::asserts::{self, parse_expected, Assert};
 use super::node::{Node, Tree};
-use super::{mapping, one_or_many, text_of, Place, PromptfooError, Test};
+use super::{mapping, one_or_many, text_of, ModelRef, Place, PromptfooError, Test};
 use crate::dataset::{self, Cells};
 use crate::prompt::file::named;
 
-const TEST_KEYS: [&str; 6] = ["description", "vars", "assert", "threshold", "options", "metadata"];
+const TEST_KEYS: [&str; 7] = ["description", "vars", "assert", "threshold", "options", "metadata", "providers"];
 const DEFAULT_KEYS: [&str; 5] = ["vars", "assert", "threshold", "options", "metadata"];
 /// The most tests the combinations of list variables may make of one test.
 const MOST_COMBINATIONS: usize = 10_000;
@@ -27,10 +27,12 @@ struct Written {
     asserts: Vec<Assert>,
     threshold: Option<f64>,
     /// `options.provider`: the grader of its `llm-rubric` assertions that name none.
-    grader: Option<String>,
+    grader: Option<ModelRef>,
     /// `options.provider.embedding` (or an embedding id as `options.provider`): the embedder of its
     /// `similar` assertions that name none.
-    embedder: Option<String>,
+    embedder: Option<ModelRef>,
+    /// `providers`: the providers (labels or ids) the test runs on.
+    providers: Option<Vec<String>>,
     at: String,
 }
 
@@ -54,6 +56,7 @@ pub(super) fn read(
             threshold: None,
             grader: None,
             embedder: None,
+            providers: None,
             at: place.path.display().to_string(),
         }),
         Some(node) => {
@@ -98,11 +101,49 @@ pub(super) fn read(
                 (Some(description), true) => format!("{description} {}", shown(&vars)),
                 (None, _) => format!("test {} {}", index + 1, shown(&vars)).trim_end().to_string(),
             };
-            tests.push(Test { name, vars, asserts: asserts.clone(), threshold, at: test.at.clone() });
+            let asserts = rendered(&asserts, &vars);
+            let providers = test.providers.clone();
+            tests.push(Test { name, vars, asserts, threshold, providers, at: test.at.clone() });
         }
     }
     distinct_names(&mut tests);
     Ok(tests)
+}
+
+/// `asserts` with each text value rendered with the test's variables, as promptfoo renders them
+/// (`value: "{{expected}}"`); a value that does not render stays as written.
+fn rendered(asserts: &[Assert], vars: &Map<String, Value>) -> Vec<Assert> {
+    let render = |text: &str| -> Option<String> {
+        if !text.contains("{{") && !text.contains("{%") {
+            return None;
+        }
+        let template = crate::prompt::template::Template::compile(crate::prompt::template::Part::Template, text).ok()?;
+        template.render(vars).ok()
+    };
+    asserts
+        .iter()
+        .map(|assert| {
+            let value = match &assert.value {
+                Some(Value::String(text)) => render(text).map(Value::String),
+                Some(Value::Array(items)) if items.iter().any(|i| i.as_str().is_some_and(|t| t.contains("{{"))) => {
+                    Some(Value::Array(
+                        items
+                            .iter()
+                            .map(|item| match item.as_str().and_then(render) {
+                                Some(text) => Value::String(text),
+                                None => item.clone(),
+                            })
+                            .collect(),
+                    ))
+                }
+                _ => None,
+            };
+            match value {
+                Some(value) => Assert { value: Some(value), ..assert.clone() },
+                None => assert.clone(),
+            }
+        })
+        .collect()
 }
 
 /// A test object (or `defaultTest`), its keys checked against `known`.
@@ -166,7 +207,16 @@ fn object(
     if let Some(metadata) = entries.get("metadata") {
         warnings.push(format!("{}: a test's `metadata` is read past", place.at(metadata.line)));
     }
-    Ok(Written { description, vars, asserts, threshold, grader, embedder, at: place.at(node.line) })
+    let providers = match entries.get("providers") {
+        None => None,
+        Some(list) => Some(
+            one_or_many(list)
+                .into_iter()
+                .map(|p| text_of(place, p, "providers").map(str::to_string))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    Ok(Written { description, vars, asserts, threshold, grader, embedder, providers, at: place.at(node.line) })
 }
 
 /// A test's `vars`: each value as written, a `file://` value read from the file (JSON parsed, other
@@ -212,8 +262,15 @@ fn files(place: &Place, base_dir: &Path, line: usize, text: &str) -> Result<Vec<
     let refuse = |e: crate::prompt::file::PromptError| place.error(line, e.to_string());
     if !file_name.contains(['*', '?']) {
         let path = named::resolve(base_dir, "tests", name, None).map_err(refuse)?;
-        if !path.is_file() {
-            return Err(place.error(line, format!("{text:?}: no such file ({})", path.display())));
+        match std::fs::metadata(&path) {
+            Ok(found) if found.is_file() => {}
+            Ok(_) => {
+                return Err(place.error(
+                    line,
+                    format!("{text:?} is not a regular file (a FIFO, a device or a folder): {}", path.display()),
+                ))
+            }
+            Err(_) => return Err(place.error(line, format!("{text:?}: no such file ({})", path.display()))),
         }
         return Ok(vec![path]);
     }
@@ -232,6 +289,23 @@ fn files(place: &Place, base_dir: &Path, line: usize, text: &str) -> Result<Vec<
         .map(|entry| entry.path())
         .collect();
     found.sort();
+    // Each match obeys the rule a plain path does: a link out of the config's folder is refused.
+    let base = std::fs::canonicalize(if base_dir.as_os_str().is_empty() { Path::new(".") } else { base_dir })
+        .map_err(|e| place.error(line, format!("cannot read the config's folder: {e}")))?;
+    for path in &found {
+        let real = std::fs::canonicalize(path).map_err(|e| place.error(line, format!("{}: {e}", path.display())))?;
+        let relative = real.strip_prefix(&base).map_err(|_| {
+            place.error(
+                line,
+                format!(
+                    "{text:?} matches {}, a link to {}, outside the config's folder; the files a config names stay inside it",
+                    path.display(),
+                    real.display()
+                ),
+            )
+        })?;
+        named::resolve(base_dir, "tests", relative, None).map_err(refuse)?;
+    }
     if found.is_empty() {
         return Err(place.error(line, format!("{text:?} matches no file")));
     }
@@ -290,6 +364,7 @@ fn csv_row(row: Map<String, Value>, line: usize, path: &Path) -> Result<Written,
     let mut vars = Map::new();
     let mut asserts = Vec::new();
     let mut description = None;
+    let mut threshold = None;
     let at = format!("{}:{line}", path.display());
     for (column, value) in row {
         let text = value.as_str().unwrap_or_default().to_string();
@@ -300,15 +375,22 @@ fn csv_row(row: Map<String, Value>, line: usize, path: &Path) -> Result<Written,
             if !text.trim().is_empty() {
                 asserts.push(parse_expected(&text, at.clone()).map_err(|why| format!("column `{column}`: {why}"))?);
             }
+        } else if column == "__threshold" {
+            if !text.trim().is_empty() {
+                let t = text.trim().parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0);
+                threshold = Some(t.ok_or_else(|| format!("column `__threshold`: a number, 0 or more, not {text:?}"))?);
+            }
+        } else if column.starts_with("__metadata") {
+            // promptfoo's metadata (for filtering its web view): it judges nothing.
         } else if column.starts_with("__") {
             return Err(format!(
-                "column `{column}`: of promptfoo's `__` columns, __expected, __expectedN and __description are read"
+                "column `{column}`: of promptfoo's `__` columns, __expected, __expectedN, __description, __threshold and __metadata are read"
             ));
         } else {
             vars.insert(column, Value::String(text));
         }
     }
-    Ok(Written { description, vars, asserts, threshold: None, grader: None, embedder: None, at })
+    Ok(Written { description, vars, asserts, threshold, grader: None, embedder: None, providers: None, at })
 }
 
 /// A JSON value as a node, every part placed at `line` (a row of a JSONL or YAML tests file).

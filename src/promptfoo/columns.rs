@@ -22,14 +22,14 @@ pub struct Column {
 
 /// Every column: prompts in order, each on every provider in order.
 pub fn columns(config: &Config) -> Vec<Column> {
-    let cases: Vec<Case> = config.tests.iter().map(case_of).collect();
     let mut columns = Vec::with_capacity(config.prompts.len() * config.providers.len());
     for (p, prompt) in config.prompts.iter().enumerate() {
         for (q, provider) in config.providers.iter().enumerate() {
             let id = crate::names::file_name(&format!("p{}-{}", p + 1, short(provider, q)));
             let mut file = prompt_file(&id, prompt, provider);
             file.description = Some(format!("promptfoo prompt {:?} on {:?}", prompt.label, provider.label));
-            file.cases = cases.clone();
+            // A test with a `providers` filter runs on the providers it names alone.
+            file.cases = config.tests.iter().filter(|t| t.runs_on(provider)).map(case_of).collect();
             columns.push(Column { label: format!("{} · {}", prompt.label, provider.label), prompt: file });
         }
     }
@@ -62,14 +62,23 @@ fn prompt_file(id: &str, prompt: &Prompt, provider: &Provider) -> PromptFile {
         file.provider.structured = Some(if schema.is_some() { "json-schema" } else { "json-object" }.to_string());
     }
     file.schema = schema;
+    // A cell passes or fails by its assertions, as in promptfoo; the schema is a request to the
+    // provider, its result shown beside the verdict.
+    file.eval.verdicts = Some(crate::prompt::expect::Verdicts::Promptfoo);
     let settings = &mut file.provider;
     settings.name = Some(provider.kind.name().to_string());
     settings.model = Some(provider.model.clone());
     settings.base_url.clone_from(&provider.base_url);
     settings.key_env.clone_from(&provider.api_key_env);
+    settings.key.clone_from(&provider.key);
     settings.temperature = provider.temperature;
     settings.max_tokens = provider.max_tokens;
     file
+}
+
+/// Every test as a case, whatever provider it runs on (`import promptfoo`'s dataset).
+pub fn cases(config: &Config) -> Vec<Case> {
+    config.tests.iter().map(case_of).collect()
 }
 
 /// A test as a case: its variables, its assertions as checks, its threshold as the pass score.
@@ -90,10 +99,15 @@ pub fn check_of(assert: &Assert) -> CheckSpec {
     check.value.clone_from(&assert.value);
     check.threshold = assert.threshold;
     check.weight = (assert.weight != 1.0).then_some(assert.weight);
-    // An `llm-rubric` assertion's grader is its judge (none: the eval's `--judge`).
-    check.judge.clone_from(&assert.grader);
-    // A `similar` assertion's embedder (none: it is not evaluated).
-    check.embedder.clone_from(&assert.embedder);
+    // An `llm-rubric` assertion's grader is its judge (none: the eval's `--judge`); a `similar`
+    // assertion's embedder (none: the eval's `--embedder`). Each is called where its block says.
+    check.judge = assert.grader.as_ref().map(|g| g.id.clone());
+    check.embedder = assert.embedder.as_ref().map(|e| e.id.clone());
+    if let Some(server) = assert.grader.as_ref().or(assert.embedder.as_ref()).map(|m| &m.server) {
+        check.base_url.clone_from(&server.base_url);
+        check.key_env.clone_from(&server.key_env);
+        check.key.clone_from(&server.key);
+    }
     check.at = At(place_of(&assert.at));
     check
 }

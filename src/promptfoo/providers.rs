@@ -2,11 +2,15 @@
 //! `anthropic:messages:MODEL`, `ollama:chat:MODEL` / `ollama:MODEL`, as strings or `{id, label,
 //! config}` objects. vLLM and other OpenAI-compatible servers are `openai:chat:MODEL` with
 //! `config.apiBaseUrl`. A key is named by its environment variable (`apiKeyEnvar`, or `apiKey: '{{
-//! env.NAME }}'`); a key written into the config is refused, and never echoed.
+//! env.NAME }}'`) or written in the config (`apiKey: sk-no-key-required`), as promptfoo takes it: used
+//! for that provider's requests alone, never shown or recorded. A grader's or an embedder's provider
+//! block (`options.provider`, an assertion's `provider`) reads the same `config` keys ([`server_of`]).
 
 use super::node::Node;
 use super::{mapping, one_or_many, text_of, Place, PromptfooError, Provider};
+use crate::provider::endpoint::Server;
 use crate::provider::kind::ProviderKind;
+use crate::provider::ApiKey;
 
 const OBJECT_KEYS: [&str; 3] = ["id", "label", "config"];
 const CONFIG_KEYS: [&str; 7] =
@@ -72,11 +76,13 @@ fn from_id(place: &Place, line: usize, id: &str) -> Result<Provider, PromptfooEr
         }
     };
     Ok(Provider {
+        id: id.to_string(),
         label: id.to_string(),
         kind,
         model: model.to_string(),
         base_url: None,
         api_key_env: None,
+        key: None,
         temperature: None,
         max_tokens: None,
         response_format: None,
@@ -96,14 +102,13 @@ fn settings(place: &Place, config: &Node, provider: &mut Provider) -> Result<(),
             }
             "apiKeyEnvar" => provider.api_key_env = Some(env_name(place, value.line, text_of(place, value, key)?)?),
             "apiKey" => {
-                let text = value.as_text().unwrap_or_default();
-                let name = env_reference(text).ok_or_else(|| {
-                    place.error(
-                        value.line,
-                        "`apiKey` holds a key written into the config; name its environment variable instead (`apiKeyEnvar: NAME` or `apiKey: '{{ env.NAME }}'`)",
-                    )
+                let text = value.as_text().ok_or_else(|| {
+                    place.error(value.line, format!("`apiKey` is text (a key, or '{{{{ env.NAME }}}}'), not {}", value.kind()))
                 })?;
-                provider.api_key_env = Some(env_name(place, value.line, name)?);
+                match env_reference(text) {
+                    Some(name) => provider.api_key_env = Some(env_name(place, value.line, name)?),
+                    None => provider.key = ApiKey::new(text),
+                }
             }
             "temperature" => {
                 let t = value.as_f64().filter(|t| (0.0..=2.0).contains(t)).ok_or_else(|| {
@@ -133,8 +138,19 @@ fn settings(place: &Place, config: &Node, provider: &mut Provider) -> Result<(),
     Ok(())
 }
 
+/// Where the grader or embedder `node` names is called (a provider id alone: its provider's own
+/// variables; `{id, config}`: the config's `apiBaseUrl`/`apiHost`, `apiKeyEnvar`, `apiKey`), read as a
+/// top-level provider's `config` is.
+pub(super) fn server_of(place: &Place, node: &Node) -> Result<Server, PromptfooError> {
+    let Some(entries) = node.entries() else { return Ok(Server::default()) };
+    let Some(config) = entries.get("config") else { return Ok(Server::default()) };
+    let mut provider = from_id(place, node.line, "openai:grader")?;
+    settings(place, config, &mut provider)?;
+    Ok(Server { base_url: provider.base_url, key_env: provider.api_key_env, key: provider.key })
+}
+
 /// `NAME` from `{{ env.NAME }}` or `${NAME}`.
-fn env_reference(text: &str) -> Option<&str> {
+pub(super) fn env_reference(text: &str) -> Option<&str> {
     let text = text.trim();
     if let Some(inner) = text.strip_prefix("{{").and_then(|t| t.strip_suffix("}}")) {
         return inner.trim().strip_prefix("env.");
@@ -144,10 +160,7 @@ fn env_reference(text: &str) -> Option<&str> {
 
 /// `name`, checked to be an environment variable's name.
 fn env_name(place: &Place, line: usize, name: &str) -> Result<String, PromptfooError> {
-    let good = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if good {
+    if crate::names::is_env_name(name) {
         Ok(name.to_string())
     } else {
         Err(place.error(line, format!("{name:?} is not the name of an environment variable")))

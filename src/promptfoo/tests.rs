@@ -215,10 +215,10 @@ fn each_bad_input_is_an_error_at_its_line() {
         (format!("{head}colour: red\n"), ":3", "unknown key `colour`"),
         ("prompts: ['{{q | dump}}']\nproviders: [openai:gpt-4o-mini]\n".to_string(), ":1", "`tojson` here"),
         (
-            "prompts: ['{{q}}']\nproviders:\n  - id: openai:gpt-4o-mini\n    config:\n      apiKey: sk-secret-123\n"
+            "prompts: ['{{q}}']\nproviders:\n  - id: openai:gpt-4o-mini\n    config:\n      apiKey: [sk-secret-123]\n"
                 .to_string(),
             ":5",
-            "name its environment variable",
+            "`apiKey` is text",
         ),
         (format!("{head}tests:\n  - options:\n      transform: output.trim()\n"), ":5", "options.transform"),
         (format!("{head}tests:\n  - threshold: high\n"), ":4", "threshold"),
@@ -277,7 +277,7 @@ fn an_llm_rubric_grader_comes_from_its_provider_else_the_tests_options_else_defa
     let yaml = "prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ndefaultTest:\n  options:\n    provider: ollama:qwen2.5\ntests:\n  - assert:\n      - type: llm-rubric\n        value: is polite\n      - type: llm-rubric\n        value: is short\n        provider: openai:gpt-4o-mini\n  - options:\n      provider: {id: local}\n    assert:\n      - type: llm-rubric\n        value: is polite\n";
     let config = read(&write(dir.path(), "promptfooconfig.yaml", yaml)).unwrap();
     let graders =
-        |test: usize| config.tests[test].asserts.iter().map(|a| a.grader.clone().unwrap()).collect::<Vec<_>>();
+        |test: usize| config.tests[test].asserts.iter().map(|a| a.grader.clone().unwrap().id).collect::<Vec<_>>();
     assert_eq!(graders(0), ["ollama:qwen2.5", "openai:gpt-4o-mini"]);
     assert_eq!(graders(1), ["local"]);
     // Each column's checks are judged by the grader the assertion was given.
@@ -286,4 +286,64 @@ fn an_llm_rubric_grader_comes_from_its_provider_else_the_tests_options_else_defa
     assert_eq!(judges, [Some("ollama:qwen2.5".to_string()), Some("openai:gpt-4o-mini".to_string())]);
     let error = error_of("prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - assert:\n      - type: llm-rubric\n        value: x\n        provider: bedrock:claude\n");
     assert!(error.at.ends_with(":7") && error.to_string().contains("\"bedrock:claude\" is not a provider"), "{error}");
+}
+
+#[test]
+fn a_key_written_in_the_config_is_used_for_its_provider_and_never_kept_in_the_text_a_record_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "prompts: ['{{q}}']\nproviders:\n  - id: openai:chat:local-model\n    config:\n      apiBaseUrl: http://127.0.0.1:9/v1\n      apiKey: sk-no-key-required-4711\n  - id: openai:gpt-4o-mini\n    config: {apiKey: '{{ env.PF_KEY }}'}\n";
+    let config = read(&write(dir.path(), "promptfooconfig.yaml", yaml)).unwrap();
+    let key = config.providers[0].key.as_ref().expect("the key is read");
+    assert_eq!(key, &crate::provider::ApiKey::new("sk-no-key-required-4711").unwrap());
+    assert_eq!(config.providers[1].api_key_env.as_deref(), Some("PF_KEY"));
+    assert!(config.providers[1].key.is_none());
+    // One warning, naming no key.
+    let said: Vec<&String> = config.warnings.iter().filter(|w| w.contains("a key written in the config")).collect();
+    assert_eq!(said.len(), 1, "{:?}", config.warnings);
+    assert!(!format!("{config:?}").contains("4711"), "Debug never shows the key");
+    // The column's prompt holds the key in memory; its TOML does not.
+    let columns = super::columns::columns(&config);
+    assert!(columns[0].prompt.provider.key.is_some());
+    let toml = columns[0].prompt.to_toml_string().unwrap();
+    assert!(!toml.contains("4711"), "{toml}");
+    // The config's text as a record keeps it.
+    let shown = super::redacted(yaml);
+    assert!(!shown.contains("4711"), "{shown}");
+    assert!(shown.contains("apiKey: '[a key written in the config]'"), "{shown}");
+    assert!(shown.contains("apiKey: '{{ env.PF_KEY }}'"), "{shown}");
+    let flow = super::redacted("providers: [{id: openai:x, config: {apiKey: \"sk-flow-1234\", temperature: 0}}]");
+    assert!(!flow.contains("sk-flow-1234") && flow.contains("temperature: 0"), "{flow}");
+}
+
+#[test]
+fn a_graders_block_reads_its_config_as_a_providers_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ndefaultTest:\n  options:\n    provider:\n      id: openai:chat:judge\n      config:\n        apiBaseUrl: http://127.0.0.1:9/v1\n        apiKey: sk-grader-4711\ntests:\n  - assert:\n      - type: llm-rubric\n        value: is polite\n      - type: llm-rubric\n        value: is short\n        provider: {id: openai:other, config: {apiBaseUrl: 'http://127.0.0.1:8/v1', apiKeyEnvar: OTHER_KEY}}\n";
+    let config = read(&write(dir.path(), "promptfooconfig.yaml", yaml)).unwrap();
+    let asserts = &config.tests[0].asserts;
+    let first = asserts[0].grader.clone().unwrap();
+    assert_eq!(first.id, "openai:judge");
+    assert_eq!(first.server.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+    assert_eq!(first.server.key, crate::provider::ApiKey::new("sk-grader-4711"));
+    let second = asserts[1].grader.clone().unwrap();
+    assert_eq!(second.server.base_url.as_deref(), Some("http://127.0.0.1:8/v1"));
+    assert_eq!(second.server.key_env.as_deref(), Some("OTHER_KEY"));
+    // The column's check carries the address; its judge model is called there.
+    let columns = super::columns::columns(&config);
+    let check = &columns[0].prompt.cases[0].checks[0];
+    assert_eq!(check.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+    let judge = crate::eval::grade::judge::JudgeCheck::of(check).unwrap();
+    let model = judge.model.unwrap();
+    assert_eq!(model.server.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
+    assert_eq!(model.shown(), "openai:judge at http://127.0.0.1:9/v1");
+}
+
+#[test]
+fn expected_cells_are_trimmed_and_assertion_values_rendered_with_the_tests_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "t.csv", "item,expected,__expected1,__expected2\npen,Pen, icontains: notebook,equals:{{expected}}\n");
+    let yaml = "prompts: ['{{item}}']\nproviders: [openai:gpt-4o-mini]\ntests: file://t.csv\n";
+    let config = read(&write(dir.path(), "promptfooconfig.yaml", yaml)).unwrap();
+    let values: Vec<_> = config.tests[0].asserts.iter().map(|a| a.value.clone().unwrap()).collect();
+    assert_eq!(values, [json!("notebook"), json!("Pen")]);
 }

@@ -26,6 +26,9 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 pub struct EmbedderModel {
     pub provider: ProviderKind,
     pub model: String,
+    /// Where it is called (a promptfoo provider's `config.apiBaseUrl` and key); empty: the provider's
+    /// own variables.
+    pub server: endpoint::Server,
 }
 
 impl EmbedderModel {
@@ -49,12 +52,17 @@ impl EmbedderModel {
         if model.is_empty() {
             return Err(format!("embedder {text:?} names no model: {usage}"));
         }
-        Ok(EmbedderModel { provider, model: model.to_string() })
+        Ok(EmbedderModel { provider, model: model.to_string(), server: endpoint::Server::default() })
     }
 
     /// As written: `openai:text-embedding-3-small`.
     pub fn shown(&self) -> String {
-        format!("{}:{}", self.provider.name(), self.model)
+        format!("{}:{}{}", self.provider.name(), self.model, self.server.shown())
+    }
+
+    /// This model called at `server`.
+    pub fn at(self, server: endpoint::Server) -> EmbedderModel {
+        EmbedderModel { server, ..self }
     }
 }
 
@@ -84,7 +92,8 @@ impl Embedder {
             provider: model.provider.name().to_string(),
             message: "serves no embeddings".to_string(),
         })?;
-        let found = endpoint::resolve(vars, None, lookup)?;
+        let server = &model.server;
+        let found = endpoint::resolve(vars, server.base_url.as_deref(), |name| server.read(vars.key_var, name, &lookup))?;
         let base_url = match model.provider {
             ProviderKind::Ollama => super::ollama::normalize_host(&found.url),
             _ => found.url.trim().trim_end_matches('/').to_string(),
@@ -238,13 +247,20 @@ fn flat(value: &Value) -> Option<Vec<f64>> {
 /// How alike two vectors point, -1 to 1 (cosine similarity); `None` when either is all zeros or
 /// their lengths differ.
 pub fn cosine(a: &[f64], b: &[f64]) -> Option<f64> {
-    if a.len() != b.len() || a.is_empty() {
+    if a.len() != b.len() || a.is_empty() || a.iter().chain(b).any(|x| !x.is_finite()) {
         return None;
     }
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let (na, nb) = (norm(a), norm(b));
-    (na > 0.0 && nb > 0.0).then(|| (dot / (na * nb)).clamp(-1.0, 1.0))
+    // Each vector scaled by its largest magnitude first (the cosine does not change): huge values
+    // (1e308) would overflow the sums to infinity, and infinity over infinity is NaN.
+    let largest = |v: &[f64]| v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let (sa, sb) = (largest(a), largest(b));
+    if sa == 0.0 || sb == 0.0 {
+        return None;
+    }
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| (x / sa) * (y / sb)).sum();
+    let norm = |v: &[f64], s: f64| v.iter().map(|x| (x / s) * (x / s)).sum::<f64>().sqrt();
+    let similarity = dot / (norm(a, sa) * norm(b, sb));
+    similarity.is_finite().then(|| similarity.clamp(-1.0, 1.0))
 }
 
 #[cfg(test)]
@@ -305,5 +321,10 @@ mod tests {
         assert!((cosine(&[1.0, 1.0], &[1.0, 0.0]).unwrap() - std::f64::consts::FRAC_1_SQRT_2).abs() < 1e-12);
         assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), None);
         assert_eq!(cosine(&[1.0], &[1.0, 0.0]), None);
+        // Huge values neither overflow into NaN nor pass for alike: orthogonal stays 0, equal stays 1.
+        assert_eq!(cosine(&[1e308, 0.0], &[0.0, 1e308]), Some(0.0));
+        assert!((cosine(&[1e308, 1e308], &[1e308, 1e308]).unwrap() - 1.0).abs() < 1e-12);
+        assert_eq!(cosine(&[f64::NAN, 1.0], &[1.0, 1.0]), None);
+        assert_eq!(cosine(&[f64::INFINITY, 1.0], &[1.0, 1.0]), None);
     }
 }

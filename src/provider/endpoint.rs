@@ -17,6 +17,38 @@ pub struct Vars {
     pub key_required: Option<&'static str>,
 }
 
+/// The server a grader or an embedder is called at, as the config that names it says: its base URL,
+/// the variable its key is read from, or a key written in the config (held in memory, never shown).
+/// Empty: the provider's own variables and default, as a run's are found.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Server {
+    pub base_url: Option<String>,
+    pub key_env: Option<String>,
+    pub key: Option<ApiKey>,
+}
+
+impl Server {
+    /// Whether nothing is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Server::default()
+    }
+
+    /// The value of the variable `name` as this server reads it: its own key (or `key_env`'s value) in
+    /// place of the provider's key variable `key_var`, the rest through `lookup`.
+    pub fn read(&self, key_var: &str, name: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+        match (&self.key, &self.key_env) {
+            (Some(key), _) if name == key_var => Some(key.expose().to_string()),
+            (None, Some(own)) if name == key_var => lookup(own),
+            _ => lookup(name),
+        }
+    }
+
+    /// ` at URL` when a base URL is set (what a model's name shows), else nothing.
+    pub fn shown(&self) -> String {
+        self.base_url.as_deref().map(|url| format!(" at {url}")).unwrap_or_default()
+    }
+}
+
 /// A resolved endpoint: the base URL, where it came from, and the key.
 pub struct Endpoint {
     pub url: String,

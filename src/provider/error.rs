@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::safe_text::escape_controls;
 
 /// An API key. Its `Debug` shows only that a key is there; it is sent in headers and nowhere else.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct ApiKey(String);
 
 impl ApiKey {

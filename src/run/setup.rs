@@ -74,6 +74,9 @@ pub struct RunSetup {
     /// The environment variable the provider's key is read from in place of its own (the target's,
     /// else the prompt's `[provider] key_env`): a name, never the key.
     pub key_env: Option<String>,
+    /// A key written in the prompt's source (the target's, else the prompt's `[provider]`'s), over
+    /// `key_env`: sent to this setup's server alone.
+    pub key: Option<crate::provider::ApiKey>,
 }
 
 impl RunSetup {
@@ -86,9 +89,11 @@ impl RunSetup {
     pub fn new(prompt: PromptFile, path: &Path, options: SetupOptions) -> anyhow::Result<Self> {
         let settings = settings(&prompt, &options)?;
         let key_env = key_env(&prompt, &options)?;
+        let key = options.target.key.clone().or_else(|| prompt.provider.key.clone());
         let setup = Self::with_settings(prompt, path, settings, options.profile)?;
         Ok(Self {
             key_env,
+            key,
             variables: options.variables,
             replay: options.target.replay,
             seed: options.seed,
@@ -103,9 +108,11 @@ impl RunSetup {
     pub fn unchecked(prompt: PromptFile, path: &Path, options: SetupOptions) -> anyhow::Result<Self> {
         let settings = settings(&prompt, &options)?;
         let key_env = key_env(&prompt, &options)?;
+        let key = options.target.key.clone().or_else(|| prompt.provider.key.clone());
         let profile = options.profile.or(prompt.profile).unwrap_or_default();
         Ok(Self {
             key_env,
+            key,
             reading: Reading { response_type: prompt.response_type, profile, check: None },
             item_check: None,
             path: path.to_path_buf(),
@@ -130,6 +137,7 @@ impl RunSetup {
         profile: Option<Profile>,
     ) -> anyhow::Result<Self> {
         let base_dir = base_dir(path);
+        let prompt_key = prompt.provider.key.clone();
         let setup = setup_for_prompt(&prompt, path, &base_dir, profile)?;
         super::decodable::check_prompt(&prompt, path, &base_dir, &settings)?;
         let reading = Reading { response_type: setup.response_type, profile: setup.profile, check: setup.check };
@@ -146,6 +154,7 @@ impl RunSetup {
             cache: CacheMode::Off,
             cache_dir: None,
             key_env: None,
+            key: prompt_key,
         })
     }
 
@@ -195,8 +204,9 @@ impl RunSetup {
     /// cache as [`Self::cache`] says (replay never is).
     pub fn provider_with(&self, case: Option<&str>, lookup: Lookup) -> Result<Arc<dyn Provider>, RunError> {
         let key_var = self.settings.provider.endpoint().map(|vars| vars.key_var);
-        let keyed = |name: &str| match (&self.key_env, key_var) {
-            (Some(own), Some(key_var)) if name == key_var => lookup(own),
+        let keyed = |name: &str| match (&self.key, &self.key_env, key_var) {
+            (Some(key), _, Some(key_var)) if name == key_var => Some(key.expose().to_string()),
+            (None, Some(own), Some(key_var)) if name == key_var => lookup(own),
             _ => lookup(name),
         };
         let lookup: Lookup = &keyed;
@@ -272,10 +282,7 @@ fn key_env(prompt: &PromptFile, options: &SetupOptions) -> Result<Option<String>
     let Some(name) = options.target.key_env.clone().or_else(|| prompt.provider.key_env.clone()) else {
         return Ok(None);
     };
-    let good = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if good {
+    if crate::names::is_env_name(&name) {
         Ok(Some(name))
     } else {
         Err(RunError::Setting(format!("key_env {name:?} is not the name of an environment variable")))

@@ -35,6 +35,9 @@ pub struct Target {
     /// The environment variable holding the server's key in place of the provider's own (a promptfoo
     /// provider's `apiKeyEnvar`); `None`: the prompt's `key_env`, else the provider's variable.
     pub key_env: Option<String>,
+    /// A key written in the config that names this target's server (a promptfoo grader's `apiKey`),
+    /// over `key_env`; held in memory only.
+    pub key: Option<crate::provider::ApiKey>,
     /// What the replay provider plays (a replay with no model named plays under its transcript's).
     pub replay: Option<ReplayFrom>,
 }
@@ -75,6 +78,7 @@ impl Target {
             structured,
             max_tokens: flags.max_tokens,
             key_env: None,
+            key: None,
             replay: None,
         };
         let rest =

@@ -173,6 +173,7 @@ impl Choice {
             structured: self.structured,
             max_tokens: self.max_tokens,
             key_env: None,
+            key: None,
             replay: None,
         }
     }

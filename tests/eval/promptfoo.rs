@@ -366,7 +366,7 @@ fn retry_errors_asks_again_for_the_errored_cells_alone_and_keeps_the_rest() {
     let before = server.received().len();
     let retried = eval_config(dir.path(), &config, &server, &["--retry-errors", "--no-cache"]);
     assert_eq!(retried.status.code(), Some(1), "{}", stderr(&retried));
-    assert!(stderr(&retried).contains(&format!("re-running 1 errored cells of eval {}, 4 kept from it", first.id)));
+    assert!(stderr(&retried).contains(&format!("re-running the 1 errored cells of eval {}, 4 kept from it", first.id)));
     let retried = record(&retried);
     assert_eq!(server.received().len(), before + 1, "the errored cell alone is asked again");
     assert_eq!(verdicts(&retried), expected(Pass));

@@ -100,6 +100,50 @@ pub(super) fn run(spec: &CheckSpec, compiled: &Compiled, record: &RunRecord) -> 
     }
 }
 
+/// The edit distance (in characters, as promptfoo's) of `a` and `b` when it is at most `most`, else
+/// `None`: only the diagonals within `most` of the main one are computed, in two rows that wide.
+pub fn levenshtein_within(a: &str, b: &str, most: usize) -> Option<usize> {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let (n, m) = (a.len(), b.len());
+    if n.abs_diff(m) > most {
+        return None;
+    }
+    // The band never needs to be wider than the longer text.
+    let k = most.min(n.max(m));
+    let far = usize::MAX / 2;
+    let width = 2 * k + 2;
+    // Row i holds cell (i, j) at index j + k - i, for j within k of i.
+    let mut prev = vec![far; width];
+    let mut cur = vec![far; width];
+    for (j, slot) in prev.iter_mut().skip(k).take(k.min(m) + 1).enumerate() {
+        *slot = j;
+    }
+    for i in 1..=n {
+        cur.iter_mut().for_each(|c| *c = far);
+        let (lo, hi) = (i.saturating_sub(k), (i + k).min(m));
+        let mut least = far;
+        for j in lo..=hi {
+            let d = j + k - i;
+            let value = if j == 0 {
+                i
+            } else {
+                let substitute = prev[d] + usize::from(a[i - 1] != b[j - 1]);
+                let delete = prev.get(d + 1).map_or(far, |v| v + 1);
+                let insert = if d >= 1 { cur[d - 1] + 1 } else { far };
+                substitute.min(delete).min(insert)
+            };
+            cur[d] = value;
+            least = least.min(value);
+        }
+        if least > k {
+            return None;
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    let distance = prev[m + k - n];
+    (distance <= most).then_some(distance)
+}
+
 /// Whether `op` holds on `output`, and what was compared (for a message).
 fn judge(
     op: AssertOp,
@@ -164,8 +208,14 @@ fn judge(
         }
         AssertOp::Levenshtein => {
             let most = spec.threshold.unwrap_or(LEVENSHTEIN_DEFAULT);
-            let distance = strsim::levenshtein(output, &text());
-            (distance as f64 <= most, format!("{distance} edits from {:?}, at most {most}", cut(&text(), QUOTE)))
+            let want = text();
+            // Only the distances up to the threshold matter: a band of diagonals that wide is computed,
+            // so a long answer costs its length times the threshold, not its length squared.
+            let band = if most.is_finite() { most.floor() as usize } else { usize::MAX };
+            match levenshtein_within(output, &want, band) {
+                Some(distance) => (true, format!("{distance} edits from {:?}, at most {most}", cut(&want, QUOTE))),
+                None => (false, format!("more than {most} edits from {:?}", cut(&want, QUOTE))),
+            }
         }
         AssertOp::FinishReason => {
             let reason = record.turns.last().and_then(|t| t.finish_reason.as_ref()).map(finish_name);

@@ -1,8 +1,10 @@
 //! A program that grades an answer (a `command` check, promptfoo's `python` and `javascript`
 //! assertions): found before anything runs (in the prompt's folder, never outside it, or on `PATH`),
 //! then run as an argument list (never a shell line) in the prompt's folder with the question as JSON
-//! on stdin and the API keys taken out of its environment, bounded by a timeout and an output cap, and
-//! killed when the grading is dropped (a cancel). Its stdout must be one verdict,
+//! on stdin and a clean environment (the locale, `PATH`, `HOME` and the temporary folder: no key, no
+//! secret), in a process group of its own, bounded by a timeout and an output cap; the whole group is
+//! killed when the grading ends, times out or is dropped (a cancel), and when tunebench is ended by a
+//! signal ([`end_every_group`]). Its stdout must be one verdict,
 //! `{"pass": bool, "score": 0..1, "reason": "..."}`; anything else is an error naming the check.
 
 use std::path::{Component, Path, PathBuf};
@@ -13,7 +15,6 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::Graded;
-use crate::provider::kind::ProviderKind;
 
 /// A program's most seconds when the check gives none.
 pub const DEFAULT_TIMEOUT_S: f64 = 30.0;
@@ -76,12 +77,18 @@ impl Program {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        for (name, _) in std::env::vars_os() {
-            if is_key_var(&name.to_string_lossy()) {
-                command.env_remove(&name);
+        command.env_clear();
+        for (name, value) in std::env::vars_os() {
+            let name_text = name.to_string_lossy();
+            if KEPT_VARS.contains(&name_text.as_ref()) || name_text.starts_with("LC_") {
+                command.env(&name, value);
             }
         }
+        #[cfg(unix)]
+        command.process_group(0);
         let mut child = command.spawn().map_err(|e| format!("{} could not start: {e}", self.shown))?;
+        // Ends the program's whole group (what it started too) however the grading ends.
+        let _group = child.id().map(Group::new);
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
@@ -107,8 +114,7 @@ impl Program {
             let code =
                 status.code().map_or_else(|| "was killed by a signal".to_string(), |c| format!("exited with {c}"));
             let said = String::from_utf8_lossy(&err);
-            let said = said.trim();
-            let tail: String = said.chars().rev().take(STDERR_QUOTED).collect::<Vec<_>>().into_iter().rev().collect();
+            let tail = last_lines(said.trim(), STDERR_QUOTED);
             let tail = if tail.is_empty() { String::new() } else { format!(": {tail}") };
             return Err(format!("{} {code}{tail}", self.shown));
         }
@@ -116,6 +122,68 @@ impl Program {
             return Err(format!("{} printed more than {OUTPUT_CAP} bytes", self.shown));
         }
         String::from_utf8(out).map_err(|_| format!("{} printed something that is not UTF-8", self.shown))
+    }
+}
+
+/// The variables a grading program keeps from tunebench's environment: nothing secret.
+const KEPT_VARS: [&str; 8] = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TZ", "TERM", "SYSTEMROOT"];
+
+/// The end of `text` in at most about `most` characters, starting at a line's beginning (a Python
+/// traceback's last lines, never a line cut in its middle, unless its last line alone is longer).
+fn last_lines(text: &str, most: usize) -> String {
+    let count = text.chars().count();
+    if count <= most {
+        return text.to_string();
+    }
+    let tail: String = text.chars().skip(count - most).collect();
+    match tail.find('\n') {
+        Some(at) if at + 1 < tail.len() => tail[at + 1..].to_string(),
+        _ => format!("…{tail}"),
+    }
+}
+
+/// The process groups of the grading programs running now, by their leader's id.
+static GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// A grading program's process group, ended when this is dropped.
+struct Group(u32);
+
+impl Group {
+    fn new(id: u32) -> Group {
+        if let Ok(mut groups) = GROUPS.lock() {
+            groups.push(id);
+        }
+        Group(id)
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Ok(mut groups) = GROUPS.lock() {
+            groups.retain(|g| *g != self.0);
+        }
+        kill_group(self.0);
+    }
+}
+
+#[cfg(unix)]
+fn kill_group(id: u32) {
+    let Ok(id) = i32::try_from(id) else { return };
+    if let Some(pid) = rustix::process::Pid::from_raw(id) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_id: u32) {}
+
+/// Ends every grading program's group now (tunebench is ending on a signal). Never blocks: a lock
+/// held elsewhere leaves the groups to their own end.
+pub fn end_every_group() {
+    if let Ok(groups) = GROUPS.try_lock() {
+        for id in groups.iter() {
+            kill_group(*id);
+        }
     }
 }
 
@@ -205,10 +273,3 @@ fn executable(path: &Path) -> bool {
     path.is_file()
 }
 
-/// Whether an environment variable holds a provider's key: every `*_API_KEY`, and each provider's key
-/// variable.
-pub fn is_key_var(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    upper.ends_with("API_KEY")
-        || ProviderKind::ALL.iter().filter_map(|kind| kind.endpoint()).any(|vars| vars.key_var == name)
-}

@@ -141,17 +141,18 @@ async fn ask_judge(
         case: case.map(str::to_string),
         answer: pair.got.clone(),
         output: text_of(&pair.got),
+        output_parsed: None,
         expected: pair.expected.clone(),
         vars: vars.clone(),
     };
     let (graded, call) = judges.grade(&judge, &question).await?;
-    Ok((FieldVerdict { pass: graded.pass, score: graded.score, reason: graded.reason }, call))
+    Ok((FieldVerdict { pass: graded.pass, score: graded.credit(), reason: graded.reason }, call))
 }
 
 /// A pair graded by an embedder or a program.
 async fn grade_by(grader: &FieldGrader, pair: &GradedPair, context: &PairContext<'_>) -> Result<FieldVerdict, String> {
     let PairContext { case, vars, judges, .. } = *context;
-    let detail = |graded: Graded| FieldVerdict { pass: graded.pass, score: graded.score, reason: graded.reason };
+    let detail = |graded: Graded| FieldVerdict { pass: graded.pass, score: graded.credit(), reason: graded.reason };
     match grader {
         FieldGrader::Similar { embedder, threshold } => {
             if pair.got.is_null() {

@@ -20,6 +20,7 @@ use crate::prompt::expect::{CheckKind, CheckSpec};
 use crate::prompt::file::PromptFile;
 use crate::prompt::template::Variables;
 use crate::provider::embed::EmbedderModel;
+use crate::provider::endpoint::Server;
 use crate::provider::kind::ProviderKind;
 use crate::provider::{Provider, StructuredMode, Usage};
 use crate::run::cache::CacheMode;
@@ -48,6 +49,9 @@ max_tokens = 400
 pub struct JudgeModel {
     pub provider: ProviderKind,
     pub model: Option<String>,
+    /// Where it is called (a promptfoo grader's `config.apiBaseUrl` and key, a check's `base_url` and
+    /// `key_env`); empty: the provider's own variables.
+    pub server: Server,
 }
 
 impl JudgeModel {
@@ -63,14 +67,20 @@ impl JudgeModel {
         if model.is_none() && provider.needs_model() {
             return Err(format!("judge {text:?} names no model: write {name}:MODEL"));
         }
-        Ok(JudgeModel { provider, model })
+        Ok(JudgeModel { provider, model, server: Server::default() })
+    }
+
+    /// This model called at `server`.
+    pub fn at(self, server: Server) -> JudgeModel {
+        JudgeModel { server, ..self }
     }
 
     /// As written: `openai:gpt-4o-mini`, `local`.
     pub fn shown(&self) -> String {
+        let at = self.server.shown();
         match &self.model {
-            Some(model) => format!("{}:{model}", self.provider.name()),
-            None => self.provider.name().to_string(),
+            Some(model) => format!("{}:{model}{at}", self.provider.name()),
+            None => format!("{}{at}", self.provider.name()),
         }
     }
 }
@@ -95,6 +105,7 @@ impl JudgeCheck {
         let rubric = rubric.filter(|r| !r.trim().is_empty()).ok_or("a judge needs its rubric")?;
         let model =
             spec.judge.as_deref().map(JudgeModel::parse).transpose().map_err(|why| format!("`judge`: {why}"))?;
+        let model = model.map(|m| m.at(spec.server()));
         if let Some(threshold) = spec.threshold.filter(|t| !(0.0..=1.0).contains(t)) {
             return Err(format!("`threshold` {threshold} of a judge is outside 0..1"));
         }
@@ -253,7 +264,15 @@ fn judge_setup(
     let path = Path::new("judge.toml");
     let prompt = PromptFile::from_toml_str(JUDGE_PROMPT, path).map_err(|e| format!("the judge's prompt: {e}"))?;
     let structured = (model.provider != ProviderKind::Local).then_some(StructuredMode::JsonSchema);
-    let target = Target { provider: Some(model.provider), model: model.model.clone(), structured, ..Target::default() };
+    let target = Target {
+        provider: Some(model.provider),
+        model: model.model.clone(),
+        structured,
+        base_url: model.server.base_url.clone(),
+        key_env: model.server.key_env.clone(),
+        key: model.server.key.clone(),
+        ..Target::default()
+    };
     let options = SetupOptions { target, cache, cache_dir, ..SetupOptions::default() };
     RunSetup::new(prompt, path, options).map_err(|e| format!("judge {}: {e:#}", model.shown()))
 }

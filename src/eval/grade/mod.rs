@@ -62,6 +62,21 @@ impl Graded {
     }
 }
 
+/// The most credit a failed verdict gives a field or an item: a grader's `pass: false` never earns
+/// full credit, whatever its `score` says.
+pub const FAILED_CREDIT_MOST: f64 = 0.99;
+
+impl Graded {
+    /// The credit this verdict gives a field or an item: its score, below full when it failed.
+    pub fn credit(&self) -> f64 {
+        if self.pass {
+            self.score
+        } else {
+            self.score.min(FAILED_CREDIT_MOST)
+        }
+    }
+}
+
 /// What a graded check recorded: its score and reason and, for a judge, the call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GradeDetail {
@@ -177,6 +192,9 @@ pub struct Question {
     pub case: Option<String>,
     pub answer: Value,
     pub output: String,
+    /// What promptfoo hands a `javascript` or `python` assertion as `output` when it is not the text:
+    /// the answer parsed, for a prompt that asks its provider for JSON (`response_format`).
+    pub output_parsed: Option<Value>,
     pub expected: Value,
     pub vars: Value,
 }

@@ -37,7 +37,12 @@ def run():
         return eval(code.strip(), scope)
     exec("def __tunebench_check(output, context):\n" + textwrap.indent(textwrap.dedent(code), "    "), scope)
     return scope["__tunebench_check"](output, context)
-result = run()
+try:
+    result = run()
+except Exception as e:
+    # promptfoo fails an assertion whose code raises, the exception its reason.
+    print(json.dumps({"pass": False, "score": 0.0, "reason": "Python code execution failed: %s: %s" % (type(e).__name__, e)}))
+    sys.exit(0)
 threshold = job.get("threshold")
 if isinstance(result, bool):
     verdict = {"pass": result, "score": 1.0 if result else 0.0}
@@ -65,15 +70,22 @@ process.stdin.on('end', async () => {
     const job = JSON.parse(data);
     const { output, context } = job;
     let result;
+    let fn;
     if (job.file) {
       const m = require(job.file);
-      const fn = job.function ? m[job.function] : typeof m === 'function' ? m : m.default || m.getAssert || m.get_assert;
+      fn = job.function ? m[job.function] : typeof m === 'function' ? m : m.default || m.getAssert || m.get_assert;
       if (typeof fn !== 'function') throw new Error(`${job.file} exports no function ${job.function || ''}`);
-      result = await fn(output, context);
     } else {
       const code = job.code.trim();
       const body = code.includes('return') ? code : `return (${code});`;
-      result = await new Function('output', 'context', body)(output, context);
+      fn = new Function('output', 'context', body);
+    }
+    try {
+      result = await fn(output, context);
+    } catch (e) {
+      // promptfoo fails an assertion whose code throws, the error its reason.
+      process.stdout.write(JSON.stringify({ pass: false, score: 0, reason: `Custom function threw error: ${(e && e.message) || e}` }));
+      return;
     }
     const clamp = (n) => Math.min(Math.max(Number(n), 0), 1);
     let verdict;
@@ -145,7 +157,7 @@ impl Shim {
     /// The user's check run on `question`'s answer text.
     pub async fn grade(&self, question: &Question) -> Result<Graded, String> {
         let mut job = self.job.clone();
-        job["output"] = Value::String(question.output.clone());
+        job["output"] = question.output_parsed.clone().unwrap_or_else(|| Value::String(question.output.clone()));
         job["context"] = json!({"vars": question.vars, "test": {"vars": question.vars}, "config": {}});
         self.program.grade(&job).await
     }

@@ -43,7 +43,8 @@ impl SimilarCheck {
             .as_deref()
             .map(EmbedderModel::parse)
             .transpose()
-            .map_err(|why| format!("`embedder`: {why}"))?;
+            .map_err(|why| format!("`embedder`: {why}"))?
+            .map(|model| model.at(spec.server()));
         let threshold = spec.threshold.unwrap_or(DEFAULT_THRESHOLD);
         if !(0.0..=1.0).contains(&threshold) {
             return Err(format!("`threshold` {threshold} of a `similar` check is outside 0..1"));
@@ -140,7 +141,9 @@ impl Embedding {
             .map(|other| cosine(first, other))
             .collect::<Option<Vec<f64>>>()
             .and_then(|all| all.into_iter().reduce(f64::max))
-            .ok_or_else(|| format!("embedder {shown} sent a vector of zeros, which points nowhere"))
+            .ok_or_else(|| {
+                format!("embedder {shown} sent a vector of zeros or of numbers that are not finite: no similarity")
+            })
     }
 
     /// The vectors of `inputs`: from the cache when this request was answered before, else from the

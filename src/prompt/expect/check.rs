@@ -15,16 +15,19 @@
 //! | `finish_not_length` | | the answer did not stop at the token limit |
 //! | `max_tokens_out` | `max` | output tokens (every turn's, as the provider reported them) at most `max` |
 //! | `max_ttft_ms` | `max` | the first turn's time to first token at most `max` milliseconds |
-//! | `assert` | `type`, `value`, `threshold`, `weight`, `judge` (`llm-rubric`'s grader) | promptfoo's assertion `type` holds on the answer text ([`super::AssertOp`]) |
+//! | `assert` | `type`, `value`, `threshold`, `weight`, `judge` (`llm-rubric`'s grader), `embedder`, `base_url`, `key_env` | promptfoo's assertion `type` holds on the answer text ([`super::AssertOp`]) |
 //! | `command` | `command`, `timeout` | the program `command` (an argument list, run in the prompt's folder) answers `{"pass": true}` |
-//! | `judge` | `rubric`, `judge`, `path`, `threshold` | a model (`judge`, else `--judge`) grades the answer (or the value at `path`) against `rubric` |
-//! | `similar` | `embedder`, `value`, `path`, `threshold` | the answer's text (or the value at `path` in the whole answer) is alike in meaning to `value` (a text, or a list of which any will do; default: the expected answer at `path`): the cosine similarity of their embeddings from `embedder` (`openai:text-embedding-3-small`, `ollama:nomic-embed-text`) at least `threshold` (default 0.75) |
+//! | `judge` | `rubric`, `judge`, `path`, `threshold`, `base_url`, `key_env` | a model (`judge`, else `--judge`) grades the answer (or the value at `path`) against `rubric` |
+//! | `similar` | `embedder`, `value`, `path`, `threshold`, `base_url`, `key_env` | the answer's text (or the value at `path` in the whole answer) is alike in meaning to `value` (a text, or a list of which any will do; default: the expected answer at `path`): the cosine similarity of their embeddings from `embedder` (`openai:text-embedding-3-small`, `ollama:nomic-embed-text`) at least `threshold` (default 0.75) |
 //!
 //! `assert` checks judge the answer's text with promptfoo's semantics (a promptfoo config's assertions
 //! become them). A case's `assert` checks pass together when each passes, or, when the case gives a
 //! `pass_score`, when their weighted score (`weight`, default 1) reaches it; `python` and
 //! `javascript` run as `command` checks (through `python3` / `node`), `llm-rubric` as a `judge`; a type
 //! tunebench cannot evaluate (`g-eval`, `moderation`, …) is not evaluated, and its cell is an error.
+//!
+//! A `judge`'s or an `embedder`'s server is its provider's own (variables, default) unless the check
+//! names one: `base_url`, and `key_env` the variable its key is read from.
 //!
 //! `command`, `judge` and `similar` checks run after the answer (`eval::grade`): a program or a model that fails
 //! (missing, non-zero exit, past its `timeout` in seconds, default 30, or an answer not of the shape
@@ -133,10 +136,13 @@ impl CheckKind {
             Unique => (&["path"], Need::All(&[])),
             NoRepeatedLines | FinishNotLength => (&[], Need::All(&[])),
             MaxTokensOut | MaxTtftMs => (&["max"], Need::All(&["max"])),
-            Assert => (&["type", "value", "threshold", "weight", "judge", "embedder"], Need::All(&["type"])),
+            Assert => (
+                &["type", "value", "threshold", "weight", "judge", "embedder", "base_url", "key_env"],
+                Need::All(&["type"]),
+            ),
             Command => (&["command", "timeout"], Need::All(&["command"])),
-            Judge => (&["rubric", "judge", "path", "threshold"], Need::All(&["rubric"])),
-            Similar => (&["embedder", "value", "path", "threshold"], Need::All(&[])),
+            Judge => (&["rubric", "judge", "path", "threshold", "base_url", "key_env"], Need::All(&["rubric"])),
+            Similar => (&["embedder", "value", "path", "threshold", "base_url", "key_env"], Need::All(&[])),
         }
     }
 
@@ -214,6 +220,15 @@ pub struct CheckSpec {
     /// `openai:text-embedding-3-small`, `ollama:nomic-embed-text`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embedder: Option<String>,
+    /// The base URL of the `judge` or `embedder` server (a promptfoo grader's `config.apiBaseUrl`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The variable the `judge` or `embedder` server's key is read from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_env: Option<String>,
+    /// A key written in the config that names the grader (promptfoo's `apiKey`): in memory only.
+    #[serde(skip)]
+    pub key: Option<crate::provider::ApiKey>,
     /// The check's table in the file.
     #[serde(skip)]
     pub at: At,
@@ -241,6 +256,9 @@ impl CheckSpec {
             rubric: None,
             judge: None,
             embedder: None,
+            base_url: None,
+            key_env: None,
+            key: None,
             at: At::default(),
         }
     }
@@ -267,6 +285,15 @@ impl CheckSpec {
             Some(name) => format!("name {name}"),
             // Serializing plain values cannot fail; the label stands in if it ever did.
             None => serde_json::to_string(self).unwrap_or_else(|_| self.label()),
+        }
+    }
+
+    /// Where the check's judge or embedder is called (`base_url`, `key_env`, a key in memory).
+    pub fn server(&self) -> crate::provider::endpoint::Server {
+        crate::provider::endpoint::Server {
+            base_url: self.base_url.clone(),
+            key_env: self.key_env.clone(),
+            key: self.key.clone(),
         }
     }
 

@@ -96,6 +96,7 @@ pub(crate) struct RawEval {
     fields: Option<BTreeMap<Spanned<String>, Spanned<RawFieldRule>>>,
     items: Option<Spanned<RawFieldRule>>,
     embedder: Option<Spanned<String>>,
+    verdicts: Option<super::Verdicts>,
 }
 
 /// A check from its fields (name, value, span) and the place of its table.
@@ -227,6 +228,16 @@ pub(crate) fn parse_check(fields: Vec<(String, FieldValue, Range<usize>)>, at: A
             "embedder" => match value.as_str() {
                 Some(model) if !model.trim().is_empty() => check.embedder = Some(model.trim().to_string()),
                 _ => return Err(wrong("an embedding model (`openai:text-embedding-3-small`)")),
+            },
+            "base_url" => match value.as_str() {
+                Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
+                    check.base_url = Some(url.trim().to_string())
+                }
+                _ => return Err(wrong("a server's URL (`http://127.0.0.1:8080/v1`)")),
+            },
+            "key_env" => match value.as_str() {
+                Some(name) if crate::names::is_env_name(name) => check.key_env = Some(name.to_string()),
+                _ => return Err(wrong("the name of an environment variable")),
             },
             "values" => match value {
                 Value::Array(values) if !values.is_empty() => check.values = Some(values),
@@ -387,6 +398,7 @@ pub(crate) fn parse_eval(
         items_at,
         embedder,
         embedder_at,
+        verdicts: raw.verdicts,
         at: locate(table),
     })
 }

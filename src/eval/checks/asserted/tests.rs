@@ -152,3 +152,28 @@ fn an_assert_check_reads_from_a_prompt_file_and_bad_ones_are_errors_at_their_lin
         assert!(error.contains("p.toml:"), "{bad}: {error}");
     }
 }
+
+proptest::proptest! {
+    /// The banded distance is the full one whenever that is within the band, and `None` past it.
+    #[test]
+    fn the_banded_edit_distance_agrees_with_the_full_one(
+        a in "[abcé]{0,24}",
+        b in "[abcé]{0,24}",
+        most in 0usize..30,
+    ) {
+        let full = strsim::levenshtein(&a, &b);
+        let banded = super::levenshtein_within(&a, &b, most);
+        proptest::prop_assert_eq!(banded, (full <= most).then_some(full), "{:?} {:?} within {}", a, b, most);
+    }
+}
+
+#[test]
+fn a_long_answer_is_judged_within_its_threshold_without_the_full_table() {
+    // 400,000 characters against themselves with one change, and against a text far off: the band is
+    // 5 wide, so this is as cheap as reading the texts.
+    let long = "x".repeat(400_000);
+    let changed = format!("{}y", &long[1..]);
+    assert_eq!(super::levenshtein_within(&long, &changed, 5), Some(1));
+    assert_eq!(super::levenshtein_within(&long, &"y".repeat(400_000), 5), None);
+    assert_eq!(super::levenshtein_within(&long, "short", 5), None);
+}
