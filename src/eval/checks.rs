@@ -24,6 +24,8 @@ pub struct Prepared {
     /// How the check is graded after the answer (`command`, `judge`, promptfoo's `python`); `None`:
     /// judged here.
     pub grader: Option<super::grade::Grader>,
+    /// Its `transform` chain, run on the answer before it is judged.
+    pub transform: Option<super::grade::transform::Transform>,
 }
 
 impl Prepared {
@@ -44,7 +46,14 @@ impl Prepared {
         let asserted = asserted::compile(&spec)?;
         let grader =
             super::grade::Grader::of(&spec, dir).map_err(|message| format!("check `{}`: {message}", spec.label()))?;
-        Ok(Prepared { spec, regex, asserted, grader })
+        let transform = match spec.transform.as_deref() {
+            Some(codes) => Some(
+                super::grade::transform::Transform::of(codes, dir)
+                    .map_err(|message| format!("check `{}`: {message}", spec.label()))?,
+            ),
+            None => None,
+        };
+        Ok(Prepared { spec, regex, asserted, grader, transform })
     }
 }
 
@@ -57,9 +66,32 @@ pub struct Answer<'a> {
     pub record: &'a RunRecord,
 }
 
-/// Runs `check` on `answer`; `at` is where the check is written.
-pub fn run(check: &Prepared, answer: &Answer<'_>, comparison: Comparison, at: String) -> CheckResult {
+/// Runs `check` on `answer` (an `assert` check on `transformed`, the answer through its `transform`
+/// chain, when it has one); `at` is where the check is written.
+pub fn run(
+    check: &Prepared,
+    answer: &Answer<'_>,
+    comparison: Comparison,
+    transformed: Option<&Result<Value, String>>,
+    at: String,
+) -> CheckResult {
     let spec = &check.spec;
+    let not_evaluated = |why: String| CheckResult {
+        check: spec.label(),
+        key: spec.identity(),
+        at: at.clone(),
+        passed: false,
+        message: Some(why),
+        weight: spec.weight,
+        not_evaluated: true,
+        graded: None,
+    };
+    let output = match (transformed, &check.transform) {
+        (Some(Ok(value)), _) => super::grade::transform::text_of(value),
+        (Some(Err(why)), _) => return not_evaluated(why.clone()),
+        (None, Some(_)) => return not_evaluated("not graded: a `transform` runs in an eval".to_string()),
+        (None, None) => answer.record.turns.last().map(|t| t.output.clone()).unwrap_or_default(),
+    };
     let comparison = Comparison { exact: spec.exact(), ..comparison };
     let outcome = match spec.kind {
         CheckKind::Items => {
@@ -75,21 +107,10 @@ pub fn run(check: &Prepared, answer: &Answer<'_>, comparison: Comparison, at: St
         CheckKind::FinishNotLength => finish_not_length(answer.record),
         CheckKind::MaxTokensOut => max_tokens_out(answer.record, spec),
         CheckKind::MaxTtftMs => max_ttft_ms(answer.record, spec),
-        CheckKind::Assert => match asserted::run(spec, &check.asserted, answer.record) {
+        CheckKind::Assert => match asserted::run(spec, &check.asserted, &output, answer.record) {
             asserted::Outcome::Pass => Ok(()),
             asserted::Outcome::Fail(why) => Err(why),
-            asserted::Outcome::NotEvaluated(why) => {
-                return CheckResult {
-                    check: spec.label(),
-                    key: spec.identity(),
-                    at,
-                    passed: false,
-                    message: Some(why),
-                    weight: spec.weight,
-                    not_evaluated: true,
-                    graded: None,
-                }
-            }
+            asserted::Outcome::NotEvaluated(why) => return not_evaluated(why),
         },
         _ if spec.each() => each_item(check, answer.items, comparison),
         _ => value_check(check, at_path(answer.whole, spec.pointer()), comparison)
@@ -119,7 +140,7 @@ pub fn graded(check: &Prepared, grade: Option<&Result<super::grade::GradeDetail,
             // inverted (`not-similar` inverts inside its grader).
             let negated = spec.assert.as_ref().is_some_and(|a| {
                 a.negated && matches!(&a.what, crate::prompt::expect::AssertWhat::NotEvaluated(n) if n != "similar")
-            });
+            }) && !detail.raised;
             let detail = &if negated {
                 super::grade::GradeDetail { pass: !detail.pass, score: 1.0 - detail.score, ..detail.clone() }
             } else {

@@ -65,7 +65,8 @@ pub async fn rescore(
 
 /// Whether any of `expectations`' checks is graded by a program or a model.
 pub fn any(expectations: &Expectations) -> bool {
-    expectations.checks.iter().any(|check| check.grader.is_some()) || !expectations.field_graders.is_empty()
+    expectations.checks.iter().any(|check| check.grader.is_some() || check.transform.is_some())
+        || !expectations.field_graders.is_empty()
 }
 
 /// Grades the graded checks of `expectations` on `record`'s answer (none when the run got no answer);
@@ -77,11 +78,34 @@ pub async fn grade_cell(expectations: &Expectations, record: &RunRecord, vars: &
     }
     let question = question(expectations, record, vars);
     let mut checks = Vec::with_capacity(expectations.checks.len());
+    let mut transformed = Vec::with_capacity(expectations.checks.len());
     for check in &expectations.checks {
-        checks.push(match &check.grader {
+        // The answer through the check's transforms (as promptfoo hands it: the parsed value where it
+        // parses the answer), and the question its grader is asked about that.
+        let output = match &check.transform {
             None => None,
-            Some(grader) => Some(grade::grade(grader, &question, judges, expectations.embedder.as_ref()).await),
+            Some(transform) => {
+                let given = question.output_parsed.clone().unwrap_or_else(|| Value::String(question.output.clone()));
+                Some(transform.apply(given, &question.vars).await)
+            }
+        };
+        let asked = match &output {
+            Some(Ok(value)) => Some(Question {
+                output: grade::transform::text_of(value),
+                output_parsed: (!value.is_string()).then(|| value.clone()),
+                ..question.clone()
+            }),
+            _ => None,
+        };
+        checks.push(match (&check.grader, &output) {
+            (None, _) => None,
+            (Some(_), Some(Err(why))) => Some(Err(why.clone())),
+            (Some(grader), _) => {
+                let asked = asked.as_ref().unwrap_or(&question);
+                Some(grade::grade(grader, asked, judges, expectations.embedder.as_ref()).await)
+            }
         });
+        transformed.push(output);
     }
     let (fields, field_judges) = if expectations.field_graders.is_empty() {
         Default::default()
@@ -95,7 +119,7 @@ pub async fn grade_cell(expectations: &Expectations, record: &RunRecord, vars: &
         };
         grade::fields::grade_pairs(&expectations.field_graders, &pairs, &context).await
     };
-    Grades { checks, fields, field_judges }
+    Grades { checks, fields, field_judges, transformed }
 }
 
 /// What the graders are asked about `record`'s answer.
@@ -112,8 +136,7 @@ fn question(expectations: &Expectations, record: &RunRecord, vars: &Variables) -
     };
     let vars = Value::Object(vars.clone());
     // promptfoo parses the answer of a provider asked for JSON (its text when it is not JSON).
-    let output_parsed = (expectations.settings.promptfoo_verdicts()
-        && record.response_type == crate::output::ResponseType::Json)
+    let output_parsed = (expectations.settings.parsed_output == Some(true))
         .then(|| serde_json::from_str::<Value>(output.trim()).ok())
         .flatten();
     let case = record.case.clone().or_else(|| expectations.case.clone());

@@ -66,7 +66,7 @@ fn scored(expectations: &Expectations, record: &RunRecord, grades: &super::grade
         None => (None, Vec::new(), Vec::new()),
     };
     let answer = Answer { items: &items, whole: &whole, record };
-    let checks: Vec<CheckResult> = expectations
+    let mut checks: Vec<CheckResult> = expectations
         .checks
         .iter()
         .enumerate()
@@ -77,13 +77,23 @@ fn scored(expectations: &Expectations, record: &RunRecord, grades: &super::grade
             });
             match &check.grader {
                 Some(_) => checks::graded(check, grades.checks.get(index).and_then(Option::as_ref), at),
-                None => checks::run(check, &answer, expectations.comparison(), at),
+                None => {
+                    let transformed = grades.transformed.get(index).and_then(Option::as_ref);
+                    checks::run(check, &answer, expectations.comparison(), transformed, at)
+                }
             }
         })
         .collect();
     let truncated = record.truncated || last.and_then(|t| t.finish_reason.as_ref()) == Some(&FinishReason::Length);
     // promptfoo's verdicts: the checks alone decide; the schema's result and the cut are said beside.
     let promptfoo = expectations.settings.promptfoo_verdicts();
+    if promptfoo {
+        // promptfoo reports an assertion of weight 0 as passed, whatever it found.
+        for check in checks.iter_mut().filter(|c| c.weight == Some(0.0) && !c.passed && !c.not_evaluated) {
+            check.passed = true;
+            check.message = check.message.take().map(|m| format!("weight 0, so it passes: {m}"));
+        }
+    }
     let mut beside = Vec::new();
     if promptfoo && truncated {
         beside.push("truncated at the token limit".to_string());
@@ -316,8 +326,19 @@ fn assert_problem(asserts: &[(&CheckResult, f64)], pass_score: Option<f64>) -> O
     if asserts.is_empty() {
         return None;
     }
+    // Each assertion's score: a graded one's (a `javascript` check's 0.4, a judge's), else 1 for a
+    // pass and 0 for a fail; the case's score is their weighted mean.
     let total: f64 = asserts.iter().map(|(_, w)| w).sum();
-    let earned: f64 = asserts.iter().filter(|(r, w)| r.passed || *w == 0.0).map(|(_, w)| w).sum();
+    let earned: f64 = asserts
+        .iter()
+        .map(|(r, w)| {
+            let score = match &r.graded {
+                Some(detail) => detail.score,
+                None => f64::from(u8::from(r.passed)),
+            };
+            w * score
+        })
+        .sum();
     let score = if total > 0.0 { earned / total } else { 1.0 };
     match pass_score {
         Some(needed) if score + SLACK < needed => Some(format!("assert score {score:.2} < pass_score {needed}")),

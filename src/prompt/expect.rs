@@ -175,6 +175,10 @@ pub struct EvalSettings {
     /// reason); none: tunebench's (the schema and the token limit are verdicts of their own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdicts: Option<Verdicts>,
+    /// `true`: `javascript`/`python` assertions get the answer parsed as JSON (its text when it is
+    /// not JSON), as promptfoo hands them the answer of a provider asked for an inline JSON schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parsed_output: Option<bool>,
     /// The `[eval]` table.
     #[serde(skip)]
     pub at: At,

@@ -192,7 +192,16 @@ fn environment() -> Environment<'static> {
     env.add_function(mustache::SECTION, section);
     env.add_function(mustache::FALSY, |v: Value| falsy(&v));
     env.add_function(mustache::DOT, dot);
+    // promptfoo's `load` filter: a variable's JSON text as a value (`{{ (config | load).tone }}`).
+    env.add_filter("load", load);
     env
+}
+
+/// The value the JSON text `text` holds (an error naming why it is not JSON).
+fn load(text: String) -> Result<Value, Error> {
+    let parsed: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("`load`: the text is not JSON: {e}")))?;
+    to_value(&parsed, 0).ok_or_else(|| Error::new(ErrorKind::InvalidOperation, "`load`: the JSON nests too deeply"))
 }
 
 /// Mustache name lookup: each element innermost first, then the variables; the whole path in each.

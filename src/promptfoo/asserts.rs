@@ -23,6 +23,9 @@ pub struct Assert {
     /// A `similar` assertion's embedding model (its `provider`, else its test's
     /// `options.provider.embedding`): `openai:text-embedding-3-small`, a check's `embedder`.
     pub embedder: Option<ModelRef>,
+    /// Its transforms, in order: its test's `options.transform` (else defaultTest's), then its own
+    /// `transform` (JavaScript, or `file://x.js`).
+    pub transforms: Vec<String>,
     /// `file:line` of the assertion.
     pub at: String,
 }
@@ -42,12 +45,10 @@ fn one(place: &Place, node: &Node, warnings: &mut Vec<String>) -> Result<Assert,
     let type_node = entries.get("type").ok_or_else(|| place.error(node.line, "an assertion needs a `type`"))?;
     let kind = AssertType::parse(text_of(place, type_node, "type")?)
         .map_err(|message| place.error(type_node.line, message))?;
-    if let Some(transform) = entries.get("transform") {
-        return Err(place.error(
-            transform.line,
-            "an assertion's `transform` is JavaScript, which tunebench does not run; the assertion cannot be judged as written",
-        ));
-    }
+    let transforms = match entries.get("transform") {
+        Some(transform) => vec![text_of(place, transform, "transform")?.to_string()],
+        None => Vec::new(),
+    };
     // A `similar` assertion's `provider` is the model that embeds; any other's grades.
     let similar = kind.to_string().ends_with("similar");
     let (grader, embedder) = match entries.get("provider") {
@@ -88,6 +89,7 @@ fn one(place: &Place, node: &Node, warnings: &mut Vec<String>) -> Result<Assert,
         weight: number("weight")?.unwrap_or(1.0),
         grader,
         embedder,
+        transforms,
         at: place.at(node.line),
     })
 }
@@ -140,6 +142,8 @@ pub(super) fn grader_of(place: &Place, node: &Node) -> Result<ModelRef, Promptfo
 /// text meaning `equals`), as promptfoo's "Assertion string syntax" writes it; `at` is where the cell
 /// is. `Err` is why it cannot be read.
 pub fn parse_expected(text: &str, at: String) -> Result<Assert, String> {
+    // promptfoo trims the whole cell (` Paris` is equals `Paris`).
+    let text = text.trim();
     let plain = || Assert {
         kind: AssertType { negated: false, what: AssertWhat::Evaluated(AssertOp::Equals) },
         value: Some(Value::String(text.to_string())),
@@ -147,15 +151,20 @@ pub fn parse_expected(text: &str, at: String) -> Result<Assert, String> {
         weight: 1.0,
         grader: None,
         embedder: None,
+        transforms: Vec::new(),
         at: at.clone(),
     };
     if text.starts_with("file://") {
         return Err(format!("{text:?} names a file of assertions, which is not read here"));
     }
-    // promptfoo trims the value after the type (`icontains: notebook` looks for "notebook").
+    // promptfoo trims the value after the type (`icontains: notebook` looks for "notebook"), but
+    // not a rubric's (`grade: Is polite` keeps its space).
     let (head, value) = match text.split_once(':') {
-        Some((head, value)) => (head.trim(), Some(value.trim())),
-        None => (text.trim(), None),
+        Some((head, value)) => {
+            let rubric = matches!(head.trim().trim_start_matches("not-"), "grade" | "llm-rubric");
+            (head.trim(), Some(if rubric { value } else { value.trim() }))
+        }
+        None => (text, None),
     };
     let (name, threshold) = match head.split_once('(') {
         Some((name, rest)) => match rest.strip_suffix(')').map(str::parse::<f64>) {
@@ -168,6 +177,10 @@ pub fn parse_expected(text: &str, at: String) -> Result<Assert, String> {
         Some(base) => ("not-", base),
         None => ("", name),
     };
+    // `not-grade:x` is no type promptfoo knows: the cell is compared whole, as text.
+    if negated == "not-" && base == "grade" {
+        return Ok(plain());
+    }
     let base = match base {
         "grade" => "llm-rubric",
         "fn" => "javascript",
@@ -180,26 +193,17 @@ pub fn parse_expected(text: &str, at: String) -> Result<Assert, String> {
     let list = matches!(base, "contains-any" | "contains-all" | "icontains-any" | "icontains-all");
     let value = value.map(|v| {
         if list {
-            Value::Array(split_list(v).into_iter().map(Value::String).collect())
+            Value::Array(crate::prompt::expect::assert::split_list(v).into_iter().map(Value::String).collect())
         } else {
             Value::String(v.to_string())
         }
     });
-    Ok(Assert { kind, value, threshold, weight: 1.0, grader: None, embedder: None, at })
+    // promptfoo gives these types a threshold of 0.75 when the cell writes none (so a CSV
+    // `levenshtein:x` passes only at distance 0, where YAML's default is 5).
+    let threshold = threshold.or_else(|| {
+        matches!(base, "starts-with" | "levenshtein" | "cost" | "latency" | "rouge-n").then_some(0.75)
+    });
+    Ok(Assert { kind, value, threshold, weight: 1.0, grader: None, embedder: None, transforms: Vec::new(), at })
 }
 
-/// A comma-separated list, where a value in double quotes may hold commas (`"1,000",in stock`).
-fn split_list(text: &str) -> Vec<String> {
-    let mut values = Vec::new();
-    let mut current = String::new();
-    let mut quoted = false;
-    for c in text.chars() {
-        match c {
-            '"' => quoted = !quoted,
-            ',' if !quoted => values.push(std::mem::take(&mut current).trim().to_string()),
-            c => current.push(c),
-        }
-    }
-    values.push(current.trim().to_string());
-    values.into_iter().filter(|v| !v.is_empty()).collect()
-}
+

@@ -16,7 +16,7 @@ use crate::dataset::{self, Cells};
 use crate::prompt::file::named;
 
 const TEST_KEYS: [&str; 7] = ["description", "vars", "assert", "threshold", "options", "metadata", "providers"];
-const DEFAULT_KEYS: [&str; 5] = ["vars", "assert", "threshold", "options", "metadata"];
+const DEFAULT_KEYS: [&str; 6] = ["vars", "assert", "threshold", "options", "metadata", "providers"];
 /// The most tests the combinations of list variables may make of one test.
 const MOST_COMBINATIONS: usize = 10_000;
 
@@ -33,6 +33,8 @@ struct Written {
     embedder: Option<ModelRef>,
     /// `providers`: the providers (labels or ids) the test runs on.
     providers: Option<Vec<String>>,
+    /// `options.transform`: JavaScript run on the answer before every assertion.
+    transform: Option<String>,
     at: String,
 }
 
@@ -57,6 +59,7 @@ pub(super) fn read(
             grader: None,
             embedder: None,
             providers: None,
+            transform: None,
             at: place.path.display().to_string(),
         }),
         Some(node) => {
@@ -93,6 +96,13 @@ pub(super) fn read(
             }
         }
         let threshold = test.threshold.or(default.as_ref().and_then(|d| d.threshold));
+        // The test's `options.transform` replaces defaultTest's (promptfoo does not chain them) and
+        // runs before each assertion's own.
+        if let Some(transform) = test.transform.as_ref().or(default.as_ref().and_then(|d| d.transform.as_ref())) {
+            for assert in &mut asserts {
+                assert.transforms.insert(0, transform.clone());
+            }
+        }
         let combinations = combinations(&vars).map_err(|message| PromptfooError { at: test.at.clone(), message })?;
         let many = combinations.len() > 1;
         for vars in combinations {
@@ -102,7 +112,7 @@ pub(super) fn read(
                 (None, _) => format!("test {} {}", index + 1, shown(&vars)).trim_end().to_string(),
             };
             let asserts = rendered(&asserts, &vars);
-            let providers = test.providers.clone();
+            let providers = test.providers.clone().or_else(|| default.as_ref().and_then(|d| d.providers.clone()));
             tests.push(Test { name, vars, asserts, threshold, providers, at: test.at.clone() });
         }
     }
@@ -171,7 +181,7 @@ fn object(
             place.error(n.line, format!("a test's `threshold` is a number, 0 or more, not {}", n.to_json()))
         })?),
     };
-    let (mut grader, mut embedder) = (None, None);
+    let (mut grader, mut embedder, mut transform) = (None, None, None);
     if let Some(options) = entries.get("options") {
         let keys = options.entries().unwrap_or_default();
         if let Some(provider) = keys.get("provider") {
@@ -197,7 +207,10 @@ fn object(
                 }
             }
         }
-        if let Some((key, value)) = keys.iter().find(|(key, _)| **key != "provider") {
+        if let Some(code) = keys.get("transform") {
+            transform = Some(text_of(place, code, "options.transform")?.to_string());
+        }
+        if let Some((key, value)) = keys.iter().find(|(key, _)| **key != "provider" && **key != "transform") {
             return Err(place.error(
                 value.line,
                 format!("a test's `options.{key}` is not supported by tunebench (it changes the prompt or the answer before judging)"),
@@ -216,7 +229,7 @@ fn object(
                 .collect::<Result<Vec<_>, _>>()?,
         ),
     };
-    Ok(Written { description, vars, asserts, threshold, grader, embedder, providers, at: place.at(node.line) })
+    Ok(Written { description, vars, asserts, threshold, grader, embedder, providers, transform, at: place.at(node.line) })
 }
 
 /// A test's `vars`: each value as written, a `file://` value read from the file (JSON parsed, other
@@ -390,7 +403,17 @@ fn csv_row(row: Map<String, Value>, line: usize, path: &Path) -> Result<Written,
             vars.insert(column, Value::String(text));
         }
     }
-    Ok(Written { description, vars, asserts, threshold, grader: None, embedder: None, providers: None, at })
+    Ok(Written {
+        description,
+        vars,
+        asserts,
+        threshold,
+        grader: None,
+        embedder: None,
+        providers: None,
+        transform: None,
+        at,
+    })
 }
 
 /// A JSON value as a node, every part placed at `line` (a row of a JSONL or YAML tests file).

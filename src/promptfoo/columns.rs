@@ -65,6 +65,9 @@ fn prompt_file(id: &str, prompt: &Prompt, provider: &Provider) -> PromptFile {
     // A cell passes or fails by its assertions, as in promptfoo; the schema is a request to the
     // provider, its result shown beside the verdict.
     file.eval.verdicts = Some(crate::prompt::expect::Verdicts::Promptfoo);
+    if prompt.parsed || (prompt.schema.is_none() && provider.parsed_output) {
+        file.eval.parsed_output = Some(true);
+    }
     let settings = &mut file.provider;
     settings.name = Some(provider.kind.name().to_string());
     settings.model = Some(provider.model.clone());
@@ -73,6 +76,7 @@ fn prompt_file(id: &str, prompt: &Prompt, provider: &Provider) -> PromptFile {
     settings.key.clone_from(&provider.key);
     settings.temperature = provider.temperature;
     settings.max_tokens = provider.max_tokens;
+    settings.stop.clone_from(&provider.stop);
     file
 }
 
@@ -108,6 +112,7 @@ pub fn check_of(assert: &Assert) -> CheckSpec {
         check.key_env.clone_from(&server.key_env);
         check.key.clone_from(&server.key);
     }
+    check.transform = (!assert.transforms.is_empty()).then(|| assert.transforms.clone());
     check.at = At(place_of(&assert.at));
     check
 }

@@ -59,6 +59,8 @@ pub struct Prompt {
     pub schema: Option<Value>,
     /// The answer is JSON (`response_format` `json_object` or `json_schema`).
     pub json: bool,
+    /// promptfoo hands code assertions the parsed answer (an inline `json_schema`).
+    pub parsed: bool,
     pub at: String,
 }
 
@@ -77,6 +79,10 @@ pub struct Provider {
     /// A key written in the config (`apiKey: sk-…`): used for this provider's requests, never
     /// printed, written or recorded.
     pub key: Option<crate::provider::ApiKey>,
+    /// Its `response_format` makes promptfoo hand code assertions the parsed answer.
+    pub parsed_output: bool,
+    /// `config.stop`: the answer ends at any of these.
+    pub stop: Vec<String>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     /// `config.response_format` as written (`json_object`, or `json_schema` with its schema).
@@ -258,9 +264,12 @@ fn with_env(
     for provider in providers.iter_mut() {
         let Some(vars) = provider.kind.endpoint() else { continue };
         if provider.base_url.is_none() {
-            if let Some(url) = value(vars.url_var) {
+            // promptfoo's Ollama provider reads OLLAMA_BASE_URL (tunebench's own variable is OLLAMA_HOST).
+            let names: &[&str] =
+                if provider.kind == ProviderKind::Ollama { &["OLLAMA_BASE_URL", vars.url_var] } else { &[vars.url_var] };
+            if let Some((name, url)) = names.iter().find_map(|name| value(name).map(|url| (*name, url))) {
                 provider.base_url = Some(url);
-                used.insert(vars.url_var.to_string());
+                used.insert(name.to_string());
             }
         }
         if provider.key.is_none() {

@@ -165,6 +165,9 @@ impl<'de> Visitor<'de> for TreeVisitor {
 /// How much a config may ask of the parser (a config is small; its datasets are read apart).
 fn options() -> serde_saphyr::Options {
     serde_saphyr::options! {
+        // YAML 1.2's booleans alone (`true`, `false`), as promptfoo's parser reads them: `value: yes`
+        // is the text "yes", not a boolean.
+        strict_booleans: true,
         budget: serde_saphyr::budget! {
             max_nodes: 1_000_000,
             max_depth: 64,

@@ -41,10 +41,11 @@ pub(super) fn read(
             }
         };
         if let Some(config) = entries.get("config") {
-            let (schema, json) = response_format(place, config, warnings)?;
+            let format = response_format(place, config, warnings)?;
             for prompt in &mut read {
-                prompt.schema.clone_from(&schema);
-                prompt.json = json;
+                prompt.schema.clone_from(&format.schema);
+                prompt.json = format.json;
+                prompt.parsed = format.parsed();
             }
         }
         prompts.extend(read);
@@ -154,7 +155,7 @@ fn one(place: &Place, line: usize, label: String, text: &str) -> Result<Prompt, 
             })?;
         }
     }
-    Ok(Prompt { label, system, template, schema: None, json: false, at: place.at(line) })
+    Ok(Prompt { label, system, template, schema: None, json: false, parsed: false, at: place.at(line) })
 }
 
 /// `text` as chat messages, when it is a JSON list of `{role, content}`.
@@ -193,15 +194,11 @@ fn chat_parts(place: &Place, line: usize, messages: &[Value]) -> Result<(Option<
 }
 
 /// A prompt's `config`: `response_format` read (the schema of a `json_schema`), anything else warned.
-fn response_format(
-    place: &Place,
-    config: &Node,
-    warnings: &mut Vec<String>,
-) -> Result<(Option<Value>, bool), PromptfooError> {
+fn response_format(place: &Place, config: &Node, warnings: &mut Vec<String>) -> Result<Format, PromptfooError> {
     let entries = config
         .entries()
         .ok_or_else(|| place.error(config.line, format!("a prompt's `config` is a mapping, not {}", config.kind())))?;
-    let mut result = (None, false);
+    let mut result = Format { schema: None, json: false, value: Value::Null, from_file: false };
     for (key, value) in entries {
         if key != "response_format" {
             warnings.push(format!(
@@ -215,16 +212,45 @@ fn response_format(
     Ok(result)
 }
 
+/// A `response_format` read: the schema it names, whether the answer is JSON, the format as sent.
+pub(super) struct Format {
+    pub schema: Option<Value>,
+    pub json: bool,
+    pub value: Value,
+    /// Read from a `file://`: promptfoo then hands assertions the answer's text, not the object.
+    pub from_file: bool,
+}
+
+impl Format {
+    /// Whether promptfoo hands `javascript`/`python` assertions the parsed answer: an inline
+    /// `json_schema` (not `json_object`, not a schema from a file), as promptfoo 0.123.1 does.
+    pub fn parsed(&self) -> bool {
+        self.schema.is_some() && !self.from_file
+    }
+}
+
 /// The schema a `response_format` names, and whether the answer is JSON.
-pub(super) fn schema_of(place: &Place, node: &Node) -> Result<(Option<Value>, bool), PromptfooError> {
-    let format = node.to_json();
+pub(super) fn schema_of(place: &Place, node: &Node) -> Result<Format, PromptfooError> {
+    // `response_format: file://schema.json` is the format read from that file (inside the config's folder).
+    let (format, from_file) = match node.as_text().and_then(|t| t.strip_prefix("file://")) {
+        Some(file) => {
+            let base_dir = place.path.parent().unwrap_or(Path::new(""));
+            let (_, text) = named::read(base_dir, "response_format", Path::new(file), None, crate::files::INPUT_TEXT)
+                .map_err(|e| place.error(node.line, e.to_string()))?;
+            let value = serde_json::from_str::<Value>(&text)
+                .map_err(|e| place.error(node.line, format!("the response format in {file:?} is not JSON: {e}")))?;
+            (value, true)
+        }
+        None => (node.to_json(), false),
+    };
+    let read = |schema: Option<Value>, json: bool| Format { schema, json, value: format.clone(), from_file };
     match format.get("type").and_then(Value::as_str) {
-        Some("json_object") => Ok((None, true)),
+        Some("json_object") => Ok(read(None, true)),
         Some("json_schema") => match format.pointer("/json_schema/schema") {
-            Some(schema @ Value::Object(_)) => Ok((Some(schema.clone()), true)),
+            Some(schema @ Value::Object(_)) => Ok(read(Some(schema.clone()), true)),
             _ => Err(place.error(node.line, "a `json_schema` response format needs `json_schema.schema`, an object")),
         },
-        Some("text") => Ok((None, false)),
+        Some("text") => Ok(read(None, false)),
         other => Err(place.error(
             node.line,
             format!(

@@ -13,8 +13,17 @@ use crate::provider::kind::ProviderKind;
 use crate::provider::ApiKey;
 
 const OBJECT_KEYS: [&str; 3] = ["id", "label", "config"];
-const CONFIG_KEYS: [&str; 7] =
-    ["apiBaseUrl", "apiKey", "apiKeyEnvar", "temperature", "max_tokens", "response_format", "apiHost"];
+const CONFIG_KEYS: [&str; 9] = [
+    "apiBaseUrl",
+    "apiKey",
+    "apiKeyEnvar",
+    "temperature",
+    "max_tokens",
+    "response_format",
+    "apiHost",
+    "num_predict",
+    "stop",
+];
 
 pub(super) fn read(place: &Place, node: &Node) -> Result<Vec<Provider>, PromptfooError> {
     let mut providers = Vec::new();
@@ -83,6 +92,8 @@ fn from_id(place: &Place, line: usize, id: &str) -> Result<Provider, PromptfooEr
         base_url: None,
         api_key_env: None,
         key: None,
+        parsed_output: false,
+        stop: Vec::new(),
         temperature: None,
         max_tokens: None,
         response_format: None,
@@ -129,8 +140,27 @@ fn settings(place: &Place, config: &Node, provider: &mut Provider) -> Result<(),
                 provider.max_tokens = Some(n as u32);
             }
             "response_format" => {
-                super::prompts::schema_of(place, value)?;
-                provider.response_format = Some(value.to_json());
+                let format = super::prompts::schema_of(place, value)?;
+                provider.parsed_output = format.parsed();
+                provider.response_format = Some(format.value);
+            }
+            "num_predict" => {
+                // Ollama's name for the most tokens of the answer.
+                let n = value.as_f64().filter(|n| n.fract() == 0.0 && *n >= 1.0 && *n <= f64::from(u32::MAX));
+                let n = n.ok_or_else(|| {
+                    place.error(value.line, format!("`num_predict` is a whole number, 1 or more, not {}", value.to_json()))
+                })?;
+                provider.max_tokens = Some(n as u32);
+            }
+            "stop" => {
+                let stops: Option<Vec<String>> = match value.to_json() {
+                    serde_json::Value::String(one) => Some(vec![one]),
+                    serde_json::Value::Array(all) => all.iter().map(|s| s.as_str().map(str::to_string)).collect(),
+                    _ => None,
+                };
+                provider.stop = stops.ok_or_else(|| {
+                    place.error(value.line, format!("`stop` is text or a list of texts, not {}", value.to_json()))
+                })?;
             }
             _ => {}
         }

@@ -220,7 +220,7 @@ fn each_bad_input_is_an_error_at_its_line() {
             ":5",
             "`apiKey` is text",
         ),
-        (format!("{head}tests:\n  - options:\n      transform: output.trim()\n"), ":5", "options.transform"),
+        (format!("{head}tests:\n  - options:\n      prefix: \"Answer: \"\n"), ":5", "options.prefix"),
         (format!("{head}tests:\n  - threshold: high\n"), ":4", "threshold"),
     ];
     for (yaml, line, says) in cases {

@@ -63,8 +63,8 @@ pub(super) fn compile(spec: &CheckSpec) -> Result<Compiled, String> {
     Ok(compiled)
 }
 
-/// The check judged on `record`'s answer.
-pub(super) fn run(spec: &CheckSpec, compiled: &Compiled, record: &RunRecord) -> Outcome {
+/// The check judged on `output` (`record`'s answer, or what its transforms made of it).
+pub(super) fn run(spec: &CheckSpec, compiled: &Compiled, output: &str, record: &RunRecord) -> Outcome {
     let Some(kind) = &spec.assert else { return Outcome::Fail("an `assert` check needs a `type`".into()) };
     let op = match &kind.what {
         AssertWhat::Evaluated(op) => *op,
@@ -72,7 +72,6 @@ pub(super) fn run(spec: &CheckSpec, compiled: &Compiled, record: &RunRecord) -> 
             return Outcome::NotEvaluated(format!("`{kind}` is not evaluated: `{name}` needs code or another model"))
         }
     };
-    let output = record.turns.last().map(|t| t.output.as_str()).unwrap_or_default();
     let value = spec.value.as_ref().unwrap_or(&Value::Null);
     let result = match op {
         AssertOp::Latency => {
@@ -256,7 +255,53 @@ fn json_objects(text: &str) -> Vec<Value> {
             _ => from = start + 1,
         }
     }
+    if found.is_empty() {
+        // As promptfoo reads them: an object cut short (its brackets closed) or written as YAML's
+        // flow mapping (`{id: 7}`) counts too.
+        found.extend(text.match_indices('{').find_map(|(start, _)| lenient_object(&text[start..])));
+    }
     found
+}
+
+/// The object `text` (starting at a `{`) holds when its open brackets are closed and it is read as
+/// YAML: `{"id": 7,` and `{id: 7, name: seven}` are objects; anything else is not.
+fn lenient_object(text: &str) -> Option<Value> {
+    let mut open = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut end = text.len();
+    for (at, c) in text.char_indices() {
+        match (quote, c) {
+            (Some(_), '\\') if !escaped => {
+                escaped = true;
+                continue;
+            }
+            (Some(q), c) if c == q && !escaped => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '{' | '[') => open.push(c),
+            (None, '}' | ']') => {
+                open.pop();
+                if open.is_empty() {
+                    end = at + 1;
+                    break;
+                }
+            }
+            _ => {}
+        }
+        escaped = false;
+    }
+    let mut candidate = text[..end].trim_end().trim_end_matches(',').to_string();
+    if quote.is_some() {
+        return None;
+    }
+    for bracket in open.iter().rev() {
+        candidate.push(if *bracket == '{' { '}' } else { ']' });
+    }
+    match serde_saphyr::from_str::<Value>(&candidate) {
+        Ok(value @ Value::Object(_)) => Some(value),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

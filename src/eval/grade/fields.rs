@@ -44,7 +44,7 @@ pub fn prepare(settings: &EvalSettings, dir: &Path) -> Result<BTreeMap<String, F
             .map(JudgeModel::parse)
             .transpose()
             .map_err(|why| (settings.items_at.clone(), format!("`[eval.items]`: `judge`: {why}")))?;
-        let judge = JudgeCheck { rubric: rubric.clone(), model, threshold: *threshold, path: None };
+        let judge = JudgeCheck { rubric: rubric.clone(), model, threshold: *threshold, path: None, promptfoo: false };
         graders.insert(WHOLE_ITEM.to_string(), FieldGrader::Judge(judge));
     }
     for (pointer, rule) in &settings.fields {
@@ -65,7 +65,7 @@ pub fn prepare(settings: &EvalSettings, dir: &Path) -> Result<BTreeMap<String, F
                     .map(JudgeModel::parse)
                     .transpose()
                     .map_err(|why| wrong(format!("`judge`: {why}")))?;
-                FieldGrader::Judge(JudgeCheck { rubric: rubric.clone(), model, threshold: *threshold, path: None })
+                FieldGrader::Judge(JudgeCheck { rubric: rubric.clone(), model, threshold: *threshold, path: None, promptfoo: false })
             }
             Comparator::Command { command, timeout } => FieldGrader::Command(
                 Program::find(command, dir, *timeout).map_err(|why| wrong(format!("`command`: {why}")))?,

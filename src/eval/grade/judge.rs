@@ -93,6 +93,10 @@ pub struct JudgeCheck {
     pub model: Option<JudgeModel>,
     pub threshold: Option<f64>,
     pub path: Option<String>,
+    /// A promptfoo `llm-rubric` (an `assert` check): graded as promptfoo grades it, asked once; an
+    /// answer with no verdict in it fails the assertion ("Could not extract JSON"), a score is taken
+    /// as given (not clamped to 0..1).
+    pub promptfoo: bool,
 }
 
 impl JudgeCheck {
@@ -109,7 +113,8 @@ impl JudgeCheck {
         if let Some(threshold) = spec.threshold.filter(|t| !(0.0..=1.0).contains(t)) {
             return Err(format!("`threshold` {threshold} of a judge is outside 0..1"));
         }
-        Ok(JudgeCheck { rubric, model, threshold: spec.threshold, path: spec.path.clone() })
+        let promptfoo = spec.kind == CheckKind::Assert;
+        Ok(JudgeCheck { rubric, model, threshold: spec.threshold, path: spec.path.clone(), promptfoo })
     }
 }
 
@@ -222,8 +227,11 @@ impl Judges {
         let mut variables = Variables::new();
         variables.insert("output".into(), Value::String(judged));
         variables.insert("rubric".into(), Value::String(judge.rubric.clone()));
-        let plan =
+        let mut plan =
             setup.plan_as(None, &variables, &setup.settings).map_err(|e| format!("judge {}: {e}", model.shown()))?;
+        if judge.promptfoo {
+            plan.max_turns = 1;
+        }
         let record = crate::run::engine::run(provider.as_ref(), &plan, |_| {}).await;
         let last = record.turns.last();
         let call = JudgeCall {
@@ -237,6 +245,10 @@ impl Judges {
         if let Some(error) = record.error.clone().or_else(|| last.and_then(|t| t.error.as_ref()).map(|e| e.to_string()))
         {
             return Err(format!("judge {} failed: {error}", model.shown()));
+        }
+        if judge.promptfoo {
+            let graded = promptfoo_verdict(&call.answer, judge.threshold);
+            return Ok((graded, call));
         }
         if !record.ok {
             return Err(format!(
@@ -252,6 +264,35 @@ impl Judges {
         }
         Ok((graded, call))
     }
+}
+
+/// A grader's answer read as promptfoo's `llm-rubric` reads it: the first JSON object in the text with
+/// a boolean `pass` (a missing score is 1 for a pass, 0 for a fail; a score as given), failing when
+/// there is none; the threshold, when given, must be reached too.
+fn promptfoo_verdict(answer: &str, threshold: Option<f64>) -> Graded {
+    let found = answer.char_indices().filter(|(_, c)| *c == '{').find_map(|(at, _)| {
+        let mut objects = serde_json::Deserializer::from_str(&answer[at..]).into_iter::<Value>();
+        match objects.next() {
+            Some(Ok(Value::Object(fields))) if matches!(fields.get("pass"), Some(Value::Bool(_))) => Some(fields),
+            _ => None,
+        }
+    });
+    let Some(fields) = found else {
+        return Graded {
+            pass: false,
+            score: 0.0,
+            reason: Some(format!(
+                "Could not extract JSON from llm-rubric response: {:?}",
+                crate::eval::values::cut(answer, 120)
+            )),
+            raised: false,
+        };
+    };
+    let pass = fields.get("pass") == Some(&Value::Bool(true));
+    let score = fields.get("score").and_then(Value::as_f64).unwrap_or(if pass { 1.0 } else { 0.0 });
+    let reason = fields.get("reason").map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_string));
+    let pass = pass && threshold.is_none_or(|t| score >= t);
+    Graded { pass, score, reason, raised: false }
 }
 
 /// The judge's run setup: its prompt on `model`, the server's JSON-schema mode (the local model's

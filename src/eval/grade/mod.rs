@@ -13,6 +13,7 @@ pub mod fields;
 pub mod judge;
 mod shim;
 pub mod similar;
+pub mod transform;
 
 use std::path::Path;
 
@@ -34,6 +35,8 @@ pub struct Graded {
     /// 0..=1.
     pub score: f64,
     pub reason: Option<String>,
+    /// The grader's code raised (promptfoo fails it, and a `not-` does not turn that into a pass).
+    pub raised: bool,
 }
 
 impl Graded {
@@ -58,7 +61,8 @@ impl Graded {
             Some(Value::String(reason)) => Some(reason.clone()),
             Some(other) => return Err(format!("`reason` is text, not {other}")),
         };
-        Ok(Graded { pass, score, reason })
+        let raised = fields.get("raised") == Some(&Value::Bool(true));
+        Ok(Graded { pass, score, reason, raised })
     }
 }
 
@@ -87,6 +91,9 @@ pub struct GradeDetail {
     /// A judge's request, answer and usage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<JudgeCall>,
+    /// The grader's code raised: a `not-` leaves it failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub raised: bool,
 }
 
 /// How a check is graded, prepared when the prompt is read.
@@ -139,6 +146,9 @@ pub struct Grades {
     pub fields: FieldGrades,
     /// The judges of graded fields (`compare = "judge"`): each pair's request, answer and usage.
     pub field_judges: Vec<FieldJudge>,
+    /// By check: the answer through the check's `transform` chain (`None`: it has none), or why
+    /// there is none (the transform threw).
+    pub transformed: Vec<Option<Result<Value, String>>>,
 }
 
 /// A field a judge graded (`[eval.fields."/pointer"] compare = "judge"`): the pair it was asked
@@ -159,8 +169,13 @@ pub async fn grade(
     judges: &Judges,
     embedder: Option<&EmbedderModel>,
 ) -> Result<GradeDetail, String> {
-    let passed =
-        |graded: Graded| GradeDetail { pass: graded.pass, score: graded.score, reason: graded.reason, judge: None };
+    let passed = |graded: Graded| GradeDetail {
+        pass: graded.pass,
+        score: graded.score,
+        reason: graded.reason,
+        judge: None,
+        raised: graded.raised,
+    };
     match grader {
         Grader::Command(program) => {
             let input = json!({

@@ -37,11 +37,15 @@ def run():
         return eval(code.strip(), scope)
     exec("def __tunebench_check(output, context):\n" + textwrap.indent(textwrap.dedent(code), "    "), scope)
     return scope["__tunebench_check"](output, context)
+if job.get("invalid"):
+    print(json.dumps({"pass": False, "score": 0.0, "reason": job["invalid"]}))
+    sys.exit(0)
 try:
     result = run()
 except Exception as e:
-    # promptfoo fails an assertion whose code raises, the exception its reason.
-    print(json.dumps({"pass": False, "score": 0.0, "reason": "Python code execution failed: %s: %s" % (type(e).__name__, e)}))
+    # promptfoo fails an assertion whose code raises, the exception its reason (a `not-` does not
+    # turn that into a pass: `raised`).
+    print(json.dumps({"pass": False, "score": 0.0, "raised": True, "reason": "Python code execution failed: %s: %s" % (type(e).__name__, e)}))
     sys.exit(0)
 threshold = job.get("threshold")
 if isinstance(result, bool):
@@ -69,6 +73,10 @@ process.stdin.on('end', async () => {
   try {
     const job = JSON.parse(data);
     const { output, context } = job;
+    if (job.invalid) {
+      process.stdout.write(JSON.stringify({ pass: false, score: 0, reason: job.invalid }));
+      return;
+    }
     let result;
     let fn;
     if (job.file) {
@@ -76,15 +84,16 @@ process.stdin.on('end', async () => {
       fn = job.function ? m[job.function] : typeof m === 'function' ? m : m.default || m.getAssert || m.get_assert;
       if (typeof fn !== 'function') throw new Error(`${job.file} exports no function ${job.function || ''}`);
     } else {
+      // One line is an expression (its `;` dropped), several a function body, as promptfoo reads them.
       const code = job.code.trim();
-      const body = code.includes('return') ? code : `return (${code});`;
+      const body = code.includes('\n') || /\breturn\b/.test(code) ? code : `return (${code.replace(/;+\s*$/, '')});`;
       fn = new Function('output', 'context', body);
     }
     try {
       result = await fn(output, context);
     } catch (e) {
       // promptfoo fails an assertion whose code throws, the error its reason.
-      process.stdout.write(JSON.stringify({ pass: false, score: 0, reason: `Custom function threw error: ${(e && e.message) || e}` }));
+      process.stdout.write(JSON.stringify({ pass: false, score: 0, raised: true, reason: `Custom function threw error: ${(e && e.message) || e}` }));
       return;
     }
     const clamp = (n) => Math.min(Math.max(Number(n), 0), 1);
@@ -122,11 +131,14 @@ impl Shim {
         };
         let value = match &spec.value {
             Some(Value::String(text)) if !text.trim().is_empty() => text.as_str(),
+            // promptfoo fails such an assertion (its code is not text) rather than refusing the config.
+            Some(other) if !other.is_null() => "",
             _ => {
                 return Err(format!("a `{language}` assertion needs its code, or `file://check` naming it, as `value`"))
             }
         };
         let job = match value.strip_prefix("file://") {
+            _ if value.is_empty() => json!({"invalid": format!("{language} assertion must have a string value")}),
             Some(file) => {
                 let (file, function) = split_function(file);
                 let path = inside(file, dir)?;

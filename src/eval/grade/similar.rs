@@ -94,7 +94,7 @@ impl SimilarCheck {
         let sign = if alike { ">=" } else { "<" };
         let reason = format!("similar {best:.2} {sign} {:.2}", self.threshold);
         let score = if self.negated { 1.0 - best.max(0.0) } else { best.max(0.0) };
-        Ok(Graded { pass, score: score.min(1.0), reason: Some(reason) })
+        Ok(Graded { pass, score: score.min(1.0), reason: Some(reason), raised: false })
     }
 }
 

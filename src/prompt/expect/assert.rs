@@ -261,9 +261,26 @@ pub fn text_of(value: &Value) -> Option<String> {
 pub fn list_of(value: &Value) -> Option<Vec<String>> {
     match value {
         Value::Array(items) => items.iter().map(text_of).collect(),
-        Value::String(text) => Some(text.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect()),
+        Value::String(text) => Some(split_list(text)),
         _ => None,
     }
+}
+
+/// A comma-separated list as promptfoo reads one, where a value in double quotes may hold commas
+/// (`"1,000",in stock`); each value trimmed, empty ones dropped.
+pub fn split_list(text: &str) -> Vec<String> {
+    let mut values = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    for c in text.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => values.push(std::mem::take(&mut current).trim().to_string()),
+            c => current.push(c),
+        }
+    }
+    values.push(current.trim().to_string());
+    values.into_iter().filter(|v| !v.is_empty()).collect()
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 //! | `finish_not_length` | | the answer did not stop at the token limit |
 //! | `max_tokens_out` | `max` | output tokens (every turn's, as the provider reported them) at most `max` |
 //! | `max_ttft_ms` | `max` | the first turn's time to first token at most `max` milliseconds |
-//! | `assert` | `type`, `value`, `threshold`, `weight`, `judge` (`llm-rubric`'s grader), `embedder`, `base_url`, `key_env` | promptfoo's assertion `type` holds on the answer text ([`super::AssertOp`]) |
+//! | `assert` | `type`, `value`, `threshold`, `weight`, `judge` (`llm-rubric`'s grader), `embedder`, `base_url`, `key_env`, `transform` (JavaScript run on the answer first) | promptfoo's assertion `type` holds on the answer text ([`super::AssertOp`]) |
 //! | `command` | `command`, `timeout` | the program `command` (an argument list, run in the prompt's folder) answers `{"pass": true}` |
 //! | `judge` | `rubric`, `judge`, `path`, `threshold`, `base_url`, `key_env` | a model (`judge`, else `--judge`) grades the answer (or the value at `path`) against `rubric` |
 //! | `similar` | `embedder`, `value`, `path`, `threshold`, `base_url`, `key_env` | the answer's text (or the value at `path` in the whole answer) is alike in meaning to `value` (a text, or a list of which any will do; default: the expected answer at `path`): the cosine similarity of their embeddings from `embedder` (`openai:text-embedding-3-small`, `ollama:nomic-embed-text`) at least `threshold` (default 0.75) |
@@ -137,7 +137,7 @@ impl CheckKind {
             NoRepeatedLines | FinishNotLength => (&[], Need::All(&[])),
             MaxTokensOut | MaxTtftMs => (&["max"], Need::All(&["max"])),
             Assert => (
-                &["type", "value", "threshold", "weight", "judge", "embedder", "base_url", "key_env"],
+                &["type", "value", "threshold", "weight", "judge", "embedder", "base_url", "key_env", "transform"],
                 Need::All(&["type"]),
             ),
             Command => (&["command", "timeout"], Need::All(&["command"])),
@@ -226,6 +226,10 @@ pub struct CheckSpec {
     /// The variable the `judge` or `embedder` server's key is read from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub key_env: Option<String>,
+    /// An `assert` check's transforms (promptfoo's test `options.transform`, then its own `transform`):
+    /// JavaScript that turns the answer into what the check judges, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transform: Option<Vec<String>>,
     /// A key written in the config that names the grader (promptfoo's `apiKey`): in memory only.
     #[serde(skip)]
     pub key: Option<crate::provider::ApiKey>,
@@ -258,6 +262,7 @@ impl CheckSpec {
             embedder: None,
             base_url: None,
             key_env: None,
+            transform: None,
             key: None,
             at: At::default(),
         }

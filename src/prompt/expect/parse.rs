@@ -97,6 +97,7 @@ pub(crate) struct RawEval {
     items: Option<Spanned<RawFieldRule>>,
     embedder: Option<Spanned<String>>,
     verdicts: Option<super::Verdicts>,
+    parsed_output: Option<bool>,
 }
 
 /// A check from its fields (name, value, span) and the place of its table.
@@ -229,6 +230,19 @@ pub(crate) fn parse_check(fields: Vec<(String, FieldValue, Range<usize>)>, at: A
                 Some(model) if !model.trim().is_empty() => check.embedder = Some(model.trim().to_string()),
                 _ => return Err(wrong("an embedding model (`openai:text-embedding-3-small`)")),
             },
+            "transform" => {
+                let codes: Option<Vec<String>> = match &value {
+                    Value::String(code) => Some(vec![code.clone()]),
+                    Value::Array(codes) => codes.iter().map(|c| c.as_str().map(str::to_string)).collect(),
+                    _ => None,
+                };
+                match codes {
+                    Some(codes) if !codes.is_empty() && codes.iter().all(|c| !c.trim().is_empty()) => {
+                        check.transform = Some(codes)
+                    }
+                    _ => return Err(wrong("JavaScript (`JSON.parse(output)`), or a list of it run in turn")),
+                }
+            }
             "base_url" => match value.as_str() {
                 Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
                     check.base_url = Some(url.trim().to_string())
@@ -399,6 +413,7 @@ pub(crate) fn parse_eval(
         embedder,
         embedder_at,
         verdicts: raw.verdicts,
+        parsed_output: raw.parsed_output,
         at: locate(table),
     })
 }

@@ -1,0 +1,105 @@
+//! promptfoo's output transforms (configuration/guide "Transforming outputs"): a test's
+//! `options.transform` and an assertion's `transform`, JavaScript run through `node` as the
+//! `javascript` assertions are: an expression on one line (its `;` dropped), a function body on
+//! several, or `file://transform.js` (its exported function, or `file://x.js:name`). Each check's
+//! chain (the test's, then its own) turns the answer into what the check judges; a transform that
+//! throws makes the check not evaluated (promptfoo's cell is an error).
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::command::{inside, on_path, Program};
+
+/// The node script: reads the job on stdin, runs each transform in turn, prints `{"output"}` or
+/// `{"error"}`.
+const NODE: &str = r#"
+let data = '';
+process.stdin.on('data', (c) => (data += c));
+process.stdin.on('end', async () => {
+  const job = JSON.parse(data);
+  let output = job.output;
+  for (const step of job.steps) {
+    try {
+      let fn;
+      if (step.file) {
+        const m = require(step.file);
+        fn = step.function ? m[step.function] : typeof m === 'function' ? m : m.default;
+        if (typeof fn !== 'function') throw new Error(`${step.file} exports no function ${step.function || ''}`);
+      } else {
+        const code = step.code.trim();
+        const body = code.includes('\n') || /\breturn\b/.test(code) ? code : `return (${code.replace(/;+\s*$/, '')});`;
+        fn = new Function('output', 'context', body);
+      }
+      output = await fn(output, job.context);
+    } catch (e) {
+      process.stdout.write(JSON.stringify({ error: `Transform failed: ${(e && e.message) || e}` }));
+      return;
+    }
+  }
+  process.stdout.write(JSON.stringify({ output: output === undefined ? null : output }));
+});
+"#;
+
+/// A check's transforms, ready to run.
+#[derive(Clone, Debug)]
+pub struct Transform {
+    program: Program,
+    /// Each step: `{"code"}` or `{"file", "function"}`.
+    steps: Vec<Value>,
+}
+
+impl Transform {
+    /// The chain `codes` (each inline JavaScript or `file://x.js[:function]`, found in `dir`).
+    pub fn of(codes: &[String], dir: &Path) -> Result<Transform, String> {
+        let mut steps = Vec::with_capacity(codes.len());
+        for code in codes {
+            steps.push(match code.strip_prefix("file://") {
+                Some(file) => {
+                    let (file, function) = match file.rsplit_once(':') {
+                        Some((path, function)) if !function.contains(['/', '\\']) && path.len() > 1 => {
+                            (path, Some(function))
+                        }
+                        _ => (file, None),
+                    };
+                    if !file.ends_with(".js") && !file.ends_with(".cjs") {
+                        return Err(format!("the transform {file:?} is not JavaScript: tunebench runs .js transforms"));
+                    }
+                    json!({"file": inside(file, dir)?, "function": function})
+                }
+                None => json!({"code": code}),
+            });
+        }
+        let node = on_path("node")
+            .ok_or("a `transform` runs through Node.js (`node`), which is not installed (not found on PATH)")?;
+        let program = Program {
+            program: node,
+            args: vec!["-e".to_string(), NODE.to_string()],
+            dir: dir.to_path_buf(),
+            timeout: std::time::Duration::from_secs_f64(super::command::DEFAULT_TIMEOUT_S),
+            shown: "node (transform)".to_string(),
+        };
+        Ok(Transform { program, steps })
+    }
+
+    /// `output` (the answer's text, or its parsed value) through the chain, with the case's `vars`;
+    /// `Err` says why there is no output (the transform threw, node failed).
+    pub async fn apply(&self, output: Value, vars: &Value) -> Result<Value, String> {
+        let job = json!({"steps": self.steps, "output": output, "context": {"vars": vars, "test": {"vars": vars}}});
+        let said = self.program.output(&job).await?;
+        let reply: Value = serde_json::from_str(said.trim()).map_err(|e| format!("the transform said no JSON: {e}"))?;
+        if let Some(error) = reply.get("error").and_then(Value::as_str) {
+            return Err(error.to_string());
+        }
+        Ok(reply.get("output").cloned().unwrap_or(Value::Null))
+    }
+}
+
+/// A transformed output as the text checks read it: a string as it is, anything else as JSON
+/// (promptfoo's `JSON.stringify`).
+pub fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
