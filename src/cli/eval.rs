@@ -180,6 +180,11 @@ pub struct EvalRunArgs {
     /// record, and the new record holds both.
     #[arg(long, conflicts_with_all = ["filter_failing", "from_batch", "watch"])]
     pub retry_errors: bool,
+    /// A promptfoo config's cells judged by tunebench's rule: an answer that does not fit its
+    /// `response_format` schema fails, one cut at the token limit is `truncated` (promptfoo's rule,
+    /// the default there, judges by the assertions alone and says the schema's result beside).
+    #[arg(long)]
+    pub schema_verdict: bool,
     /// Set the variables of a dotenv file (KEY=VALUE lines: provider keys, base URLs) for this eval;
     /// a variable already in the environment wins. Values are never printed or recorded.
     #[arg(long, value_name = "FILE")]
@@ -207,7 +212,10 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("--env-file", &env.display().to_string())))?;
             super::note!("tunebench: read {} (beside the promptfoo config, as promptfoo does)", env.display());
             for key in kept {
-                super::note!("tunebench: {key} is set in the environment already: {}'s value is not used", env.display());
+                super::note!(
+                    "tunebench: {key} is set in the environment already: {}'s value is not used",
+                    env.display()
+                );
             }
         }
     }
@@ -240,6 +248,7 @@ pub fn options(args: &EvalRunArgs) -> anyhow::Result<EvalOptions> {
         repeat: args.repeat,
         types: args.types.clone(),
         structured,
+        schema_verdict: args.schema_verdict,
         setup: super::run::replaying(
             SetupOptions { profile: args.profile, seed: args.seed, cache: cache_mode(args), cache_dir: None, ..setup },
             args.transcript.clone().map(|path| ReplayFrom::File(path, pace)),

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 
 use super::import::ImportArgs;
-use crate::eval::suite::{import_promptfoo, DATASET, SUITE};
+use crate::eval::suite::{import_promptfoo, SUITE};
 use crate::safe_text::escape_controls;
 
 pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
@@ -24,7 +24,9 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
         let text = prompt.to_toml_string()?;
         files.push((crate::names::inside(&args.out, &prompt.id, ".toml"), text));
     }
-    files.push((args.out.join(DATASET), imported.dataset.clone()));
+    for (name, text) in &imported.datasets {
+        files.push((crate::names::inside(&args.out, name.trim_end_matches(".jsonl"), ".jsonl"), text.clone()));
+    }
     files.push((args.out.join(SUITE), imported.suite.clone()));
     // The checks' code files, copied to the same place beside the suite (each stays inside both folders).
     let config_dir = crate::run::setup::base_dir(&args.config);
@@ -69,7 +71,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<ExitCode> {
             "format": "promptfoo",
             "written": paths,
             "columns": imported.prompts.len(),
-            "tests": imported.dataset.lines().count(),
+            "tests": imported.datasets.first().map_or(0, |(_, text)| text.lines().count()),
             "suite": suite.display().to_string(),
         }))?;
     } else {

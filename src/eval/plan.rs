@@ -158,6 +158,10 @@ pub struct EvalOptions {
     pub structured: Vec<crate::provider::StructuredMode>,
     /// The front end's run options, laid over each prompt (the model spec over those).
     pub setup: SetupOptions,
+    /// `--schema-verdict`: a promptfoo config's cells judged by tunebench's rule (an answer that does
+    /// not fit its `response_format` schema fails, one cut at the token limit is `truncated`) instead
+    /// of promptfoo's (the assertions alone).
+    pub schema_verdict: bool,
 }
 
 /// The eval to run: the prompts as read, the columns, the rows (cases) and every cell.
@@ -273,7 +277,10 @@ impl EvalPlan {
                 }
                 let id = config.description.clone().unwrap_or_else(|| stem(path));
                 for column in crate::promptfoo::columns(&config) {
-                    let prompt = column.prompt;
+                    let mut prompt = column.prompt;
+                    if options.schema_verdict {
+                        prompt.eval.verdicts = Some(crate::prompt::expect::Verdicts::Tunebench);
+                    }
                     let dataset = index_cases(&prompt, path, &base_dir, options)?;
                     sources.push(Source { path: path.clone(), prompt, label: Some(column.label), dataset });
                 }
@@ -281,6 +288,9 @@ impl EvalPlan {
                 continue;
             }
             if super::suite::is_suite(&text) {
+                if let Some(times) = super::suite::repeat_of(&text).filter(|_| options.repeat <= 1) {
+                    repeat = repeat.max(times);
+                }
                 for (label, file) in super::suite::read(path, &text)? {
                     let text = crate::files::read_text(&file, crate::files::PROMPT_FILE)
                         .map_err(|e| EvalError::Input(e.to_string()))?;
@@ -304,6 +314,9 @@ impl EvalPlan {
             if options.models.is_empty() { vec![None] } else { options.models.iter().map(Some).collect() };
         let shared_ids =
             sources.iter().enumerate().any(|(i, p)| sources[..i].iter().any(|q| q.prompt.id == p.prompt.id));
+        // A prompt judged as promptfoo judges (a config's column, an imported one) has promptfoo's
+        // default grader too.
+        promptfoo_config |= sources.iter().any(|s| s.prompt.eval.promptfoo_verdicts());
         let mut columns = Vec::new();
         let mut planned = Vec::new();
         for (index, source) in sources.into_iter().enumerate() {

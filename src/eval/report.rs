@@ -194,7 +194,8 @@ pub fn verdict_name(verdict: Verdict) -> &'static str {
 /// (numbers are written as numbers).
 pub fn csv_field(text: &str) -> String {
     let text = escape_controls(text);
-    let formula = text.trim_start_matches([' ', '\t']).starts_with(['=', '+', '-', '@']) || text.starts_with(['\t', '\r']);
+    let formula =
+        text.trim_start_matches([' ', '\t']).starts_with(['=', '+', '-', '@']) || text.starts_with(['\t', '\r']);
     let guarded = if formula { format!("'{text}") } else { text.into_owned() };
     if guarded.contains([',', '"', '\n', '\r']) || guarded.starts_with(' ') || guarded.ends_with(' ') {
         format!("\"{}\"", guarded.replace('"', "\"\""))

@@ -46,10 +46,8 @@ pub fn retry_errors(plan: &mut EvalPlan, last: &EvalRecord) -> (Vec<CellRecord>,
         let Some(row) = plan.rows.get(cell.row) else { return true };
         let Some(column) = columns.get(cell.column) else { return true };
         let candidates = earlier_cells.get(&(row.as_deref(), cell.repeat)).map(Vec::as_slice).unwrap_or_default();
-        let earlier = candidates
-            .iter()
-            .copied()
-            .find(|old| last.columns.get(old.column).is_some_and(|c| c.same_as(column)));
+        let earlier =
+            candidates.iter().copied().find(|old| last.columns.get(old.column).is_some_and(|c| c.same_as(column)));
         match earlier {
             Some(old) if old.score.verdict != Verdict::Error => {
                 kept.push(CellRecord { row: cell.row, column: cell.column, ..old.clone() });

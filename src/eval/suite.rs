@@ -19,6 +19,9 @@ use crate::prompt::file::named;
 #[serde(deny_unknown_fields)]
 pub struct Suite {
     pub columns: Vec<SuiteColumn>,
+    /// Runs per cell (a promptfoo config's `evaluateOptions.repeat`); `eval --repeat` wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
 }
 
 /// One column: a prompt file (in the suite's folder) and its label.
@@ -34,6 +37,11 @@ pub struct SuiteColumn {
 pub fn is_suite(text: &str) -> bool {
     let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#'));
     first == Some("[[columns]]")
+}
+
+/// The runs per cell the suite `text` asks for (`repeat = 2`), if it says.
+pub fn repeat_of(text: &str) -> Option<u32> {
+    toml::from_str::<Suite>(text).ok().and_then(|suite| suite.repeat).filter(|r| *r >= 1)
 }
 
 /// Reads the suite at `path` (its text `text`): each column's prompt file resolved inside its folder.
@@ -71,8 +79,10 @@ pub fn to_toml(suite: &Suite, comment: &str) -> Result<String, EvalError> {
 #[derive(Clone, Debug)]
 pub struct Imported {
     pub prompts: Vec<crate::prompt::file::PromptFile>,
-    /// `tests.jsonl`: a row per test (name, vars, checks, pass_score).
-    pub dataset: String,
+    /// The datasets, each a file name and its text: `tests.jsonl` (a row per test: name, vars,
+    /// checks, pass_score) that every prompt names, or, when tests run on some providers alone
+    /// (`providers:`), one per column (`tests-ID.jsonl`).
+    pub datasets: Vec<(String, String)>,
     /// `suite.toml`.
     pub suite: String,
     /// The files the checks name (a `python` assertion's `file://check.py`): each path relative to the
@@ -94,21 +104,57 @@ pub fn import_promptfoo(config: &crate::promptfoo::Config) -> Result<Imported, E
     let config_dir = crate::run::setup::base_dir(&config.path);
     let mut env = Vec::new();
     let mut files = Vec::new();
-    let mut cases = crate::promptfoo::cases(config);
-    for check in cases.iter_mut().flat_map(|c| c.checks.iter_mut()) {
-        if let Some(key) = check.key.take() {
-            check.key_env = Some(keep_key(&mut env, key));
-        }
-        if let Some(file) = code_file(check) {
-            let copied = (file.clone(), config_dir.join(&file));
-            if !files.contains(&copied) {
-                files.push(copied);
+    let mut texts = Vec::with_capacity(columns.len());
+    for column in &columns {
+        let mut cases = column.prompt.cases.clone();
+        for check in cases.iter_mut().flat_map(|c| c.checks.iter_mut()) {
+            if let Some(key) = check.key.take() {
+                check.key_env = Some(keep_key(&mut env, key));
+            }
+            for file in named_files(check) {
+                let copied = (file.clone(), config_dir.join(&file));
+                if !files.contains(&copied) {
+                    files.push(copied);
+                }
             }
         }
+        texts.push(dataset_text(&cases)?);
     }
+    let shared = texts.windows(2).all(|pair| pair[0] == pair[1]);
+    let mut prompts = Vec::with_capacity(columns.len());
+    let mut suite =
+        Suite { columns: Vec::with_capacity(columns.len()), repeat: (config.repeat > 1).then_some(config.repeat) };
+    let mut datasets = Vec::new();
+    for (column, text) in columns.into_iter().zip(texts) {
+        let mut prompt = column.prompt;
+        if let Some(key) = prompt.provider.key.take() {
+            prompt.provider.key_env = Some(keep_key(&mut env, key));
+        }
+        prompt.cases.clear();
+        let dataset =
+            if shared { DATASET.to_string() } else { format!("tests-{}.jsonl", crate::names::file_name(&prompt.id)) };
+        if !datasets.iter().any(|(name, _)| *name == dataset) {
+            datasets.push((dataset.clone(), text));
+        }
+        prompt.cases_file = Some(PathBuf::from(dataset));
+        suite.columns.push(SuiteColumn {
+            label: column.label,
+            prompt: PathBuf::from(format!("{}.toml", crate::names::file_name(&prompt.id))),
+        });
+        prompts.push(prompt);
+    }
+    let comment = format!(
+        "tunebench suite imported from {}: `tunebench eval {SUITE}` runs its matrix",
+        config.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().replace(char::is_control, "?"))
+    );
+    Ok(Imported { prompts, datasets, suite: to_toml(&suite, &comment)?, files, env })
+}
+
+/// The dataset of `cases`: a JSON line per case (`name`, `vars`, `checks`, `pass_score`).
+fn dataset_text(cases: &[crate::prompt::file::Case]) -> Result<String, EvalError> {
     let mut dataset = String::new();
     {
-        for case in &cases {
+        for case in cases {
             let mut row = serde_json::Map::new();
             row.insert("name".into(), case.name.clone().into());
             row.insert("vars".into(), serde_json::Value::Object(case.variables.clone()));
@@ -123,26 +169,7 @@ pub fn import_promptfoo(config: &crate::promptfoo::Config) -> Result<Imported, E
             dataset.push('\n');
         }
     }
-    let mut prompts = Vec::with_capacity(columns.len());
-    let mut suite = Suite { columns: Vec::with_capacity(columns.len()) };
-    for column in columns {
-        let mut prompt = column.prompt;
-        if let Some(key) = prompt.provider.key.take() {
-            prompt.provider.key_env = Some(keep_key(&mut env, key));
-        }
-        prompt.cases.clear();
-        prompt.cases_file = Some(PathBuf::from(DATASET));
-        suite.columns.push(SuiteColumn {
-            label: column.label,
-            prompt: PathBuf::from(format!("{}.toml", crate::names::file_name(&prompt.id))),
-        });
-        prompts.push(prompt);
-    }
-    let comment = format!(
-        "tunebench suite imported from {}: `tunebench eval {SUITE}` runs its matrix",
-        config.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().replace(char::is_control, "?"))
-    );
-    Ok(Imported { prompts, dataset, suite: to_toml(&suite, &comment)?, files, env })
+    Ok(dataset)
 }
 
 /// The variable a key written in the config is kept in (`PROMPTFOO_KEY_1`, …; the same key, the same
@@ -157,14 +184,17 @@ fn keep_key(env: &mut Vec<(String, String)>, key: crate::provider::ApiKey) -> St
     name
 }
 
-/// The file a `python` or `javascript` assertion names (`file://check.py:fn` gives `check.py`).
-fn code_file(check: &crate::prompt::expect::CheckSpec) -> Option<PathBuf> {
-    let kind = check.assert.as_ref()?;
-    let code = matches!(&kind.what, crate::prompt::expect::AssertWhat::NotEvaluated(n) if n == "python" || n == "javascript");
-    let file = check.value.as_ref()?.as_str()?.strip_prefix("file://").filter(|_| code)?;
-    let file = match file.rsplit_once(':') {
-        Some((path, function)) if !function.contains(['/', '\\']) && path.len() > 1 => path,
-        _ => file,
+/// The files a check names: a `python` or `javascript` assertion's code (`file://check.py:fn` gives
+/// `check.py`) and its transforms' (`file://transform.js`).
+fn named_files(check: &crate::prompt::expect::CheckSpec) -> Vec<PathBuf> {
+    let without_function = |file: &str| match file.rsplit_once(':') {
+        Some((path, function)) if !function.contains(['/', '\\']) && path.len() > 1 => PathBuf::from(path),
+        _ => PathBuf::from(file),
     };
-    Some(PathBuf::from(file))
+    let code = check.assert.as_ref().is_some_and(|kind| {
+        matches!(&kind.what, crate::prompt::expect::AssertWhat::NotEvaluated(n) if n == "python" || n == "javascript")
+    });
+    let value = check.value.as_ref().and_then(|v| v.as_str()).filter(|_| code);
+    let transforms = check.transform.iter().flatten().map(String::as_str);
+    value.into_iter().chain(transforms).filter_map(|text| text.strip_prefix("file://")).map(without_function).collect()
 }

@@ -200,10 +200,7 @@ pub fn parse_expected(text: &str, at: String) -> Result<Assert, String> {
     });
     // promptfoo gives these types a threshold of 0.75 when the cell writes none (so a CSV
     // `levenshtein:x` passes only at distance 0, where YAML's default is 5).
-    let threshold = threshold.or_else(|| {
-        matches!(base, "starts-with" | "levenshtein" | "cost" | "latency" | "rouge-n").then_some(0.75)
-    });
+    let threshold = threshold
+        .or_else(|| matches!(base, "starts-with" | "levenshtein" | "cost" | "latency" | "rouge-n").then_some(0.75));
     Ok(Assert { kind, value, threshold, weight: 1.0, grader: None, embedder: None, transforms: Vec::new(), at })
 }
-
-

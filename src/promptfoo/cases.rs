@@ -127,7 +127,8 @@ fn rendered(asserts: &[Assert], vars: &Map<String, Value>) -> Vec<Assert> {
         if !text.contains("{{") && !text.contains("{%") {
             return None;
         }
-        let template = crate::prompt::template::Template::compile(crate::prompt::template::Part::Template, text).ok()?;
+        let template =
+            crate::prompt::template::Template::compile(crate::prompt::template::Part::Template, text).ok()?;
         template.render(vars).ok()
     };
     asserts
@@ -229,7 +230,17 @@ fn object(
                 .collect::<Result<Vec<_>, _>>()?,
         ),
     };
-    Ok(Written { description, vars, asserts, threshold, grader, embedder, providers, transform, at: place.at(node.line) })
+    Ok(Written {
+        description,
+        vars,
+        asserts,
+        threshold,
+        grader,
+        embedder,
+        providers,
+        transform,
+        at: place.at(node.line),
+    })
 }
 
 /// A test's `vars`: each value as written, a `file://` value read from the file (JSON parsed, other

@@ -265,8 +265,11 @@ fn with_env(
         let Some(vars) = provider.kind.endpoint() else { continue };
         if provider.base_url.is_none() {
             // promptfoo's Ollama provider reads OLLAMA_BASE_URL (tunebench's own variable is OLLAMA_HOST).
-            let names: &[&str] =
-                if provider.kind == ProviderKind::Ollama { &["OLLAMA_BASE_URL", vars.url_var] } else { &[vars.url_var] };
+            let names: &[&str] = if provider.kind == ProviderKind::Ollama {
+                &["OLLAMA_BASE_URL", vars.url_var]
+            } else {
+                &[vars.url_var]
+            };
             if let Some((name, url)) = names.iter().find_map(|name| value(name).map(|url| (*name, url))) {
                 provider.base_url = Some(url);
                 used.insert(name.to_string());
@@ -305,7 +308,10 @@ fn evaluate_options(place: &Place, node: &Node, warnings: &mut Vec<String>) -> R
                 .filter(|n| n.fract() == 0.0 && (1.0..=1000.0).contains(n))
                 .map(|n| n as u32)
                 .ok_or_else(|| {
-                    place.error(value.line, format!("`repeat` is a whole number from 1 to 1000, not {}", value.to_json()))
+                    place.error(
+                        value.line,
+                        format!("`repeat` is a whole number from 1 to 1000, not {}", value.to_json()),
+                    )
                 })?;
         } else {
             warnings.push(format!(

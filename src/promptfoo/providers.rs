@@ -114,7 +114,10 @@ fn settings(place: &Place, config: &Node, provider: &mut Provider) -> Result<(),
             "apiKeyEnvar" => provider.api_key_env = Some(env_name(place, value.line, text_of(place, value, key)?)?),
             "apiKey" => {
                 let text = value.as_text().ok_or_else(|| {
-                    place.error(value.line, format!("`apiKey` is text (a key, or '{{{{ env.NAME }}}}'), not {}", value.kind()))
+                    place.error(
+                        value.line,
+                        format!("`apiKey` is text (a key, or '{{{{ env.NAME }}}}'), not {}", value.kind()),
+                    )
                 })?;
                 match env_reference(text) {
                     Some(name) => provider.api_key_env = Some(env_name(place, value.line, name)?),
@@ -148,7 +151,10 @@ fn settings(place: &Place, config: &Node, provider: &mut Provider) -> Result<(),
                 // Ollama's name for the most tokens of the answer.
                 let n = value.as_f64().filter(|n| n.fract() == 0.0 && *n >= 1.0 && *n <= f64::from(u32::MAX));
                 let n = n.ok_or_else(|| {
-                    place.error(value.line, format!("`num_predict` is a whole number, 1 or more, not {}", value.to_json()))
+                    place.error(
+                        value.line,
+                        format!("`num_predict` is a whole number, 1 or more, not {}", value.to_json()),
+                    )
                 })?;
                 provider.max_tokens = Some(n as u32);
             }

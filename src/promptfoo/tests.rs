@@ -178,7 +178,8 @@ fn the_expected_string_syntax_follows_promptfoos_table() {
         ("contains:Paris", "contains", json!("Paris"), None),
         ("icontains:paris", "icontains", json!("paris"), None),
         ("contains-all:Paris,France", "contains-all", json!(["Paris", "France"]), None),
-        ("starts-with:The answer", "starts-with", json!("The answer"), None),
+        // promptfoo gives these a threshold of 0.75 in a CSV cell.
+        ("starts-with:The answer", "starts-with", json!("The answer"), Some(0.75)),
         ("regex:^Hello.*world$", "regex", json!("^Hello.*world$"), None),
         ("not-contains:error", "not-contains", json!("error"), None),
         ("levenshtein(5):expected text", "levenshtein", json!("expected text"), Some(5.0)),
@@ -341,7 +342,11 @@ fn a_graders_block_reads_its_config_as_a_providers_does() {
 #[test]
 fn expected_cells_are_trimmed_and_assertion_values_rendered_with_the_tests_variables() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "t.csv", "item,expected,__expected1,__expected2\npen,Pen, icontains: notebook,equals:{{expected}}\n");
+    write(
+        dir.path(),
+        "t.csv",
+        "item,expected,__expected1,__expected2\npen,Pen, icontains: notebook,equals:{{expected}}\n",
+    );
     let yaml = "prompts: ['{{item}}']\nproviders: [openai:gpt-4o-mini]\ntests: file://t.csv\n";
     let config = read(&write(dir.path(), "promptfooconfig.yaml", yaml)).unwrap();
     let values: Vec<_> = config.tests[0].asserts.iter().map(|a| a.value.clone().unwrap()).collect();

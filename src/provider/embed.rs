@@ -93,7 +93,8 @@ impl Embedder {
             message: "serves no embeddings".to_string(),
         })?;
         let server = &model.server;
-        let found = endpoint::resolve(vars, server.base_url.as_deref(), |name| server.read(vars.key_var, name, &lookup))?;
+        let found =
+            endpoint::resolve(vars, server.base_url.as_deref(), |name| server.read(vars.key_var, name, &lookup))?;
         let base_url = match model.provider {
             ProviderKind::Ollama => super::ollama::normalize_host(&found.url),
             _ => found.url.trim().trim_end_matches('/').to_string(),

@@ -72,18 +72,28 @@ fn reply(entries: &[Entry], received: &Received) -> Reply {
     if path.ends_with("/embeddings") {
         let inputs: Vec<String> = match body.get("input") {
             Some(Value::String(text)) => vec![text.clone()],
-            Some(Value::Array(items)) => items.iter().map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string)).collect(),
+            Some(Value::Array(items)) => {
+                items.iter().map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string)).collect()
+            }
             _ => vec![String::new()],
         };
         // Each input its own vector (promptfoo asks one input at a time; tunebench all at once).
         let mut data = Vec::new();
         for (index, input) in inputs.iter().enumerate() {
             let Some(found) = entry(entries, &model, input, true) else {
-                return Reply::status(400, "application/json", r#"{"error":{"message":"no embedding for this input"}}"#);
+                return Reply::status(
+                    400,
+                    "application/json",
+                    r#"{"error":{"message":"no embedding for this input"}}"#,
+                );
             };
             data.push(json!({"object": "embedding", "index": index, "embedding": found.embedding}));
         }
-        return Reply::status(200, "application/json", &json!({"object": "list", "data": data, "model": model}).to_string());
+        return Reply::status(
+            200,
+            "application/json",
+            &json!({"object": "list", "data": data, "model": model}).to_string(),
+        );
     }
     let text = request_text(&body);
     let found = entry(entries, &model, &text, false);

@@ -58,7 +58,9 @@ fn copy_with_servers(from: &Path, to: &Path, server: &str, grader: &str) {
         }
         let bytes = std::fs::read(entry.path()).unwrap();
         match String::from_utf8(bytes) {
-            Ok(text) => std::fs::write(&target, text.replace("__SERVER__", server).replace("__GRADER__", grader)).unwrap(),
+            Ok(text) => {
+                std::fs::write(&target, text.replace("__SERVER__", server).replace("__GRADER__", grader)).unwrap()
+            }
             Err(raw) => std::fs::write(&target, raw.into_bytes()).unwrap(),
         }
     }
@@ -92,7 +94,8 @@ fn verdict_name(verdict: Verdict) -> &'static str {
 
 /// Runs one config and compares its cells; `Err` is why tunebench did not run it.
 fn run_config(folder: &Path) -> Result<Vec<Compared>, String> {
-    let expected: Value = serde_json::from_str(&std::fs::read_to_string(folder.join("expected.json")).unwrap()).unwrap();
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("expected.json")).unwrap()).unwrap();
     let entries: Vec<oracle_server::Entry> =
         serde_json::from_str(&std::fs::read_to_string(folder.join("answers.json")).unwrap()).unwrap();
     let (_main_runtime, main) = oracle_server::start(entries.clone());
@@ -118,6 +121,7 @@ fn run_config(folder: &Path) -> Result<Vec<Compared>, String> {
     let record: tunebench::eval::EvalRecord = serde_json::from_slice(&output.stdout)
         .map_err(|e| format!("no record ({e}), exit {:?}: {}", output.status.code(), stderr(&output)))?;
     let config = tunebench::promptfoo::read(&work.join("promptfooconfig.yaml")).map_err(|e| e.to_string())?;
+    let imported = import_differences(&work, &data, &main, &record);
     let (prompts, providers) = (config.prompts.len(), config.providers.len());
     let repeat = config.repeat.max(1) as u64;
     // Which of tunebench's tests is promptfoo's cell: the same variables (and description, where it
@@ -176,7 +180,16 @@ fn run_config(folder: &Path) -> Result<Vec<Compared>, String> {
             .score
             .checks
             .iter()
-            .map(|c| if c.not_evaluated { "?" } else if c.passed { "✓" } else { "✗" }.to_string())
+            .map(|c| {
+                if c.not_evaluated {
+                    "?"
+                } else if c.passed {
+                    "✓"
+                } else {
+                    "✗"
+                }
+                .to_string()
+            })
             .collect();
         let promptfoo = format!("{} [{}]", promptfoo_verdict(cell), theirs.join(""));
         let verdict = verdict_name(ours.score.verdict);
@@ -188,7 +201,85 @@ fn run_config(folder: &Path) -> Result<Vec<Compared>, String> {
         };
         compared.push(Compared { cell: label, promptfoo, tunebench: format!("{tunebench} {}", ours.score.reason) });
     }
+    compared.extend(imported);
     Ok(compared)
+}
+
+/// The same config imported (`import promptfoo --out suite`) and its suite evaluated: every cell must
+/// have the verdict and the assertions' results of the config's own eval (`direct`).
+fn import_differences(
+    work: &Path,
+    data: &Path,
+    main: &tunebench::provider::wire_server::WireServer,
+    direct: &tunebench::eval::EvalRecord,
+) -> Vec<Compared> {
+    let imported = tunebench(data)
+        .current_dir(work)
+        .args(["import", "promptfoo", "promptfooconfig.yaml", "--out", "suite"])
+        .output()
+        .unwrap();
+    let failed = |why: String| vec![Compared { cell: "import".into(), promptfoo: "imported".into(), tunebench: why }];
+    if !imported.status.success() {
+        return failed(format!("import failed: {}", stderr(&imported)));
+    }
+    let output = tunebench(data)
+        .current_dir(work.join("suite"))
+        .args(["eval", "suite.toml", "--json", "--no-cache", "--no-fetch"])
+        .env("OPENAI_BASE_URL", format!("{}/v1", main.url()))
+        .env("OPENAI_API_KEY", "sk-oracle-env")
+        .env("ORACLE_API_KEY", "sk-oracle-var")
+        .env("ORACLE_GRADER_KEY", "sk-oracle-grader")
+        .output()
+        .unwrap();
+    let Ok(suite) = serde_json::from_slice::<tunebench::eval::EvalRecord>(&output.stdout) else {
+        return failed(format!(
+            "the suite's eval gave no record (exit {:?}): {}",
+            output.status.code(),
+            stderr(&output)
+        ));
+    };
+    let account = |record: &tunebench::eval::EvalRecord, cell: &tunebench::eval::record::CellRecord| {
+        let checks: String = cell
+            .score
+            .checks
+            .iter()
+            .map(|c| {
+                if c.not_evaluated {
+                    '?'
+                } else if c.passed {
+                    '✓'
+                } else {
+                    '✗'
+                }
+            })
+            .collect();
+        format!("{} [{checks}]", verdict_name(cell.score.verdict))
+            + &format!(" {} · {}", record.row_name(cell.row), record.column_label(cell.column))
+    };
+    let mut differences = Vec::new();
+    for cell in &direct.cells {
+        let (row, column) = (direct.row_name(cell.row), direct.column_label(cell.column));
+        let theirs = suite.cells.iter().find(|c| {
+            suite.row_name(c.row) == row && suite.column_label(c.column) == column && c.repeat == cell.repeat
+        });
+        let ours = account(direct, cell);
+        let imported = theirs.map_or_else(|| "not run".to_string(), |c| account(&suite, c));
+        if ours != imported {
+            differences.push(Compared {
+                cell: format!("import: {row} · {column}"),
+                promptfoo: ours,
+                tunebench: format!("{imported} (from the imported suite)"),
+            });
+        }
+    }
+    if suite.cells.len() != direct.cells.len() {
+        differences.push(Compared {
+            cell: "import: cells".into(),
+            promptfoo: direct.cells.len().to_string(),
+            tunebench: suite.cells.len().to_string(),
+        });
+    }
+    differences
 }
 
 /// Whether tunebench's variables are promptfoo's: the same names, and the same values but where
@@ -240,7 +331,10 @@ fn every_cell_of_the_corpus_gets_promptfoos_verdict() {
             Ok(cells) => {
                 for cell in cells.iter().filter(|c| !agree(c)) {
                     found.push((name.clone(), cell.cell.clone()));
-                    report.push(format!("{name}: {}: promptfoo {} · tunebench {}", cell.cell, cell.promptfoo, cell.tunebench));
+                    report.push(format!(
+                        "{name}: {}: promptfoo {} · tunebench {}",
+                        cell.cell, cell.promptfoo, cell.tunebench
+                    ));
                 }
             }
         }

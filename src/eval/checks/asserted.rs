@@ -298,8 +298,9 @@ fn lenient_object(text: &str) -> Option<Value> {
     for bracket in open.iter().rev() {
         candidate.push(if *bracket == '{' { '}' } else { ']' });
     }
+    // A bare word in braces (`{ here }`) is YAML's mapping of a key to nothing: not an object written.
     match serde_saphyr::from_str::<Value>(&candidate) {
-        Ok(value @ Value::Object(_)) => Some(value),
+        Ok(Value::Object(fields)) if fields.values().any(|v| !v.is_null()) => Some(Value::Object(fields)),
         _ => None,
     }
 }

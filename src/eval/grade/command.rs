@@ -77,13 +77,7 @@ impl Program {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        command.env_clear();
-        for (name, value) in std::env::vars_os() {
-            let name_text = name.to_string_lossy();
-            if KEPT_VARS.contains(&name_text.as_ref()) || name_text.starts_with("LC_") {
-                command.env(&name, value);
-            }
-        }
+        clean_environment(command.as_std_mut());
         #[cfg(unix)]
         command.process_group(0);
         let mut child = command.spawn().map_err(|e| format!("{} could not start: {e}", self.shown))?;
@@ -128,6 +122,18 @@ impl Program {
 /// The variables a grading program keeps from tunebench's environment: nothing secret.
 const KEPT_VARS: [&str; 8] = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TZ", "TERM", "SYSTEMROOT"];
 
+/// `command`'s environment made clean: the locale, `PATH`, `HOME`, the temporary folder, nothing else
+/// (no key, no secret of tunebench's environment reaches a grading program).
+pub(super) fn clean_environment(command: &mut std::process::Command) {
+    command.env_clear();
+    for (name, value) in std::env::vars_os() {
+        let name_text = name.to_string_lossy();
+        if KEPT_VARS.contains(&name_text.as_ref()) || name_text.starts_with("LC_") {
+            command.env(&name, value);
+        }
+    }
+}
+
 /// The end of `text` in at most about `most` characters, starting at a line's beginning (a Python
 /// traceback's last lines, never a line cut in its middle, unless its last line alone is longer).
 fn last_lines(text: &str, most: usize) -> String {
@@ -146,10 +152,10 @@ fn last_lines(text: &str, most: usize) -> String {
 static GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
 
 /// A grading program's process group, ended when this is dropped.
-struct Group(u32);
+pub(super) struct Group(u32);
 
 impl Group {
-    fn new(id: u32) -> Group {
+    pub(super) fn new(id: u32) -> Group {
         if let Ok(mut groups) = GROUPS.lock() {
             groups.push(id);
         }
@@ -272,4 +278,3 @@ fn executable(path: &Path) -> bool {
 fn executable(path: &Path) -> bool {
     path.is_file()
 }
-

@@ -65,7 +65,13 @@ pub fn prepare(settings: &EvalSettings, dir: &Path) -> Result<BTreeMap<String, F
                     .map(JudgeModel::parse)
                     .transpose()
                     .map_err(|why| wrong(format!("`judge`: {why}")))?;
-                FieldGrader::Judge(JudgeCheck { rubric: rubric.clone(), model, threshold: *threshold, path: None, promptfoo: false })
+                FieldGrader::Judge(JudgeCheck {
+                    rubric: rubric.clone(),
+                    model,
+                    threshold: *threshold,
+                    path: None,
+                    promptfoo: false,
+                })
             }
             Comparator::Command { command, timeout } => FieldGrader::Command(
                 Program::find(command, dir, *timeout).map_err(|why| wrong(format!("`command`: {why}")))?,

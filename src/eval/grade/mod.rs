@@ -14,6 +14,7 @@ pub mod judge;
 mod shim;
 pub mod similar;
 pub mod transform;
+mod worker;
 
 use std::path::Path;
 

@@ -3,26 +3,30 @@
 //! `javascript` assertions are: an expression on one line (its `;` dropped), a function body on
 //! several, or `file://transform.js` (its exported function, or `file://x.js:name`). Each check's
 //! chain (the test's, then its own) turns the answer into what the check judges; a transform that
-//! throws makes the check not evaluated (promptfoo's cell is an error).
+//! throws makes the check not evaluated (promptfoo's cell is an error). One node per folder runs them
+//! all ([`super::worker`]).
 
 use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::command::{inside, on_path, Program};
+use super::command::{inside, on_path};
+use super::worker::Worker;
 
-/// The node script: reads the job on stdin, runs each transform in turn, prints `{"output"}` or
-/// `{"error"}`.
+/// The node worker: a job a line on stdin (its steps, the output, the context), `{"output"}` or
+/// `{"error"}` a line on stdout.
 const NODE: &str = r#"
-let data = '';
-process.stdin.on('data', (c) => (data += c));
-process.stdin.on('end', async () => {
-  const job = JSON.parse(data);
+const readline = require('readline');
+const reply = (r) => process.stdout.write(JSON.stringify(r) + '\n');
+console.log = console.error;
+console.info = console.error;
+async function transform(job) {
   let output = job.output;
   for (const step of job.steps) {
     try {
       let fn;
       if (step.file) {
+        delete require.cache[require.resolve(step.file)];
         const m = require(step.file);
         fn = step.function ? m[step.function] : typeof m === 'function' ? m : m.default;
         if (typeof fn !== 'function') throw new Error(`${step.file} exports no function ${step.function || ''}`);
@@ -33,20 +37,36 @@ process.stdin.on('end', async () => {
       }
       output = await fn(output, job.context);
     } catch (e) {
-      process.stdout.write(JSON.stringify({ error: `Transform failed: ${(e && e.message) || e}` }));
-      return;
+      return { error: `Transform failed: ${(e && e.message) || e}` };
     }
   }
-  process.stdout.write(JSON.stringify({ output: output === undefined ? null : output }));
+  return { output: output === undefined ? null : output };
+}
+let chain = Promise.resolve();
+readline.createInterface({ input: process.stdin, crlfDelay: Infinity }).on('line', (line) => {
+  chain = chain.then(async () => {
+    try {
+      reply(await transform(JSON.parse(line)));
+    } catch (e) {
+      reply({ error: String((e && e.message) || e) });
+    }
+  });
 });
 "#;
 
 /// A check's transforms, ready to run.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Transform {
-    program: Program,
+    /// node's worker for this folder.
+    worker: std::sync::Arc<Worker>,
     /// Each step: `{"code"}` or `{"file", "function"}`.
     steps: Vec<Value>,
+}
+
+impl std::fmt::Debug for Transform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transform").field("steps", &self.steps).finish_non_exhaustive()
+    }
 }
 
 impl Transform {
@@ -72,22 +92,18 @@ impl Transform {
         }
         let node = on_path("node")
             .ok_or("a `transform` runs through Node.js (`node`), which is not installed (not found on PATH)")?;
-        let program = Program {
-            program: node,
-            args: vec!["-e".to_string(), NODE.to_string()],
-            dir: dir.to_path_buf(),
-            timeout: std::time::Duration::from_secs_f64(super::command::DEFAULT_TIMEOUT_S),
-            shown: "node (transform)".to_string(),
-        };
-        Ok(Transform { program, steps })
+        let worker = super::worker::shared(&node, &["-e".to_string(), NODE.to_string()], dir, "node (transforms)");
+        Ok(Transform { worker, steps })
     }
 
     /// `output` (the answer's text, or its parsed value) through the chain, with the case's `vars`;
     /// `Err` says why there is no output (the transform threw, node failed).
     pub async fn apply(&self, output: Value, vars: &Value) -> Result<Value, String> {
         let job = json!({"steps": self.steps, "output": output, "context": {"vars": vars, "test": {"vars": vars}}});
-        let said = self.program.output(&job).await?;
-        let reply: Value = serde_json::from_str(said.trim()).map_err(|e| format!("the transform said no JSON: {e}"))?;
+        let worker = std::sync::Arc::clone(&self.worker);
+        let timeout = std::time::Duration::from_secs_f64(super::command::DEFAULT_TIMEOUT_S);
+        let reply =
+            tokio::task::spawn_blocking(move || worker.ask(&job, timeout)).await.map_err(|e| e.to_string())??;
         if let Some(error) = reply.get("error").and_then(Value::as_str) {
             return Err(error.to_string());
         }
