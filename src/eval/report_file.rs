@@ -145,6 +145,18 @@ struct CellLine<'a> {
     cell: &'a CellRecord,
 }
 
+impl<'a> CellLine<'a> {
+    /// `cell` of `record`, named.
+    fn of(record: &'a EvalRecord, cell: &'a CellRecord) -> Self {
+        CellLine {
+            eval: &record.id,
+            case_name: record.row_name(cell.row),
+            column_label: record.column_label(cell.column),
+            cell,
+        }
+    }
+}
+
 /// The whole record as `--json` prints it, serialized straight into `out` (never held as text).
 pub fn json_to(record: &EvalRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let mut escaping = crate::safe_text::JsonEscaping::new(out);
@@ -157,13 +169,7 @@ pub fn json_to(record: &EvalRecord, out: &mut dyn std::io::Write) -> std::io::Re
 pub fn jsonl_to(record: &EvalRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let mut escaping = crate::safe_text::JsonEscaping::new(out);
     for cell in &record.cells {
-        let line = CellLine {
-            eval: &record.id,
-            case_name: record.row_name(cell.row),
-            column_label: record.column_label(cell.column),
-            cell,
-        };
-        serde_json::to_writer(&mut escaping, &line).map_err(std::io::Error::from)?;
+        serde_json::to_writer(&mut escaping, &CellLine::of(record, cell)).map_err(std::io::Error::from)?;
         std::io::Write::write_all(&mut escaping, b"\n")?;
     }
     escaping.into_inner()?;
@@ -174,13 +180,7 @@ pub fn jsonl_to(record: &EvalRecord, out: &mut dyn std::io::Write) -> std::io::R
 pub fn jsonl(record: &EvalRecord) -> Result<String, serde_json::Error> {
     let mut out = String::new();
     for cell in &record.cells {
-        let line = CellLine {
-            eval: &record.id,
-            case_name: record.row_name(cell.row),
-            column_label: record.column_label(cell.column),
-            cell,
-        };
-        out.push_str(&escape_json_text(&serde_json::to_string(&line)?));
+        out.push_str(&escape_json_text(&serde_json::to_string(&CellLine::of(record, cell))?));
         out.push('\n');
     }
     Ok(out)

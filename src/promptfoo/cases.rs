@@ -19,6 +19,11 @@ const TEST_KEYS: [&str; 7] = ["description", "vars", "assert", "threshold", "opt
 const DEFAULT_KEYS: [&str; 6] = ["vars", "assert", "threshold", "options", "metadata", "providers"];
 /// The most tests the combinations of list variables may make of one test.
 const MOST_COMBINATIONS: usize = 10_000;
+/// The most tests a config may make in all (list variables expanded), counted before any is made.
+const MOST_TESTS: usize = 200_000;
+/// The most bytes of variables the tests may hold in all (a `defaultTest` variable counts once per
+/// test it reaches), counted before they are copied.
+const MOST_VARIABLE_BYTES: usize = 512 << 20;
 
 /// A test as written, before `defaultTest` and list variables apply.
 struct Written {
@@ -73,6 +78,34 @@ pub(super) fn read(
                     None => written.push(object(place, base_dir, item, &TEST_KEYS, warnings)?),
                 }
             }
+        }
+    }
+    // Counted before anything is expanded or copied: how many tests, and how many bytes of variables.
+    let default_bytes = default.as_ref().map_or(0, |d| bytes_of(&d.vars));
+    let (mut total_tests, mut total_bytes) = (0usize, 0usize);
+    for test in &written {
+        let count = test.vars.values().fold(1usize, |n, v| match v {
+            Value::Array(values) if !values.is_empty() => n.saturating_mul(values.len()),
+            _ => n,
+        });
+        total_tests = total_tests.saturating_add(count);
+        total_bytes = total_bytes.saturating_add(count.saturating_mul(default_bytes + bytes_of(&test.vars)));
+        if total_tests > MOST_TESTS {
+            return Err(PromptfooError {
+                at: test.at.clone(),
+                message: format!(
+                    "the tests expand to more than {MOST_TESTS} tests (list variables make one per value): split the config"
+                ),
+            });
+        }
+        if total_bytes > MOST_VARIABLE_BYTES {
+            return Err(PromptfooError {
+                at: test.at.clone(),
+                message: format!(
+                    "the tests' variables come to more than {} MiB once each test has its own (defaultTest's count once per test): keep large texts in fewer tests",
+                    MOST_VARIABLE_BYTES >> 20
+                ),
+            });
         }
     }
     let mut tests = Vec::new();
@@ -155,6 +188,19 @@ fn rendered(asserts: &[Assert], vars: &Map<String, Value>) -> Vec<Assert> {
             }
         })
         .collect()
+}
+
+/// About how many bytes `vars` hold (their texts and keys; numbers and the like count 8).
+fn bytes_of(vars: &Map<String, Value>) -> usize {
+    fn size(value: &Value) -> usize {
+        match value {
+            Value::String(text) => text.len(),
+            Value::Array(items) => items.iter().map(size).sum(),
+            Value::Object(map) => map.iter().map(|(k, v)| k.len() + size(v)).sum(),
+            _ => 8,
+        }
+    }
+    vars.iter().map(|(k, v)| k.len() + size(v)).sum()
 }
 
 /// A test object (or `defaultTest`), its keys checked against `known`.

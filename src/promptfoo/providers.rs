@@ -130,15 +130,14 @@ fn settings(place: &Place, config: &Node, provider: &mut Provider) -> Result<(),
                 })?;
                 provider.temperature = Some(t);
             }
-            "max_tokens" => {
+            // `num_predict`: Ollama's name for the most tokens of the answer.
+            "max_tokens" | "num_predict" => {
                 let n = value
                     .as_f64()
                     .filter(|n| n.fract() == 0.0 && *n >= 1.0 && *n <= f64::from(u32::MAX))
                     .ok_or_else(|| {
-                        place.error(
-                            value.line,
-                            format!("`max_tokens` is a whole number, 1 or more, not {}", value.to_json()),
-                        )
+                        place
+                            .error(value.line, format!("`{key}` is a whole number, 1 or more, not {}", value.to_json()))
                     })?;
                 provider.max_tokens = Some(n as u32);
             }
@@ -146,17 +145,6 @@ fn settings(place: &Place, config: &Node, provider: &mut Provider) -> Result<(),
                 let format = super::prompts::schema_of(place, value)?;
                 provider.parsed_output = format.parsed();
                 provider.response_format = Some(format.value);
-            }
-            "num_predict" => {
-                // Ollama's name for the most tokens of the answer.
-                let n = value.as_f64().filter(|n| n.fract() == 0.0 && *n >= 1.0 && *n <= f64::from(u32::MAX));
-                let n = n.ok_or_else(|| {
-                    place.error(
-                        value.line,
-                        format!("`num_predict` is a whole number, 1 or more, not {}", value.to_json()),
-                    )
-                })?;
-                provider.max_tokens = Some(n as u32);
             }
             "stop" => {
                 let stops: Option<Vec<String>> = match value.to_json() {

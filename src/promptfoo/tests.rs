@@ -352,3 +352,28 @@ fn expected_cells_are_trimmed_and_assertion_values_rendered_with_the_tests_varia
     let values: Vec<_> = config.tests[0].asserts.iter().map(|a| a.value.clone().unwrap()).collect();
     assert_eq!(values, [json!("notebook"), json!("Pen")]);
 }
+
+#[test]
+fn tests_past_the_limits_are_refused_before_they_are_made() {
+    // 3 list variables of 100 values: a million tests, counted, never expanded.
+    let values: Vec<String> = (0..100).map(|i| format!("v{i}")).collect();
+    let list = format!("[{}]", values.join(", "));
+    let yaml = format!("prompts: ['{{{{a}}}}']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - vars:\n      a: {list}\n      b: {list}\n      c: {list}\n");
+    let error = error_of(&yaml);
+    assert!(
+        error.to_string().contains("more than 10000 tests of one test")
+            || error.to_string().contains("more than 200000 tests"),
+        "{error}"
+    );
+    // A large defaultTest variable reaching many tests: counted once per test.
+    let big = "x".repeat(2 << 20);
+    let mut yaml = format!(
+        "prompts: ['{{{{a}}}}']\nproviders: [openai:gpt-4o-mini]\ndefaultTest:\n  vars:\n    doc: {big}\ntests:\n"
+    );
+    for i in 0..300 {
+        yaml.push_str(&format!("  - vars: {{a: '{i}'}}\n"));
+    }
+    let error = error_of(&yaml);
+    assert!(error.to_string().contains("more than 512 MiB"), "{error}");
+    assert!(error.at.contains("promptfooconfig.yaml:"), "{}", error.at);
+}

@@ -66,6 +66,24 @@ fn copy_with_servers(from: &Path, to: &Path, server: &str, grader: &str) {
     }
 }
 
+/// `tunebench eval FILE --json` in `dir`, with the environment generate.sh gives promptfoo.
+fn eval_in(
+    dir: &Path,
+    data: &Path,
+    main: &tunebench::provider::wire_server::WireServer,
+    file: &str,
+) -> std::process::Output {
+    tunebench(data)
+        .current_dir(dir)
+        .args(["eval", file, "--json", "--no-cache", "--no-fetch"])
+        .env("OPENAI_BASE_URL", format!("{}/v1", main.url()))
+        .env("OPENAI_API_KEY", "sk-oracle-env")
+        .env("ORACLE_API_KEY", "sk-oracle-var")
+        .env("ORACLE_GRADER_KEY", "sk-oracle-grader")
+        .output()
+        .unwrap()
+}
+
 /// What promptfoo said of one cell, and what tunebench said of it.
 #[derive(Debug)]
 struct Compared {
@@ -104,17 +122,7 @@ fn run_config(folder: &Path) -> Result<Vec<Compared>, String> {
     let work = dir.path().join("config");
     copy_with_servers(folder, &work, &main.url(), &grader.url());
     let data = dir.path().join("data");
-    let output = tunebench(&data)
-        .current_dir(&work)
-        .arg("eval")
-        .arg("promptfooconfig.yaml")
-        .args(["--json", "--no-cache", "--no-fetch"])
-        .env("OPENAI_BASE_URL", format!("{}/v1", main.url()))
-        .env("OPENAI_API_KEY", "sk-oracle-env")
-        .env("ORACLE_API_KEY", "sk-oracle-var")
-        .env("ORACLE_GRADER_KEY", "sk-oracle-grader")
-        .output()
-        .unwrap();
+    let output = eval_in(&work, &data, &main, "promptfooconfig.yaml");
     if output.status.code() == Some(2) {
         return Err(stderr(&output));
     }
@@ -222,15 +230,7 @@ fn import_differences(
     if !imported.status.success() {
         return failed(format!("import failed: {}", stderr(&imported)));
     }
-    let output = tunebench(data)
-        .current_dir(work.join("suite"))
-        .args(["eval", "suite.toml", "--json", "--no-cache", "--no-fetch"])
-        .env("OPENAI_BASE_URL", format!("{}/v1", main.url()))
-        .env("OPENAI_API_KEY", "sk-oracle-env")
-        .env("ORACLE_API_KEY", "sk-oracle-var")
-        .env("ORACLE_GRADER_KEY", "sk-oracle-grader")
-        .output()
-        .unwrap();
+    let output = eval_in(&work.join("suite"), data, main, "suite.toml");
     let Ok(suite) = serde_json::from_slice::<tunebench::eval::EvalRecord>(&output.stdout) else {
         return failed(format!(
             "the suite's eval gave no record (exit {:?}): {}",
