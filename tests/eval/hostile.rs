@@ -201,3 +201,42 @@ fn the_csv_report_carries_no_terminal_escape_and_still_parses() {
     assert_eq!(&rows[0][0], "alpha\\u{1b}]0;pwned\\u{7}");
     assert_eq!(&rows[1][0], BETA);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_report_replaces_only_a_report_of_its_kind_never_a_fifo_a_device_or_another_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = prompt_in(dir.path(), &with_expected_file("gold.json"));
+    std::fs::write(dir.path().join("gold.json"), "[{\"entity\": \"Alpha\", \"definition\": \"The first letter.\"}]")
+        .unwrap();
+    let (_runtime, server) = server(ALPHA_RIGHT, BETA_RIGHT);
+    // Another prompt file the shell's glob handed to --junit, a dataset, a FIFO, a link to a device.
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, "id = \"other\"\ntemplate = \"x\"\n").unwrap();
+    let rows = dir.path().join("rows.jsonl");
+    std::fs::write(&rows, "{\"name\": \"a\", \"vars\": {}}\n").unwrap();
+    let fifo = dir.path().join("out.json");
+    mkfifo(&fifo);
+    let device = dir.path().join("null.csv");
+    std::os::unix::fs::symlink("/dev/null", &device).unwrap();
+    for (flag, path, says) in [
+        ("--junit", &other, "is not a JUnit XML report"),
+        ("-o", &rows, "is not a JSONL report"),
+        ("-o", &fifo, "not a regular file"),
+        ("--csv", &device, "not a regular file"),
+    ] {
+        let output = eval(dir.path(), &prompt, &server, &[flag, path.to_str().unwrap()]);
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{flag} {}: {said}", path.display());
+        assert!(said.contains(flag) && said.contains(says), "{said}");
+    }
+    assert!(server.received().is_empty(), "refused before anything ran");
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "id = \"other\"\ntemplate = \"x\"\n");
+    assert!(std::fs::symlink_metadata(&device).unwrap().file_type().is_symlink());
+    // A report of its own kind is replaced.
+    let report = dir.path().join("report.xml");
+    let first = eval(dir.path(), &prompt, &server, &["--junit", report.to_str().unwrap()]);
+    assert!(first.status.code().is_some_and(|c| c < 2), "{}", stderr(&first));
+    let again = eval(dir.path(), &prompt, &server, &["--junit", report.to_str().unwrap()]);
+    assert!(again.status.code().is_some_and(|c| c < 2), "{}", stderr(&again));
+}
