@@ -482,3 +482,38 @@ fn a_wide_csv_is_read_and_each_row_read_again() {
     let error = error_of(d, "twice.csv", twice.as_bytes());
     assert!(error.contains("twice.csv:1: two columns are named `c9`"), "{error}");
 }
+
+/// A CSV field without end is refused as soon as its row passes the limit, at the row's line: the
+/// reader never reads a row much past [`ROW_BYTES`] (it used to hold a 200 MB field whole first).
+#[test]
+fn an_endless_csv_field_is_refused_while_it_is_read() {
+    struct Endless {
+        head: &'static [u8],
+        given: usize,
+    }
+    impl std::io::Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            assert!(self.given < 4 * ROW_BYTES, "read {} bytes of one row", self.given);
+            let n = buf.len();
+            for (i, byte) in buf.iter_mut().enumerate() {
+                *byte = self.head.get(self.given + i).copied().unwrap_or(b'x');
+            }
+            self.given += n;
+            Ok(n)
+        }
+    }
+    let reader = Endless { head: b"name,text\nalpha,ALPHA\n\nbeta,\"", given: 0 };
+    let mut rows = 0;
+    let error = csv_rows::read_from(Path::new("endless.csv"), reader, &mut |_, _, _, _| {
+        rows += 1;
+        Ok(true)
+    })
+    .unwrap_err()
+    .to_string();
+    assert_eq!(rows, 1);
+    assert!(error.starts_with("endless.csv:4: a row longer than 1048576 bytes"), "{error}");
+    // A header without end, too.
+    let reader = Endless { head: b"name,\"", given: 0 };
+    let error = csv_rows::read_from(Path::new("endless.csv"), reader, &mut |_, _, _, _| Ok(true)).unwrap_err();
+    assert!(error.to_string().starts_with("endless.csv:1: a row longer than"), "{error}");
+}
