@@ -1,10 +1,11 @@
 //! A CSV dataset read record by record (the csv crate's reader): the header names the columns, each
-//! record is one row of text cells; a record longer than [`ROW_BYTES`] is refused. Each record's line
+//! record is one row of text cells; a record longer than [`ROW_BYTES`] is refused, as soon as the
+//! reading passes it (the file is read no further than that past a row's start). Each record's line
 //! is counted here ([`Lines`]): the csv crate places a record at the line ending before it and counts
 //! a CRLF file's lines short.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::rc::Rc;
@@ -23,24 +24,42 @@ pub(super) fn read(path: &Path, take: &mut Take<'_>) -> Result<(), DatasetError>
 /// for the first), the columns named by the header line, each row handed to `take` with the byte
 /// offset its first cell starts at, until the file ends or `take` returns `false`.
 pub(super) fn scan(path: &Path, offset: u64, first_line: usize, take: &mut TakeAt<'_>) -> Result<(), DatasetError> {
-    let starts = Rc::new(RefCell::new(Starts { in_ending: true, ..Starts::default() }));
-    let file = BufReader::new(Lines { inner: open(path)?, starts: Rc::clone(&starts) });
-    let mut reader = csv::ReaderBuilder::new().has_headers(true).from_reader(file);
-    let columns = columns(path, &mut reader, &starts)?;
-    if offset > 0 {
-        let mut file = open(path)?;
-        file.seek(SeekFrom::Start(offset)).map_err(|e| DatasetError::file(path, format!("cannot read: {e}")))?;
-        let starts = Rc::new(RefCell::new(Starts {
-            in_ending: true,
-            offset,
-            newlines: first_line.saturating_sub(1),
-            ..Starts::default()
-        }));
-        let file = BufReader::new(Lines { inner: file, starts: Rc::clone(&starts) });
-        let reader = csv::ReaderBuilder::new().has_headers(false).from_reader(file);
-        return records(path, reader, &columns, &starts, offset, take);
+    if offset == 0 {
+        return read_from(path, open(path)?, take);
     }
+    let columns = {
+        let (mut reader, starts) = reader_of(open(path)?, 0, 1, true);
+        columns(path, &mut reader, &starts)?
+    };
+    let mut file = open(path)?;
+    file.seek(SeekFrom::Start(offset)).map_err(|e| DatasetError::file(path, format!("cannot read: {e}")))?;
+    let (reader, starts) = reader_of(file, offset, first_line, false);
+    records(path, reader, &columns, &starts, offset, take)
+}
+
+/// Reads the rows of the CSV text `inner` gives (the file at `path`, from its start): its header,
+/// then each row handed to `take`, as [`scan`] does.
+pub(super) fn read_from<R: Read>(path: &Path, inner: R, take: &mut TakeAt<'_>) -> Result<(), DatasetError> {
+    let (mut reader, starts) = reader_of(inner, 0, 1, true);
+    let columns = columns(path, &mut reader, &starts)?;
     records(path, reader, &columns, &starts, 0, take)
+}
+
+/// A csv reader of `inner` (read from byte `offset` of its file, on line `first_line`), its line
+/// starts noted, and refusing to read a row much past [`ROW_BYTES`] (see [`Starts::limit`]).
+#[allow(clippy::type_complexity)]
+fn reader_of<R: Read>(
+    inner: R,
+    offset: u64,
+    first_line: usize,
+    headers: bool,
+) -> (csv::Reader<BufReader<Lines<R>>>, Rc<RefCell<Starts>>) {
+    let mut starts =
+        Starts { in_ending: true, offset, newlines: first_line.saturating_sub(1), ..Starts::default() };
+    starts.row_at(offset);
+    let starts = Rc::new(RefCell::new(starts));
+    let file = BufReader::new(Lines { inner, starts: Rc::clone(&starts) });
+    (csv::ReaderBuilder::new().has_headers(headers).from_reader(file), starts)
 }
 
 /// The header line's column names: each named, none twice.
@@ -51,6 +70,8 @@ fn columns<R: Read>(
 ) -> Result<Vec<String>, DatasetError> {
     let headers = reader.byte_headers().map_err(|e| csv_error(path, &e, starts))?.clone();
     let mut columns: Vec<String> = Vec::with_capacity(headers.len());
+    // The names seen, to find a second one at once (a header of 100,000 columns is checked in one pass).
+    let mut seen: HashSet<String> = HashSet::with_capacity(headers.len());
     for (index, header) in headers.iter().enumerate() {
         let header = if index == 0 { header.strip_prefix("\u{feff}".as_bytes()).unwrap_or(header) } else { header };
         let name = std::str::from_utf8(header).map_err(|e| not_utf8(path, 1, header, &e))?.trim().to_string();
@@ -58,7 +79,7 @@ fn columns<R: Read>(
         if name.is_empty() {
             return Err(at.error(format!("column {} has no name; the first line names every column", index + 1)));
         }
-        if columns.contains(&name) {
+        if !seen.insert(name.clone()) {
             return Err(at.error(format!("two columns are named `{name}`")));
         }
         columns.push(name);
@@ -77,6 +98,7 @@ fn records<R: Read>(
 ) -> Result<(), DatasetError> {
     let mut record = csv::ByteRecord::new();
     loop {
+        starts.borrow_mut().row_at(base + reader.position().byte());
         match reader.read_byte_record(&mut record) {
             Ok(false) => return Ok(()),
             Ok(true) => {}
@@ -110,7 +132,12 @@ fn records<R: Read>(
 
 /// A record the csv reader refused (a row of another width, a read error), at its line.
 fn csv_error(path: &Path, e: &csv::Error, starts: &RefCell<Starts>) -> DatasetError {
-    let line = e.position().map(|p| starts.borrow().line_near(p.byte()));
+    let starts = starts.borrow();
+    if starts.over {
+        let line = starts.line_near(starts.row_from);
+        return RowAt { path, line }.error(format!("a row longer than {ROW_BYTES} bytes, the most one row may take"));
+    }
+    let line = e.position().map(|p| starts.line_near(p.byte()));
     let message = match e.kind() {
         csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
             format!("a row of {len} cells; the header names {expected_len} columns")
@@ -134,9 +161,25 @@ struct Starts {
     in_ending: bool,
     /// (offset, line) of each byte that follows a line ending, not yet asked about (a reader's buffer).
     pending: VecDeque<(u64, usize)>,
+    /// Where the row being read begins, and the offset past which the file is not read while it is
+    /// read ([`Starts::row_at`]): a row is refused as soon as it passes [`ROW_BYTES`], never held whole.
+    row_from: u64,
+    limit: u64,
+    /// Whether a read stopped at `limit`.
+    over: bool,
 }
 
+/// Bytes the readers may hold ahead of the row being read (the csv reader's buffer and ours, 8 KiB each).
+const READ_AHEAD: u64 = 64 << 10;
+
 impl Starts {
+    /// A row (or the header) begins at byte `offset`: the file is read at most [`ROW_BYTES`] past it
+    /// (and what the buffers read ahead).
+    fn row_at(&mut self, offset: u64) {
+        self.row_from = offset;
+        self.limit = offset.saturating_add(ROW_BYTES as u64 + READ_AHEAD);
+    }
+
     fn saw(&mut self, bytes: &[u8]) {
         for (i, byte) in bytes.iter().enumerate() {
             let ending = matches!(byte, b'\r' | b'\n');
@@ -174,6 +217,15 @@ struct Lines<R> {
 
 impl<R: Read> Read for Lines<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let room = {
+            let mut starts = self.starts.borrow_mut();
+            if starts.offset >= starts.limit && !buf.is_empty() {
+                starts.over = true;
+                return Err(std::io::Error::other("a row longer than the most one row may take"));
+            }
+            usize::try_from(starts.limit - starts.offset).unwrap_or(usize::MAX).min(buf.len())
+        };
+        let buf = buf.get_mut(..room).unwrap_or_default();
         let n = self.inner.read(buf)?;
         self.starts.borrow_mut().saw(buf.get(..n).unwrap_or_default());
         Ok(n)

@@ -85,11 +85,22 @@ impl DatasetIndex {
         scan(&self.path, row.offset, row.line, &mut |fields, how, at, _| {
             found = Some(row::case_of(fields, how, at)?);
             Ok(false)
-        })?;
+        })
+        .map_err(|e| self.unread(row, e))?;
         match found {
             Some(case) if case.name == row.name => Ok(case),
             _ => Err(self.changed(row)),
         }
+    }
+
+    /// Row `row` could not be read again (`e`): said at the row's own line.
+    fn unread(&self, row: &IndexedRow, e: DatasetError) -> DatasetError {
+        let at = format!("{}:{}", self.path.display(), row.line);
+        let message = match e.at == at {
+            true => e.message,
+            false => format!("{}: {}", e.at, e.message),
+        };
+        DatasetError { at, message: format!("the row of case {:?} could not be read again: {message}", row.name) }
     }
 
     /// Each row's case in order (the file read once more from its start), handed to `each` with its
@@ -127,7 +138,10 @@ impl DatasetIndex {
     fn changed(&self, row: &IndexedRow) -> DatasetError {
         DatasetError {
             at: format!("{}:{}", self.path.display(), row.line),
-            message: format!("the row of case {:?} is not there any more: the file changed during the eval", row.name),
+            message: format!(
+                "the row of case {:?} could not be read again: it is not there any more (the file changed during the eval)",
+                row.name
+            ),
         }
     }
 

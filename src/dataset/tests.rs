@@ -444,3 +444,76 @@ fn a_csv_dataset_is_indexed_and_each_row_read_again_alone_from_its_offset() {
     let error = index.case(1).unwrap_err().to_string();
     assert!(error.contains("cases.csv:4") && error.contains("changed"), "{error}");
 }
+
+/// A wide CSV (20,000 columns × 50 rows) reads, is indexed and has each row read again alone: its
+/// header is checked once per read, never once per column per column (that took 25 s for 50,000
+/// columns × 6 rows).
+#[test]
+fn a_wide_csv_is_read_and_each_row_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prompt_path = d.join("p.toml");
+    let prompt = PromptFile::from_toml_str(&format!("cases_file = \"wide.csv\"\n{PROMPT}"), &prompt_path).unwrap();
+    let (columns, rows) = (20_000, 50);
+    let mut csv = String::from("name,text");
+    for c in 2..columns {
+        csv.push_str(&format!(",c{c}"));
+    }
+    csv.push('\n');
+    for r in 0..rows {
+        csv.push_str(&format!("row{r},TEXT-{r}"));
+        for _ in 2..columns {
+            csv.push_str(",x");
+        }
+        csv.push('\n');
+    }
+    let path = write(d, "wide.csv", csv.as_bytes());
+    assert_eq!(cases_of(&path).unwrap().len(), rows);
+    let index = index::index(&prompt, &prompt_path, d, None, &Variables::new()).unwrap().unwrap();
+    assert_eq!(index.len(), rows);
+    for r in 0..rows {
+        let case = index.case(r).unwrap();
+        assert_eq!(case.name, format!("row{r}"));
+        assert_eq!(case.variables.len(), columns - 1);
+        assert_eq!(case.variables.get("text"), Some(&json!(format!("TEXT-{r}"))));
+    }
+    // A header naming a column twice is still refused, at line 1.
+    let twice = format!("name,text,c9,{}", &csv[csv.find(",c2,").unwrap() + 1..]);
+    let error = error_of(d, "twice.csv", twice.as_bytes());
+    assert!(error.contains("twice.csv:1: two columns are named `c9`"), "{error}");
+}
+
+/// A CSV field without end is refused as soon as its row passes the limit, at the row's line: the
+/// reader never reads a row much past [`ROW_BYTES`] (it used to hold a 200 MB field whole first).
+#[test]
+fn an_endless_csv_field_is_refused_while_it_is_read() {
+    struct Endless {
+        head: &'static [u8],
+        given: usize,
+    }
+    impl std::io::Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            assert!(self.given < 4 * ROW_BYTES, "read {} bytes of one row", self.given);
+            let n = buf.len();
+            for (i, byte) in buf.iter_mut().enumerate() {
+                *byte = self.head.get(self.given + i).copied().unwrap_or(b'x');
+            }
+            self.given += n;
+            Ok(n)
+        }
+    }
+    let reader = Endless { head: b"name,text\nalpha,ALPHA\n\nbeta,\"", given: 0 };
+    let mut rows = 0;
+    let error = csv_rows::read_from(Path::new("endless.csv"), reader, &mut |_, _, _, _| {
+        rows += 1;
+        Ok(true)
+    })
+    .unwrap_err()
+    .to_string();
+    assert_eq!(rows, 1);
+    assert!(error.starts_with("endless.csv:4: a row longer than 1048576 bytes"), "{error}");
+    // A header without end, too.
+    let reader = Endless { head: b"name,\"", given: 0 };
+    let error = csv_rows::read_from(Path::new("endless.csv"), reader, &mut |_, _, _, _| Ok(true)).unwrap_err();
+    assert!(error.to_string().starts_with("endless.csv:1: a row longer than"), "{error}");
+}

@@ -131,14 +131,16 @@ where
     };
     // Each cell's job is made when a run is free for it: a 20,000-case eval holds the jobs under way,
     // not 20,000 rendered requests nor 20,000 cases. Every case was checked by the plan, so none fails
-    // here (unless its dataset changed since); if one did, the eval says so and goes on.
+    // here (unless its dataset changed since); if one did, its cell is an `error` that says why.
     let each = plan.cells.iter().enumerate().filter_map(|(index, cell)| match jobs.job(cell) {
         Ok((job, case)) => {
             under_way.lock().unwrap_or_else(|p| p.into_inner()).insert(index, Arc::new(case));
             Some((index, job))
         }
         Err(error) => {
-            warnings.lock().unwrap_or_else(|p| p.into_inner()).push(format!("a cell was not run: {error}"));
+            if let Some(slot) = scored.lock().unwrap_or_else(|p| p.into_inner()).get_mut(index) {
+                *slot = Some(not_made(plan, *cell, &error));
+            }
             None
         }
     });
@@ -332,6 +334,28 @@ fn score_cell(
         case: plan.rows.get(cell.row).cloned().flatten(),
         score,
         run: RunBrief::of(record),
+    }
+}
+
+/// The record of a cell whose job could not be made (its dataset row could not be read again): an
+/// `error`, not run, that says why.
+fn not_made(plan: &EvalPlan, cell: Cell, error: &EvalError) -> CellRecord {
+    let reason = format!("not run: {error}");
+    CellRecord {
+        row: cell.row,
+        column: cell.column,
+        repeat: cell.repeat,
+        case: plan.rows.get(cell.row).cloned().flatten(),
+        score: CaseScore {
+            verdict: Verdict::Error,
+            items: None,
+            differences: Vec::new(),
+            checks: Vec::new(),
+            recovered: Vec::new(),
+            field_judges: Vec::new(),
+            reason: reason.clone(),
+        },
+        run: RunBrief { started_at_ms: now_ms(), error: Some(error.to_string()), summary: reason, ..RunBrief::default() },
     }
 }
 

@@ -157,9 +157,11 @@ impl EvalRecord {
     }
 
     /// Whether no cell got an answer at all (every one `error`, none for a check it could not
-    /// judge): the provider could not be reached.
+    /// judge) and some cell asked: the provider could not be reached (a cell that never asked, its
+    /// dataset row gone, says nothing of the provider).
     pub fn unreachable(&self) -> bool {
         !self.cells.is_empty()
+            && self.cells.iter().any(|c| c.run.turns > 0)
             && self
                 .cells
                 .iter()

@@ -203,3 +203,39 @@ fn a_plan_holds_no_dataset_row() {
     let error = plan.columns[0].case(1).unwrap_err().to_string();
     assert!(error.contains("cases.jsonl:2") && error.contains("changed"), "{error}");
 }
+
+/// Rows of a dataset cut short after the plan indexed it are `error` cells that say why (the row
+/// could not be read again, at its file and line), so the eval does not pass.
+#[test]
+fn rows_cut_from_the_dataset_during_the_eval_are_error_cells() {
+    let (runtime, server) = server(ALPHA_RIGHT, BETA_RIGHT);
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = prompt_in(dir.path(), &format!("cases_file = \"cases.jsonl\"\n{}", prompt_without_cases()));
+    std::fs::write(dir.path().join("cases.jsonl"), JSONL).unwrap();
+    let options = tunebench::eval::EvalOptions {
+        prompts: vec![prompt],
+        repeat: 1,
+        setup: tunebench::run::SetupOptions::from_flags(tunebench::prompt::file::ProviderSettings {
+            name: Some("openai".into()),
+            model: Some("m1".into()),
+            base_url: Some(base_url(&server)),
+            ..Default::default()
+        })
+        .unwrap(),
+        ..Default::default()
+    };
+    let plan = tunebench::eval::EvalPlan::new(&options).unwrap();
+    assert_eq!(plan.cells.len(), 2);
+    // The file loses its second row once the plan has indexed it.
+    std::fs::write(dir.path().join("cases.jsonl"), JSONL.lines().next().unwrap()).unwrap();
+    let pipeline = tunebench::eval::pipeline::Pipeline { plan: &plan, concurrency: 1, record_history: false, wrap: None };
+    let ran = runtime.block_on(tunebench::eval::pipeline::run(pipeline, |_| {}, std::future::pending())).unwrap();
+    let record = ran.record;
+    let verdicts: Vec<Verdict> = record.cells.iter().map(|c| c.score.verdict).collect();
+    assert_eq!(verdicts, [Verdict::Pass, Verdict::Error], "{:?}", record.cells);
+    let reason = &record.cells[1].score.reason;
+    assert!(reason.contains("cases.jsonl:2") && reason.contains("could not be read again"), "{reason}");
+    assert_eq!(record.cells[1].case.as_deref(), Some(BETA));
+    assert!(!record.all_passed() && !record.unreachable());
+    assert_eq!(server.received().len(), 1, "the row cut short sends no request");
+}
