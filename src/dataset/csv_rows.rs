@@ -54,8 +54,7 @@ fn reader_of<R: Read>(
     first_line: usize,
     headers: bool,
 ) -> (csv::Reader<BufReader<Lines<R>>>, Rc<RefCell<Starts>>) {
-    let mut starts =
-        Starts { in_ending: true, offset, newlines: first_line.saturating_sub(1), ..Starts::default() };
+    let mut starts = Starts { in_ending: true, offset, newlines: first_line.saturating_sub(1), ..Starts::default() };
     starts.row_at(offset);
     let starts = Rc::new(RefCell::new(starts));
     let file = BufReader::new(Lines { inner, starts: Rc::clone(&starts) });

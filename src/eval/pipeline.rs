@@ -355,7 +355,12 @@ fn not_made(plan: &EvalPlan, cell: Cell, error: &EvalError) -> CellRecord {
             field_judges: Vec::new(),
             reason: reason.clone(),
         },
-        run: RunBrief { started_at_ms: now_ms(), error: Some(error.to_string()), summary: reason, ..RunBrief::default() },
+        run: RunBrief {
+            started_at_ms: now_ms(),
+            error: Some(error.to_string()),
+            summary: reason,
+            ..RunBrief::default()
+        },
     }
 }
 

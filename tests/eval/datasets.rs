@@ -228,7 +228,8 @@ fn rows_cut_from_the_dataset_during_the_eval_are_error_cells() {
     assert_eq!(plan.cells.len(), 2);
     // The file loses its second row once the plan has indexed it.
     std::fs::write(dir.path().join("cases.jsonl"), JSONL.lines().next().unwrap()).unwrap();
-    let pipeline = tunebench::eval::pipeline::Pipeline { plan: &plan, concurrency: 1, record_history: false, wrap: None };
+    let pipeline =
+        tunebench::eval::pipeline::Pipeline { plan: &plan, concurrency: 1, record_history: false, wrap: None };
     let ran = runtime.block_on(tunebench::eval::pipeline::run(pipeline, |_| {}, std::future::pending())).unwrap();
     let record = ran.record;
     let verdicts: Vec<Verdict> = record.cells.iter().map(|c| c.score.verdict).collect();
