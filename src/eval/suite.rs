@@ -33,10 +33,13 @@ pub struct SuiteColumn {
 }
 
 /// Whether `text` (a `.toml` file) is a suite rather than a prompt file: its first table is
-/// `[[columns]]` and it has no `template`.
+/// `[[columns]]` and no `template` comes before it.
 pub fn is_suite(text: &str) -> bool {
-    let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#'));
-    first == Some("[[columns]]")
+    // Its keys (`repeat = 2`) may come before the first table; a prompt file's `template` may not be there.
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'));
+    lines
+        .find(|l| l.starts_with('[') || l.starts_with("template"))
+        .is_some_and(|first| first == "[[columns]]")
 }
 
 /// The runs per cell the suite `text` asks for (`repeat = 2`), if it says.
