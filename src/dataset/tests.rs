@@ -517,3 +517,26 @@ fn an_endless_csv_field_is_refused_while_it_is_read() {
     let error = csv_rows::read_from(Path::new("endless.csv"), reader, &mut |_, _, _, _| Ok(true)).unwrap_err();
     assert!(error.to_string().starts_with("endless.csv:1: a row longer than"), "{error}");
 }
+
+/// An approve (an expected answer written with the row as read) is refused when the row changed on
+/// disk since, its variables or its expected answer; the same answer written again is no conflict.
+#[test]
+fn an_approve_into_a_row_changed_outside_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "{\"name\":\"a\",\"text\":\"x\",\"expected\":[1]}\n";
+    let jsonl = write(dir.path(), "cases.jsonl", text.as_bytes());
+    let read = cases_of(&jsonl).unwrap();
+    let answer = json!([2]);
+    let approve = RowEdit { case: "a", was: Some(&read[0]), variables: None, expected: Some(&answer) };
+    for outside in ["{\"name\":\"a\",\"text\":\"y\",\"expected\":[1]}\n", "{\"name\":\"a\",\"text\":\"x\",\"expected\":[3]}\n"]
+    {
+        std::fs::write(&jsonl, outside).unwrap();
+        let error = write_rows(&jsonl, &[approve]).unwrap_err().to_string();
+        assert!(error.contains("cases.jsonl:1") && error.contains("changed on disk (outside tunebench)"), "{error}");
+        assert_eq!(std::fs::read_to_string(&jsonl).unwrap(), outside, "nothing written");
+    }
+    std::fs::write(&jsonl, text).unwrap();
+    write_rows(&jsonl, &[approve]).unwrap();
+    write_rows(&jsonl, &[approve]).unwrap();
+    assert_eq!(std::fs::read_to_string(&jsonl).unwrap(), "{\"name\":\"a\",\"text\":\"x\",\"expected\":[2]}\n");
+}

@@ -130,21 +130,32 @@ fn name_of(row: &Map<String, Value>, line: usize) -> String {
 
 /// Refuses the edit when the part of the row it writes (its variables, its expected answer) no longer
 /// says what it said when read (a part that already says what the edit writes is no conflict: a save
-/// tried again). What the edit leaves alone may have changed: it is kept as the file has it.
+/// tried again). An expected answer is the answer to the row's variables: it is refused too when they
+/// changed. What the edit leaves alone may have changed otherwise: it is kept as the file has it.
 fn unchanged(edit: &RowEdit<'_>, row: &Map<String, Value>, how: Cells, at: RowAt<'_>) -> Result<(), DatasetError> {
     let Some(was) = edit.was else { return Ok(()) };
     let now = case_of(row.clone(), how, at).ok();
     let same = now.as_ref().is_some_and(|now| {
         let expected = |c: &Case| c.expected.as_ref().map(|e| (e.value.clone(), e.items.clone()));
-        let variables_kept = edit.variables.is_none_or(|new| now.variables == was.variables || now.variables == *new);
-        let expected_kept = edit.expected.is_none() || expected(now) == expected(was);
+        let variables_kept = match (edit.variables, edit.expected) {
+            (Some(new), _) => now.variables == was.variables || now.variables == *new,
+            (None, Some(_)) => now.variables == was.variables,
+            (None, None) => true,
+        };
+        let written = |new: &Value| match new {
+            Value::Array(items) => Some((None, Some(items.clone()))),
+            Value::Null => None,
+            value => Some((Some(value.clone()), None)),
+        };
+        let expected_kept =
+            edit.expected.is_none_or(|new| expected(now) == expected(was) || expected(now) == written(new));
         variables_kept && expected_kept
     });
     if same {
         Ok(())
     } else {
         Err(at.error(format!(
-            "the row of case {:?} changed on disk since it was read; nothing was written (read the file again to keep both edits)",
+            "the row of case {:?} changed on disk (outside tunebench) since it was read; nothing was written (read the file again to keep both edits)",
             edit.case
         )))
     }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::values::cut;
 use crate::output::json::JsonParser;
 use crate::output::{LineStatus, OutputParser, Profile, Report};
-use crate::prompt::file::{PromptError, PromptFile};
+use crate::prompt::file::{Case, PromptError, PromptFile};
 use crate::run::RunRecord;
 
 /// How much of a message a left-out part quotes.
@@ -209,8 +209,15 @@ fn written(approval: &Approval, insist: bool) -> Result<(Value, Vec<String>), St
 /// Writes `approval` into its row of the dataset the prompt file at `prompt_path` names
 /// (`cases_file`), as [`approve`] writes an inline case (refused the same way unless `insist`; a
 /// dataset row has no `left_out`, so what was left out is not kept). Only that row's bytes change
-/// ([`crate::dataset::write_expected`]). Returns the prompt read again with its dataset, to score with.
-pub fn approve_in_dataset(prompt_path: &Path, approval: &Approval, insist: bool) -> Result<PromptFile, String> {
+/// ([`crate::dataset::write_rows`]); `was` is the row's case as the front end read it: a row that
+/// changed on disk since (its variables or its expected answer) is not written over. Returns the
+/// prompt read again with its dataset, to score with.
+pub fn approve_in_dataset(
+    prompt_path: &Path,
+    approval: &Approval,
+    insist: bool,
+    was: Option<&Case>,
+) -> Result<PromptFile, String> {
     let base_dir = crate::run::setup::base_dir(prompt_path);
     let read = || -> Result<PromptFile, String> {
         let mut prompt = PromptFile::load(prompt_path).map_err(|e| e.to_string())?;
@@ -227,7 +234,8 @@ pub fn approve_in_dataset(prompt_path: &Path, approval: &Approval, insist: bool)
         return Err(format!("case {case:?} is not a row of {}", dataset.path.display()));
     }
     let (answer, _) = written(approval, insist)?;
-    crate::dataset::write_expected(&dataset.path, case, &answer).map_err(|e| e.to_string())?;
+    let edit = crate::dataset::RowEdit { case, was, variables: None, expected: Some(&answer) };
+    crate::dataset::write_rows(&dataset.path, &[edit]).map_err(|e| e.to_string())?;
     read()
 }
 

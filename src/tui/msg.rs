@@ -314,6 +314,8 @@ pub struct DatasetApproval {
     pub path: PathBuf,
     pub approval: crate::eval::Approval,
     pub insist: bool,
+    /// The row's case as the workbench read it (a row changed on disk since is not written over).
+    pub was: Option<Box<crate::prompt::file::Case>>,
     pub cell: Box<crate::eval::CellRecord>,
     pub run: Box<RunRecord>,
 }

@@ -140,3 +140,34 @@ fn approving_a_dataset_row_writes_that_row_alone_and_scores_it_again() {
         "the prompt file is untouched"
     );
 }
+
+#[test]
+fn approving_a_dataset_row_changed_outside_since_it_was_read_is_refused() {
+    let dir = folder();
+    let inline = super::eval::PROMPT.split("[[cases]]\nname = \"beta\"").next().unwrap();
+    std::fs::write(dir.path().join("definitions.toml"), format!("cases_file = \"cases.jsonl\"\n{inline}")).unwrap();
+    let beta = r#"{"name": "beta", "text": "BETA-TEXT", "expected": [{"entity": "Beta", "definition": "The second letter."}, {"entity": "Gamma", "definition": "The third letter."}]}"#;
+    let dataset = dir.path().join("cases.jsonl");
+    std::fs::write(&dataset, format!("{beta}\n")).unwrap();
+    let mut state = evaluated(dir.path());
+    // Another editor changes beta's row (its input) after the workbench read it.
+    let outside = format!("{}\n", beta.replace("BETA-TEXT", "BETA-TEXT, edited elsewhere"));
+    std::fs::write(&dataset, &outside).unwrap();
+
+    update(&mut state, special(Key::Down));
+    assert!(update(&mut state, key('a')).is_empty());
+    let effects = update(&mut state, key('y'));
+    assert!(matches!(effects.as_slice(), [Effect::ApproveInDataset(_)]), "{effects:?}");
+    let (tx, _rx) = std::sync::mpsc::channel();
+    let mut runner = tunebench::tui::runner::Runner::new(tx, None).unwrap();
+    runner.record_history = false;
+    for effect in effects {
+        for msg in runner.execute(effect) {
+            update(&mut state, msg);
+        }
+    }
+    let said = note(&state);
+    assert!(said.contains("not approved") && said.contains("cases.jsonl:1"), "{said}");
+    assert!(said.contains("changed on disk (outside tunebench)"), "{said}");
+    assert_eq!(std::fs::read_to_string(&dataset).unwrap(), outside, "the outside edit is kept");
+}

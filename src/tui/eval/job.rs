@@ -129,7 +129,7 @@ async fn rescored(request: &RescoreRequest) -> Msg {
 /// then the row scored again against the prompt read back (as [`rescore`]); else a note saying why nothing was written.
 pub fn approve_in_dataset(bridge: Bridge, request: crate::tui::msg::DatasetApproval) -> Vec<Msg> {
     let case = request.approval.case.clone();
-    match crate::eval::approve_in_dataset(&request.path, &request.approval, request.insist) {
+    match crate::eval::approve_in_dataset(&request.path, &request.approval, request.insist, request.was.as_deref()) {
         Ok(prompt) => {
             let file = prompt.dataset.as_ref().map(|d| d.path.display().to_string()).unwrap_or_default();
             let note = Msg::Note(format!("approved: case {case:?} now expects {} in {file}", request.approval.count()));
