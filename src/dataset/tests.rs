@@ -528,7 +528,8 @@ fn an_approve_into_a_row_changed_outside_is_refused() {
     let read = cases_of(&jsonl).unwrap();
     let answer = json!([2]);
     let approve = RowEdit { case: "a", was: Some(&read[0]), variables: None, expected: Some(&answer) };
-    for outside in ["{\"name\":\"a\",\"text\":\"y\",\"expected\":[1]}\n", "{\"name\":\"a\",\"text\":\"x\",\"expected\":[3]}\n"]
+    for outside in
+        ["{\"name\":\"a\",\"text\":\"y\",\"expected\":[1]}\n", "{\"name\":\"a\",\"text\":\"x\",\"expected\":[3]}\n"]
     {
         std::fs::write(&jsonl, outside).unwrap();
         let error = write_rows(&jsonl, &[approve]).unwrap_err().to_string();

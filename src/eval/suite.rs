@@ -37,9 +37,7 @@ pub struct SuiteColumn {
 pub fn is_suite(text: &str) -> bool {
     // Its keys (`repeat = 2`) may come before the first table; a prompt file's `template` may not be there.
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'));
-    lines
-        .find(|l| l.starts_with('[') || l.starts_with("template"))
-        .is_some_and(|first| first == "[[columns]]")
+    lines.find(|l| l.starts_with('[') || l.starts_with("template")).is_some_and(|first| first == "[[columns]]")
 }
 
 /// The runs per cell the suite `text` asks for (`repeat = 2`), if it says.

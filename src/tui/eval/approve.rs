@@ -77,7 +77,8 @@ pub fn approve(state: &mut State, row: usize, insist: bool) -> Vec<Effect> {
         // A row of the prompt's dataset: written into that row by the runner, the prompt file untouched.
         state.eval.overlay = EvalOverlay::None;
         state.note = Some(format!("approving case {:?} into the dataset…", approval.case));
-        let was = prompt.dataset.as_ref().and_then(|d| prompt.cases.iter().skip(d.first).find(|c| c.name == approval.case));
+        let was =
+            prompt.dataset.as_ref().and_then(|d| prompt.cases.iter().skip(d.first).find(|c| c.name == approval.case));
         let was = was.cloned().map(Box::new);
         let request = DatasetApproval {
             id: state.eval.id,
