@@ -141,7 +141,7 @@ pub fn counterpart(baseline: &[Column], current: &[Column], index: usize) -> Opt
 
 /// How `after` compares with `before`: pass rate, then the worst verdict in the verdict order (two
 /// verdicts beside each other, fail and truncated, are `Changed`), then F1 (a change of F1 below 1e-9
-/// is none; between two passes, none at all: pass → pass is the same).
+/// is none).
 pub fn change_of(before: &CellGroup, after: &CellGroup) -> Change {
     use std::cmp::Ordering;
     let (b, a) = (before.pass_rate(), after.pass_rate());
@@ -152,9 +152,6 @@ pub fn change_of(before: &CellGroup, after: &CellGroup) -> Change {
             None => return Change::Changed,
             order => order,
         }
-    } else if after.verdict == Verdict::Pass {
-        // Passed before and after: a pass is a pass, whatever its F1 (never "improved").
-        None
     } else {
         let (b, a) = (before.f1.unwrap_or(0.0), after.f1.unwrap_or(0.0));
         ((a - b).abs() > 1e-9).then(|| a.total_cmp(&b))

@@ -61,8 +61,7 @@ fn scored(expectations: &Expectations, record: &RunRecord, grades: &super::grade
                 &expectations.settings,
                 &grades.fields,
             );
-            let one_value = matches!(expected, ExpectedAnswer::Value(_));
-            (Some(ItemScores { one_value, ..scores }), differences, ungraded)
+            (Some(scores), differences, ungraded)
         }
         None => (None, Vec::new(), Vec::new()),
     };
@@ -371,12 +370,8 @@ fn fuzzy_note(scores: &ItemScores) -> String {
 /// `F1 1.00, fields 1.00; 3 checks passed`.
 fn passed_reason(scores: Option<&ItemScores>, checks: usize) -> String {
     let mut parts = Vec::new();
-    match scores {
-        Some(scores) if scores.one_value => parts.push(format!("fields {:.2}", scores.field_accuracy)),
-        Some(scores) => {
-            parts.push(format!("F1 {:.2}{}, fields {:.2}", scores.f1, fuzzy_note(scores), scores.field_accuracy))
-        }
-        None => {}
+    if let Some(scores) = scores {
+        parts.push(format!("F1 {:.2}{}, fields {:.2}", scores.f1, fuzzy_note(scores), scores.field_accuracy));
     }
     match checks {
         0 => {}

@@ -180,14 +180,3 @@ fn a_check_is_paired_by_what_it_is_not_by_its_line() {
     let old = vec![check("", "p.toml:20", true), check("", "p.toml:24", false)];
     assert_eq!(check_changes(&old, &old), Vec::new());
 }
-
-#[test]
-fn a_pass_that_stays_a_pass_is_the_same_whatever_its_f1() {
-    use Verdict::{Fail, Pass};
-    // Passes at a lenient pass_f1, its F1 up; a fail whose F1 went up is still better.
-    let before = eval("a", local(), vec![score(Pass, 0.8, vec![]), score(Fail, 0.2, vec![])]);
-    let after = eval("b", local(), vec![score(Pass, 1.0, vec![]), score(Fail, 0.6, vec![])]);
-    let delta = delta(&before, &after);
-    assert_eq!(changes(&delta), [Change::Same, Change::Improved]);
-    assert_eq!((delta.improved, delta.regressed), (1, 0), "{delta:?}");
-}
