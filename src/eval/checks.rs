@@ -358,6 +358,6 @@ fn max_ttft_ms(record: &RunRecord, spec: &CheckSpec) -> Result<(), String> {
     }
 }
 
-mod asserted;
+pub(crate) mod asserted;
 #[cfg(test)]
 mod tests;

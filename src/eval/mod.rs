@@ -47,6 +47,7 @@ pub mod pairing;
 pub mod pipeline;
 pub mod plan;
 pub mod plan_cases;
+mod plan_sources;
 pub mod record;
 #[cfg(test)]
 mod replayed;

@@ -12,7 +12,7 @@ use std::time::Instant;
 use super::grade;
 use super::plan::{Cell, EvalPlan, PlannedColumn};
 use super::record::{CellRecord, EvalRecord, RunBrief, FORMAT};
-use super::score::{score_graded, score_record, CaseScore, Expectations, Verdict};
+use super::score::{score_graded, score_record, CaseScore, Expectations};
 use super::EvalError;
 use crate::prompt::expect::resolve::Resolver;
 use crate::prompt::file::Case;
@@ -346,15 +346,7 @@ fn not_made(plan: &EvalPlan, cell: Cell, error: &EvalError) -> CellRecord {
         column: cell.column,
         repeat: cell.repeat,
         case: plan.rows.get(cell.row).cloned().flatten(),
-        score: CaseScore {
-            verdict: Verdict::Error,
-            items: None,
-            differences: Vec::new(),
-            checks: Vec::new(),
-            recovered: Vec::new(),
-            field_judges: Vec::new(),
-            reason: reason.clone(),
-        },
+        score: CaseScore::error(reason.clone()),
         run: RunBrief {
             started_at_ms: now_ms(),
             error: Some(error.to_string()),
@@ -367,13 +359,5 @@ fn not_made(plan: &EvalPlan, cell: Cell, error: &EvalError) -> CellRecord {
 /// The score of a cell that never ran.
 fn not_run(record: &RunRecord) -> CaseScore {
     let why = record.warnings.last().cloned().unwrap_or_else(|| "stopped before it began".into());
-    CaseScore {
-        verdict: Verdict::Error,
-        items: None,
-        differences: Vec::new(),
-        checks: Vec::new(),
-        recovered: Vec::new(),
-        field_judges: Vec::new(),
-        reason: format!("not run: {why}"),
-    }
+    CaseScore::error(format!("not run: {why}"))
 }

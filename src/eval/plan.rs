@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub use super::model_spec::ModelSpec;
 pub use super::plan_cases::PromptCases;
 use super::plan_cases::{check_cases, CaseAt};
+use super::plan_sources::{Inputs, Source};
 use super::score::Expectations;
 use super::EvalError;
 use crate::compare::{twin_of, twin_type};
@@ -185,47 +186,6 @@ pub struct EvalPlan {
     pub embedder: Option<crate::provider::embed::EmbedderModel>,
 }
 
-/// A prompt to make columns of: a prompt file, or one column of a promptfoo config (its label given).
-struct Source {
-    path: PathBuf,
-    prompt: PromptFile,
-    label: Option<String>,
-    dataset: Option<DatasetIndex>,
-}
-
-impl Source {
-    /// The names of its cases: the inline ones, then its dataset's rows.
-    fn names(&self) -> Vec<&str> {
-        let inline = self.prompt.cases.iter().map(|c| c.name.as_str());
-        inline.chain(self.dataset.iter().flat_map(DatasetIndex::names)).collect()
-    }
-}
-
-/// The prompt file `path` holds (`text`) as a source, its dataset indexed, and its text as the record keeps it.
-fn prompt_of(text: &str, path: &Path, options: &EvalOptions) -> Result<(Source, PromptText), EvalError> {
-    let prompt = PromptFile::from_toml_str(text, path).map_err(|e| EvalError::Input(e.to_string()))?;
-    let dataset = index_cases(&prompt, path, &crate::run::setup::base_dir(path), options)?;
-    let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let shown = PromptText { path: absolute, id: prompt.id.clone(), text: text.to_string() };
-    Ok((Source { path: path.to_path_buf(), prompt, label: None, dataset }, shown))
-}
-
-/// Indexes `prompt`'s dataset (its `cases_file`, or `--cases`), every row checked.
-fn index_cases(
-    prompt: &PromptFile,
-    path: &Path,
-    base_dir: &Path,
-    options: &EvalOptions,
-) -> Result<Option<DatasetIndex>, EvalError> {
-    crate::dataset::index(prompt, path, base_dir, options.cases_file.as_deref(), &options.setup.variables)
-        .map_err(|e| EvalError::Input(e.to_string()))
-}
-
-/// A file's name without its extension.
-fn stem(path: &Path) -> String {
-    path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned())
-}
-
 impl EvalPlan {
     /// Reads each prompt file once, derives the twins `--types` asks for, sets up one column per
     /// prompt version × model and finds each case's expectations. Every error is bad input (exit 2)
@@ -257,54 +217,7 @@ impl EvalPlan {
         if options.prompts.is_empty() {
             return Err(EvalError::Input("no prompt file: give one or more PROMPT.toml".into()));
         }
-        let mut repeat = options.repeat.max(1);
-        let mut promptfoo_config = false;
-        let mut prompts = Vec::new();
-        let mut sources = Vec::new();
-        let mut warnings = Vec::new();
-        for path in &options.prompts {
-            let text = crate::files::read_text(path, crate::files::PROMPT_FILE)
-                .map_err(|e| EvalError::Input(e.to_string()))?;
-            let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-            let base_dir = crate::run::setup::base_dir(path);
-            if crate::promptfoo::is_config(path) {
-                let config = crate::promptfoo::read(path).map_err(|e| EvalError::Input(e.to_string()))?;
-                warnings.extend(config.warnings.iter().cloned());
-                promptfoo_config = true;
-                // `evaluateOptions.repeat`, unless `--repeat` says otherwise.
-                if options.repeat <= 1 {
-                    repeat = repeat.max(config.repeat);
-                }
-                let id = config.description.clone().unwrap_or_else(|| stem(path));
-                for column in crate::promptfoo::columns(&config) {
-                    let mut prompt = column.prompt;
-                    if options.schema_verdict {
-                        prompt.eval.verdicts = Some(crate::prompt::expect::Verdicts::Tunebench);
-                    }
-                    let dataset = index_cases(&prompt, path, &base_dir, options)?;
-                    sources.push(Source { path: path.clone(), prompt, label: Some(column.label), dataset });
-                }
-                prompts.push(PromptText { path: absolute, id, text: crate::promptfoo::redacted(&text) });
-                continue;
-            }
-            if super::suite::is_suite(&text) {
-                if let Some(times) = super::suite::repeat_of(&text).filter(|_| options.repeat <= 1) {
-                    repeat = repeat.max(times);
-                }
-                for (label, file) in super::suite::read(path, &text)? {
-                    let text = crate::files::read_text(&file, crate::files::PROMPT_FILE)
-                        .map_err(|e| EvalError::Input(e.to_string()))?;
-                    let (mut source, shown) = prompt_of(&text, &file, options)?;
-                    source.label = Some(label);
-                    prompts.push(shown);
-                    sources.push(source);
-                }
-                continue;
-            }
-            let (source, shown) = prompt_of(&text, path, options)?;
-            prompts.push(shown);
-            sources.push(source);
-        }
+        let Inputs { prompts, sources, warnings, repeat } = super::plan_sources::read(options)?;
         let names: Vec<Vec<&str>> = sources.iter().map(Source::names).collect();
         let rows = rows_of(&names, &options.cases)?;
         drop(names);
@@ -314,9 +227,9 @@ impl EvalPlan {
             if options.models.is_empty() { vec![None] } else { options.models.iter().map(Some).collect() };
         let shared_ids =
             sources.iter().enumerate().any(|(i, p)| sources[..i].iter().any(|q| q.prompt.id == p.prompt.id));
-        // A prompt judged as promptfoo judges (a config's column, an imported one) has promptfoo's
-        // default grader too.
-        promptfoo_config |= sources.iter().any(|s| s.prompt.eval.promptfoo_verdicts());
+        // A promptfoo config's column, or one imported from it (its `[eval] verdicts` set), has
+        // promptfoo's default grader.
+        let promptfoo_config = sources.iter().any(|s| s.prompt.eval.verdicts.is_some());
         let mut columns = Vec::new();
         let mut planned = Vec::new();
         for (index, source) in sources.into_iter().enumerate() {

@@ -280,6 +280,21 @@ impl Expectations {
     }
 }
 
+impl CaseScore {
+    /// An `error` cell's score: no answer to judge, and why.
+    pub fn error(reason: String) -> CaseScore {
+        CaseScore {
+            verdict: Verdict::Error,
+            items: None,
+            differences: Vec::new(),
+            checks: Vec::new(),
+            recovered: Vec::new(),
+            field_judges: Vec::new(),
+            reason,
+        }
+    }
+}
+
 /// A run record scored against its case's expectations (see the module's docs and EVAL.md,
 /// "Scoring a cell").
 pub fn score_record(expectations: &Expectations, record: &crate::run::RunRecord) -> CaseScore {

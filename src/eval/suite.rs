@@ -188,10 +188,7 @@ fn keep_key(env: &mut Vec<(String, String)>, key: crate::provider::ApiKey) -> St
 /// The files a check names: a `python` or `javascript` assertion's code (`file://check.py:fn` gives
 /// `check.py`) and its transforms' (`file://transform.js`).
 fn named_files(check: &crate::prompt::expect::CheckSpec) -> Vec<PathBuf> {
-    let without_function = |file: &str| match file.rsplit_once(':') {
-        Some((path, function)) if !function.contains(['/', '\\']) && path.len() > 1 => PathBuf::from(path),
-        _ => PathBuf::from(file),
-    };
+    let without_function = |file: &str| PathBuf::from(crate::eval::grade::split_function(file).0);
     let code = check.assert.as_ref().is_some_and(|kind| {
         matches!(&kind.what, crate::prompt::expect::AssertWhat::NotEvaluated(n) if n == "python" || n == "javascript")
     });

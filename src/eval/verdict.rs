@@ -39,15 +39,7 @@ fn scored(expectations: &Expectations, record: &RunRecord, grades: &super::grade
     let output = last.map(|t| t.output.as_str()).unwrap_or_default();
     if output.trim().is_empty() {
         if let Some(why) = no_answer(record) {
-            return CaseScore {
-                verdict: Verdict::Error,
-                items: None,
-                differences: Vec::new(),
-                checks: Vec::new(),
-                recovered: Vec::new(),
-                field_judges: Vec::new(),
-                reason: format!("no answer: {}", cut(&why, 200)),
-            };
+            return CaseScore::error(format!("no answer: {}", cut(&why, 200)));
         }
     }
     let (items, whole) = answer_of(record);

@@ -204,10 +204,12 @@ impl RunSetup {
     /// cache as [`Self::cache`] says (replay never is).
     pub fn provider_with(&self, case: Option<&str>, lookup: Lookup) -> Result<Arc<dyn Provider>, RunError> {
         let key_var = self.settings.provider.endpoint().map(|vars| vars.key_var);
-        let keyed = |name: &str| match (&self.key, &self.key_env, key_var) {
-            (Some(key), _, Some(key_var)) if name == key_var => Some(key.expose().to_string()),
-            (None, Some(own), Some(key_var)) if name == key_var => lookup(own),
-            _ => lookup(name),
+        // The key written in the source, else the variable the prompt names, read as a grader's are.
+        let server =
+            crate::provider::endpoint::Server { base_url: None, key_env: self.key_env.clone(), key: self.key.clone() };
+        let keyed = |name: &str| match key_var {
+            Some(key_var) => server.read(key_var, name, lookup),
+            None => lookup(name),
         };
         let lookup: Lookup = &keyed;
         let built = match &self.replay {

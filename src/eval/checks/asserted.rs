@@ -241,7 +241,7 @@ fn finish_name(reason: &FinishReason) -> String {
 }
 
 /// The JSON objects written in `text`: from each `{`, the longest JSON value that parses there.
-fn json_objects(text: &str) -> Vec<Value> {
+pub(crate) fn json_objects(text: &str) -> Vec<Value> {
     let mut found = Vec::new();
     let mut from = 0;
     while let Some(offset) = text[from..].find('{') {

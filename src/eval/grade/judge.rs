@@ -270,12 +270,10 @@ impl Judges {
 /// a boolean `pass` (a missing score is 1 for a pass, 0 for a fail; a score as given), failing when
 /// there is none; the threshold, when given, must be reached too.
 fn promptfoo_verdict(answer: &str, threshold: Option<f64>) -> Graded {
-    let found = answer.char_indices().filter(|(_, c)| *c == '{').find_map(|(at, _)| {
-        let mut objects = serde_json::Deserializer::from_str(&answer[at..]).into_iter::<Value>();
-        match objects.next() {
-            Some(Ok(Value::Object(fields))) if matches!(fields.get("pass"), Some(Value::Bool(_))) => Some(fields),
-            _ => None,
-        }
+    // The objects `contains-json` finds in a text: the first with a boolean `pass` is the verdict.
+    let found = crate::eval::checks::asserted::json_objects(answer).into_iter().find_map(|value| match value {
+        Value::Object(fields) if matches!(fields.get("pass"), Some(Value::Bool(_))) => Some(fields),
+        _ => None,
     });
     let Some(fields) = found else {
         return Graded {

@@ -82,6 +82,18 @@ impl Graded {
     }
 }
 
+/// `check.py:my_fn` into the file and the function (a `:` in a Windows drive is not a function).
+pub fn split_function(file: &str) -> (&str, Option<&str>) {
+    match file.rsplit_once(':') {
+        Some((path, function))
+            if !function.is_empty() && !function.contains(['/', '\\']) && !path.is_empty() && path.len() > 1 =>
+        {
+            (path, Some(function))
+        }
+        _ => (file, None),
+    }
+}
+
 /// What a graded check recorded: its score and reason and, for a judge, the call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GradeDetail {

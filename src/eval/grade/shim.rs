@@ -170,7 +170,7 @@ impl Shim {
         let job = match value.strip_prefix("file://") {
             _ if value.is_empty() => json!({"invalid": format!("{language} assertion must have a string value")}),
             Some(file) => {
-                let (file, function) = split_function(file);
+                let (file, function) = super::split_function(file);
                 let path = inside(file, dir)?;
                 json!({"file": path, "function": function})
             }
@@ -213,17 +213,5 @@ impl Shim {
             (None, Some(problem)) => Err(format!("{}: {}", self.shown, problem.as_str().unwrap_or_default())),
             (None, None) => Err(format!("{} answered neither a verdict nor a problem", self.shown)),
         }
-    }
-}
-
-/// `check.py:my_fn` into the file and the function (a `:` in a Windows drive is not a function).
-fn split_function(file: &str) -> (&str, Option<&str>) {
-    match file.rsplit_once(':') {
-        Some((path, function))
-            if !function.is_empty() && !function.contains(['/', '\\']) && !path.is_empty() && path.len() > 1 =>
-        {
-            (path, Some(function))
-        }
-        _ => (file, None),
     }
 }

@@ -76,12 +76,7 @@ impl Transform {
         for code in codes {
             steps.push(match code.strip_prefix("file://") {
                 Some(file) => {
-                    let (file, function) = match file.rsplit_once(':') {
-                        Some((path, function)) if !function.contains(['/', '\\']) && path.len() > 1 => {
-                            (path, Some(function))
-                        }
-                        _ => (file, None),
-                    };
+                    let (file, function) = super::split_function(file);
                     if !file.ends_with(".js") && !file.ends_with(".cjs") {
                         return Err(format!("the transform {file:?} is not JavaScript: tunebench runs .js transforms"));
                     }
@@ -112,10 +107,5 @@ impl Transform {
 }
 
 /// A transformed output as the text checks read it: a string as it is, anything else as JSON
-/// (promptfoo's `JSON.stringify`).
-pub fn text_of(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
-}
+/// (promptfoo's `JSON.stringify`), as an embedder is given a value.
+pub use super::similar::text_of;
