@@ -358,6 +358,6 @@ fn max_ttft_ms(record: &RunRecord, spec: &CheckSpec) -> Result<(), String> {
     }
 }
 
-pub(crate) mod asserted;
+mod asserted;
 #[cfg(test)]
 mod tests;

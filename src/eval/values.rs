@@ -1,5 +1,6 @@
 //! How two JSON values are compared when scoring: strings trimmed and case-folded unless exact,
-//! numbers within a tolerance, a missing field the same as null; and the canonical text of a key.
+//! numbers within a tolerance, a missing field the same as null; the canonical text of a key; and the
+//! JSON objects written in a text (`contains-json`, a grader's verdict).
 
 use serde_json::Value;
 
@@ -115,6 +116,71 @@ pub fn cut(text: &str, max: usize) -> String {
     let mut short: String = text.chars().take(max.saturating_sub(1)).collect();
     short.push('…');
     short
+}
+
+/// The JSON objects written in `text`: from each `{`, the longest JSON value that parses there.
+pub fn json_objects(text: &str) -> Vec<Value> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(offset) = text[from..].find('{') {
+        let start = from + offset;
+        let mut stream = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+        match stream.next() {
+            Some(Ok(value)) => {
+                found.push(value);
+                from = start + stream.byte_offset().max(1);
+            }
+            _ => from = start + 1,
+        }
+    }
+    if found.is_empty() {
+        // As promptfoo reads them: an object cut short (its brackets closed) or written as YAML's
+        // flow mapping (`{id: 7}`) counts too.
+        found.extend(text.match_indices('{').find_map(|(start, _)| lenient_object(&text[start..])));
+    }
+    found
+}
+
+/// The object `text` (starting at a `{`) holds when its open brackets are closed and it is read as
+/// YAML: `{"id": 7,` and `{id: 7, name: seven}` are objects; anything else is not.
+fn lenient_object(text: &str) -> Option<Value> {
+    let mut open = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut end = text.len();
+    for (at, c) in text.char_indices() {
+        match (quote, c) {
+            (Some(_), '\\') if !escaped => {
+                escaped = true;
+                continue;
+            }
+            (Some(q), c) if c == q && !escaped => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '{' | '[') => open.push(c),
+            (None, '}' | ']') => {
+                open.pop();
+                if open.is_empty() {
+                    end = at + 1;
+                    break;
+                }
+            }
+            _ => {}
+        }
+        escaped = false;
+    }
+    let mut candidate = text[..end].trim_end().trim_end_matches(',').to_string();
+    if quote.is_some() {
+        return None;
+    }
+    for bracket in open.iter().rev() {
+        candidate.push(if *bracket == '{' { '}' } else { ']' });
+    }
+    // A bare word in braces (`{ here }`) is YAML's mapping of a key to nothing: not an object written.
+    match serde_saphyr::from_str::<Value>(&candidate) {
+        Ok(Value::Object(fields)) if fields.values().any(|v| !v.is_null()) => Some(Value::Object(fields)),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

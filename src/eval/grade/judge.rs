@@ -271,7 +271,7 @@ impl Judges {
 /// there is none; the threshold, when given, must be reached too.
 fn promptfoo_verdict(answer: &str, threshold: Option<f64>) -> Graded {
     // The objects `contains-json` finds in a text: the first with a boolean `pass` is the verdict.
-    let found = crate::eval::checks::asserted::json_objects(answer).into_iter().find_map(|value| match value {
+    let found = crate::eval::values::json_objects(answer).into_iter().find_map(|value| match value {
         Value::Object(fields) if matches!(fields.get("pass"), Some(Value::Bool(_))) => Some(fields),
         _ => None,
     });
