@@ -147,16 +147,20 @@ pub fn read_rows(
 }
 
 /// Where the dataset of `prompt` is: `given` (`--cases FILE`, as the user wrote it) over the prompt's
-/// own `cases_file` (resolved inside the prompt's folder `base_dir`, as `schema_file` is). `None`
-/// when it names none.
+/// own `cases_file` (checked inside the prompt's folder `base_dir`, as `schema_file` is, and named as
+/// the user wrote both: `base_dir` joined with `cases_file`, so its rows' places read `cases.csv:3`,
+/// not an absolute path). `None` when it names none.
 pub fn path_for(prompt: &PromptFile, base_dir: &Path, given: Option<&Path>) -> Result<Option<PathBuf>, DatasetError> {
     if let Some(given) = given {
         return Ok(Some(given.to_path_buf()));
     }
     let Some(name) = &prompt.cases_file else { return Ok(None) };
     named::resolve(base_dir, "cases_file", name, None)
-        .map(Some)
-        .map_err(|e| DatasetError { at: format!("prompt `{}`", prompt.id), message: e.to_string() })
+        .map_err(|e| DatasetError { at: format!("prompt `{}`", prompt.id), message: e.to_string() })?;
+    match base_dir == Path::new(".") || base_dir.as_os_str().is_empty() {
+        true => Ok(Some(name.clone())),
+        false => Ok(Some(base_dir.join(name))),
+    }
 }
 
 /// Reads the dataset of `prompt` ([`path_for`]) into its cases, after the inline ones, each row

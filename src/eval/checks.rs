@@ -146,9 +146,10 @@ pub fn graded(check: &Prepared, grade: Option<&Result<super::grade::GradeDetail,
             } else {
                 detail.clone()
             };
-            let message = match &detail.reason {
-                Some(reason) => format!("score {:.2}: {}", detail.score, cut(reason, 300)),
-                None => format!("score {:.2}", detail.score),
+            let message = match (&detail.reason, &detail.ran) {
+                (Some(reason), _) => format!("score {:.2}: {}", detail.score, cut(reason, 300)),
+                (None, Some(ran)) => format!("score {:.2}: {ran}", detail.score),
+                (None, None) => format!("score {:.2}", detail.score),
             };
             (detail.pass, Some(message), false, Some(Box::new(detail.clone())))
         }

@@ -240,3 +240,30 @@ fn rows_cut_from_the_dataset_during_the_eval_are_error_cells() {
     assert!(!record.all_passed() && !record.unreachable());
     assert_eq!(server.received().len(), 1, "the row cut short sends no request");
 }
+
+/// A check of a dataset row is placed at the row as the user wrote the dataset's path (its
+/// `cases_file` beside the prompt named on the command line), for JSONL, CSV and YAML alike.
+#[test]
+fn a_rows_check_is_placed_at_the_dataset_as_written() {
+    let (_runtime, server) = server(ALPHA_RIGHT, BETA_RIGHT);
+    let check = r#"[{"kind": "items", "min": 5}]"#;
+    let files = [
+        ("cases.jsonl", format!("{{\"name\": \"alpha\", \"text\": \"ALPHA-TEXT\", \"checks\": {check}}}\n"), 1),
+        ("cases.csv", format!("name,text,checks\nalpha,ALPHA-TEXT,\"{}\"\n", check.replace('"', "\"\"")), 2),
+        ("cases.yaml", format!("- name: alpha\n  text: ALPHA-TEXT\n  checks: {check}\n"), 1),
+    ];
+    for (file, text, line) in files {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("p")).unwrap();
+        std::fs::write(dir.path().join("p").join(file), text).unwrap();
+        prompt_in(&dir.path().join("p"), &format!("cases_file = \"{file}\"\n{}", prompt_without_cases()));
+        let output = tunebench(dir.path())
+            .current_dir(dir.path())
+            .args(["eval", "p/definitions.toml", "--provider", "openai", "--base-url", &base_url(&server), "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{file}: {}", stderr(&output));
+        let record = record(&output);
+        assert_eq!(record.cells[0].score.checks[0].at, format!("p/{file}:{line}"), "{file}");
+    }
+}

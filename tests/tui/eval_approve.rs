@@ -123,6 +123,10 @@ fn approving_a_dataset_row_writes_that_row_alone_and_scores_it_again() {
 
     update(&mut state, special(Key::Down));
     assert!(update(&mut state, key('a')).is_empty());
+    // The confirmation names the dataset file and the row's line, not the prompt file.
+    let shown = draw(&state, 160, 30).replace('│', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    let want = format!("written into its row of {}, line 1", dataset.display());
+    assert!(shown.contains(&want) && !shown.contains("the prompt file is saved"), "{shown}");
     let effects = update(&mut state, key('y'));
     assert!(matches!(effects.as_slice(), [Effect::ApproveInDataset(_)]), "{effects:?}");
     drive(&mut state, effects);

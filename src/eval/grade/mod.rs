@@ -107,6 +107,10 @@ pub struct GradeDetail {
     /// The grader's code raised: a `not-` leaves it failed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub raised: bool,
+    /// What a `python` or `javascript` assertion that gave no reason ran on: its code (cut short)
+    /// and the case's variables, so its failure says more than its score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran: Option<String>,
 }
 
 /// How a check is graded, prepared when the prompt is read.
@@ -188,6 +192,7 @@ pub async fn grade(
         reason: graded.reason,
         judge: None,
         raised: graded.raised,
+        ran: None,
     };
     match grader {
         Grader::Command(program) => {
@@ -199,7 +204,10 @@ pub async fn grade(
             });
             program.grade(&input).await.map(passed)
         }
-        Grader::Shim(shim) => shim.grade(question).await.map(passed),
+        Grader::Shim(shim) => shim.grade(question).await.map(|graded| {
+            let ran = graded.reason.is_none().then(|| shim.ran_on(question));
+            GradeDetail { ran, ..passed(graded) }
+        }),
         Grader::Judge(judge) => {
             let (graded, call) = judges.grade(judge, question).await?;
             Ok(GradeDetail { judge: Some(call), ..passed(graded) })

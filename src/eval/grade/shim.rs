@@ -215,3 +215,41 @@ impl Shim {
         }
     }
 }
+
+/// How much of an assertion's code, and of each variable, its failure quotes; how many variables.
+const QUOTED_CODE: usize = 80;
+const QUOTED_VALUE: usize = 40;
+const QUOTED_VARIABLES: usize = 6;
+
+impl Shim {
+    /// What the assertion ran on, in words: `` `output.length > 30` on the case's variables
+    /// name="Ada" `` (the code and each value cut short).
+    pub fn ran_on(&self, question: &Question) -> String {
+        let cut = crate::eval::values::cut;
+        let code = match (&self.job["code"], &self.job["file"]) {
+            (Value::String(code), _) => format!("`{}`", cut(&code.split_whitespace().collect::<Vec<_>>().join(" "), QUOTED_CODE)),
+            (_, Value::String(file)) => match self.job["function"].as_str() {
+                Some(function) => format!("{function}() in {file}"),
+                None => file.clone(),
+            },
+            _ => "the assertion".to_string(),
+        };
+        let vars = question.vars.as_object().filter(|vars| !vars.is_empty());
+        let Some(vars) = vars else { return format!("{code} on a case with no variables") };
+        let mut shown: Vec<String> = vars
+            .iter()
+            .take(QUOTED_VARIABLES)
+            .map(|(name, value)| {
+                let value = match value {
+                    Value::String(text) => format!("{:?}", cut(text, QUOTED_VALUE)),
+                    other => cut(&other.to_string(), QUOTED_VALUE),
+                };
+                format!("{name}={value}")
+            })
+            .collect();
+        if vars.len() > QUOTED_VARIABLES {
+            shown.push(format!("and {} more", vars.len() - QUOTED_VARIABLES));
+        }
+        format!("{code} on the case's variables {}", shown.join(", "))
+    }
+}

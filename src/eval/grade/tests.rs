@@ -124,6 +124,15 @@ fn javascript_files_and_inline_code_run_through_node_when_it_is_installed() {
     }
     let scored = graded(dir.path(), assertion("javascript", "file://check.js", None), "Hello Ada");
     assert_eq!(scored.checks[0].graded.as_ref().unwrap().reason.as_deref(), Some("looked for Ada"));
+    // A failure with no reason of its own says what ran (the code cut short) on which variables.
+    let scored = graded(dir.path(), assertion("javascript", "output.length > 30", None), "Hello");
+    let message = scored.checks[0].message.clone().unwrap_or_default();
+    assert_eq!(message, "score 0.00: `output.length > 30` on the case's variables name=\"Ada\"");
+    let long = format!("output.length > 30 && {}", "output.includes('x') && ".repeat(20)) + "true";
+    let scored = graded(dir.path(), assertion("javascript", &long, None), "Hello");
+    let message = scored.checks[0].message.clone().unwrap_or_default();
+    assert!(message.starts_with("score 0.00: `output.length > 30 && output.includes") && message.contains("…`"), "{message}");
+    assert!(message.len() < 160, "{message}");
 }
 
 #[test]

@@ -31,7 +31,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         EvalOverlay::None => matrix(frame, area, state, theme),
         EvalOverlay::ConfirmApprove { row, approval } => {
             matrix(frame, area, state, theme);
-            confirm(frame, area, view, *row, approval, theme);
+            confirm(frame, area, state, *row, approval, theme);
         }
         EvalOverlay::Review => {
             let (bar, rest) = crate::tui::eval::review_view::split(area);
@@ -291,7 +291,8 @@ pub(crate) fn case(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) 
 
 /// What approve will write, every item (one per line, wrapped, scrolled by item: the frame says which
 /// items are shown of how many), what would be left out, and the keys.
-fn confirm(frame: &mut Frame, area: Rect, view: &EvalView, row: usize, approval: &Approval, theme: &Theme) {
+fn confirm(frame: &mut Frame, area: Rect, state: &State, row: usize, approval: &Approval, theme: &Theme) {
+    let view = &state.eval;
     let width = area.width.saturating_sub(8).min(100);
     let height = area.height.saturating_sub(4).min(20);
     let rect = Rect {
@@ -302,9 +303,19 @@ fn confirm(frame: &mut Frame, area: Rect, view: &EvalView, row: usize, approval:
     };
     let name = view.rows.get(row).cloned().flatten().unwrap_or_default();
     let count = approval.count();
+    // A row of the prompt's dataset is written in its file, the prompt file left alone.
+    let saved = &state.saved;
+    let dataset_row = saved.dataset.as_ref().and_then(|d| {
+        let index = saved.cases.iter().skip(d.first).position(|c| c.name == name)?;
+        Some((d.path.display().to_string(), d.lines.get(index).copied()))
+    });
+    let written = match &dataset_row {
+        Some((file, Some(line))) => format!("written into its row of {file}, line {line}"),
+        Some((file, None)) => format!("written into its row of {file}"),
+        None => "the prompt file is saved".to_string(),
+    };
     let mut head = vec![Line::from(Span::styled(
-        escape_controls(&format!("case {name:?} expects this answer from now on: {count} (the prompt file is saved)"))
-            .into_owned(),
+        escape_controls(&format!("case {name:?} expects this answer from now on: {count} ({written})")).into_owned(),
         theme.text,
     ))];
     match approval.refusal() {
@@ -318,8 +329,12 @@ fn confirm(frame: &mut Frame, area: Rect, view: &EvalView, row: usize, approval:
             for part in &approval.left_out {
                 head.push(Line::from(Span::styled(format!("  ✗ {}", escape_controls(part)), theme.invalid)));
             }
+            let rest = match dataset_row {
+                Some(_) => "the rest not kept (a dataset row has no left_out)",
+                None => "the rest marked in left_out",
+            };
             head.push(Line::from(Span::styled(
-                format!("a again: write only these {count}, the rest marked in left_out · any other key: cancel"),
+                format!("a again: write only these {count}, {rest} · any other key: cancel"),
                 theme.dim,
             )));
         }
