@@ -100,7 +100,9 @@ pub fn record_of_import(manifest: &Manifest, records: &[RunRecord]) -> Result<Ev
             }
         };
         let score = score_record(expected, record);
-        cells.push(CellRecord { row, column, repeat: 1, case: row_name, score, run: RunBrief::of(record) });
+        let own = case.as_deref().and_then(|name| prompt.cases.iter().find(|c| c.name == name));
+        let run = RunBrief::of(record).with_case(own);
+        cells.push(CellRecord { row, column, repeat: 1, case: row_name, score, run });
     }
     label_columns(&mut columns);
     cells.sort_by_key(|c| (c.row, c.column));

@@ -98,7 +98,8 @@ where
         let Some(cell) = plan.cells.get(index) else { return };
         let case = under_way.lock().unwrap_or_else(|p| p.into_inner()).remove(&index);
         let expectations = case.as_ref().and_then(|c| c.expectations.as_ref());
-        let cell_record = score_cell(plan, *cell, expectations, record, grades);
+        let mut cell_record = score_cell(plan, *cell, expectations, record, grades);
+        cell_record.run = cell_record.run.with_case(case.as_ref().and_then(|c| c.case.as_ref()));
         emit(EvalEvent::CellScored {
             cell: index,
             scored: Box::new(cell_record.clone()),

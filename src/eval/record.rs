@@ -98,7 +98,15 @@ pub struct RunBrief {
     /// report shows and sweeps (empty in records written before it was kept).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub answer: String,
+    /// The case's input variables its request was rendered with (the case's own, `--var` over them;
+    /// not the prompt's `[variables]`), each value cut to [`VARIABLE_CHARS`] characters: what the
+    /// HTML report shows of each case.
+    #[serde(default, skip_serializing_if = "crate::prompt::template::Variables::is_empty")]
+    pub variables: crate::prompt::template::Variables,
 }
+
+/// How much of each variable's value a record keeps ([`RunBrief::variables`]).
+pub const VARIABLE_CHARS: usize = 2_000;
 
 impl RunBrief {
     /// The brief of `record`.
@@ -132,7 +140,18 @@ impl RunBrief {
             error: record.error.clone(),
             summary: record.summary_line(),
             answer: last.map(|t| t.output.clone()).unwrap_or_default(),
+            variables: kept(&record.variables),
         }
+    }
+
+    /// The brief with the case's variables under the record's `--var` values.
+    pub fn with_case(mut self, case: Option<&crate::prompt::file::Case>) -> Self {
+        if let Some(case) = case {
+            let mut variables = kept(&case.variables);
+            variables.extend(std::mem::take(&mut self.variables));
+            self.variables = variables;
+        }
+        self
     }
 }
 
@@ -214,4 +233,22 @@ pub fn prompt_set<'a>(paths: impl Iterator<Item = &'a std::path::Path>) -> Vec<S
     set.sort();
     set.dedup();
     set
+}
+
+/// `variables` with each text cut to [`VARIABLE_CHARS`] characters (another value to its JSON text, cut).
+fn kept(variables: &crate::prompt::template::Variables) -> crate::prompt::template::Variables {
+    let cut = |text: &str| super::values::cut(text, VARIABLE_CHARS);
+    variables
+        .iter()
+        .map(|(name, value)| {
+            let value = match value {
+                Value::String(text) => Value::String(cut(text)),
+                other => {
+                    let text = other.to_string();
+                    if text.chars().count() > VARIABLE_CHARS { Value::String(cut(&text)) } else { other.clone() }
+                }
+            };
+            (name.clone(), value)
+        })
+        .collect()
 }

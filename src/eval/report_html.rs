@@ -1,6 +1,7 @@
 //! An eval record as one self-contained HTML page for people who will not open a terminal: the
 //! columns with their pass rates (and the change against the baseline), the matrix of cases ×
-//! columns, then every cell with its verdict, reason, failed checks, differences, the answer, and for
+//! columns (each table scrolling in its own box when wider than the page), then every case with its
+//! input variables and every cell with its verdict, reason, failed checks, differences, the answer, and for
 //! a truncated answer its truncation chart (an inline SVG of the core's sweep). No script, no
 //! network: inline CSS only, and a Content-Security-Policy that allows nothing else. Every string
 //! from the record goes through [`html_escape`].
@@ -47,7 +48,8 @@ th{background:#f2f2f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 section.case{border:1px solid #ddd;border-radius:6px;padding:.5em .8em;margin:.8em 0}
 div.cell{padding:.4em .6em;margin:.4em 0;border-radius:4px}
 pre{white-space:pre-wrap;word-break:break-all;background:#fafafa;border:1px solid #e3e3e3;padding:.5em;margin:.3em 0;max-height:30em;overflow:auto}
-ul{margin:.2em 0 .2em 1.2em;padding:0}svg text{font:11px system-ui,sans-serif}";
+ul{margin:.2em 0 .2em 1.2em;padding:0}svg text{font:11px system-ui,sans-serif}
+div.scroll{max-width:100%;overflow-x:auto}table.vars td pre{margin:0;max-height:12em}";
 
 /// The whole page.
 pub fn html(record: &EvalRecord) -> String {
@@ -136,7 +138,7 @@ fn columns(record: &EvalRecord) -> String {
     let deltas: HashMap<&str, &ColumnDelta> =
         record.delta.iter().flat_map(|d| d.columns.iter()).map(|c| (c.column.as_str(), c)).collect();
     let mut out = String::from(
-        "<h2>Columns</h2>\n<table id=\"columns\">\n<tr><th>#</th><th>column</th><th>model</th><th>passed</th>\
+        "<h2>Columns</h2>\n<div class=\"scroll\"><table id=\"columns\">\n<tr><th>#</th><th>column</th><th>model</th><th>passed</th>\
          <th>pass rate</th><th>mean F1</th>",
     );
     if record.delta.is_some() {
@@ -190,7 +192,7 @@ fn columns(record: &EvalRecord) -> String {
             totals.invalid
         );
     }
-    out.push_str("</table>\n");
+    out.push_str("</table></div>\n");
     out
 }
 
@@ -220,7 +222,7 @@ fn matrix(record: &EvalRecord) -> String {
     let groups: HashMap<(usize, usize), &CellGroup> = record.groups.iter().map(|g| ((g.row, g.column), g)).collect();
     let changes: HashMap<(&str, Option<&str>), &CellDelta> =
         record.delta.iter().flat_map(|d| d.cells.iter()).map(|c| ((c.column.as_str(), c.case.as_deref()), c)).collect();
-    let mut out = String::from("<h2>Matrix</h2>\n<table id=\"matrix\">\n<tr><th>case</th>");
+    let mut out = String::from("<h2>Matrix</h2>\n<div class=\"scroll\"><table id=\"matrix\">\n<tr><th>case</th>");
     for (index, column) in record.columns.iter().enumerate() {
         let _ = write!(out, "<th title=\"{}\">[{}]</th>", html_escape(&column.label), index + 1);
     }
@@ -243,7 +245,7 @@ fn matrix(record: &EvalRecord) -> String {
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</table>\n");
+    out.push_str("</table></div>\n");
     out
 }
 
@@ -264,11 +266,29 @@ fn cases(record: &EvalRecord) -> String {
             html_escape(record.column_label(column))
         );
         let response_type = record.columns.get(column).map_or(ResponseType::Text, |c| c.response_type);
-        for cell in by_cell.get(&(row, column)).map_or(&[][..], Vec::as_slice) {
+        let cells = by_cell.get(&(row, column)).map_or(&[][..], Vec::as_slice);
+        if let Some(cell) = cells.iter().find(|c| !c.run.variables.is_empty()) {
+            out.push_str(&variables_html(&cell.run.variables));
+        }
+        for cell in cells {
             out.push_str(&cell_html(cell, record.repeat > 1, response_type));
         }
         out.push_str("</section>\n");
     }
+    out
+}
+
+/// The case's input variables, a row each: its name and its value (text as written, else JSON).
+fn variables_html(variables: &crate::prompt::template::Variables) -> String {
+    let mut out = String::from("<p>input variables:</p><table class=\"vars\">");
+    for (name, value) in variables {
+        let value = match value {
+            serde_json::Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let _ = write!(out, "<tr><th>{}</th><td><pre>{}</pre></td></tr>", html_escape(name), html_escape(&value));
+    }
+    out.push_str("</table>\n");
     out
 }
 

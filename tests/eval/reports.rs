@@ -215,3 +215,23 @@ fn the_html_report_renders_in_a_real_browser_with_the_records_numbers() {
         std::fs::copy(&png, keep).unwrap();
     }
 }
+
+/// The HTML report shows each case's input variables, escaped, and its tables scroll in their own
+/// boxes rather than widen the page.
+#[test]
+fn the_html_report_shows_each_cases_variables_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = PROMPT.replace("variables = { text = \"BETA-TEXT\" }", "variables = { text = \"BETA-TEXT <b>bold</b> & 'q'\" }");
+    let prompt = prompt_in(dir.path(), &hostile);
+    let (_runtime, server) = server(ALPHA_RIGHT, BETA_RIGHT);
+    let page = dir.path().join("r.html");
+    let output = eval(dir.path(), &prompt, &server, &["--json", "-o", page.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let record = record(&output);
+    assert_eq!(record.cells[1].run.variables.get("text"), Some(&serde_json::json!("BETA-TEXT <b>bold</b> & 'q'")));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<th>text</th><td><pre>ALPHA-TEXT</pre></td>"), "{html}");
+    assert!(html.contains("<pre>BETA-TEXT &lt;b&gt;bold&lt;/b&gt; &amp; &#39;q&#39;</pre>"), "{html}");
+    assert!(!html.contains("<b>bold"), "a variable's markup stays text");
+    assert!(html.contains("<div class=\"scroll\"><table id=\"columns\">"), "the columns table scrolls in its own box");
+}
