@@ -25,6 +25,19 @@ use crate::safe_text::escape_controls;
 /// The longest pause between two looks at a batch that is still running.
 pub const MAX_POLL: Duration = Duration::from_secs(60);
 
+/// The most bytes of results a fetch takes by default (`--max-results-bytes` raises it): 1 GiB.
+pub const RESULTS_BYTES: u64 = 1 << 30;
+
+/// The most bytes read of any other answer (a batch's status, an upload's answer, an error's body).
+const ANSWER_BYTES: u64 = 64 << 20;
+
+/// What a fetch wrote: bytes and result lines (lines with text).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fetched {
+    pub bytes: u64,
+    pub lines: u64,
+}
+
 /// A provider's batch endpoints, resolved.
 pub struct Remote {
     engine: Engine,
@@ -138,23 +151,66 @@ impl Remote {
     /// Sends a request and reads its body; a non-2xx status is an error naming the URL, the status
     /// and the provider's message (the key cut out).
     async fn send(&self, builder: reqwest::RequestBuilder, url: &str) -> anyhow::Result<String> {
+        let mut response = self.response(builder, url).await?;
+        let mut body = Vec::new();
+        self.stream(&mut response, url, &mut body, ANSWER_BYTES, || {
+            format!("{}: the answer of {url} is larger than {ANSWER_BYTES} bytes", self.engine.provider())
+        })
+        .await?;
+        Ok(String::from_utf8_lossy(&body).into_owned())
+    }
+
+    /// Sends a request; a non-2xx status is an error naming the URL, the status and the provider's
+    /// message (the key cut out); else the response, its body not read yet.
+    async fn response(&self, builder: reqwest::RequestBuilder, url: &str) -> anyhow::Result<reqwest::Response> {
         let provider = self.engine.provider();
-        let response = builder
+        let mut response = builder
             .send()
             .await
             .map_err(|e| anyhow::anyhow!("{provider}: cannot reach {url}: {}", crate::provider::error::chain(&e)))?;
         let status = response.status();
-        let body = response.text().await.with_context(|| format!("{provider}: reading the answer of {url}"))?;
-        let redact = |text: &str| self.key.as_ref().map_or_else(|| text.to_string(), |key| key.redact(text));
-        if !status.is_success() {
-            let hint = match status.as_u16() {
-                401 | 403 => format!(" (check {})", self.key_var()),
-                404 => " (is the base URL right, and does this server offer batches?)".to_string(),
-                _ => String::new(),
-            };
-            bail!("{provider}: HTTP {} from {url}: {}{hint}", status.as_u16(), redact(&body_message(&body)));
+        if status.is_success() {
+            return Ok(response);
         }
-        Ok(body)
+        let mut body = Vec::new();
+        // An error's body: its start is enough to say why.
+        let _ = self.stream(&mut response, url, &mut body, ANSWER_BYTES, String::new).await;
+        let body = String::from_utf8_lossy(&body);
+        let redact = |text: &str| self.key.as_ref().map_or_else(|| text.to_string(), |key| key.redact(text));
+        let hint = match status.as_u16() {
+            401 | 403 => format!(" (check {})", self.key_var()),
+            404 => " (is the base URL right, and does this server offer batches?)".to_string(),
+            _ => String::new(),
+        };
+        bail!("{provider}: HTTP {} from {url}: {}{hint}", status.as_u16(), redact(&body_message(&body)))
+    }
+
+    /// Writes `response`'s body to `out` as it comes, refused (`too_large` says why) as soon as it
+    /// passes `limit` bytes (or says it will); returns the bytes written.
+    async fn stream(
+        &self,
+        response: &mut reqwest::Response,
+        url: &str,
+        out: &mut dyn std::io::Write,
+        limit: u64,
+        too_large: impl Fn() -> String,
+    ) -> anyhow::Result<u64> {
+        if response.content_length().is_some_and(|length| length > limit) {
+            bail!("{}", too_large());
+        }
+        let mut written: u64 = 0;
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .with_context(|| format!("{}: reading the answer of {url}", self.engine.provider()))?
+        {
+            written += chunk.len() as u64;
+            if written > limit {
+                bail!("{}", too_large());
+            }
+            out.write_all(&chunk).context("writing the answer down")?;
+        }
+        Ok(written)
     }
 
     fn key_var(&self) -> &str {
@@ -241,8 +297,18 @@ impl Remote {
         }
     }
 
-    /// The result lines of an ended batch (OpenAI: the output file, then the error file).
-    pub async fn results(&self, status: &Status) -> anyhow::Result<String> {
+    /// The result lines of an ended batch (OpenAI: the output file, then the error file), at most
+    /// `limit` bytes of them ([`Self::results_to`]).
+    pub async fn results(&self, status: &Status, limit: u64) -> anyhow::Result<String> {
+        let mut bytes = Vec::new();
+        self.results_to(status, &mut bytes, limit).await?;
+        Ok(String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    }
+
+    /// Writes the result lines of an ended batch to `out` as they are downloaded (OpenAI: the output
+    /// file, then the error file), each file ending its last line; more than `limit` bytes in all is
+    /// an error naming the limit and `--max-results-bytes`, as soon as the download passes it.
+    pub async fn results_to(&self, status: &Status, out: &mut dyn std::io::Write, limit: u64) -> anyhow::Result<Fetched> {
         if !status.ended {
             bail!(
                 "batch {} is {} ({} of {} requests done): fetch it again once it has ended",
@@ -252,7 +318,16 @@ impl Remote {
                 status.total
             );
         }
-        let mut text = String::new();
+        let too_large = || {
+            format!(
+                "{}: the results of batch {} are larger than {limit} bytes, the most a fetch takes; nothing was \
+                 kept (give --max-results-bytes BYTES to take more)",
+                self.engine.provider(),
+                status.id
+            )
+        };
+        let mut lines = Lines::default();
+        let mut fetched = Fetched::default();
         for place in &status.results {
             let url = match self.engine {
                 // The key goes with the request: only to the base URL's origin, whatever the server names.
@@ -265,13 +340,18 @@ impl Remote {
                 Engine::Anthropic => place.clone(),
                 Engine::Openai | Engine::Vllm => self.at(&["files", place, "content"]),
             };
-            let body = self.send(self.request(reqwest::Method::GET, &url), &url).await?;
-            text.push_str(&body);
-            if !text.is_empty() && !text.ends_with('\n') {
-                text.push('\n');
+            let mut response = self.response(self.request(reqwest::Method::GET, &url), &url).await?;
+            let left = limit.saturating_sub(fetched.bytes);
+            let mut counted = Counted { out: &mut *out, lines: &mut lines };
+            fetched.bytes += self.stream(&mut response, &url, &mut counted, left, &too_large).await?;
+            if !lines.ended {
+                out.write_all(b"\n").context("writing the results down")?;
+                lines.saw(b"\n");
+                fetched.bytes += 1;
             }
         }
-        Ok(text)
+        fetched.lines = lines.count;
+        Ok(fetched)
     }
 
     /// A provider's batch object in common words.
@@ -325,5 +405,56 @@ impl Remote {
                 }
             }
         }
+    }
+}
+
+/// Counts the lines with text written through it.
+struct Lines {
+    count: u64,
+    /// The line under way has text.
+    text: bool,
+    /// The last byte written ended a line (or nothing was written yet).
+    ended: bool,
+}
+
+impl Default for Lines {
+    fn default() -> Self {
+        Self { count: 0, text: false, ended: true }
+    }
+}
+
+impl Lines {
+    fn saw(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            match byte {
+                b'\n' => {
+                    self.count += u64::from(self.text);
+                    self.text = false;
+                }
+                byte if !byte.is_ascii_whitespace() => self.text = true,
+                _ => {}
+            }
+        }
+        if let Some(last) = bytes.last() {
+            self.ended = *last == b'\n';
+        }
+    }
+}
+
+/// `out`, its lines counted.
+struct Counted<'a> {
+    out: &'a mut dyn std::io::Write,
+    lines: &'a mut Lines,
+}
+
+impl std::io::Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.lines.saw(buf.get(..n).unwrap_or_default());
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }

@@ -21,7 +21,6 @@ use crate::eval::batch::record_of_import;
 use crate::eval::score::Verdict;
 use crate::eval::EvalRecord;
 use crate::output::Profile;
-use crate::prompt::file::write_atomic;
 use crate::run::job::{self, record_transcripts, History, Transcripts};
 
 /// Options of `tunebench batch`.
@@ -164,6 +163,9 @@ pub struct FetchArgs {
     /// For --import: write each run's transcript to DIR/<prompt>.<case>.jsonl (see `batch import`).
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
+    /// The most bytes of results taken; a larger download stops there and nothing is kept.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::batch::remote::RESULTS_BYTES)]
+    pub max_results_bytes: u64,
 }
 
 pub fn run(args: &BatchArgs) -> anyhow::Result<ExitCode> {
@@ -451,18 +453,30 @@ fn fetch(args: &FetchArgs) -> anyhow::Result<ExitCode> {
         super::print_json(&status)?;
         return Ok(ExitCode::from(1));
     }
-    let text = runtime.block_on(remote.results(&status))?;
+    // Streamed into the file as it downloads (never held whole), within --max-results-bytes.
+    let mut fetched = None;
+    let mut refused = None;
+    let written = crate::prompt::file::write_atomic_with(&args.output, |out| {
+        match runtime.block_on(remote.results_to(&status, out, args.max_results_bytes)) {
+            Ok(done) => fetched = Some(done),
+            Err(error) => refused = Some(error),
+        }
+        match &refused {
+            Some(error) => Err(std::io::Error::other(format!("{error:#}"))),
+            None => Ok(()),
+        }
+    });
     drop(runtime);
-    write_atomic(&args.output, &text).with_context(|| format!("writing {}", args.output.display()))?;
-    super::note!(
-        "wrote {} result lines to {}",
-        text.lines().filter(|l| !l.trim().is_empty()).count(),
-        args.output.display()
-    );
+    if let Some(error) = refused {
+        return Err(error);
+    }
+    written.with_context(|| format!("writing {}", args.output.display()))?;
+    super::note!("wrote {} result lines to {}", fetched.unwrap_or_default().lines, args.output.display());
     if !status.errors.is_empty() {
         super::note!("batch {} failed: {}", status.id, status.errors.join("; "));
     }
     if args.import {
+        let text = read_text(&args.output)?;
         let into = Destinations { history: !args.no_history, transcripts: args.record.as_deref() };
         return import_text(&text, &args.output, args.manifest.as_deref(), false, into);
     }

@@ -168,6 +168,10 @@ pub struct EvalRunArgs {
     #[arg(long, value_name = "ID",
           conflicts_with_all = ["prompts", "from_batch", "watch", "models", "repeat", "types", "cases", "cases_file"])]
     pub batch_resume: Option<String>,
+    /// With --batch or --batch-resume: the most bytes of results taken; a larger download stops
+    /// there and nothing is scored.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::batch::remote::RESULTS_BYTES)]
+    pub max_results_bytes: u64,
     /// Do not append the cells' runs to the history file.
     #[arg(long)]
     pub no_history: bool,

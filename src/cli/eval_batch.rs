@@ -176,7 +176,7 @@ fn wait_and_score(args: &EvalRunArgs, remote: &Remote, id: &str, manifest: &Mani
     };
     let status = status?;
     failed(&status)?;
-    let text = runtime.block_on(remote.results(&status))?;
+    let text = runtime.block_on(remote.results(&status, args.max_results_bytes))?;
     let history = if args.no_history { History::Off } else { History::DataDir };
     let scored = runtime.block_on(crate::eval::batch::score_results(manifest, &text, &history))?;
     for warning in &scored.warnings {

@@ -345,3 +345,41 @@ fn an_anthropic_results_url_on_another_origin_gets_no_key() {
     assert!(stderr.contains("not on the base URL's origin") && stderr.contains(&elsewhere.url()), "{stderr}");
     assert_eq!(elsewhere.received(), Vec::new(), "the other origin was sent the request");
 }
+
+/// A results download larger than `--max-results-bytes` stops there: nothing is kept and the error
+/// names the limit and the flag; within the limit the results are streamed into the file.
+#[test]
+fn a_results_download_past_its_limit_is_refused_and_nothing_kept() {
+    // 40 chunks of 1 KiB, streamed without a length (as an endless download would come).
+    let line = format!("{}\n", "x".repeat(1023));
+    let served = line.clone();
+    let (_runtime, server) = start(move |request| match request.path.as_str() {
+        "/v1/batches/batch_big" => json_reply(
+            200,
+            &json!({"id": "batch_big", "object": "batch", "status": "completed", "output_file_id": "file-out",
+                    "request_counts": {"total": 40, "completed": 40, "failed": 0}}),
+        ),
+        "/v1/files/file-out/content" => {
+            (0..40).fold(Reply::chunked("application/octet-stream"), |reply, _| reply.chunk(&served)).end()
+        }
+        _ => json_reply(404, &json!({"error": {"message": "no route"}})),
+    });
+    let base = format!("{}/v1", server.url());
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    let (code, _, stderr) = run(tunebench(dir.path())
+        .args(["batch", "fetch", "batch_big", "--provider", "openai", "--base-url", &base, "--max-results-bytes", "10000", "-o"])
+        .arg(&results));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("larger than 10000 bytes") && stderr.contains("--max-results-bytes"), "{stderr}");
+    assert!(!results.exists(), "nothing kept");
+    let leftovers = std::fs::read_dir(dir.path()).unwrap().filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().contains(".tmp")).count();
+    assert_eq!(leftovers, 0, "no temporary file left");
+
+    let (code, _, stderr) = run(tunebench(dir.path())
+        .args(["batch", "fetch", "batch_big", "--provider", "openai", "--base-url", &base, "--max-results-bytes", "40960", "-o"])
+        .arg(&results));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("wrote 40 result lines"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&results).unwrap(), line.repeat(40));
+}
