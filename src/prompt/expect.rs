@@ -14,6 +14,7 @@ mod check;
 mod compare;
 mod fields;
 mod gold;
+pub(crate) mod null;
 mod parse;
 pub mod resolve;
 mod shape;

@@ -261,3 +261,33 @@ fn approving_an_answer_makes_it_the_expected_one() {
     let score = score_record(&expectations(&back, "ward"), &answered);
     assert_eq!(score.verdict, Verdict::Pass, "{score:?}");
 }
+
+/// A required, nullable field expected null (TOML spells it `{ null = true }`): an answer that gives
+/// it a value differs; one that gives null agrees.
+#[test]
+fn a_field_expected_null_is_compared() {
+    let nullable = prompt(
+        r#"id = "doses"
+response_type = "jsonl"
+template = "List the drugs in: {{text}}"
+schema = '''{"type": "object", "properties": {"drug": {"type": "string"}, "dose": {"type": ["number", "null"]}}, "required": ["drug", "dose"]}'''
+
+[variables]
+text = "the notes"
+
+[eval]
+match = "drug"
+
+[[cases]]
+name = "ward"
+[cases.expected]
+items = [{ drug = "aspirin", dose = { null = true } }]
+"#,
+    );
+    let verdict = |answer: &str| {
+        let run = record(&nullable, Some("ward"), answer, Ending::Finish("stop"));
+        score_record(&expectations(&nullable, "ward"), &run).verdict
+    };
+    assert_eq!(verdict("{\"drug\": \"aspirin\", \"dose\": 300}\n"), Verdict::Fail);
+    assert_eq!(verdict("{\"drug\": \"aspirin\", \"dose\": null}\n"), Verdict::Pass);
+}

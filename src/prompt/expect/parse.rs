@@ -314,20 +314,28 @@ pub(crate) fn parse_expected(
         Some(spanned) => Some(check_fields("match", spanned)?),
         None => None,
     };
+    // TOML has no null: a field's `{ null = true }` is JSON's null.
     let mut item_at = Vec::new();
-    let items = raw.items.map(|items| {
-        items
-            .into_iter()
-            .map(|item| {
-                item_at.push(locate(item.span()));
-                item.into_inner()
-            })
-            .collect()
-    });
-    let value = raw.value.map(|value| {
-        item_at.push(locate(value.span()));
-        value.into_inner()
-    });
+    let items = match raw.items {
+        Some(items) => {
+            let mut read = Vec::with_capacity(items.len());
+            for item in items {
+                let span = item.span();
+                item_at.push(locate(span.clone()));
+                read.push(super::null::read(item.into_inner()).map_err(|message| (span, message))?);
+            }
+            Some(read)
+        }
+        None => None,
+    };
+    let value = match raw.value {
+        Some(value) => {
+            let span = value.span();
+            item_at.push(locate(span.clone()));
+            Some(super::null::read(value.into_inner()).map_err(|message| (span, message))?)
+        }
+        None => None,
+    };
     Ok(Expected {
         match_on,
         expected_file: raw.expected_file.map(Spanned::into_inner),

@@ -431,3 +431,18 @@ fn a_bad_comparator_is_refused_at_its_line_naming_the_field() {
     let error = parse(&format!("{HEAD}[eval.fields.'/note']\ncompare = 'fuzzy'\n")).unwrap_err().to_string();
     assert!(error.starts_with("dir/p.toml:4:"), "{error}");
 }
+
+#[test]
+fn a_field_spelled_null_reads_as_null_and_writes_back_the_same() {
+    let text = FULL.replace("{ drug = \"aspirin\", dose = 300 }", "{ drug = \"aspirin\", dose = { null = true }, tags = [{ null = true }] }");
+    let prompt = parse(&text).unwrap();
+    let items = prompt.cases[0].expected.as_ref().unwrap().items.clone().unwrap();
+    assert_eq!(items[0], json!({"drug": "aspirin", "dose": null, "tags": [null]}));
+    let written = prompt.to_toml_string().unwrap();
+    assert!(written.contains("null = true"), "{written}");
+    assert_eq!(parse(&written).unwrap(), prompt, "read back the same");
+    // An item that is the spelling itself is refused where it is written.
+    let text = FULL.replace("{ drug = \"aspirin\", dose = 300 }", "{ null = true }");
+    let err = parse(&text).unwrap_err().to_string();
+    assert!(err.contains("p.toml:28") && err.contains("not null itself"), "{err}");
+}

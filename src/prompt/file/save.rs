@@ -47,8 +47,9 @@ struct Out<'a> {
     eval: &'a EvalSettings,
     #[serde(skip_serializing_if = "<[CheckSpec]>::is_empty")]
     checks: &'a [CheckSpec],
-    #[serde(skip_serializing_if = "<[Case]>::is_empty")]
-    cases: &'a [Case],
+    /// The inline cases, their expected answers' nulls spelled `{ null = true }`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    cases: Vec<Case>,
 }
 
 /// The prompt as TOML text.
@@ -83,10 +84,16 @@ fn out(prompt: &PromptFile) -> Result<Out<'_>, PromptError> {
     for case in prompt.inline_cases() {
         check_no_null(&format!("case {:?}", case.name), &case.variables).map_err(not_toml)?;
         if let Some(expected) = &case.expected {
+            // A field's null is written `{ null = true }`; an item or value that is null itself cannot be.
             let values = expected.items.iter().flatten().chain(&expected.value);
             for (index, value) in values.enumerate() {
-                check_no_null_in(&format!("case {:?}: expected item {}", case.name, index + 1), value)
-                    .map_err(not_toml)?;
+                if value.is_null() {
+                    return Err(not_toml(format!(
+                        "case {:?}: expected item {} is null, which TOML cannot hold",
+                        case.name,
+                        index + 1
+                    )));
+                }
             }
         }
         checks_without_null(&format!("case {:?}", case.name), &case.checks).map_err(not_toml)?;
@@ -122,8 +129,19 @@ fn out(prompt: &PromptFile) -> Result<Out<'_>, PromptError> {
         provider: &prompt.provider,
         eval: &prompt.eval,
         checks: &prompt.checks,
-        cases: prompt.inline_cases(),
+        cases: prompt.inline_cases().iter().map(spelled_nulls).collect(),
     })
+}
+
+/// `case` as the file writes it: its expected answer's nulls spelled `{ null = true }`.
+fn spelled_nulls(case: &Case) -> Case {
+    let mut case = case.clone();
+    if let Some(expected) = &mut case.expected {
+        let spell = crate::prompt::expect::null::spelled;
+        expected.items = expected.items.as_ref().map(|items| items.iter().map(spell).collect());
+        expected.value = expected.value.as_ref().map(spell);
+    }
+    case
 }
 
 /// Widest line [`pretty_json`] keeps a value on.
