@@ -308,7 +308,12 @@ impl Remote {
     /// Writes the result lines of an ended batch to `out` as they are downloaded (OpenAI: the output
     /// file, then the error file), each file ending its last line; more than `limit` bytes in all is
     /// an error naming the limit and `--max-results-bytes`, as soon as the download passes it.
-    pub async fn results_to(&self, status: &Status, out: &mut dyn std::io::Write, limit: u64) -> anyhow::Result<Fetched> {
+    pub async fn results_to(
+        &self,
+        status: &Status,
+        out: &mut dyn std::io::Write,
+        limit: u64,
+    ) -> anyhow::Result<Fetched> {
         if !status.ended {
             bail!(
                 "batch {} is {} ({} of {} requests done): fetch it again once it has ended",

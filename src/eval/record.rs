@@ -245,7 +245,11 @@ fn kept(variables: &crate::prompt::template::Variables) -> crate::prompt::templa
                 Value::String(text) => Value::String(cut(text)),
                 other => {
                     let text = other.to_string();
-                    if text.chars().count() > VARIABLE_CHARS { Value::String(cut(&text)) } else { other.clone() }
+                    if text.chars().count() > VARIABLE_CHARS {
+                        Value::String(cut(&text))
+                    } else {
+                        other.clone()
+                    }
                 }
             };
             (name.clone(), value)

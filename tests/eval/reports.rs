@@ -221,7 +221,8 @@ fn the_html_report_renders_in_a_real_browser_with_the_records_numbers() {
 #[test]
 fn the_html_report_shows_each_cases_variables_escaped() {
     let dir = tempfile::tempdir().unwrap();
-    let hostile = PROMPT.replace("variables = { text = \"BETA-TEXT\" }", "variables = { text = \"BETA-TEXT <b>bold</b> & 'q'\" }");
+    let hostile = PROMPT
+        .replace("variables = { text = \"BETA-TEXT\" }", "variables = { text = \"BETA-TEXT <b>bold</b> & 'q'\" }");
     let prompt = prompt_in(dir.path(), &hostile);
     let (_runtime, server) = server(ALPHA_RIGHT, BETA_RIGHT);
     let page = dir.path().join("r.html");

@@ -368,16 +368,42 @@ fn a_results_download_past_its_limit_is_refused_and_nothing_kept() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results.jsonl");
     let (code, _, stderr) = run(tunebench(dir.path())
-        .args(["batch", "fetch", "batch_big", "--provider", "openai", "--base-url", &base, "--max-results-bytes", "10000", "-o"])
+        .args([
+            "batch",
+            "fetch",
+            "batch_big",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--max-results-bytes",
+            "10000",
+            "-o",
+        ])
         .arg(&results));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("larger than 10000 bytes") && stderr.contains("--max-results-bytes"), "{stderr}");
     assert!(!results.exists(), "nothing kept");
-    let leftovers = std::fs::read_dir(dir.path()).unwrap().filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().contains(".tmp")).count();
+    let leftovers = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .count();
     assert_eq!(leftovers, 0, "no temporary file left");
 
     let (code, _, stderr) = run(tunebench(dir.path())
-        .args(["batch", "fetch", "batch_big", "--provider", "openai", "--base-url", &base, "--max-results-bytes", "40960", "-o"])
+        .args([
+            "batch",
+            "fetch",
+            "batch_big",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--max-results-bytes",
+            "40960",
+            "-o",
+        ])
         .arg(&results));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("wrote 40 result lines"), "{stderr}");

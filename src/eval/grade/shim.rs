@@ -227,7 +227,9 @@ impl Shim {
     pub fn ran_on(&self, question: &Question) -> String {
         let cut = crate::eval::values::cut;
         let code = match (&self.job["code"], &self.job["file"]) {
-            (Value::String(code), _) => format!("`{}`", cut(&code.split_whitespace().collect::<Vec<_>>().join(" "), QUOTED_CODE)),
+            (Value::String(code), _) => {
+                format!("`{}`", cut(&code.split_whitespace().collect::<Vec<_>>().join(" "), QUOTED_CODE))
+            }
             (_, Value::String(file)) => match self.job["function"].as_str() {
                 Some(function) => format!("{function}() in {file}"),
                 None => file.clone(),

@@ -131,7 +131,10 @@ fn javascript_files_and_inline_code_run_through_node_when_it_is_installed() {
     let long = format!("output.length > 30 && {}", "output.includes('x') && ".repeat(20)) + "true";
     let scored = graded(dir.path(), assertion("javascript", &long, None), "Hello");
     let message = scored.checks[0].message.clone().unwrap_or_default();
-    assert!(message.starts_with("score 0.00: `output.length > 30 && output.includes") && message.contains("…`"), "{message}");
+    assert!(
+        message.starts_with("score 0.00: `output.length > 30 && output.includes") && message.contains("…`"),
+        "{message}"
+    );
     assert!(message.len() < 160, "{message}");
 }
 

@@ -14,9 +14,9 @@ fn is_spelled_null(map: &Map<String, Value>) -> bool {
 /// when the item itself is that table.
 pub fn read(value: Value) -> Result<Value, String> {
     match value {
-        Value::Object(map) if is_spelled_null(&map) => Err(
-            "`{ null = true }` says a field is null; an expected item or value is not null itself".to_string(),
-        ),
+        Value::Object(map) if is_spelled_null(&map) => {
+            Err("`{ null = true }` says a field is null; an expected item or value is not null itself".to_string())
+        }
         value => Ok(nulls_read(value)),
     }
 }

@@ -434,7 +434,10 @@ fn a_bad_comparator_is_refused_at_its_line_naming_the_field() {
 
 #[test]
 fn a_field_spelled_null_reads_as_null_and_writes_back_the_same() {
-    let text = FULL.replace("{ drug = \"aspirin\", dose = 300 }", "{ drug = \"aspirin\", dose = { null = true }, tags = [{ null = true }] }");
+    let text = FULL.replace(
+        "{ drug = \"aspirin\", dose = 300 }",
+        "{ drug = \"aspirin\", dose = { null = true }, tags = [{ null = true }] }",
+    );
     let prompt = parse(&text).unwrap();
     let items = prompt.cases[0].expected.as_ref().unwrap().items.clone().unwrap();
     assert_eq!(items[0], json!({"drug": "aspirin", "dose": null, "tags": [null]}));
