@@ -12,16 +12,15 @@ use serde_json::{json, Value};
 use super::input::read_text;
 use super::run_options::Sampling;
 use crate::batch::export::{self, CaseChoice, ExportRequest};
-use crate::batch::import::{import, Imported};
+use crate::batch::import::Imported;
 use crate::batch::manifest::Manifest;
 use crate::batch::remote::Remote;
 use crate::batch::submitted::Submitted;
 use crate::batch::{tag_of, Engine};
-use crate::eval::batch::record_of_import;
 use crate::eval::score::Verdict;
 use crate::eval::EvalRecord;
 use crate::output::Profile;
-use crate::run::job::{self, record_transcripts, History, Transcripts};
+use crate::run::job::{record_transcripts, Transcripts};
 
 /// Options of `tunebench batch`.
 #[derive(Debug, clap::Args)]
@@ -298,14 +297,13 @@ fn import_text(
     into: Destinations,
 ) -> anyhow::Result<ExitCode> {
     let manifest = manifest_for(manifest, text, origin)?;
-    let imported = runtime()?.block_on(import(&manifest, text));
-    if into.history {
-        for record in &imported.records {
-            if let Err(error) = job::keep(record, &History::DataDir) {
-                super::note!("tunebench: warning: the run was not added to the history: {error}");
-                break;
-            }
-        }
+    // Imported, kept in the history, scored against the cases' expectations as `eval` scores a live
+    // run, and kept as an eval: the core's eval session for batches.
+    let store = crate::eval::session::Store::DataDir;
+    let (finished, imported) =
+        runtime()?.block_on(crate::eval::session::score_batch(&manifest, text, into.history, None, &store))?;
+    if let crate::eval::pipeline::HistoryKept::NotWritten(_) = &finished.history {
+        super::note!("tunebench: warning: {}", finished.history);
     }
     if let Some(dir) = into.transcripts {
         let mut written = 0;
@@ -316,11 +314,10 @@ fn import_text(
         }
         super::note!("recorded {written} transcripts in {} (<prompt>.<case>.jsonl)", dir.display());
     }
-    // Scored against the cases' expectations as `eval` scores a live run, and kept as an eval.
-    let eval = record_of_import(&manifest, &imported.records)?;
-    if let Err(error) = crate::eval::store::save(&eval) {
+    if let Err(error) = &finished.saved {
         super::note!("tunebench: warning: the batch's eval was not recorded: {error}");
     }
+    let eval = finished.record;
     let ok = eval.cells.iter().all(|c| c.score.verdict == Verdict::Pass)
         && imported.records.iter().all(|r| r.ok)
         && imported.errors.is_empty()

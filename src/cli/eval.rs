@@ -17,11 +17,11 @@ use anyhow::Context;
 use super::eval_human as human;
 use super::run_options::SetupFlags;
 use crate::eval::diff::{self, Delta};
-use crate::eval::pipeline::{self, EvalEvent, Pipeline};
+use crate::eval::pipeline::{EvalEvent, HistoryKept};
 use crate::eval::report_file::ReportFormat;
-use crate::eval::{rerun, store, EvalOptions, EvalPlan, EvalRecord, ModelSpec};
+use crate::eval::session::{self, Baseline, Ended, EvalJob, Finished, Notice, Report, Rerun, SessionEvent, Store};
+use crate::eval::{store, EvalOptions, EvalRecord, ModelSpec};
 use crate::output::{Profile, ResponseType};
-use crate::provider::kind::ProviderKind;
 use crate::provider::replay::Pace;
 use crate::run::{CacheMode, ReplayFrom, SetupOptions};
 
@@ -270,165 +270,122 @@ fn cache_mode(args: &EvalRunArgs) -> CacheMode {
     }
 }
 
-/// The baseline `--baseline` names, read before anything runs (a bad one is bad input).
-pub fn baseline(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<Option<EvalRecord>> {
-    let Some(which) = &args.baseline else { return Ok(None) };
-    Ok(Some(plan.baseline(which, None).with_context(|| format!("--baseline {which}"))?))
+/// The eval `args` ask for, as the core's one eval session takes it.
+pub fn job(args: &EvalRunArgs) -> anyhow::Result<EvalJob> {
+    Ok(EvalJob {
+        options: options(args)?,
+        judge: args.judge.clone(),
+        embedder: args.embedder.clone(),
+        concurrency: args.concurrency,
+        rerun: match (&args.filter_failing, args.retry_errors) {
+            (Some(which), _) => Rerun::Failing(which.clone()),
+            (None, true) => Rerun::Errors,
+            (None, false) => Rerun::Every,
+        },
+        baseline: args.baseline.clone().map(Baseline::Named),
+        history: !args.no_history,
+        fetch_model: !args.no_fetch,
+        store: Store::DataDir,
+        reports: reports(args)?,
+        inputs: args.transcript.iter().cloned().collect(),
+    })
 }
 
 fn run_eval(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
-    reports(args)?;
+    let reports = reports(args)?;
     if let Some(tag) = &args.from_batch {
-        refuse_replacing(args, Vec::new())?;
-        let mut record = store::find_batch(tag)?;
-        if let Some(which) = &args.baseline {
-            let base = store::find(which, None).with_context(|| format!("--baseline {which}"))?;
-            record.delta = Some(diff::delta(&base, &record));
-        }
-        return finish(args, &record);
+        session::check_reports(&reports, &args.prompts)?;
+        let finished = session::from_batch(tag, args.baseline.as_deref(), &Store::DataDir)?;
+        return finish(args, &finished.record);
     }
     if args.batch || args.batch_resume.is_some() {
         return super::eval_batch::run(args);
     }
-    let mut options = options(args)?;
-    let mut plan =
-        EvalPlan::new(&options)?.with_judge(args.judge.as_deref())?.with_embedder(args.embedder.as_deref())?;
-    for warning in &plan.warnings {
-        super::note!("tunebench: warning: {warning}");
-    }
-    if let Some(which) = &args.filter_failing {
-        let earlier = plan.baseline(which, None).with_context(|| format!("--filter-failing {which}"))?;
-        let rows: std::collections::HashSet<&str> = plan.rows.iter().flatten().map(String::as_str).collect();
-        let failing: Vec<String> =
-            rerun::failing_cases(&earlier).into_iter().flatten().filter(|name| rows.contains(name.as_str())).collect();
-        if failing.is_empty() {
-            super::note!("no case failed or errored in eval {}: nothing to run", earlier.id);
-            return Ok(ExitCode::SUCCESS);
-        }
-        super::note!("re-running the {} cases that failed or errored in eval {}", failing.len(), earlier.id);
-        options.cases = failing;
-        plan = EvalPlan::new(&options)?.with_judge(args.judge.as_deref())?.with_embedder(args.embedder.as_deref())?;
-    }
-    let kept = match args.retry_errors {
-        false => Vec::new(),
-        true => {
-            let last = plan.baseline("last", None).context("--retry-errors")?;
-            let (kept, errored) = rerun::retry_errors(&mut plan, &last);
-            let new = plan.cells.len() - errored;
-            let new = if new > 0 { format!(" and {new} it did not run") } else { String::new() };
-            super::note!(
-                "re-running the {errored} errored cells of eval {}{new}, {} kept from it",
-                last.id,
-                kept.len()
-            );
-            kept
-        }
-    };
-    refuse_overwriting_inputs(args, &plan)?;
-    let base = baseline(args, &plan)?;
-    fetch_local_model(args, &plan)?;
+    let job = job(args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let mut record = run_plan(args, &plan, &runtime, super::interrupt::interrupted())?;
-    if args.retry_errors {
-        rerun::merge(&mut record, kept);
+    match run_job(args, &job, &runtime, super::interrupt::interrupted())? {
+        Ended::NothingFailed { eval } => {
+            super::note!("no case failed or errored in eval {eval}: nothing to run");
+            Ok(ExitCode::SUCCESS)
+        }
+        Ended::Ran(finished) => {
+            said(&finished);
+            finish(args, &finished.record).map(super::interrupt::exit_code)
+        }
     }
-    if let Some(base) = &base {
-        record.delta = Some(diff::delta(base, &record));
-    }
-    save(&record);
-    finish(args, &record).map(super::interrupt::exit_code)
 }
 
 /// The report files asked for, each with the flag that asked and its format: `--junit`, `--csv`, then
 /// every `-o` by its extension (an unknown one is bad input, before anything runs).
-pub fn reports(args: &EvalRunArgs) -> anyhow::Result<Vec<(&'static str, &Path, ReportFormat)>> {
+pub fn reports(args: &EvalRunArgs) -> anyhow::Result<Vec<Report>> {
     let mut reports = Vec::new();
-    reports.extend(args.junit.as_deref().map(|path| ("--junit", path, ReportFormat::Junit)));
-    reports.extend(args.csv.as_deref().map(|path| ("--csv", path, ReportFormat::Csv)));
+    let report = |flag, path: &Path, format| Report { flag, path: path.to_path_buf(), format };
+    reports.extend(args.junit.as_deref().map(|path| report("--junit", path, ReportFormat::Junit)));
+    reports.extend(args.csv.as_deref().map(|path| report("--csv", path, ReportFormat::Csv)));
     for path in &args.outputs {
-        reports.push(("-o", path.as_path(), ReportFormat::of(path).map_err(anyhow::Error::msg)?));
+        reports.push(report("-o", path, ReportFormat::of(path).map_err(anyhow::Error::msg)?));
     }
     Ok(reports)
 }
 
-/// No report (`-o`, `--junit`, `--csv`) names an input: a prompt file, a file a prompt names, the
-/// transcript (bad input, before anything runs).
-pub fn refuse_overwriting_inputs(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<()> {
-    let mut inputs = plan.watched_files();
-    inputs.extend(args.transcript.clone());
-    refuse_replacing(args, inputs)
-}
-
-/// The one rule of every report writer, checked before anything runs: a report replaces no input
-/// (`inputs`, with the prompt files and `--cases`), and nothing but an earlier report of its kind
-/// (never a FIFO, a device, a folder, a prompt file or a dataset the shell's glob handed over).
-pub fn refuse_replacing(args: &EvalRunArgs, mut inputs: Vec<PathBuf>) -> anyhow::Result<()> {
-    inputs.extend(args.prompts.iter().cloned());
-    inputs.extend(args.cases_file.clone());
-    for (flag, output, format) in reports(args)? {
-        crate::files::refuse_overwriting(flag, output, &inputs).map_err(anyhow::Error::msg)?;
-        format.may_replace(flag, output).map_err(anyhow::Error::msg)?;
-    }
-    Ok(())
-}
-
-/// Fetches the default local model when a column needs it and it is missing (as `run` does).
-pub fn fetch_local_model(args: &EvalRunArgs, plan: &EvalPlan) -> anyhow::Result<()> {
-    #[cfg(feature = "local")]
-    {
-        let needs = plan
-            .columns
-            .iter()
-            .any(|c| c.setup.settings.provider == ProviderKind::Local && c.setup.settings.model.is_empty());
-        if needs && !args.no_fetch {
-            use crate::provider::local::fetch;
-            if fetch::installed_model().is_err() {
-                fetch::fetch(&mut super::model::show_progress)?;
-            }
-        }
-    }
-    #[cfg(not(feature = "local"))]
-    let _ = (args, plan, ProviderKind::Local);
-    Ok(())
-}
-
-/// Runs every cell of `plan`, progress on stderr (unless `--json`); the record, not yet saved.
-pub fn run_plan(
+/// Runs `job` through the core's eval session, its notices and each cell's end on stderr (the
+/// cells' progress not with `--json`).
+pub fn run_job(
     args: &EvalRunArgs,
-    plan: &EvalPlan,
+    job: &EvalJob,
     runtime: &tokio::runtime::Runtime,
     cancel: impl std::future::Future<Output = crate::run::Stop> + Send,
-) -> anyhow::Result<EvalRecord> {
-    let concurrency = plan.concurrency(args.concurrency);
+) -> anyhow::Result<Ended> {
+    run_job_seeing(args, job, runtime, cancel, &mut |_| {})
+}
+
+/// [`run_job`], every event also shown to `also` (`--watch` takes the files to watch from the plan).
+pub fn run_job_seeing(
+    args: &EvalRunArgs,
+    job: &EvalJob,
+    runtime: &tokio::runtime::Runtime,
+    cancel: impl std::future::Future<Output = crate::run::Stop> + Send,
+    also: &mut (dyn FnMut(&SessionEvent<'_>) + Send),
+) -> anyhow::Result<Ended> {
     let human = !args.json;
-    if human {
-        human::plan_line(plan, concurrency);
-    }
-    let total = plan.cells.len();
-    let mut done = 0;
-    let pipeline = Pipeline { plan, concurrency, record_history: !args.no_history, wrap: None };
-    let ran = runtime.block_on(pipeline::run(
-        pipeline,
+    let (mut labels, mut repeats, mut total, mut done) = (Vec::new(), false, 0, 0);
+    let ended = runtime.block_on(session::run(
+        job,
         |event| {
-            if let EvalEvent::CellScored { scored, .. } = &event {
-                done += 1;
-                if human {
-                    human::progress(plan, done, total, scored);
+            also(&event);
+            match event {
+                SessionEvent::Notice(Notice::Fetching(progress)) => super::model::show_progress(progress),
+                SessionEvent::Notice(notice @ Notice::Plan(_)) => super::note!("tunebench: {notice}"),
+                SessionEvent::Notice(notice) => super::note!("{notice}"),
+                SessionEvent::Planned { plan, concurrency, .. } => {
+                    labels = plan.columns.iter().map(|c| c.column.label.clone()).collect();
+                    (repeats, total) = (plan.repeat > 1, plan.cells.len());
+                    if human {
+                        human::plan_line(plan, concurrency);
+                    }
                 }
+                SessionEvent::Eval(EvalEvent::CellScored { scored, .. }) => {
+                    done += 1;
+                    if human {
+                        let column = labels.get(scored.column).map_or("?", String::as_str);
+                        human::progress(column, repeats, done, total, &scored);
+                    }
+                }
+                SessionEvent::Eval(_) => {}
             }
         },
         cancel,
     ))?;
-    for warning in &ran.warnings {
-        super::note!("tunebench: warning: {warning}");
-    }
-    Ok(ran.record)
+    Ok(ended)
 }
 
-/// Keeps the record in the data directory (a warning when it cannot).
-pub fn save(record: &EvalRecord) {
-    match store::save(record) {
-        Ok(path) => super::note!("eval {} recorded in {}", record.id, path.display()),
+/// Says where the record was kept and whether the runs reached the history.
+pub fn said(finished: &Finished) {
+    if let HistoryKept::NotWritten(_) = &finished.history {
+        super::note!("tunebench: warning: {}", finished.history);
+    }
+    match &finished.saved {
+        Ok(path) => super::note!("eval {} recorded in {}", finished.record.id, path.display()),
         Err(error) => super::note!("tunebench: warning: the eval was not recorded: {error}"),
     }
 }
@@ -446,8 +403,8 @@ pub fn finish(args: &EvalRunArgs, record: &EvalRecord) -> anyhow::Result<ExitCod
 
 /// Writes every report asked for (each file replaced atomically, written as it is made).
 pub fn write_reports(args: &EvalRunArgs, record: &EvalRecord) -> anyhow::Result<()> {
-    for (_, path, format) in reports(args)? {
-        crate::prompt::file::write_atomic_with(path, |out| format.write(record, out))
+    for Report { path, format, .. } in reports(args)? {
+        crate::prompt::file::write_atomic_with(&path, |out| format.write(record, out))
             .with_context(|| format!("writing {}", path.display()))?;
         super::note!("wrote {}", path.display());
     }

@@ -10,15 +10,15 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use serde_json::json;
 
-use super::eval::{finish, save, EvalRunArgs};
+use super::eval::{finish, said, EvalRunArgs};
 use crate::batch::export::{self, CaseChoice, ExportRequest};
 use crate::batch::manifest::Manifest;
 use crate::batch::remote::{Remote, Status};
 use crate::batch::submitted::Submitted;
 use crate::batch::Engine;
-use crate::eval::{diff, store, ModelSpec};
+use crate::eval::session::{self, Store};
+use crate::eval::ModelSpec;
 use crate::output::ResponseType;
-use crate::run::job::History;
 use crate::run::SetupOptions;
 
 /// The first pause between two looks at a running batch (then twice as long each time, up to a
@@ -28,7 +28,7 @@ const FIRST_POLL: Duration = Duration::from_secs(1);
 /// `eval --batch` (submit, then wait unless `--no-wait`) or `eval --batch-resume ID`.
 pub fn run(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
     // The reports replace no input (the prompts, `--cases`) before anything is submitted.
-    super::eval::refuse_replacing(args, Vec::new())?;
+    session::check_reports(&super::eval::reports(args)?, &args.prompts)?;
     if let Some(id) = &args.batch_resume {
         let Some(submitted) = Submitted::find(id)? else {
             bail!(
@@ -39,7 +39,8 @@ pub fn run(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         let manifest = Manifest::find(&submitted.tag)?;
         let base_url = args.flags.base_url.clone().or(submitted.base_url);
         let remote = Remote::from_env(submitted.engine, base_url.as_deref(), submitted.key_env.as_deref())?;
-        return wait_and_score(args, &remote, id, &manifest);
+        let baseline = baseline(args, &manifest)?;
+        return wait_and_score(args, &remote, id, &manifest, baseline);
     }
     let request = export_request(args)?;
     let mut exported = export::export(&request)?;
@@ -57,6 +58,8 @@ pub fn run(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
     export::write(&exported, &input, false)?
         .with_context(|| format!("eval --batch: keeping the manifest of batch {tag} in the data directory"))?;
     let remote = Remote::from_env(request.engine, exported.base_url.as_deref(), exported.key_env.as_deref())?;
+    // The baseline is found before anything is submitted (a missing one is bad input, exit 2).
+    let baseline = baseline(args, &exported.manifest)?;
     let name = input.file_name().map_or_else(|| "batch.jsonl".into(), |n| n.to_string_lossy().into_owned());
     let status = runtime()?.block_on(remote.submit(&exported.lines, &name))?;
     let submitted = Submitted {
@@ -84,7 +87,14 @@ pub fn run(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    wait_and_score(args, &remote, &status.id, &exported.manifest)
+    wait_and_score(args, &remote, &status.id, &exported.manifest, baseline)
+}
+
+/// The baseline `--baseline` names for the eval of the batch `manifest` exports (`last`: as for a
+/// live eval of the same prompts on the same model).
+fn baseline(args: &EvalRunArgs, manifest: &Manifest) -> anyhow::Result<Option<crate::eval::EvalRecord>> {
+    let found = args.baseline.as_deref().map(|which| session::batch_baseline(manifest, which, &Store::DataDir, None));
+    Ok(found.transpose()?)
 }
 
 /// The export `args` ask for: every case of each prompt (or those named, or a dataset's), once, on
@@ -152,7 +162,13 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// Waits for batch `id` (ctrl-c stops waiting: exit 130 with the id to resume with), fetches its
 /// results, imports and scores them, and ends as an eval does.
-fn wait_and_score(args: &EvalRunArgs, remote: &Remote, id: &str, manifest: &Manifest) -> anyhow::Result<ExitCode> {
+fn wait_and_score(
+    args: &EvalRunArgs,
+    remote: &Remote,
+    id: &str,
+    manifest: &Manifest,
+    baseline: Option<crate::eval::EvalRecord>,
+) -> anyhow::Result<ExitCode> {
     let runtime = runtime()?;
     let human = !args.json;
     let mut last = String::new();
@@ -177,30 +193,22 @@ fn wait_and_score(args: &EvalRunArgs, remote: &Remote, id: &str, manifest: &Mani
     let status = status?;
     failed(&status)?;
     let text = runtime.block_on(remote.results(&status, args.max_results_bytes))?;
-    let history = if args.no_history { History::Off } else { History::DataDir };
-    let scored = runtime.block_on(crate::eval::batch::score_results(manifest, &text, &history))?;
-    for warning in &scored.warnings {
-        super::note!("tunebench: warning: {warning}");
-    }
-    for error in &scored.imported.errors {
+    let (finished, imported) =
+        runtime.block_on(session::score_batch(manifest, &text, !args.no_history, baseline, &Store::DataDir))?;
+    for error in &imported.errors {
         let at = error.custom_id.as_deref().map(|id| format!(" ({id})")).unwrap_or_default();
         let line = format!("batch {id} result line {}{at}: {}", error.line, error.message);
         super::note!("tunebench: warning: {}", crate::safe_text::escape_controls(&line));
     }
-    if !scored.imported.missing.is_empty() {
+    if !imported.missing.is_empty() {
         super::note!(
             "tunebench: warning: batch {id} has no result for {} of {} requests (their cells are left out)",
-            scored.imported.missing.len(),
+            imported.missing.len(),
             manifest.entries.len()
         );
     }
-    let mut record = scored.record;
-    if let Some(which) = &args.baseline {
-        let base = store::find(which, None).with_context(|| format!("--baseline {which}"))?;
-        record.delta = Some(diff::delta(&base, &record));
-    }
-    save(&record);
-    finish(args, &record)
+    said(&finished);
+    finish(args, &finished.record)
 }
 
 /// A batch that ended without results: an error naming it, its status and the provider's reasons.

@@ -27,10 +27,9 @@ pub fn plan_line(plan: &EvalPlan, concurrency: usize) {
 }
 
 /// One cell's end on stderr: `[3/12] astronomy × extract-definitions: pass (F1 1.00)`.
-pub fn progress(plan: &EvalPlan, done: usize, total: usize, cell: &CellRecord) {
+pub fn progress(column: &str, repeats: bool, done: usize, total: usize, cell: &CellRecord) {
     let case = cell.case.as_deref().unwrap_or("(default)");
-    let column = plan.columns.get(cell.column).map_or("?", |c| c.column.label.as_str());
-    let run = if plan.repeat > 1 { format!(" run {}", cell.repeat) } else { String::new() };
+    let run = if repeats { format!(" run {}", cell.repeat) } else { String::new() };
     let f1 = cell.score.f1().map(|f| format!(" (F1 {f:.2})")).unwrap_or_default();
     super::note!("[{done}/{total}] {case} × {column}{run}: {}{f1}", verdict_name(cell.score.verdict));
 }

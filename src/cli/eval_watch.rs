@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::eval::{self as cmd, EvalRunArgs};
 use super::eval_human as human;
-use crate::eval::{diff, EvalPlan, EvalRecord};
+use crate::eval::session::{Baseline, Ended, SessionEvent};
 use crate::files::{self, Limit};
 
 /// How often the watched files are read.
@@ -36,41 +36,41 @@ fn fingerprint(files: &[PathBuf]) -> Vec<Option<u64>> {
 }
 
 pub fn watch(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
-    let options = cmd::options(args)?;
+    let mut job = cmd::job(args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let mut previous: Option<EvalRecord> = None;
     let mut files: Vec<PathBuf> = args.prompts.iter().chain(&args.cases_file).cloned().collect();
-    let mut first = true;
     let mut code = ExitCode::SUCCESS;
     for round in 1.. {
         let before = fingerprint(&files);
-        match EvalPlan::new(&options)
-            .and_then(|plan| plan.with_judge(args.judge.as_deref()))
-            .and_then(|plan| plan.with_embedder(args.embedder.as_deref()))
-        {
-            Ok(plan) => {
-                files = plan.watched_files();
-                files.extend(args.cases_file.clone());
-                if first {
-                    cmd::refuse_overwriting_inputs(args, &plan)?;
-                    previous = cmd::baseline(args, &plan)?;
-                    cmd::fetch_local_model(args, &plan)?;
-                    first = false;
-                }
-                super::sayln!("== eval run {round}");
-                let mut record = cmd::run_plan(args, &plan, &runtime, super::interrupt::interrupted())?;
-                if let Some(previous) = &previous {
-                    record.delta = Some(diff::delta(previous, &record));
-                }
-                cmd::save(&record);
+        let mut watched = None;
+        let mut planned = |event: &SessionEvent<'_>| {
+            if let SessionEvent::Planned { plan, .. } = event {
+                watched = Some(plan.watched_files());
+            }
+        };
+        // The first round's bad input (a baseline, a report that would replace an input) ends the
+        // watch; later a prompt that no longer reads is reported and waited on.
+        super::sayln!("== eval run {round}");
+        let ran = cmd::run_job_seeing(args, &job, &runtime, super::interrupt::interrupted(), &mut planned);
+        if let Some(watched) = watched {
+            files = watched;
+            files.extend(args.cases_file.clone());
+        }
+        match ran {
+            Ok(Ended::Ran(finished)) => {
+                cmd::said(&finished);
+                let record = finished.record;
                 cmd::write_reports(args, &record)?;
                 super::say!("{}", human::report(&record));
                 code = cmd::exit_code(&record, record.delta.as_ref(), args.fail_on_regression);
                 if record.cancelled {
                     return Ok(super::interrupt::exit_code(code));
                 }
-                previous = Some(record);
+                // The next round is compared with this one.
+                job.baseline = Some(Baseline::Record(Box::new(record)));
             }
+            Ok(Ended::NothingFailed { .. }) => {}
+            Err(error) if round == 1 => return Err(error),
             Err(error) => {
                 super::sayln!("== eval run {round}: not run");
                 super::note!("tunebench: error: {error}");

@@ -153,8 +153,9 @@ fn optimize(args: &OptimizeRunArgs) -> anyhow::Result<ExitCode> {
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let human = !args.json;
-    let record = runtime.block_on(crate::optimize::run(
+    let kept = runtime.block_on(crate::optimize::run_and_keep(
         &options,
+        Ok(None),
         |event: OptimizeEvent| {
             if human {
                 human::progress(&event);
@@ -162,7 +163,8 @@ fn optimize(args: &OptimizeRunArgs) -> anyhow::Result<ExitCode> {
         },
         super::interrupt::interrupted(),
     ))?;
-    match store::save_in(&store::optimizations_dir()?, &record) {
+    let record = kept.record;
+    match kept.saved {
         Ok(path) => super::note!("optimization {} recorded in {}", record.id, path.display()),
         Err(error) => super::note!("tunebench: warning: the optimization was not recorded: {error}"),
     }

@@ -20,8 +20,8 @@ pub struct Scored {
     pub imported: crate::batch::import::Imported,
     /// The eval (not yet saved).
     pub record: EvalRecord,
-    /// What went wrong on the way without stopping it (the history not written).
-    pub warnings: Vec<String>,
+    /// Why the runs could not be added to the history, when they could not.
+    pub history_error: Option<String>,
 }
 
 /// The result lines `results` of the batch `manifest` describes, imported as run records (each kept
@@ -32,15 +32,15 @@ pub async fn score_results(
     history: &crate::run::job::History,
 ) -> Result<Scored, EvalError> {
     let imported = crate::batch::import::import(manifest, results).await;
-    let mut warnings = Vec::new();
+    let mut history_error = None;
     for run in &imported.records {
         if let Err(error) = crate::run::job::keep(run, history) {
-            warnings.push(format!("the runs were not added to the history: {error}"));
+            history_error = Some(error.to_string());
             break;
         }
     }
     let record = record_of_import(manifest, &imported.records)?;
-    Ok(Scored { imported, record, warnings })
+    Ok(Scored { imported, record, history_error })
 }
 
 /// The eval record of the runs imported from the batch `manifest` describes. Expectations that do not
@@ -67,17 +67,7 @@ pub fn record_of_import(manifest: &Manifest, records: &[RunRecord]) -> Result<Ev
         let settings = &entry.settings;
         let key = (entry.prompt, settings.provider.name().to_string(), settings.model.clone(), settings.structured);
         let column = *column_of.entry(key).or_insert_with(|| {
-            columns.push(Column {
-                label: String::new(),
-                prompt: prompt.id.clone(),
-                path: exported.path.clone(),
-                response_type: prompt.response_type,
-                twin: false,
-                provider: manifest.engine.provider().to_string(),
-                model: settings.model.clone(),
-                base_url: None,
-                structured: Some(settings.structured),
-            });
+            columns.push(column(manifest, prompt, exported, settings));
             columns.len() - 1
         });
         let case = if entry.prompt_case { entry.case.clone() } else { None };
@@ -133,6 +123,54 @@ pub fn record_of_import(manifest: &Manifest, records: &[RunRecord]) -> Result<Ev
     };
     record.sum_up();
     Ok(record)
+}
+
+/// The columns an eval of the batch `manifest` exports has (each prompt × model × structured mode its
+/// entries name, in their order), before any result is in: what its baseline is looked up by.
+pub fn columns_of(manifest: &Manifest) -> Result<Vec<Column>, EvalError> {
+    let prompts: Vec<PromptFile> = manifest
+        .prompts
+        .iter()
+        .map(|p| p.prompt_file().map_err(|e| EvalError::Input(format!("{e:#}"))))
+        .collect::<Result<_, _>>()?;
+    let mut columns: Vec<Column> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for entry in &manifest.entries {
+        let (Some(prompt), Some(exported)) = (prompts.get(entry.prompt), manifest.prompts.get(entry.prompt)) else {
+            continue;
+        };
+        let settings = &entry.settings;
+        if seen.insert((
+            entry.prompt,
+            settings.provider.name().to_string(),
+            settings.model.clone(),
+            settings.structured,
+        )) {
+            columns.push(column(manifest, prompt, exported, settings));
+        }
+    }
+    label_columns(&mut columns);
+    Ok(columns)
+}
+
+/// The column of `prompt` (exported as `exported`) on `settings`.
+fn column(
+    manifest: &Manifest,
+    prompt: &PromptFile,
+    exported: &crate::batch::manifest::Exported,
+    settings: &crate::run::RunSettings,
+) -> Column {
+    Column {
+        label: String::new(),
+        prompt: prompt.id.clone(),
+        path: exported.path.clone(),
+        response_type: prompt.response_type,
+        twin: false,
+        provider: manifest.engine.provider().to_string(),
+        model: settings.model.clone(),
+        base_url: None,
+        structured: Some(settings.structured),
+    }
 }
 
 /// Labels: the prompt's id, with the model when the batch holds several models.

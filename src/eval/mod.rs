@@ -22,6 +22,8 @@
 //! - [`plan`]: the columns (prompt version × model), rows (cases) and cells of an eval; [`plan_cases`]:
 //!   each prompt's cases as the plan reaches them (a dataset indexed); [`model_spec`]: a `--model` value.
 //! - [`pipeline`]: every cell run and scored, as events; the record.
+//! - [`session`]: one eval from start to end, the owner every front end calls: plan, re-runs, baseline,
+//!   the model fetch, the pipeline, the record saved and its delta.
 //! - [`record`]: the eval record and each cell's run in brief.
 //! - [`totals`]: per column, and per row × column over repeats (k/N, pass^N, flaky).
 //! - [`store`]: one file per eval in the data directory; list, load by id, `last` or file.
@@ -56,6 +58,7 @@ pub mod report_file;
 pub mod report_html;
 pub mod rerun;
 pub mod score;
+pub mod session;
 pub mod store;
 pub mod suite;
 pub mod totals;

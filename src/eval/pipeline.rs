@@ -52,11 +52,32 @@ pub struct Pipeline<'a> {
     pub wrap: Option<Wrap<'a>>,
 }
 
-/// What came out besides the record: history writes that failed.
+/// What came out: the record, and whether its runs reached the history.
 #[derive(Debug)]
 pub struct Ran {
     pub record: EvalRecord,
-    pub warnings: Vec<String>,
+    pub history: HistoryKept,
+}
+
+/// Whether an eval's runs were appended to the history file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HistoryKept {
+    /// The eval keeps no history (`--no-history`, the optimizer's cells).
+    Off,
+    /// Every run that started is in the history.
+    Every,
+    /// The history could not be written (why): none of the eval's runs count as kept.
+    NotWritten(String),
+}
+
+impl std::fmt::Display for HistoryKept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HistoryKept::Off => write!(f, "the runs are not kept in the history"),
+            HistoryKept::Every => write!(f, "the runs were added to the history"),
+            HistoryKept::NotWritten(why) => write!(f, "the runs were not added to the history: {why}"),
+        }
+    }
 }
 
 /// Runs every cell, reporting to `sink`, stopped when `cancel` completes (runs under way keep their
@@ -78,11 +99,11 @@ where
         (*sink)(event);
     };
     let scored: Mutex<Vec<Option<CellRecord>>> = Mutex::new(vec![None; plan.cells.len()]);
-    let warnings: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let not_written: Mutex<Option<String>> = Mutex::new(None);
     let cancelled = &std::sync::atomic::AtomicBool::new(false);
     // The cells under way: each one's case and expectations, from its job's making to its scoring.
     let under_way: Mutex<HashMap<usize, Arc<CellCase>>> = Mutex::new(HashMap::new());
-    let (scored, warnings, emit, under_way) = (&scored, &warnings, &emit, &under_way);
+    let (scored, not_written, emit, under_way) = (&scored, &not_written, &emit, &under_way);
     let case_of = move |index: usize| under_way.lock().unwrap_or_else(|p| p.into_inner()).get(&index).cloned();
     let on_event = |index: usize, event: RunEvent| match event {
         RunEvent::TurnStarted { turn: 1, .. } => emit(EvalEvent::CellStarted { cell: index }),
@@ -118,10 +139,7 @@ where
         }
         if pipeline.record_history {
             if let Err(error) = job::keep(record, &History::DataDir) {
-                let mut warnings = warnings.lock().unwrap_or_else(|p| p.into_inner());
-                if warnings.is_empty() {
-                    warnings.push(format!("the runs were not added to the history: {error}"));
-                }
+                not_written.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(|| error.to_string());
             }
         }
         let graded = case_of(index).and_then(|c| c.expectations.as_ref().map(super::graded::any)).unwrap_or(false)
@@ -216,8 +234,12 @@ where
         delta: None,
     };
     record.sum_up();
-    let warnings = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
-    Ok(Ran { record, warnings })
+    let history = match not_written.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        Some(why) => HistoryKept::NotWritten(why),
+        None if pipeline.record_history => HistoryKept::Every,
+        None => HistoryKept::Off,
+    };
+    Ok(Ran { record, history })
 }
 
 /// One job per cell, in the plan's order (see [`Jobs`]): the bench's measure of making them.
@@ -352,6 +374,7 @@ fn not_made(plan: &EvalPlan, cell: Cell, error: &EvalError) -> CellRecord {
             started_at_ms: now_ms(),
             error: Some(error.to_string()),
             summary: reason,
+            not_run: true,
             ..RunBrief::default()
         },
     }

@@ -81,6 +81,10 @@ pub struct RunBrief {
     pub truncated: bool,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
+    /// The cell never ran (a signal stopped the eval before it began, or its case could not be read
+    /// again): its `error` verdict says why, and it is no answer of the model's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_run: bool,
     /// The answer came from the response cache.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
@@ -133,6 +137,7 @@ impl RunBrief {
             },
             truncated: record.truncated,
             cancelled: record.cancelled,
+            not_run: record.never_started(),
             // Cached when every turn was answered from the response cache.
             cached: !record.turns.is_empty() && record.turns.iter().all(|t| t.cached),
             batch: record.batch.clone(),

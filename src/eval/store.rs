@@ -202,13 +202,24 @@ pub fn baseline_in(
     prompt_set: &[String],
     columns: &[super::plan::Column],
 ) -> Result<EvalRecord, EvalError> {
+    baseline_except(dir, which, prompt_set, columns, None)
+}
+
+/// [`baseline_in`], where `last` is never the eval `except` (an imported batch's own record).
+pub fn baseline_except(
+    dir: &Path,
+    which: &str,
+    prompt_set: &[String],
+    columns: &[super::plan::Column],
+    except: Option<&str>,
+) -> Result<EvalRecord, EvalError> {
     if which.trim() != "last" {
         return find_in(dir, which, Some(prompt_set));
     }
     for path in files(dir)? {
         let record = load_file(&path).map_err(|e| unreadable(&path, &e))?;
         let shares = record.columns.iter().any(|old| columns.iter().any(|new| new.same_as(old)));
-        if record.prompt_set() == prompt_set && shares {
+        if record.prompt_set() == prompt_set && shares && except != Some(record.id.as_str()) {
             return Ok(record);
         }
     }
@@ -231,10 +242,9 @@ pub fn find(which: &str, prompt_set: Option<&[String]>) -> Result<EvalRecord, Ev
 }
 
 /// The eval recorded for the imported batch `tag` (the newest when it was imported twice).
-pub fn find_batch(tag: &str) -> Result<EvalRecord, EvalError> {
-    let dir = evals_dir()?;
+pub fn find_batch_in(dir: &Path, tag: &str) -> Result<EvalRecord, EvalError> {
     let tag = tag.trim().trim_start_matches("tb");
-    for path in files(&dir)? {
+    for path in files(dir)? {
         let Ok(record) = load_file(&path) else { continue };
         if record.batch.as_deref() == Some(tag) {
             return Ok(record);

@@ -88,7 +88,7 @@ pub async fn evaluate(
     let mut outcome = Outcome { cancelled: ran.record.cancelled, ..Outcome::default() };
     for cell in &ran.record.cells {
         let Some(case) = cell.case.clone() else { continue };
-        let never_ran = cell.score.verdict == Verdict::Error && cell.score.reason.starts_with("not run:");
+        let never_ran = cell.run.not_run;
         if ran.record.cancelled && (never_ran || cell.run.cancelled) {
             continue;
         }

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 
 pub use record::{Candidate, Cost, Optimization, RoleCost};
 pub use select::Figures;
-pub use session::run;
+pub use session::{run, run_and_keep, Kept};
 
 use crate::run::SetupOptions;
 

@@ -532,3 +532,32 @@ fn add_cost(total: &mut RoleCost, more: &RoleCost) {
     total.tokens_in += more.tokens_in;
     total.tokens_out += more.tokens_out;
 }
+
+/// A finished optimization and where it was kept.
+#[derive(Debug)]
+pub struct Kept {
+    pub record: Optimization,
+    /// The record's file, or why it was not saved.
+    pub saved: Result<std::path::PathBuf, String>,
+}
+
+/// [`run`], the record then saved in the optimizations folder `store` (`None`: the data directory's;
+/// the workbench without a data directory passes its reason as `Err`).
+pub async fn run_and_keep<F, C>(
+    options: &OptimizeOptions,
+    store: Result<Option<std::path::PathBuf>, String>,
+    sink: F,
+    cancel: C,
+) -> Result<Kept, OptimizeError>
+where
+    F: FnMut(OptimizeEvent) + Send,
+    C: std::future::Future<Output = Stop> + Send + 'static,
+{
+    let record = run(options, sink, cancel).await?;
+    let dir = store.and_then(|dir| match dir {
+        Some(dir) => Ok(dir),
+        None => super::store::optimizations_dir().map_err(|e| e.to_string()),
+    });
+    let saved = dir.and_then(|dir| super::store::save_in(&dir, &record).map_err(|e| e.to_string()));
+    Ok(Kept { record, saved })
+}

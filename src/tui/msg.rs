@@ -301,9 +301,10 @@ pub struct EvalRequest {
     pub path: PathBuf,
     /// The workbench's choice (a replay: the recorded answer it plays, each case its own file beside it).
     pub target: Target,
-    /// The baseline: the one read before the screen's first run, else that first run's record, else
-    /// (`None`) the last eval of the prompt on this model, read now.
+    /// The eval shown before this one (its record as it ran): the baseline when the user `chosen` it
+    /// (opened from the history) or when the session keeps no store; else the baseline is `last`.
     pub baseline: Option<Box<crate::eval::EvalRecord>>,
+    pub chosen: bool,
 }
 
 /// An approve of a dataset row: the saved prompt file, what to write, and the row to score again.

@@ -308,3 +308,38 @@ fn ctrl_c_stops_waiting_and_names_the_batch_to_resume() {
     assert!(stderr(&output).contains("Resume with: tunebench eval --batch-resume batch_abc"), "{}", stderr(&output));
     assert!(!batch_requests(&server).iter().any(|r| r.contains("file-out")), "no results were fetched");
 }
+
+/// `--baseline last` means one thing on every path: with no earlier eval of the prompt, `eval --batch`
+/// is bad input before anything is submitted; after a live eval, the batch eval is compared with it,
+/// and `--from-batch` with the newest eval that is not the batch's own.
+#[test]
+fn baseline_last_is_the_same_eval_live_batched_and_from_the_batch() {
+    let service = Service::new(Ending::Completes);
+    let (_runtime, server) = start(&service);
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = prompt_in(dir.path(), PROMPT);
+
+    let refused = eval_on(dir.path(), &prompt, &server, &["--batch", "--baseline", "last"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("--baseline last: no earlier eval of these prompt files"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(server.received().is_empty(), "nothing was sent before the baseline was found");
+
+    let live = eval_on(dir.path(), &prompt, &server, &["--json", "--no-cache"]);
+    let live = record(&live);
+    let batched = eval_on(dir.path(), &prompt, &server, &["--batch", "--baseline", "last", "--json"]);
+    assert_eq!(batched.status.code(), Some(1), "{}", stderr(&batched));
+    let batched = record(&batched);
+    let delta = batched.delta.as_ref().expect("compared with the live eval");
+    assert_eq!(delta.baseline, live.id, "{delta:?}");
+
+    let tag = batched.batch.clone().unwrap();
+    let shown =
+        tunebench(dir.path()).args(["eval", "--from-batch", &tag, "--baseline", "last", "--json"]).output().unwrap();
+    let shown = record(&shown);
+    assert_eq!(shown.id, batched.id);
+    assert_eq!(shown.delta.as_ref().map(|d| d.baseline.clone()), Some(live.id), "never the batch's own eval");
+}

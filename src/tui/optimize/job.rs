@@ -26,7 +26,10 @@ pub fn options(request: &OptimizeRequest, data_dir: Option<&std::path::Path>) ->
 /// Starts the optimization on the job bridge.
 pub fn start(bridge: Bridge, request: OptimizeRequest) {
     let options = options(&request, bridge.data_dir);
-    let save = bridge.data_dir.map(|d| d.join(store::OPTIMIZATIONS_DIR));
+    let save = match bridge.data_dir {
+        Some(dir) => Ok(Some(dir.join(store::OPTIMIZATIONS_DIR))),
+        None => Err("the data directory is off in this session".to_string()),
+    };
     bridge.log.line(&format!(
         "optimize {} (split {}, seed {}, budget {}, {} proposals)",
         request.path.display(),
@@ -43,14 +46,10 @@ pub fn start(bridge: Bridge, request: OptimizeRequest) {
             let sink = move |event| {
                 let _ = events.send(Msg::Optimize { id, news: OptimizeNews::Event(Box::new(event)) });
             };
-            let ran = crate::optimize::run(&options, sink, stopped.wait()).await;
-            let done = ran.map_err(|e| e.to_string()).map(|record| {
-                let saved = match &save {
-                    Some(dir) => store::save_in(dir, &record).map_err(|e| e.to_string()),
-                    None => Err("the data directory is off in this session".to_string()),
-                };
-                Box::new(OptimizeDone { record, saved })
-            });
+            let ran = crate::optimize::run_and_keep(&options, save, sink, stopped.wait()).await;
+            let done = ran
+                .map_err(|e| e.to_string())
+                .map(|kept| Box::new(OptimizeDone { record: kept.record, saved: kept.saved }));
             let _ = tx.send(Msg::Optimize { id, news: OptimizeNews::Done(done) });
         })
     });
