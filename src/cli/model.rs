@@ -121,6 +121,9 @@ fn info(model: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
         *types.entry(format!("{:?}", info.ggml_dtype)).or_default() += 1;
     }
     let parameters = content.tensor_infos.values().map(|i| i.shape.elem_count() as u64).fold(0, u64::saturating_add);
+    // Each family keeps its figures under its own name (`qwen3.block_count`, `gemma3.context_length`).
+    let arch = text(&content, "general.architecture").unwrap_or_default();
+    let own = |key: &str| number(&content, &format!("{arch}.{key}"));
     let report = json!({
         "path": path,
         "bytes": bytes,
@@ -130,9 +133,9 @@ fn info(model: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
         "architecture": text(&content, "general.architecture"),
         "parameters": parameters,
         "tensor_types": types,
-        "layers": number(&content, "llama.block_count"),
-        "embedding": number(&content, "llama.embedding_length"),
-        "context": number(&content, "llama.context_length"),
+        "layers": own("block_count"),
+        "embedding": own("embedding_length"),
+        "context": own("context_length"),
         "vocabulary": content.metadata.get("tokenizer.ggml.tokens").and_then(|v| v.to_vec().ok()).map(Vec::len),
         "tokenizer": text(&content, "tokenizer.ggml.model"),
         "pre_tokenizer": text(&content, "tokenizer.ggml.pre"),

@@ -125,6 +125,7 @@ pub fn options(args: &OptimizeRunArgs) -> anyhow::Result<OptimizeOptions> {
     let mut setup = args.flags.setup_options(None)?;
     setup.cache = if args.no_cache { CacheMode::Off } else { CacheMode::Use };
     let mut options = OptimizeOptions::new(prompt, setup);
+    options.fetch_model = !args.no_fetch;
     options.model = model;
     options.proposer.clone_from(&args.proposer);
     options.held_out = args.split;
@@ -144,13 +145,6 @@ fn optimize(args: &OptimizeRunArgs) -> anyhow::Result<ExitCode> {
         Some(_) => Some(crate::prompt::file::PromptFile::read(&options.prompt)?),
         None => None,
     };
-    #[cfg(feature = "local")]
-    if !args.no_fetch && uses_local(args) {
-        use crate::provider::local::fetch;
-        if fetch::installed_model().is_err() {
-            fetch::fetch(&mut super::model::show_progress)?;
-        }
-    }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let human = !args.json;
     let kept = runtime.block_on(crate::optimize::run_and_keep(
@@ -173,15 +167,6 @@ fn optimize(args: &OptimizeRunArgs) -> anyhow::Result<ExitCode> {
     }
     print(&record, args.json)?;
     Ok(super::interrupt::exit_code(ExitCode::SUCCESS))
-}
-
-/// Whether the candidates or the proposer may run on the default local model.
-#[cfg(feature = "local")]
-fn uses_local(args: &OptimizeRunArgs) -> bool {
-    let local = |text: &str| text.trim() == "local";
-    args.model.as_deref().is_some_and(local)
-        || args.proposer.as_deref().is_some_and(local)
-        || args.flags.provider.as_deref().is_some_and(local)
 }
 
 /// Writes candidate `which` (`best`, or an id) into the prompt file through its format-preserving save.

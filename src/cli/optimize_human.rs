@@ -25,6 +25,7 @@ pub fn progress(event: &OptimizeEvent) {
             super::note!("  {candidate}: rejected: {}", escape_controls(reason));
         }
         OptimizeEvent::Proposing { candidate } => super::note!("  {candidate}: asking the proposer"),
+        OptimizeEvent::Fetching(progress) => super::model::show_progress(progress.clone()),
         OptimizeEvent::Done { cancelled: true } => super::note!("optimize: stopped; what was scored is kept"),
         OptimizeEvent::Done { cancelled: false } | OptimizeEvent::Planned { .. } | OptimizeEvent::Spent { .. } => {}
     }

@@ -109,7 +109,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     #[cfg(feature = "local")]
     if !args.no_fetch && job.needs_local_model() {
-        crate::provider::local::fetch::fetch(&mut super::model::show_progress)?;
+        crate::run::fetch_default_model(&mut super::model::show_progress, true).map_err(anyhow::Error::msg)?;
     }
     let names: Vec<String> = job.cases.iter().map(|c| c.clone().unwrap_or_default()).collect();
     let mut printer = Printer::new(!args.json, !args.no_stream && (names.len() == 1 || job.concurrency() == 1), names);

@@ -209,8 +209,8 @@ where
         ),
         Some(Baseline::LastIfAny) => job.store.dir().ok().and_then(|dir| plan.baseline("last", Some(&dir)).ok()),
     };
-    let settings = plan.columns.iter().map(|c| &c.setup.settings);
-    if job.fetch_model && crate::run::needs_default_model(settings) {
+    let runs = plan.columns.iter().map(|c| (c.setup.settings.provider, c.setup.settings.model.as_str()));
+    if job.fetch_model && crate::run::needs_default_model(runs) {
         crate::run::fetch_default_model(&mut |p| sink(SessionEvent::Notice(Notice::Fetching(p))), true)
             .map_err(EvalError::Input)?;
     }

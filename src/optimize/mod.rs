@@ -75,6 +75,8 @@ pub struct OptimizeOptions {
     /// The system prompt and template as a front end holds them (the workbench's editors, unsaved), in
     /// place of the file's: the baseline and every edit start from this text (`None`: the file's).
     pub edited: Option<evaluate::Edit>,
+    /// The default local model may be fetched when the candidates or the proposer run on it.
+    pub fetch_model: bool,
 }
 
 impl OptimizeOptions {
@@ -95,6 +97,7 @@ impl OptimizeOptions {
             concurrency: None,
             evals_dir: None,
             edited: None,
+            fetch_model: false,
         }
     }
 }
@@ -117,6 +120,8 @@ pub enum OptimizeEvent {
     Rejected { candidate: String, reason: String },
     /// The proposer is asked for candidate `candidate`.
     Proposing { candidate: String },
+    /// The default local model is being fetched.
+    Fetching(crate::provider::FetchProgress),
     /// It ended (`cancelled`: a cancel stopped it; what was scored is kept).
     Done { cancelled: bool },
 }

@@ -105,7 +105,7 @@ where
     }
     let column = plan.columns.first().map(|c| (c.column.clone(), c.setup.clone()));
     let Some((column, setup)) = column else { return Err(OptimizeError::Input("no column to run".into())) };
-    let proposer = match options.max_proposals {
+    let proposer_model = match options.max_proposals {
         0 => None,
         _ => {
             let mut model = match &options.proposer {
@@ -121,8 +121,20 @@ where
                 model.base_url.clone_from(&setup.settings.base_url);
                 model.key_env = model.key_env.or(setup.key_env.clone());
             }
-            Some(Proposer::new(model, setup.cache, setup.cache_dir.clone()).map_err(OptimizeError::Input)?)
+            Some(model)
         }
+    };
+    // The one rule of every job: the default model is fetched when a run of it needs it.
+    let mut runs = vec![(setup.settings.provider, setup.settings.model.as_str())];
+    runs.extend(proposer_model.as_ref().map(|m| (m.provider, m.model.as_deref().unwrap_or_default())));
+    let mut sink = sink;
+    if options.fetch_model && crate::run::needs_default_model(runs) {
+        crate::run::fetch_default_model(&mut |p| sink(OptimizeEvent::Fetching(p)), true)
+            .map_err(OptimizeError::Input)?;
+    }
+    let proposer = match proposer_model {
+        Some(model) => Some(Proposer::new(model, setup.cache, setup.cache_dir.clone()).map_err(OptimizeError::Input)?),
+        None => None,
     };
     let original = Edit { system: setup.prompt.system.clone(), template: setup.prompt.template.clone() };
     let concurrency = plan.concurrency(options.concurrency);

@@ -138,8 +138,8 @@ pub fn local_model() -> LocalModel {
 
 /// The one rule of every job that may run the default local model: it is needed when a setup runs
 /// `local` with no model file named, and it is not fetched yet.
-pub fn needs_default_model<'a>(settings: impl IntoIterator<Item = &'a RunSettings>) -> bool {
-    settings.into_iter().any(|s| s.provider == ProviderKind::Local && s.model.is_empty())
+pub fn needs_default_model<'a>(runs: impl IntoIterator<Item = (ProviderKind, &'a str)>) -> bool {
+    runs.into_iter().any(|(provider, model)| provider == ProviderKind::Local && model.is_empty())
         && matches!(local_model(), LocalModel::Missing(_))
 }
 

@@ -65,7 +65,7 @@ impl RunJob {
     /// Whether the job runs the default local model and it is not fetched yet (then
     /// [`fetch_local_model`](super::fetch_local_model) gets it, or the run fails saying why).
     pub fn needs_local_model(&self) -> bool {
-        super::needs_default_model([&self.setup.settings])
+        super::needs_default_model([(self.setup.settings.provider, self.setup.settings.model.as_str())])
     }
 
     /// Runs every case (`sink` gets each event with its case's index), until each ends or `cancel`

@@ -233,6 +233,7 @@ fn event_in(state: &mut State, event: OptimizeEvent) {
             row(view, &candidate).rejected = Some(reason);
         }
         OptimizeEvent::Proposing { candidate } => view.progress.doing = format!("asking the proposer for {candidate}"),
+        OptimizeEvent::Fetching(progress) => view.progress.doing = crate::run::progress_in_words(&progress),
         OptimizeEvent::Spent { candidate, cells, cost, cells_scored, budget, total } => {
             let row = row(view, &candidate);
             row.cells += cells;
