@@ -62,8 +62,14 @@ pub fn report(record: &EvalRecord) -> String {
 }
 
 /// What a cell of the matrix shows.
+/// A cell: its verdict (k/N with repeats) and the figure that decided it: the F1 of its items, or
+/// `fields 0.50` when the expected answer is one object (which has no F1).
 fn cell_text(group: &CellGroup) -> String {
-    let f1 = group.f1.map(|f| format!(" {f:.2}")).unwrap_or_default();
+    let f1 = match (group.f1, group.fields) {
+        (Some(f1), _) => format!(" {f1:.2}"),
+        (None, Some(fields)) => format!(" fields {fields:.2}"),
+        (None, None) => String::new(),
+    };
     if group.runs > 1 {
         let flaky = if group.flaky { " ~" } else { "" };
         return format!("{}{f1}{flaky}", group.passes_text());
@@ -395,4 +401,22 @@ pub fn eval_diff(a: &EvalRecord, b: &EvalRecord, diff: &EvalDiff) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(verdict: Verdict, f1: Option<f64>, fields: Option<f64>) -> CellGroup {
+        CellGroup { row: 0, column: 0, runs: 1, passes: 0, verdict, f1, fields, pass_all: 0.0, flaky: false }
+    }
+
+    /// Beside a verdict, the figure that decided it: a one-object prompt's failed fields, never the
+    /// 1.00 F1 that only says the object paired.
+    #[test]
+    fn a_cell_shows_the_figure_that_decided_it() {
+        assert_eq!(cell_text(&group(Verdict::Fail, None, Some(0.0))), "fail fields 0.00");
+        assert_eq!(cell_text(&group(Verdict::Fail, Some(0.5), None)), "fail 0.50");
+        assert_eq!(cell_text(&group(Verdict::Error, None, None)), "error");
+    }
 }

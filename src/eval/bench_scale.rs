@@ -225,6 +225,7 @@ pub fn record(cases: usize, side: usize) -> EvalRecord {
                 f1: 1.0,
                 field_accuracy: 0.2,
                 key: "/entity".into(),
+                one_value: false,
             };
             CellRecord {
                 row,

@@ -193,6 +193,7 @@ pub fn score_items_graded(
         f1,
         field_accuracy: share(agreeing, compared, 1.0),
         key: key.describe(),
+        one_value: false,
     };
     (scores, differences, ungraded)
 }

@@ -299,11 +299,12 @@ fn cell_html(cell: &CellRecord, repeats: bool, response_type: ResponseType) -> S
         .score
         .items
         .as_ref()
-        .map(|s| {
-            format!(
+        .map(|s| match s.one_value {
+            true => format!(" · field accuracy {:.2}", s.field_accuracy),
+            false => format!(
                 " · F1 {:.2} (precision {:.2}, recall {:.2}), field accuracy {:.2}",
                 s.f1, s.precision, s.recall, s.field_accuracy
-            )
+            ),
         })
         .unwrap_or_default();
     let mut out = format!(

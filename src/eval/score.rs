@@ -57,6 +57,10 @@ pub struct ItemScores {
     pub field_accuracy: f64,
     /// What pairs answer items with expected ones, as the report says it (e.g. "/type + /entity").
     pub key: String,
+    /// The expected answer is one value (a single object), scored as one item: its F1 says only
+    /// whether it paired, so no F1 is shown for it ([`CaseScore::f1`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_value: bool,
 }
 
 /// One disagreement between the answer and the expectation.
@@ -149,9 +153,10 @@ pub struct CaseScore {
 }
 
 impl CaseScore {
-    /// F1 when there is an expected answer.
+    /// F1 when there are expected items (`None`: no expected answer, or one value: an F1 of one
+    /// item paired says nothing, and a 0/8 eval must not read "mean F1 1.00").
     pub fn f1(&self) -> Option<f64> {
-        self.items.as_ref().map(|s| s.f1)
+        self.items.as_ref().filter(|s| !s.one_value).map(|s| s.f1)
     }
 }
 

@@ -55,8 +55,12 @@ pub struct CellGroup {
     pub passes: u32,
     /// The worst verdict of its runs ([`Verdict::worst`]).
     pub verdict: Verdict,
-    /// The mean F1 of its runs (`None`: no expected answer).
+    /// The mean F1 of its runs (`None`: no expected items).
     pub f1: Option<f64>,
+    /// The mean field accuracy of its runs when the expected answer is one value (a single object,
+    /// which has no F1): the figure its verdict was decided by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<f64>,
     /// passes / runs, raised to the power runs: the chance that N fresh runs all pass at the
     /// observed rate (τ-bench's pass^k with k = N).
     pub pass_all: f64,
@@ -96,6 +100,8 @@ fn group_of((row, column): (usize, usize), cells: &[&CellRecord]) -> CellGroup {
     let runs = cells.len() as u32;
     let passes = cells.iter().filter(|c| c.score.verdict == Verdict::Pass).count() as u32;
     let f1s: Vec<f64> = cells.iter().filter_map(|c| c.score.f1()).collect();
+    let one_value = |c: &&&CellRecord| c.score.items.as_ref().filter(|s| s.one_value).map(|s| s.field_accuracy);
+    let fields: Vec<f64> = cells.iter().filter_map(|c| one_value(&c)).collect();
     let rate = f64::from(passes) / f64::from(runs.max(1));
     CellGroup {
         row,
@@ -104,6 +110,7 @@ fn group_of((row, column): (usize, usize), cells: &[&CellRecord]) -> CellGroup {
         passes,
         verdict: Verdict::worst(cells.iter().map(|c| c.score.verdict)).unwrap_or(Verdict::Error),
         f1: mean(&f1s),
+        fields: mean(&fields),
         pass_all: rate.powi(runs as i32),
         flaky: passes > 0 && passes < runs,
     }

@@ -53,7 +53,8 @@ fn scored(expectations: &Expectations, record: &RunRecord, grades: &super::grade
                 &expectations.settings,
                 &grades.fields,
             );
-            (Some(scores), differences, ungraded)
+            let one_value = matches!(expected, ExpectedAnswer::Value(_));
+            (Some(ItemScores { one_value, ..scores }), differences, ungraded)
         }
         None => (None, Vec::new(), Vec::new()),
     };
@@ -362,8 +363,12 @@ fn fuzzy_note(scores: &ItemScores) -> String {
 /// `F1 1.00, fields 1.00; 3 checks passed`.
 fn passed_reason(scores: Option<&ItemScores>, checks: usize) -> String {
     let mut parts = Vec::new();
-    if let Some(scores) = scores {
-        parts.push(format!("F1 {:.2}{}, fields {:.2}", scores.f1, fuzzy_note(scores), scores.field_accuracy));
+    match scores {
+        Some(scores) if scores.one_value => parts.push(format!("fields {:.2}", scores.field_accuracy)),
+        Some(scores) => {
+            parts.push(format!("F1 {:.2}{}, fields {:.2}", scores.f1, fuzzy_note(scores), scores.field_accuracy))
+        }
+        None => {}
     }
     match checks {
         0 => {}

@@ -96,12 +96,25 @@ impl RunSettings {
         let file = &prompt.provider;
         // A base URL names a server: with no provider named, it is an OpenAI-compatible one.
         let has_url = target.base_url.is_some() || file.base_url.is_some();
-        let provider = match (target.provider, &file.name) {
+        let named = match &file.name {
+            Some(name) => Some(
+                ProviderKind::parse(name)
+                    .ok_or_else(|| setting(name, FILE, &format!("a provider: {}", ProviderKind::names())))?,
+            ),
+            None => None,
+        };
+        let provider = match (target.provider, named) {
             (Some(kind), _) => kind,
             (None, None) if has_url => ProviderKind::Openai,
             (None, None) => ProviderKind::DEFAULT,
-            (None, Some(name)) => ProviderKind::parse(name)
-                .ok_or_else(|| setting(name, FILE, &format!("a provider: {}", ProviderKind::names())))?,
+            (None, Some(kind)) => kind,
+        };
+        // The prompt's model, server and structured mode are its own provider's: another provider named
+        // by the front end (`--provider local` on a prompt written for ollama) starts from none of them.
+        let file = &if named.is_some_and(|named| named != provider) {
+            ProviderSettings { model: None, base_url: None, structured: None, ..file.clone() }
+        } else {
+            file.clone()
         };
         let structured = match (target.structured, &file.structured) {
             (Some(mode), _) => mode,

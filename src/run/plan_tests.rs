@@ -81,6 +81,32 @@ fn the_command_line_wins_over_the_prompt_over_the_defaults() {
     assert_eq!(resolve(&file, &cli, Some(1), None).unwrap().max_turns, 1);
 }
 
+/// Another provider named by the front end leaves the prompt's own provider's model, server and
+/// structured mode behind (`--provider local` on an ollama prompt runs the default model, constrained).
+#[test]
+fn another_provider_starts_from_none_of_the_prompts_model_server_or_mode() {
+    let mut file = prompt(ResponseType::Json);
+    file.provider = ProviderSettings {
+        name: Some("ollama".into()),
+        model: Some("llama3".into()),
+        base_url: Some("http://127.0.0.1:11434".into()),
+        structured: Some("json-object".into()),
+        temperature: Some(0.2),
+        ..ProviderSettings::default()
+    };
+    let local = ProviderSettings { name: Some("local".into()), ..ProviderSettings::default() };
+    let settings = resolve(&file, &local, None, None).unwrap();
+    assert_eq!(
+        (settings.provider, settings.model.as_str(), settings.base_url.as_deref()),
+        (ProviderKind::Local, "", None)
+    );
+    assert_eq!(settings.structured, StructuredMode::Constrained, "the schema is enforced on local");
+    assert_eq!(settings.temperature, Some(0.2), "sampling is the prompt's whatever the provider");
+    let same = ProviderSettings { name: Some("ollama".into()), ..ProviderSettings::default() };
+    let settings = resolve(&file, &same, None, None).unwrap();
+    assert_eq!((settings.model.as_str(), settings.structured), ("llama3", StructuredMode::JsonObject));
+}
+
 #[test]
 fn bad_settings_name_the_value_and_where_it_came_from() {
     let mut file = prompt(ResponseType::Json);

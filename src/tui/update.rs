@@ -15,7 +15,7 @@ use crate::tui::workbench::{fetch, mouse, outside};
 use crate::prompt::file::OnDisk;
 use crate::tui::edit;
 use crate::tui::msg::{Action, Effect, Msg, SaveFailed, TermEvent};
-use crate::tui::state::{Overlay, Pane, RunPhase, Screen, State};
+use crate::tui::state::{Overlay, Pane, RunPhase, SchemaKind, Screen, State};
 
 /// How often unsaved edits go to the recovery file, at most.
 pub const RECOVERY_EVERY_MS: u64 = 1000;
@@ -180,6 +180,13 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
                         state.saved_texts = saved.1;
                     }
                     let OnDisk { text, prompt } = *file;
+                    // A schema typed into an empty pane is the file's inline schema once saved (and
+                    // one emptied is none): the pane's title says what the file holds.
+                    match (&state.schema_kind, prompt.schema.is_some()) {
+                        (SchemaKind::None, true) => state.schema_kind = SchemaKind::Inline,
+                        (SchemaKind::Inline, false) => state.schema_kind = SchemaKind::None,
+                        _ => {}
+                    }
                     state.saved = prompt;
                     state.saved_text = text;
                     edit::recheck(state);

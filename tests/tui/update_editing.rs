@@ -201,3 +201,23 @@ fn the_local_tokenizer_is_asked_for_once_and_o200k_estimates_meanwhile() {
     let effects = update(&mut state, Msg::ModelFetch(tunebench::tui::msg::FetchNews::Done(Ok("/m.gguf".into()))));
     assert!(effects.iter().any(|e| matches!(e, Effect::LoadTokenizer { model } if model.is_empty())), "{effects:?}");
 }
+
+/// A schema typed into a prompt that had none is the file's inline schema once saved: the pane's title
+/// says so (it said "none yet" until the workbench was opened again).
+#[test]
+fn a_schema_typed_into_an_empty_pane_is_inline_once_saved() {
+    without_local_model();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plain.toml");
+    std::fs::write(&path, "# a prompt with no schema yet\nid = \"plain\"\ntemplate = \"Name the colour of {{thing}}.\"\n\n[variables]\nthing = \"grass\"\n").unwrap();
+    let mut state = tunebench::tui::setup::state_for(&path).unwrap();
+    assert_eq!(state.schema_kind, tunebench::tui::state::SchemaKind::None);
+    state.focus = tunebench::tui::state::Pane::Schema;
+    type_text(&mut state, r#"{"type": "object"}"#);
+    let effects = update(&mut state, ctrl('s'));
+    let [effect @ Effect::Save { .. }] = effects.as_slice() else { panic!("{effects:?}") };
+    let file = save_into(effect, dir.path());
+    assert!(file.text.starts_with("# a prompt with no schema yet\n"), "{}", file.text);
+    update(&mut state, Msg::Saved(Ok(Box::new(file))));
+    assert_eq!(state.schema_kind, tunebench::tui::state::SchemaKind::Inline);
+}

@@ -291,3 +291,32 @@ items = [{ drug = "aspirin", dose = { null = true } }]
     assert_eq!(verdict("{\"drug\": \"aspirin\", \"dose\": 300}\n"), Verdict::Fail);
     assert_eq!(verdict("{\"drug\": \"aspirin\", \"dose\": null}\n"), Verdict::Pass);
 }
+
+/// A prompt whose expected answer is one object: its F1 (1.00 whenever the object pairs) is not a
+/// figure of it, so a failed case shows none and the eval's mean F1 is not "1.00".
+#[test]
+fn one_expected_object_has_no_f1() {
+    let person = prompt(
+        r#"id = "person"
+response_type = "json"
+template = "Who is in: {{text}}"
+schema = '''{"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "number"}}, "required": ["name", "age"]}'''
+
+[variables]
+text = "the notes"
+
+[[cases]]
+name = "ada"
+[cases.expected]
+value = { name = "Ada", age = 36 }
+"#,
+    );
+    let wrong = record(&person, Some("ada"), "{\"name\": \"Ada\", \"age\": 37}", Ending::Finish("stop"));
+    let score = score_record(&expectations(&person, "ada"), &wrong);
+    assert_eq!(score.verdict, Verdict::Fail, "{score:?}");
+    assert_eq!(score.f1(), None, "{score:?}");
+    assert!(score.items.as_ref().is_some_and(|s| s.one_value && s.field_accuracy < 1.0), "{score:?}");
+    let right = record(&person, Some("ada"), "{\"name\": \"Ada\", \"age\": 36}", Ending::Finish("stop"));
+    let score = score_record(&expectations(&person, "ada"), &right);
+    assert_eq!((score.verdict, score.reason.as_str(), score.f1()), (Verdict::Pass, "fields 1.00", None));
+}
