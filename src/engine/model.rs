@@ -194,6 +194,7 @@ impl Llama {
         let mut rebuilt = false;
         let mut config = Config::from_gguf(content)?;
         config.context = context.min(config.context).max(1);
+        config.read_rope_factors(content, reader)?;
         let (dim, kv_dim) = (config.dim, config.kv_dim());
         let mut layers = Vec::with_capacity(config.layers);
         let mut ffn = 0;

@@ -86,6 +86,7 @@ impl Llama {
         let device = Device::Cpu;
         let mut config = Config::from_gguf(content)?;
         config.context = context.min(config.context).max(1);
+        config.read_rope_factors(content, reader)?;
         let mut weight_bytes = 0;
         let mut matmul = |name: &str| {
             qtensor(content, reader, name, &device, convert).and_then(|t| {
@@ -222,8 +223,7 @@ impl Transformer for Llama {
 /// Interleaved rotary tables (the family's adjacent pairs: `rope_i`).
 fn rope_tables(c: &Config, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
     let RopePairs::Adjacent = c.arch.rope.pairs;
-    let half = c.head_dim / 2;
-    let freqs: Vec<f32> = (0..half).map(|i| 1.0 / c.rope_base.powf(2.0 * i as f32 / c.head_dim as f32)).collect();
+    let freqs = c.rope_frequencies();
     let freqs = Tensor::new(freqs.as_slice(), device)?;
     let positions = Tensor::arange(0u32, c.context as u32, device)?.to_dtype(DType::F32)?;
     let angles = positions.unsqueeze(1)?.broadcast_mul(&freqs.unsqueeze(0)?)?;

@@ -13,6 +13,7 @@
 
 mod cache;
 mod closed;
+mod families;
 mod fetch;
 mod fidelity;
 #[cfg(feature = "tui")]

@@ -19,6 +19,9 @@ pub struct Config {
     pub head_dim: usize,
     pub context: usize,
     pub rope_base: f32,
+    /// Llama 3's rotary scaling (`rope_freqs.weight`): one factor per pair that divides its frequency
+    /// (empty: none).
+    pub rope_factors: Vec<f32>,
     pub eps: f64,
 }
 
@@ -73,8 +76,48 @@ impl Config {
             head_dim: dim / heads,
             context: meta_usize(content, &key("context_length")).unwrap_or(arch.default_context),
             rope_base: meta_f32(content, &key(arch.rope.base_key)).unwrap_or(arch.rope.default_base),
+            rope_factors: Vec::new(),
             eps: meta_f32(content, &key(eps_key)).unwrap_or(default_eps) as f64,
         })
+    }
+
+    /// Reads the rotary scaling factors `rope_freqs.weight` when the file has them (Llama 3.x), one
+    /// per pair of a head's dimensions; a tensor of another length is refused, naming it.
+    pub fn read_rope_factors<R: std::io::Read + std::io::Seek>(
+        &mut self,
+        content: &Content,
+        reader: &mut R,
+    ) -> Result<(), EngineError> {
+        const NAME: &str = "rope_freqs.weight";
+        if !content.tensor_infos.contains_key(NAME) {
+            return Ok(());
+        }
+        let cpu = candle_core::Device::Cpu;
+        let read = |reader: &mut R| -> candle_core::Result<Vec<f32>> {
+            content.tensor(reader, NAME, &cpu)?.dequantize(&cpu)?.flatten_all()?.to_vec1::<f32>()
+        };
+        let factors = read(reader).map_err(|e| EngineError::Model(format!("`{NAME}`: {e}")))?;
+        if factors.len() != self.head_dim / 2 || factors.iter().any(|f| !f.is_finite() || *f <= 0.0) {
+            return Err(EngineError::Model(format!(
+                "`{NAME}` holds {} factors (finite, above 0 expected): a head of {} dimensions has {} pairs",
+                factors.len(),
+                self.head_dim,
+                self.head_dim / 2
+            )));
+        }
+        self.rope_factors = factors;
+        Ok(())
+    }
+
+    /// Each pair's rotary frequency, `1 / base^(2i / head_dim)`, divided by its scaling factor.
+    pub fn rope_frequencies(&self) -> Vec<f32> {
+        let half = self.head_dim / 2;
+        (0..half)
+            .map(|i| {
+                let freq = 1.0 / self.rope_base.powf(2.0 * i as f32 / self.head_dim as f32);
+                freq / self.rope_factors.get(i).copied().unwrap_or(1.0)
+            })
+            .collect()
     }
 
     pub(super) fn kv_dim(&self) -> usize {

@@ -33,8 +33,7 @@ pub(super) fn add(x: &mut [f32], delta: &[f32]) {
 
 /// Rotary tables: position × pair `i` (of `head_dim / 2`), angle `p / base^(2i / head_dim)`.
 pub(super) fn rope_tables(c: &Config) -> (Vec<f32>, Vec<f32>) {
-    let half = c.head_dim / 2;
-    let freqs: Vec<f32> = (0..half).map(|i| 1.0 / c.rope_base.powf(2.0 * i as f32 / c.head_dim as f32)).collect();
+    let freqs = c.rope_frequencies();
     let angles: Vec<f32> = (0..c.context).flat_map(|p| freqs.iter().map(move |f| p as f32 * f)).collect();
     (angles.iter().map(|a| a.cos()).collect(), angles.iter().map(|a| a.sin()).collect())
 }
