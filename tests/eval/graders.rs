@@ -164,3 +164,49 @@ fn a_command_that_does_not_exist_is_an_input_error_naming_the_file_and_line_befo
         stderr(&output)
     );
 }
+
+/// SIGTERM to an eval whose `command` check started a program of its own: tunebench ends the check's
+/// whole process group on its way out, so nothing it started keeps running under init.
+#[test]
+fn sigterm_ends_a_check_and_everything_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("grandchild.pid");
+    let script = format!(
+        "import subprocess, time\np = subprocess.Popen(['sleep', '300'])\nopen({:?}, 'w').write(str(p.pid))\ntime.sleep(300)\n",
+        pid_file.display().to_string()
+    );
+    let prompt = prompt_with_scripts(dir.path(), &[("hang", script.as_str())], 600.0);
+    let (_runtime, server) = server(&[("Answer", r#"{"ok": true}"#)]);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("tunebench"))
+        .env("TUNEBENCH_DATA_DIR", dir.path())
+        .env("TUNEBENCH_CACHE_DIR", dir.path().join("cache"))
+        .arg("eval")
+        .arg(&prompt)
+        .args(["--provider", "openai", "--base-url", &base_url(&server), "--no-cache"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let grandchild: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|t| t.trim().parse().ok()) {
+            break pid;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the check never started its program");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // SAFETY: a plain kill(2) of the process this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "{status:?}");
+    // The program the check started is gone (or a zombie waiting for init to reap it).
+    let gone = || {
+        std::fs::read_to_string(format!("/proc/{grandchild}/status"))
+            .map_or(true, |s| s.lines().any(|l| l.starts_with("State:") && l.contains('Z')))
+    };
+    let waited = std::time::Instant::now();
+    while !gone() && waited.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(gone(), "sleep {grandchild}, started by the check, still runs after tunebench ended");
+}
