@@ -132,3 +132,30 @@ fn a_single_run_of_a_case_is_scored_against_its_expected_answer() {
     assert_eq!(score.verdict, Verdict::Pass, "{}", score.reason);
     assert!(draw(&state, 160, 40).contains("case pass"));
 }
+
+/// A case with a graded check (`command`) is graded in the workbench too: a run whose fields already
+/// fail is `fail`, one that is right and whose check passes is `pass`; never `error` because a check
+/// is graded after the answer.
+#[test]
+fn a_single_run_grades_the_cases_command_check() {
+    without_local_model();
+    let dir = folder();
+    let path = dir.path().join("definitions.toml");
+    std::fs::write(
+        dir.path().join("ok.py"),
+        "import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'pass': True}))\n",
+    )
+    .unwrap();
+    let check = "[[cases.checks]]\nkind = \"command\"\ncommand = [\"python3\", \"ok.py\"]\n";
+    let text =
+        super::eval::PROMPT.replace("\n[[cases]]\nname = \"beta\"", &format!("{check}\n[[cases]]\nname = \"beta\""));
+    std::fs::write(&path, format!("{text}{check}")).unwrap();
+    let mut state = state_for(&path).unwrap();
+    run_case(&mut state, "beta");
+    let score = state.run.scored.clone().expect("scored").expect("scored without error");
+    assert_eq!(score.verdict, Verdict::Fail, "{}", score.reason);
+    run_case(&mut state, "alpha");
+    let score = state.run.scored.clone().unwrap().unwrap();
+    assert_eq!(score.verdict, Verdict::Pass, "{}", score.reason);
+    assert!(score.checks.iter().any(|c| c.passed), "{score:?}");
+}

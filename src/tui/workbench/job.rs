@@ -63,7 +63,7 @@ pub fn start(bridge: Bridge, request: RunRequest) -> anyhow::Result<()> {
             let mut ran = job.run_jobs(&jobs, send, stopped.wait()).await;
             let Some(record) = ran.records.pop() else { return };
             if let Some((prompt, path, case)) = scoring.filter(|_| !record.cancelled) {
-                if let Some(score) = score_run(&prompt, &path, &case, &record) {
+                if let Some(score) = score_run(&prompt, &path, &case, &record).await {
                     let _ = tx.send(Msg::RunScored { run, score });
                 }
             }
@@ -82,8 +82,9 @@ pub fn start(bridge: Bridge, request: RunRequest) -> anyhow::Result<()> {
 }
 
 /// A workbench run of `case` scored against the case's expected answer and checks in `prompt` (the
-/// prompt as it was run); `None` when the case expects nothing.
-fn score_run(
+/// prompt as it was run), its graded checks (`command`, `judge`, `similar`) graded as the eval grades
+/// them; `None` when the case expects nothing.
+async fn score_run(
     prompt: &crate::prompt::file::PromptFile,
     path: &std::path::Path,
     case: &str,
@@ -92,7 +93,13 @@ fn score_run(
     let base_dir = crate::run::setup::base_dir(path);
     match Expectations::for_case(prompt, &base_dir, Some(case)) {
         Ok(expectations) if expectations.is_empty() => None,
-        Ok(expectations) => Some(Ok(Box::new(crate::eval::score_record(&expectations, record)))),
+        Ok(expectations) => {
+            // The case's variables as the run rendered them (as the eval's pipeline hands its graders).
+            let mut variables = prompt.variables_for(Some(case)).unwrap_or_default();
+            variables.extend(record.variables.clone());
+            let cache = crate::run::CacheMode::Use;
+            Some(Ok(Box::new(crate::eval::graded::rescore(&expectations, record, &variables, cache).await)))
+        }
         Err(e) => Some(Err(format!("not scored: {e}"))),
     }
 }
