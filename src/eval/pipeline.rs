@@ -273,6 +273,13 @@ impl<'a> Jobs<'a> {
         let mut shared: Vec<Option<Arc<dyn Provider>>> = Vec::with_capacity(plan.columns.len());
         for column in &plan.columns {
             shared.push(match column.setup.settings.provider {
+                // A replay with nothing recorded to play is bad input, before any cell runs (not an
+                // eval of errors, recorded).
+                ProviderKind::Replay if column.setup.replay.is_none() => {
+                    let why =
+                        "the replay provider plays a recorded transcript: give --transcript FILE (written by --record)";
+                    return Err(setup_error(column, crate::run::RunError::Setting(why.into())));
+                }
                 ProviderKind::Replay => None,
                 _ => {
                     let provider = column.setup.provider(None).map_err(|e| setup_error(column, e))?;

@@ -184,3 +184,15 @@ fn a_provider_that_cannot_be_reached_exits_3() {
     assert!(record.cells.iter().all(|c| c.score.verdict == Verdict::Error));
     assert!(record.cells[0].run.error.as_deref().unwrap().contains("cannot reach"), "{:?}", record.cells[0].run);
 }
+
+/// An eval on the replay provider with nothing recorded to play is bad input (exit 2) before any cell
+/// runs, and no eval of errors is recorded.
+#[test]
+fn a_replay_with_nothing_recorded_is_bad_input_and_records_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = prompt_in(dir.path(), PROMPT);
+    let output = tunebench(dir.path()).arg("eval").arg(&prompt).args(["--provider", "replay"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("give --transcript FILE"), "{}", stderr(&output));
+    assert!(!dir.path().join("evals").exists(), "nothing recorded");
+}
