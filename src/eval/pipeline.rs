@@ -98,7 +98,9 @@ where
         let mut sink = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         (*sink)(event);
     };
-    let scored: Mutex<Vec<Option<CellRecord>>> = Mutex::new(vec![None; plan.cells.len()]);
+    // Each cell's record as it is scored, in the order they end (sorted into the plan's at the end):
+    // made room for once, and never copied into another list.
+    let scored: Mutex<Vec<CellRecord>> = Mutex::new(Vec::with_capacity(plan.cells.len()));
     let not_written: Mutex<Option<String>> = Mutex::new(None);
     let cancelled = &std::sync::atomic::AtomicBool::new(false);
     // The cells under way: each one's case and expectations, from its job's making to its scoring.
@@ -126,9 +128,7 @@ where
             scored: Box::new(cell_record.clone()),
             run: Box::new(record.clone()),
         });
-        if let Some(slot) = scored.lock().unwrap_or_else(|p| p.into_inner()).get_mut(index) {
-            *slot = Some(cell_record);
-        }
+        scored.lock().unwrap_or_else(|p| p.into_inner()).push(cell_record);
     };
     let on_record = move |index: usize, record: &RunRecord| {
         if plan.cells.get(index).is_none() {
@@ -157,9 +157,7 @@ where
             Some((index, job))
         }
         Err(error) => {
-            if let Some(slot) = scored.lock().unwrap_or_else(|p| p.into_inner()).get_mut(index) {
-                *slot = Some(not_made(plan, *cell, &error));
-            }
+            scored.lock().unwrap_or_else(|p| p.into_inner()).push(not_made(plan, *cell, &error));
             None
         }
     });
@@ -216,7 +214,9 @@ where
     tokio::join!(runs, grading);
     let cancelled = cancelled.load(std::sync::atomic::Ordering::SeqCst);
     emit(EvalEvent::Done { cancelled });
-    let cells = std::mem::take(&mut *scored.lock().unwrap_or_else(|p| p.into_inner())).into_iter().flatten().collect();
+    let mut cells = std::mem::take(&mut *scored.lock().unwrap_or_else(|p| p.into_inner()));
+    // The plan's order (row by row, column by column, repeat by repeat), sorted where they lie.
+    cells.sort_unstable_by_key(|c| (c.row, c.column, c.repeat));
     let mut record = EvalRecord {
         eval: FORMAT,
         id: super::store::new_id(started_at_ms),

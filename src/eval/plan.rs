@@ -250,8 +250,11 @@ impl EvalPlan {
             if prompt.cases.is_empty() && source.dataset.is_none() {
                 place(None, CaseAt::Own);
             }
+            // The columns' prompts hold no cases: a column runs `cases`' (a config's 20,000 tests held
+            // once, not once more per column).
+            let bare = prompt.without_cases();
             let mut cases = PromptCases { source: index, prompt, base_dir, dataset: source.dataset, at, graded: false };
-            let prompt = &cases.prompt;
+            let prompt = &bare;
             let base_dir = &cases.base_dir;
             let mut made = Vec::new();
             let modes: Vec<Option<crate::provider::StructuredMode>> = match options.structured.as_slice() {
@@ -270,12 +273,8 @@ impl EvalPlan {
                         if let Some(mode) = mode {
                             setup.target.structured = Some(*mode);
                         }
-                        let (mut column, mut setup) =
+                        let (mut column, setup) =
                             column_for(&version, path, *model, &setup, &name, options.models.len() > 1)?;
-                        // A column runs its inline cases; their expected answers are `cases`'.
-                        for case in &mut setup.prompt.cases {
-                            case.expected = None;
-                        }
                         if let (Some(mode), true) = (mode, modes.len() > 1) {
                             column.label = format!("{} · {mode}", column.label);
                         }

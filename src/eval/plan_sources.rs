@@ -38,7 +38,8 @@ pub(super) fn read(options: &EvalOptions) -> Result<Inputs, EvalError> {
                 repeat = repeat.max(config.repeat);
             }
             let id = config.description.clone().unwrap_or_else(|| stem(path));
-            for column in crate::promptfoo::columns(&config) {
+            // The config is taken: its tests are held once, as the columns' cases.
+            for column in crate::promptfoo::columns(config) {
                 let mut prompt = column.prompt;
                 if options.schema_verdict {
                     prompt.eval.verdicts = Some(crate::prompt::expect::Verdicts::Tunebench);

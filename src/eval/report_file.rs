@@ -50,15 +50,14 @@ impl ReportFormat {
         }
     }
 
-    /// The report of `record` in this format, written to `out` (JUnit and CSV as they are made; the
-    /// others as their text).
+    /// The report of `record` in this format, written to `out` as it is made (never held whole).
     pub fn write(self, record: &EvalRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         match self {
             Self::Junit => junit_to(record, out),
             Self::Csv => csv_to(record, out),
             Self::Json => json_to(record, out),
             Self::Jsonl => jsonl_to(record, out),
-            other => out.write_all(other.text(record).map_err(std::io::Error::from)?.as_bytes()),
+            Self::Html => super::report_html::html_to(record, out),
         }
     }
 
@@ -83,7 +82,11 @@ impl ReportFormat {
     pub fn holds_report(self, head: &str) -> bool {
         let text = head.trim_start_matches('\u{feff}').trim_start();
         match self {
-            Self::Json => text.starts_with('{') && text.contains("\"cells\"") && text.contains("\"id\""),
+            // A record's first key is `eval` (its format); a large one's `cells` lie past the head.
+            Self::Json => {
+                let first_key = text.strip_prefix('{').is_some_and(|rest| rest.trim_start().starts_with("\"eval\""));
+                text.starts_with('{') && (first_key || text.contains("\"cells\"")) && text.contains("\"id\"")
+            }
             Self::Jsonl => {
                 let mut lines = text.lines().filter(|l| !l.trim().is_empty());
                 let first = lines.next().and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok());
@@ -201,5 +204,15 @@ mod tests {
         let error = of("report.pdf").unwrap_err();
         assert!(error.contains("report.pdf") && error.contains("\".pdf\"") && error.contains(".html"), "{error}");
         assert!(of("report").unwrap_err().contains("no extension"));
+    }
+
+    #[test]
+    fn a_large_json_report_is_known_by_its_head_though_its_cells_lie_past_it() {
+        let rows: String = (0..20_000).map(|i| format!("    \"case {i}\",\n")).collect();
+        let head = format!("{{\n  \"eval\": 1,\n  \"id\": \"20260101-000000-00000\",\n  \"rows\": [\n{rows}");
+        let head = &head[..SNIFFED as usize];
+        assert!(ReportFormat::Json.holds_report(head));
+        assert!(!ReportFormat::Json.holds_report("{\"name\": \"a config\", \"id\": 1}"));
+        assert!(!ReportFormat::Json.holds_report("[{\"eval\": 1, \"id\": 2}]"));
     }
 }

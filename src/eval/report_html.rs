@@ -53,21 +53,28 @@ div.scroll{max-width:100%;overflow-x:auto}table.vars td pre{margin:0;max-height:
 
 /// The whole page.
 pub fn html(record: &EvalRecord) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = html_to(record, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The HTML report of `record`, written to `out` as it is made: a row of the matrix, a case at a
+/// time (a 20,000-case report is never held whole).
+pub fn html_to(record: &EvalRecord, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let id = html_escape(&record.id);
-    let _ = write!(
+    write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>tunebench eval {id}</title>\n<style>\n{STYLE}\n</style>\n</head>\n<body>\n<h1>tunebench eval {id}</h1>\n"
-    );
-    out.push_str(&summary(record));
-    out.push_str(&columns(record));
-    out.push_str(&matrix(record));
-    out.push_str(&cases(record));
-    out.push_str("</body>\n</html>\n");
-    out
+    )?;
+    out.write_all(summary(record).as_bytes())?;
+    out.write_all(columns(record).as_bytes())?;
+    matrix(record, out)?;
+    cases(record, out)?;
+    out.write_all(b"</body>\n</html>\n")
 }
 
 /// When, how many cells, how many passed, and the baseline's counts.
@@ -217,8 +224,8 @@ fn group_text(group: &CellGroup) -> String {
     format!("{}{f1}", verdict_name(group.verdict))
 }
 
-/// The cases × columns table; each cell links to its case below.
-fn matrix(record: &EvalRecord) -> String {
+/// The cases × columns table, a row at a time; each cell links to its case below.
+fn matrix(record: &EvalRecord, to: &mut dyn std::io::Write) -> std::io::Result<()> {
     let groups: HashMap<(usize, usize), &CellGroup> = record.groups.iter().map(|g| ((g.row, g.column), g)).collect();
     let changes: HashMap<(&str, Option<&str>), &CellDelta> =
         record.delta.iter().flat_map(|d| d.cells.iter()).map(|c| ((c.column.as_str(), c.case.as_deref()), c)).collect();
@@ -228,6 +235,8 @@ fn matrix(record: &EvalRecord) -> String {
     }
     out.push_str("</tr>\n");
     for row in 0..record.rows.len() {
+        to.write_all(out.as_bytes())?;
+        out.clear();
         let _ = write!(out, "<tr><th class=\"case-name\">{}</th>", html_escape(record.row_name(row)));
         for column in 0..record.columns.len() {
             let Some(group) = groups.get(&(row, column)) else {
@@ -246,17 +255,20 @@ fn matrix(record: &EvalRecord) -> String {
         out.push_str("</tr>\n");
     }
     out.push_str("</table></div>\n");
-    out
+    to.write_all(out.as_bytes())
 }
 
-/// Every row × column: each run's verdict, reason, failed checks, differences, answer and chart.
-fn cases(record: &EvalRecord) -> String {
+/// Every row × column, one at a time: each run's verdict, reason, failed checks, differences, answer
+/// and chart.
+fn cases(record: &EvalRecord, to: &mut dyn std::io::Write) -> std::io::Result<()> {
     let mut by_cell: HashMap<(usize, usize), Vec<&CellRecord>> = HashMap::new();
     for cell in &record.cells {
         by_cell.entry((cell.row, cell.column)).or_default().push(cell);
     }
     let mut out = String::from("<h2>Cases</h2>\n");
     for group in &record.groups {
+        to.write_all(out.as_bytes())?;
+        out.clear();
         let (row, column) = (group.row, group.column);
         let _ = writeln!(
             out,
@@ -275,7 +287,7 @@ fn cases(record: &EvalRecord) -> String {
         }
         out.push_str("</section>\n");
     }
-    out
+    to.write_all(out.as_bytes())
 }
 
 /// The case's input variables, a row each: its name and its value (text as written, else JSON).

@@ -101,7 +101,7 @@ pub const SUITE: &str = "suite.toml";
 
 /// The files of `config`: the same prompts `eval CONFIG` runs, their cases moved into one dataset.
 pub fn import_promptfoo(config: &crate::promptfoo::Config) -> Result<Imported, EvalError> {
-    let columns = crate::promptfoo::columns(config);
+    let columns = crate::promptfoo::columns(config.clone());
     let config_dir = crate::run::setup::base_dir(&config.path);
     let mut env = Vec::new();
     let mut files = Vec::new();

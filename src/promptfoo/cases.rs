@@ -136,7 +136,12 @@ pub(super) fn read(
                 assert.transforms.insert(0, transform.clone());
             }
         }
-        let combinations = combinations(&vars).map_err(|message| PromptfooError { at: test.at.clone(), message })?;
+        // A test without list variables is one test: its variables and assertions are taken, not copied.
+        let listed = vars.values().any(|v| matches!(v, Value::Array(values) if !values.is_empty()));
+        let combinations = match listed {
+            true => combinations(&vars).map_err(|message| PromptfooError { at: test.at.clone(), message })?,
+            false => vec![vars],
+        };
         let many = combinations.len() > 1;
         for vars in combinations {
             let name = match (&test.description, many) {
@@ -144,7 +149,7 @@ pub(super) fn read(
                 (Some(description), true) => format!("{description} {}", shown(&vars)),
                 (None, _) => format!("test {} {}", index + 1, shown(&vars)).trim_end().to_string(),
             };
-            let asserts = rendered(&asserts, &vars);
+            let asserts = rendered(if many { asserts.clone() } else { std::mem::take(&mut asserts) }, &vars);
             let providers = test.providers.clone().or_else(|| default.as_ref().and_then(|d| d.providers.clone()));
             tests.push(Test { name, vars, asserts, threshold, providers, at: test.at.clone() });
         }
@@ -155,7 +160,7 @@ pub(super) fn read(
 
 /// `asserts` with each text value rendered with the test's variables, as promptfoo renders them
 /// (`value: "{{expected}}"`); a value that does not render stays as written.
-fn rendered(asserts: &[Assert], vars: &Map<String, Value>) -> Vec<Assert> {
+fn rendered(asserts: Vec<Assert>, vars: &Map<String, Value>) -> Vec<Assert> {
     let render = |text: &str| -> Option<String> {
         if !text.contains("{{") && !text.contains("{%") {
             return None;
@@ -165,7 +170,7 @@ fn rendered(asserts: &[Assert], vars: &Map<String, Value>) -> Vec<Assert> {
         template.render(vars).ok()
     };
     asserts
-        .iter()
+        .into_iter()
         .map(|assert| {
             let value = match &assert.value {
                 Some(Value::String(text)) => render(text).map(Value::String),
@@ -183,8 +188,8 @@ fn rendered(asserts: &[Assert], vars: &Map<String, Value>) -> Vec<Assert> {
                 _ => None,
             };
             match value {
-                Some(value) => Assert { value: Some(value), ..assert.clone() },
-                None => assert.clone(),
+                Some(value) => Assert { value: Some(value), ..assert },
+                None => assert,
             }
         })
         .collect()

@@ -20,16 +20,27 @@ pub struct Column {
     pub prompt: PromptFile,
 }
 
-/// Every column: prompts in order, each on every provider in order.
-pub fn columns(config: &Config) -> Vec<Column> {
-    let mut columns = Vec::with_capacity(config.prompts.len() * config.providers.len());
+/// Every column: prompts in order, each on every provider in order. The config is taken: its tests
+/// become the last column's cases as they are (every other column's are copies), so a config of
+/// 20,000 tests is not held twice while its columns are made.
+pub fn columns(mut config: Config) -> Vec<Column> {
+    let mut tests = std::mem::take(&mut config.tests);
+    let count = config.prompts.len() * config.providers.len();
+    let mut columns = Vec::with_capacity(count);
     for (p, prompt) in config.prompts.iter().enumerate() {
         for (q, provider) in config.providers.iter().enumerate() {
             let id = crate::names::file_name(&format!("p{}-{}", p + 1, short(provider, q)));
             let mut file = prompt_file(&id, prompt, provider);
             file.description = Some(format!("promptfoo prompt {:?} on {:?}", prompt.label, provider.label));
             // A test with a `providers` filter runs on the providers it names alone.
-            file.cases = config.tests.iter().filter(|t| t.runs_on(provider)).map(case_of).collect();
+            let runs = |test: &&super::Test| test.runs_on(provider);
+            let mut cases = Vec::with_capacity(tests.iter().filter(runs).count());
+            if columns.len() + 1 == count {
+                cases.extend(std::mem::take(&mut tests).into_iter().filter(|t| runs(&t)).map(into_case));
+            } else {
+                cases.extend(tests.iter().filter(runs).map(case_of));
+            }
+            file.cases = cases;
             columns.push(Column { label: format!("{} · {}", prompt.label, provider.label), prompt: file });
         }
     }
@@ -91,6 +102,17 @@ fn case_of(test: &super::Test) -> Case {
         name: test.name.clone(),
         variables: test.vars.clone(),
         checks: test.asserts.iter().map(check_of).collect(),
+        pass_score: test.threshold,
+        ..Case::default()
+    }
+}
+
+/// A test as a case, taken: [`case_of`] without copying its name and variables.
+fn into_case(test: super::Test) -> Case {
+    Case {
+        checks: test.asserts.iter().map(check_of).collect(),
+        name: test.name,
+        variables: test.vars,
         pass_score: test.threshold,
         ..Case::default()
     }

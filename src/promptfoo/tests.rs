@@ -282,7 +282,7 @@ fn an_llm_rubric_grader_comes_from_its_provider_else_the_tests_options_else_defa
     assert_eq!(graders(0), ["ollama:qwen2.5", "openai:gpt-4o-mini"]);
     assert_eq!(graders(1), ["local"]);
     // Each column's checks are judged by the grader the assertion was given.
-    let columns = super::columns::columns(&config);
+    let columns = super::columns::columns(config);
     let judges: Vec<_> = columns[0].prompt.cases[0].checks.iter().map(|c| c.judge.clone()).collect();
     assert_eq!(judges, [Some("ollama:qwen2.5".to_string()), Some("openai:gpt-4o-mini".to_string())]);
     let error = error_of("prompts: ['{{q}}']\nproviders: [openai:gpt-4o-mini]\ntests:\n  - assert:\n      - type: llm-rubric\n        value: x\n        provider: bedrock:claude\n");
@@ -303,7 +303,7 @@ fn a_key_written_in_the_config_is_used_for_its_provider_and_never_kept_in_the_te
     assert_eq!(said.len(), 1, "{:?}", config.warnings);
     assert!(!format!("{config:?}").contains("4711"), "Debug never shows the key");
     // The column's prompt holds the key in memory; its TOML does not.
-    let columns = super::columns::columns(&config);
+    let columns = super::columns::columns(config);
     assert!(columns[0].prompt.provider.key.is_some());
     let toml = columns[0].prompt.to_toml_string().unwrap();
     assert!(!toml.contains("4711"), "{toml}");
@@ -330,7 +330,7 @@ fn a_graders_block_reads_its_config_as_a_providers_does() {
     assert_eq!(second.server.base_url.as_deref(), Some("http://127.0.0.1:8/v1"));
     assert_eq!(second.server.key_env.as_deref(), Some("OTHER_KEY"));
     // The column's check carries the address; its judge model is called there.
-    let columns = super::columns::columns(&config);
+    let columns = super::columns::columns(config);
     let check = &columns[0].prompt.cases[0].checks[0];
     assert_eq!(check.base_url.as_deref(), Some("http://127.0.0.1:9/v1"));
     let judge = crate::eval::grade::judge::JudgeCheck::of(check).unwrap();
