@@ -28,7 +28,8 @@ const FIRST_POLL: Duration = Duration::from_secs(1);
 /// `eval --batch` (submit, then wait unless `--no-wait`) or `eval --batch-resume ID`.
 pub fn run(args: &EvalRunArgs) -> anyhow::Result<ExitCode> {
     // The reports replace no input (the prompts, `--cases`) before anything is submitted.
-    session::check_reports(&super::eval::reports(args)?, &args.prompts)?;
+    let inputs: Vec<std::path::PathBuf> = args.prompts.iter().chain(&args.cases_file).cloned().collect();
+    session::check_reports(&super::eval::reports(args)?, &inputs)?;
     if let Some(id) = &args.batch_resume {
         let Some(submitted) = Submitted::find(id)? else {
             bail!(

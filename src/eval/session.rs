@@ -252,9 +252,7 @@ pub fn check_reports(reports: &[Report], inputs: &[PathBuf]) -> Result<(), EvalE
 
 /// The record's delta against `baseline`, the record saved in `store`.
 fn finish(mut record: EvalRecord, baseline: Option<EvalRecord>, store: &Store, history: HistoryKept) -> Finished {
-    if let Some(base) = &baseline {
-        record.delta = Some(diff::delta(base, &record));
-    }
+    set_delta(&mut record, baseline.as_ref());
     let saved = store.dir().and_then(|dir| store::save_in(&dir, &record)).map_err(|e| e.to_string());
     Finished { record, baseline, saved, history }
 }
@@ -304,10 +302,15 @@ pub fn from_batch(tag: &str, which: Option<&str>, store: &Store) -> Result<Finis
         ),
         None => None,
     };
-    if let Some(base) = &baseline {
-        record.delta = Some(diff::delta(base, &record));
-    }
+    set_delta(&mut record, baseline.as_ref());
     Ok(Finished { record, baseline, saved: Err("read from the store".into()), history: HistoryKept::Off })
+}
+
+/// The record's delta against `baseline` (left as it is without one).
+fn set_delta(record: &mut EvalRecord, baseline: Option<&EvalRecord>) {
+    if let Some(base) = baseline {
+        record.delta = Some(diff::delta(base, record));
+    }
 }
 
 /// `after` compared with `before` (the eval screen's opened eval, a rescored cell): the delta.

@@ -343,3 +343,21 @@ fn baseline_last_is_the_same_eval_live_batched_and_from_the_batch() {
     assert_eq!(shown.id, batched.id);
     assert_eq!(shown.delta.as_ref().map(|d| d.baseline.clone()), Some(live.id), "never the batch's own eval");
 }
+
+/// `eval --batch --cases rows.jsonl -o rows.jsonl`: the report would replace the dataset; refused
+/// before anything is submitted, the dataset untouched.
+#[test]
+fn a_batch_report_never_replaces_its_dataset() {
+    let service = Service::new(Ending::Completes);
+    let (_runtime, server) = start(&service);
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = prompt_in(dir.path(), PROMPT);
+    let rows = dir.path().join("rows.jsonl");
+    let text = "{\"name\": \"alpha\", \"text\": \"ALPHA-TEXT\"}\n";
+    std::fs::write(&rows, text).unwrap();
+    let rows_arg = rows.to_str().unwrap();
+    let refused = eval_on(dir.path(), &prompt, &server, &["--batch", "--cases", rows_arg, "-o", rows_arg]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert_eq!(std::fs::read_to_string(&rows).unwrap(), text);
+    assert!(server.received().is_empty(), "nothing was submitted");
+}
