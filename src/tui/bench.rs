@@ -19,7 +19,7 @@ use crate::provider::replay::{Pace, Replay};
 use crate::truncate::transcript::{Chunk, End, Header, Transcript};
 use crate::tui::msg::{Action, Msg, TermEvent};
 use crate::tui::setup::{build, Options};
-use crate::tui::state::RunPhase;
+use crate::tui::workbench::state::RunPhase;
 
 /// What the `tui` bench measures.
 #[derive(Debug, Serialize)]
@@ -138,18 +138,19 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
     // The loop runs until the run is swept AND every key typed has been handled (keys go on arriving
     // after a fast stream ends; they must meet a running loop, not a queue).
     app.run(&mut terminal, |state| {
-        if stream_end.is_none() && matches!(state.phase, RunPhase::Done { .. } | RunPhase::Failed(_)) {
+        if stream_end.is_none() && matches!(state.workbench.phase, RunPhase::Done { .. } | RunPhase::Failed(_)) {
             stream_end = Some(Instant::now());
         }
         // The sweep of the whole answer (live sweeps of the answer so far do not count).
-        let swept = (state.truncation.sweep.is_some() && !state.truncation.live) || state.truncation.error.is_some();
+        let swept = (state.workbench.truncation.sweep.is_some() && !state.workbench.truncation.live)
+            || state.workbench.truncation.error.is_some();
         if swept && done.is_none() {
             done = Some(Instant::now());
         }
-        let failed = matches!(state.phase, RunPhase::Failed(_));
+        let failed = matches!(state.workbench.phase, RunPhase::Failed(_));
         failed || (swept && typed.load(Ordering::SeqCst) && state.edits >= KEYS as u64)
     })?;
-    if let RunPhase::Failed(e) = &app.state.phase {
+    if let RunPhase::Failed(e) = &app.state.workbench.phase {
         anyhow::bail!("the bench run failed: {e}");
     }
     let sent = typist.join().unwrap_or_default();
@@ -166,7 +167,7 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
     }
     let renders = app.stats.render_times.iter().filter(|t| **t >= run_at && **t <= stream_end).count();
     let stream = stream_end - run_at;
-    let chunks = app.state.run.chunk_ends.len().max(1) as f64;
+    let chunks = app.state.workbench.run.chunk_ends.len().max(1) as f64;
     Ok(TuiFigures {
         tokens,
         lines,
@@ -175,15 +176,15 @@ fn measure_in(dir: &Path, tokens: usize) -> anyhow::Result<TuiFigures> {
         stream_and_sweep_ms: ms(done - run_at),
         renders,
         renders_per_s: renders as f64 / stream.as_secs_f64().max(1e-9),
-        live_sweeps: app.state.truncation.live_cuts,
-        swept_bytes_per_chunk: app.state.truncation.swept_bytes as f64 / chunks,
-        answer_bytes_per_chunk: app.state.run.output.len() as f64 / chunks,
+        live_sweeps: app.state.workbench.truncation.live_cuts,
+        swept_bytes_per_chunk: app.state.workbench.truncation.swept_bytes as f64 / chunks,
+        answer_bytes_per_chunk: app.state.workbench.run.output.len() as f64 / chunks,
         keys: to_handle.len(),
         key_handled_median_ms: median(&mut to_handle.clone()),
         key_handled_max_ms: to_handle.iter().copied().fold(0.0, f64::max),
         key_to_frame_median_ms: median(&mut to_frame.clone()),
         key_to_frame_max_ms: to_frame.iter().copied().fold(0.0, f64::max),
-        prompt_counts: app.state.tokens.counts,
+        prompt_counts: app.state.workbench.tokens.counts,
         frames: app.stats.renders,
         engine_only_ms: ms(engine_only),
         tui_vs_engine: stream.as_secs_f64() / engine_only.as_secs_f64().max(1e-9),

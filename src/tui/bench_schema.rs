@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::provider::replay::Pace;
 use crate::tui::msg::{Msg, TermEvent};
 use crate::tui::setup::{build, Options};
-use crate::tui::state::Pane;
+use crate::tui::workbench::state::Pane;
 
 /// Keys typed into the schema.
 const KEYS: usize = 30;
@@ -76,7 +76,7 @@ pub fn measure(dir: &Path, bytes: usize) -> anyhow::Result<SchemaKeyFigures> {
     };
     let (mut app, _tx) = build(&path, options)?;
     app.state.choice.provider = crate::provider::kind::ProviderKind::Openai;
-    app.state.focus = Pane::Schema;
+    app.state.workbench.focus = Pane::Schema;
     let (row, column) = schema
         .lines()
         .enumerate()
@@ -97,13 +97,18 @@ pub fn measure(dir: &Path, bytes: usize) -> anyhow::Result<SchemaKeyFigures> {
     anyhow::ensure!(app.state.edits >= KEYS as u64, "{} of {KEYS} keys were typed", app.state.edits);
     let last_key = Instant::now();
     app.stats.longest_message = Duration::ZERO;
-    let asked = app.state.tokens.asked;
+    let asked = app.state.workbench.tokens.asked;
     app.run(&mut terminal, |state| {
-        let counted = state.tokens.asked > asked && state.tokens.shown_for == state.tokens.asked;
-        !state.schema_unlinted && counted
+        let counted =
+            state.workbench.tokens.asked > asked && state.workbench.tokens.shown_for == state.workbench.tokens.asked;
+        !state.workbench.schema_unlinted && counted
     })?;
     let settled = last_key.elapsed();
-    anyhow::ensure!(app.state.lint.issues.is_empty(), "the bench schema does not lint: {:?}", app.state.lint.issues);
+    anyhow::ensure!(
+        app.state.workbench.lint.issues.is_empty(),
+        "the bench schema does not lint: {:?}",
+        app.state.workbench.lint.issues
+    );
     let mut ms: Vec<f64> = times.iter().map(Duration::as_secs_f64).map(|s| s * 1e3).collect();
     ms.sort_by(f64::total_cmp);
     let key_median_ms = ms.get(ms.len() / 2).copied().unwrap_or(0.0);

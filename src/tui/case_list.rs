@@ -56,7 +56,7 @@ impl Listing {
     pub fn of(state: &State) -> Listing {
         let cases = state.cases.len();
         let variables = crate::tui::variables::rows(state).len();
-        let filter = &state.case_filter;
+        let filter = &state.workbench.case_filter;
         if !filter.is_on() {
             return Listing { shown: None, cases, variables };
         }

@@ -194,7 +194,7 @@ pub fn restore(state: &mut State, recovery: &Recovery) {
             (None, _) => {}
         }
     }
-    crate::tui::lint::relint(state);
+    crate::tui::workbench::lint::relint(state);
     edited(state);
 }
 

@@ -42,11 +42,11 @@ pub fn open_model_picker(state: &mut State) -> Vec<Effect> {
 
 /// `filter-cases` in the variables pane: the case filter, typed in the status line, applied as typed.
 pub fn open_case_filter(state: &mut State) -> Vec<Effect> {
-    if state.focus != crate::tui::state::Pane::Variables {
+    if state.workbench.focus != crate::tui::workbench::state::Pane::Variables {
         state.note = Some("filtering cases works in the variables pane (alt-4) and on the eval screen".into());
         return Vec::new();
     }
-    let mut area = line_editor(&state.case_filter.text);
+    let mut area = line_editor(&state.workbench.case_filter.text);
     area.set_placeholder_text("(every case)");
     state.input = Some(Box::new(InputBox { kind: InputKind::CaseFilter, area, error: None }));
     Vec::new()
@@ -56,7 +56,7 @@ pub fn open_case_filter(state: &mut State) -> Vec<Effect> {
 fn filter_as_typed(state: &mut State) -> Result<(), String> {
     let Some(open) = state.input.as_deref() else { return Ok(()) };
     let filter = crate::tui::case_list::CaseFilter::parse(&open.text())?;
-    state.case_filter = filter;
+    state.workbench.case_filter = filter;
     let (shown, of) = crate::tui::case_list::Listing::of(state).shown_of();
     state.note = Some(format!("{shown} of {of} cases shown"));
     Ok(())
@@ -81,7 +81,7 @@ pub fn key(state: &mut State, input: Input) -> Vec<Effect> {
                 InputKind::Variable { name, .. } => format!("{name} unchanged"),
                 InputKind::Case { .. } => "no case added".to_string(),
                 InputKind::CaseFilter => {
-                    state.case_filter = Default::default();
+                    state.workbench.case_filter = Default::default();
                     "every case shown".to_string()
                 }
             };
@@ -147,8 +147,9 @@ fn apply(state: &mut State) -> Vec<Effect> {
                 state.input = None;
                 // A selected case the filter hides gives way to the next one shown.
                 let listing = crate::tui::case_list::Listing::of(state);
-                if !listing.shows(state.selected_variable) {
-                    state.selected_variable = listing.row_at(listing.position_of(state.selected_variable)).unwrap_or(0);
+                if !listing.shows(state.workbench.selected_variable) {
+                    state.workbench.selected_variable =
+                        listing.row_at(listing.position_of(state.workbench.selected_variable)).unwrap_or(0);
                 }
             }
             Err(error) => {
@@ -165,12 +166,12 @@ fn apply(state: &mut State) -> Vec<Effect> {
     let result = match &open.kind {
         InputKind::Model { provider } => apply_model(state, *provider, text.trim()),
         InputKind::Variable { name, origin, was } => variables::value_of(name, was, &text).map(|value| {
-            crate::tui::cases::remember(state, format!("the change of {name}"));
+            crate::tui::workbench::cases::remember(state, format!("the change of {name}"));
             variables::set(state, name, *origin, value);
             crate::tui::edit::edited(state);
             state.note = Some(format!("{name} changed (ctrl-s saves the prompt; the next run uses it)"));
         }),
-        InputKind::Case { at, copy_of } => crate::tui::cases::add(state, *at, copy_of.as_deref(), &text),
+        InputKind::Case { at, copy_of } => crate::tui::workbench::cases::add(state, *at, copy_of.as_deref(), &text),
         // Applied before the input was taken (it reads the text there).
         InputKind::CaseFilter => Ok(()),
     };

@@ -13,21 +13,9 @@ use tokio::task::JoinHandle;
 use crate::provider::replay::Pace;
 use crate::run::Stop;
 use crate::tui::log::Log;
+pub use crate::tui::msg::Job;
 use crate::tui::msg::Msg;
-use crate::tui::request::Env;
-
-/// The kinds of job; one of each runs at a time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Job {
-    /// The editing screen's run (ctrl-r).
-    Run,
-    /// The eval screen's matrix.
-    Eval,
-    /// The compare screen's two sides.
-    Compare,
-    /// The optimize screen's optimization.
-    Optimize,
-}
+use crate::tui::workbench::request::Env;
 
 /// Resolves when the job is cancelled (its cancel sent or dropped): the job then stops and keeps
 /// what it has.

@@ -2,20 +2,18 @@
 //!
 //! - [`msg`]: the four enums — `TermEvent`, `Action` ([`action`]), `Msg`, `Effect` — and the payloads
 //!   they carry; [`state`] and [`msg`] import no file whose logic uses them (no import cycle in src/tui).
-//! - [`state`]: everything on screen, `State { screen, … }` (which screen is shown, each screen's
-//!   state once); [`edit`]: the editors' texts as a prompt; [`lint`]: the schema pane's lint.
+//! - [`state`]: what every screen shares, `State { screen, … }` (which screen is shown, the prompt and
+//!   its editors, the overlays, each screen's state once); [`choice`]: the run choice; [`edit`]: the
+//!   editors' texts as a prompt.
 //! - The screens, one folder each with its state, pure update, view and job: [`workbench`] (the
-//!   editing screen), [`eval`], [`compare`], [`optimize`]. A screen never imports another one nor what is above it.
+//!   editing screen; also what ctrl-r sends, its token count, the schema's lint, the cases), [`eval`], [`compare`], [`optimize`]. A screen never imports another one nor what is above it.
 //!   Their jobs' progress is one [`phase::JobPhase`].
 //! - [`update`]: the router, `update(&mut State, Msg) -> Vec<Effect>`, pure; [`view`]: draws the screen
 //!   shown, the status line and the overlays; [`panes`]: the panes the screens share.
-//! - [`app`]: the loop (batches of messages, a render at most every 16 ms); [`runner`]: effects;
-//!   [`jobs`]: the job bridge (one runtime, one cancel map); [`latest`]: background workers where the
-//!   newest job wins (the lint, the token count).
-//! - [`request`]: what ctrl-r sends (run request, settings, plan, provider), one path for the run and
-//!   the request preview; [`tokens`]: its token count in the status line, recounted in the
-//!   background on change (an edit: once typing settles).
-//! - [`cases`]: cases added, copied, deleted (and undone) from the variables pane.
+//! - [`app`]: the loop (batches of messages, a render at most every 16 ms); [`runner`]: effects (every
+//!   screen's job through one `Effect::Start`/`Effect::Cancel` pair); [`jobs`]: the job bridge (one
+//!   runtime, one cancel map); [`latest`]: background workers where the newest job wins (the lint,
+//!   the token count).
 //! - [`keymap`] (+ `keymap.toml`), [`theme`] (`themes/*.toml`), [`recovery`], [`sample`], [`log`], [`paths`].
 //! - [`terminal`]: raw mode, mouse, the panic hook and the input thread; [`setup`]: the start-up.
 //! - `bench`, `bench_rows`, `bench_schema` (feature `testing`): the `tui` section of `tunebench bench` (the real loop
@@ -31,7 +29,7 @@ pub mod bench_rows;
 pub mod bench_schema;
 pub mod case_filter;
 pub mod case_list;
-pub mod cases;
+pub mod choice;
 pub mod compare;
 pub mod edit;
 pub mod editor;
@@ -41,7 +39,6 @@ pub mod input_box;
 pub mod jobs;
 pub mod keymap;
 pub mod latest;
-pub mod lint;
 pub mod log;
 pub mod msg;
 pub mod optimize;
@@ -49,7 +46,6 @@ pub mod panes;
 pub mod paths;
 pub mod phase;
 pub mod recovery;
-pub mod request;
 pub mod run_view;
 pub mod runner;
 pub mod sample;
@@ -58,7 +54,6 @@ pub mod setup;
 pub mod state;
 pub mod terminal;
 pub mod theme;
-pub mod tokens;
 pub mod update;
 pub mod variables;
 pub mod view;

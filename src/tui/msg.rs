@@ -100,7 +100,7 @@ pub enum Msg {
     Settled { edits: u64 },
     /// The schema lint number `asked` is made (dropped when the schema changed or a newer lint was
     /// asked for since).
-    Linted { asked: u64, lint: crate::tui::state::Lint },
+    Linted { asked: u64, lint: crate::tui::workbench::state::Lint },
     /// The request's tokens of count number `asked` (dropped when a newer count was asked for).
     TokensCounted { asked: u64, counted: Box<Counted> },
     /// The local model `model` names (empty: the default cached one) has its tokenizer read, or why not.
@@ -227,10 +227,11 @@ pub enum CompareNews {
 /// What the outside world should do for `update`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
-    /// Start a run of this prompt snapshot with these settings.
-    StartRun(Box<RunRequest>),
-    /// Stop the running run (drop its stream).
-    CancelRun,
+    /// Start a screen's job (a job of the same kind still going is stopped first).
+    Start(Start),
+    /// Stop the job of this kind: it ends on its own, keeping what it has (a run its partial answer,
+    /// an optimization what was scored).
+    Cancel(Job),
     /// Write the prompt in place over `base`, the file as last read or written (and an edited schema
     /// file), atomically; a file changed on disk since is not written over.
     Save {
@@ -258,10 +259,6 @@ pub enum Effect {
     Copy { text: String, file_name: String },
     /// Leave the workbench.
     Quit,
-    /// Run the prompt and its twin side by side.
-    StartCompare(Box<CompareRequest>),
-    /// Stop the running comparison (drop both streams).
-    CancelCompare,
     /// Read the tokenizer of the local model `model` names (its GGUF's header, not its weights), in the
     /// background; it comes back as `Msg::TokenizerLoaded`.
     LoadTokenizer { model: String },
@@ -273,10 +270,6 @@ pub enum Effect {
     /// Count the tokens of the request ctrl-r would send in the background (the newest count asked
     /// for wins); it comes back as `Msg::TokensCounted`.
     CountTokens(Box<CountRequest>),
-    /// Run every case of the saved prompt through the eval pipeline.
-    StartEval(Box<EvalRequest>),
-    /// Stop the running eval.
-    CancelEval,
     /// Score one row's run again against the prompt (after approve).
     Rescore(Box<RescoreRequest>),
     /// Write an approved answer into its row of the prompt's dataset (`cases_file`), then score the
@@ -288,10 +281,72 @@ pub enum Effect {
     OpenEval { id: u64, file: PathBuf, against: Option<PathBuf> },
     /// Sweep row `row`'s answer at every chunk cut for the eval screen `id`'s truncation view.
     SweepCell { id: u64, row: usize, sweep: Box<SweepRequest> },
-    /// Optimize the prompt as the editors hold it (the optimize screen).
-    StartOptimize(Box<OptimizeRequest>),
-    /// Stop the running optimization (what was scored is kept and stored).
-    CancelOptimize,
+}
+
+/// The kinds of background job; one of each runs at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Job {
+    /// The editing screen's run (ctrl-r).
+    Run,
+    /// The eval screen's matrix.
+    Eval,
+    /// The compare screen's two sides.
+    Compare,
+    /// The optimize screen's optimization.
+    Optimize,
+}
+
+impl Job {
+    /// The job in the user's words (the log).
+    pub fn name(self) -> &'static str {
+        match self {
+            Job::Run => "run",
+            Job::Eval => "eval",
+            Job::Compare => "comparison",
+            Job::Optimize => "optimization",
+        }
+    }
+
+    /// The news that says job number `id` of this kind could not start, and why: its screen shows
+    /// it as the job's end.
+    pub fn not_started(self, id: u64, message: String) -> Msg {
+        match self {
+            Job::Run => Msg::RunFailed { run: id, message },
+            Job::Eval => Msg::Eval { id, news: EvalNews::Done(Err(message)) },
+            Job::Compare => Msg::Compare { id, news: CompareNews::Done(Err(message)) },
+            Job::Optimize => Msg::Optimize { id, news: OptimizeNews::Done(Err(message)) },
+        }
+    }
+}
+
+/// A job to start, with what it needs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Start {
+    Run(Box<RunRequest>),
+    Eval(Box<EvalRequest>),
+    Compare(Box<CompareRequest>),
+    Optimize(Box<OptimizeRequest>),
+}
+
+impl Start {
+    pub fn job(&self) -> Job {
+        match self {
+            Start::Run(_) => Job::Run,
+            Start::Eval(_) => Job::Eval,
+            Start::Compare(_) => Job::Compare,
+            Start::Optimize(_) => Job::Optimize,
+        }
+    }
+
+    /// The number its news carries (a run's number, a screen's job id).
+    pub fn id(&self) -> u64 {
+        match self {
+            Start::Run(request) => request.run,
+            Start::Eval(request) => request.id,
+            Start::Compare(request) => request.id,
+            Start::Optimize(request) => request.id,
+        }
+    }
 }
 
 /// An eval to start: the saved prompt file under the workbench's run choices.

@@ -20,11 +20,17 @@ pub struct RunView {
     pub verdicts: Vec<LineVerdict>,
     pub turn: u32,
     pub max_turns: u32,
+    /// The turn's time to first token, from the run's summary (the core measures it; `None` until
+    /// the turn ends).
     pub ttft_ms: Option<u64>,
+    /// When the turn's first chunk arrived (milliseconds since the run started): where the
+    /// sparkline's buckets begin.
+    pub first_chunk_ms: Option<u64>,
     /// Milliseconds since the start of the last event.
     pub last_at_ms: u64,
     pub usage: Option<Usage>,
     pub finish: Option<FinishReason>,
+    /// The turn's generation speed, from the run's summary (`None` until the turn ends).
     pub tokens_per_s: Option<f64>,
     /// Chunks per 100 ms bucket since the first token (the sparkline).
     pub rate: Vec<u64>,
@@ -54,6 +60,7 @@ impl RunView {
         self.line_starts = vec![0];
         self.verdicts.clear();
         self.ttft_ms = None;
+        self.first_chunk_ms = None;
         self.usage = None;
         self.finish = None;
         self.tokens_per_s = None;

@@ -13,12 +13,12 @@ use crate::truncate::points::{Offsets, Points};
 use crate::truncate::sweep::sweep_points;
 use crate::tui::jobs::{Bridge, Job, Jobs};
 use crate::tui::latest::Latest;
-use crate::tui::lint::LintRequest;
 use crate::tui::log::Log;
-use crate::tui::msg::{CompareNews, Effect, FetchNews, Msg, SaveFailed, SchemaFileSave, SweepRequest};
+use crate::tui::msg::{Effect, FetchNews, Msg, SaveFailed, SchemaFileSave, Start, SweepRequest};
 use crate::tui::recovery;
-use crate::tui::request::Env;
-use crate::tui::tokens::CountRequest;
+use crate::tui::workbench::lint::LintRequest;
+use crate::tui::workbench::request::Env;
+use crate::tui::workbench::tokens::CountRequest;
 
 /// Executes effects for the loop.
 pub struct Runner {
@@ -95,20 +95,16 @@ impl Runner {
     /// on the channel.
     pub fn execute(&mut self, effect: Effect) -> Vec<Msg> {
         match effect {
-            Effect::StartRun(request) => {
-                let run = request.run;
-                if let Err(e) = crate::tui::workbench::job::start(self.bridge(), *request) {
-                    let message = format!("cannot run: {e:#}");
-                    self.log.line(&message);
-                    return vec![Msg::RunFailed { run, message }];
+            Effect::Start(start) => self.start(start),
+            Effect::Cancel(job) => {
+                self.jobs.cancel(job);
+                self.log.line(&format!("{} cancelled", job.name()));
+                // The run's partial answer stays: its screen hears that its task stopped.
+                if job == Job::Run {
+                    vec![Msg::RunCancelled]
+                } else {
+                    Vec::new()
                 }
-                Vec::new()
-            }
-            Effect::CancelRun => {
-                // The run's task stops its stream at once and still writes its record to the history.
-                self.jobs.cancel(Job::Run);
-                self.log.line("run cancelled");
-                vec![Msg::RunCancelled]
             }
             Effect::Save { path, base, prompt, schema_text, schema_file } => {
                 let result = save(&path, &base, &prompt, schema_text.as_deref(), schema_file.as_ref());
@@ -136,7 +132,7 @@ impl Runner {
             Effect::WarmModel(request) => {
                 let pace = self.pace;
                 std::thread::spawn(move || {
-                    let Ok(setup) = crate::tui::request::setup(&request, pace) else { return };
+                    let Ok(setup) = crate::tui::workbench::request::setup(&request, pace) else { return };
                     if let Ok(plan) = setup.plan(request.case.as_deref()) {
                         // Errors reach the user when the run meets them.
                         let _ = crate::run::warm_local_model(&setup.settings.model, &plan.request);
@@ -191,19 +187,6 @@ impl Runner {
                 }
                 vec![Msg::Note(notes.join("; "))]
             }
-            Effect::StartCompare(request) => {
-                let id = request.id;
-                if let Err(message) = crate::tui::compare::job::start(self.bridge(), *request) {
-                    self.log.line(&format!("compare: {message}"));
-                    return vec![Msg::Compare { id, news: CompareNews::Done(Err(message)) }];
-                }
-                Vec::new()
-            }
-            Effect::CancelCompare => {
-                self.jobs.cancel(Job::Compare);
-                self.log.line("comparison cancelled");
-                Vec::new()
-            }
             Effect::Settle { edits } => {
                 let tx = self.tx.clone();
                 self.jobs.handle().spawn(async move {
@@ -252,19 +235,6 @@ impl Runner {
                 });
                 Vec::new()
             }
-            Effect::StartEval(request) => {
-                let id = request.id;
-                if let Err(message) = crate::tui::eval::job::start(self.bridge(), *request) {
-                    self.log.line(&format!("eval: {message}"));
-                    return vec![Msg::Eval { id, news: crate::tui::msg::EvalNews::Done(Err(message)) }];
-                }
-                Vec::new()
-            }
-            Effect::CancelEval => {
-                self.jobs.cancel(Job::Eval);
-                self.log.line("eval cancelled");
-                Vec::new()
-            }
             Effect::Rescore(request) => {
                 crate::tui::eval::job::rescore(self.bridge(), *request);
                 Vec::new()
@@ -286,18 +256,32 @@ impl Runner {
                 });
                 Vec::new()
             }
-            Effect::StartOptimize(request) => {
-                crate::tui::optimize::job::start(self.bridge(), *request);
-                Vec::new()
-            }
-            Effect::CancelOptimize => {
-                self.jobs.cancel(Job::Optimize);
-                self.log.line("optimization stopped");
-                Vec::new()
-            }
             Effect::Quit => {
                 self.finish_recovery();
                 Vec::new()
+            }
+        }
+    }
+
+    /// Starts a screen's job on the job bridge; one that cannot start is that screen's news at once.
+    fn start(&mut self, start: Start) -> Vec<Msg> {
+        let (job, id) = (start.job(), start.id());
+        let started = match start {
+            Start::Run(request) => {
+                crate::tui::workbench::job::start(self.bridge(), *request).map_err(|e| format!("cannot run: {e:#}"))
+            }
+            Start::Eval(request) => crate::tui::eval::job::start(self.bridge(), *request),
+            Start::Compare(request) => crate::tui::compare::job::start(self.bridge(), *request),
+            Start::Optimize(request) => {
+                crate::tui::optimize::job::start(self.bridge(), *request);
+                Ok(())
+            }
+        };
+        match started {
+            Ok(()) => Vec::new(),
+            Err(message) => {
+                self.log.line(&message);
+                vec![job.not_started(id, message)]
             }
         }
     }

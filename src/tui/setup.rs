@@ -74,7 +74,7 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
     let mut app = App { state, theme, rx, runner, started, stats: LoopStats::default() };
     app.runner.watch(crate::tui::workbench::outside::watched(&app.state));
     // A large schema is linted in the background: the first frame does not wait for it.
-    if let Some(request) = crate::tui::lint::ask(&mut app.state, false) {
+    if let Some(request) = crate::tui::workbench::lint::ask(&mut app.state, false) {
         let follow = app.runner.execute(Effect::Lint(Box::new(request)));
         follow.into_iter().for_each(|m| app.handle(m));
     }
@@ -93,7 +93,7 @@ pub fn build(path: &Path, options: Options) -> anyhow::Result<(App, Sender<Msg>)
         && !app.state.fetch_model
         && !options.run_now
     {
-        if let Ok(request) = crate::tui::request::run_request(&app.state, None, None) {
+        if let Ok(request) = crate::tui::workbench::request::run_request(&app.state, None, None) {
             let follow = app.runner.execute(Effect::WarmModel(Box::new(request)));
             follow.into_iter().for_each(|m| app.handle(m));
         }
@@ -110,7 +110,7 @@ fn choose_first_case(state: &mut State) {
     if let Some(case) = state.cases.first() {
         state.choice.case = Some(case.name.clone());
         // The variables pane's rows: the default variables, then each case.
-        state.selected_variable = 1;
+        state.workbench.selected_variable = 1;
     }
 }
 
@@ -120,11 +120,11 @@ pub fn state_for(path: &Path) -> anyhow::Result<State> {
     let mut file = PromptFile::read(path)?;
     let dataset_note = crate::tui::edit::with_dataset(&mut file.prompt, path);
     // The prompt's provider and structured mode are typed here, where the workbench opens on them.
-    crate::tui::state::Choice::of(&file.prompt).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    crate::tui::choice::Choice::of(&file.prompt).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let (schema_text, schema_kind) = crate::tui::edit::schema_text(&file, path)?;
     let mut state = State::new(path.to_path_buf(), file, schema_text, schema_kind);
     // Linted now when small; a large schema's lint is due, asked for when the workbench starts.
-    crate::tui::lint::relint(&mut state);
+    crate::tui::workbench::lint::relint(&mut state);
     choose_provider(&mut state);
     if dataset_note.is_some() {
         state.note = dataset_note;

@@ -50,7 +50,7 @@ pub fn row_count(state: &State) -> usize {
 /// The variable row selected in the pane, if the selection is on a variable (not a case).
 pub fn selected(state: &State) -> Option<VariableRow> {
     let first = state.cases.len() + 1;
-    state.selected_variable.checked_sub(first).and_then(|i| rows(state).into_iter().nth(i))
+    state.workbench.selected_variable.checked_sub(first).and_then(|i| rows(state).into_iter().nth(i))
 }
 
 /// A value as the editor shows it: a string as is, anything else as JSON.

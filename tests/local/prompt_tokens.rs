@@ -34,18 +34,18 @@ fn the_workbench_counts_with_the_local_tokenizer_once_it_is_read() {
     let mut state = tunebench::tui::setup::state_for(Path::new("sample-prompts/extract-topics.toml")).unwrap();
     state.choice.provider = tunebench::provider::kind::ProviderKind::Local;
     update(&mut state, Msg::Tick { now_ms: 1 });
-    let estimate = state.tokens.shown.clone().unwrap().unwrap();
+    let estimate = state.workbench.tokens.shown.clone().unwrap().unwrap();
     assert!(!estimate.exact);
     update(&mut state, Msg::TokenizerLoaded { model: String::new(), tokenizer: LocalTokenizer::open("") });
-    let size = state.tokens.shown.clone().unwrap().unwrap();
+    let size = state.workbench.tokens.shown.clone().unwrap().unwrap();
     assert!(size.exact, "{size:?}");
     assert_eq!(size.max_tokens, Some(1024), "the prompt's max tokens");
     let model = LocalTokenizer::open("").unwrap().context;
     assert_eq!(size.context, model.min(4096), "the positions the workbench loads the model with");
-    let (_, plan) = tunebench::tui::request::preview_plan(&state).unwrap();
+    let (_, plan) = tunebench::tui::workbench::request::preview_plan(&state).unwrap();
     let engine = local().with_engine(|e| e.tokenizer().encode(&e.prompt_text(&plan.request).unwrap()).unwrap().len());
     assert_eq!(size.tokens, engine);
-    let (text, warn) = tunebench::tui::tokens::status_text(&state.tokens).unwrap();
+    let (text, warn) = tunebench::tui::workbench::tokens::status_text(&state.workbench.tokens).unwrap();
     assert_eq!(text, format!("prompt {engine} + 1024 max / {} ctx", size.context));
     assert!(!warn);
 }

@@ -118,7 +118,7 @@ fn ten_thousand_rows_are_filtered_by_name_and_by_the_last_evals_verdict_n_of_m_i
     );
     assert!(!screen.contains("case-09906"), "{screen}");
     // While typing the selection stays; enter puts it on the next shown case after it.
-    assert_eq!(state.selected_variable, 1 + 1 + 9901);
+    assert_eq!(state.workbench.selected_variable, 1 + 1 + 9901);
     // Exactly one verdict as the record writes it: every passing row.
     retype(&mut state, "is:pass");
     assert_eq!(shown(&state), (rows - rows.div_ceil(7), rows + 1));
@@ -131,11 +131,11 @@ fn ten_thousand_rows_are_filtered_by_name_and_by_the_last_evals_verdict_n_of_m_i
     assert!(state.input.is_some(), "enter does not keep a filter that does not read");
     retype(&mut state, "is:failing case-099");
     update(&mut state, special(Key::Enter));
-    assert_eq!(state.selected_variable, 1 + 1 + 9905, "case-09905, the next failing one");
+    assert_eq!(state.workbench.selected_variable, 1 + 1 + 9905, "case-09905, the next failing one");
     update(&mut state, key('/'));
     // esc clears it: every case.
     update(&mut state, special(Key::Esc));
-    assert!(state.input.is_none() && !state.case_filter.is_on());
+    assert!(state.input.is_none() && !state.workbench.case_filter.is_on());
     assert_eq!(shown(&state), (rows + 1, rows + 1));
     assert!(!draw(&state, 120, 40).contains(" of 10001"));
 }
@@ -148,7 +148,7 @@ fn the_virtual_list_draws_the_rows_in_view_when_scrolled_deep() {
     for _ in 0..700 {
         update(&mut state, special(Key::PageDown));
     }
-    assert_eq!(state.selected_variable, 7000);
+    assert_eq!(state.workbench.selected_variable, 7000);
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
     terminal.draw(|frame| tunebench::tui::view::render(frame, &state, &Theme::default())).unwrap();
     // The pane with its frame, as drawn.
@@ -206,8 +206,9 @@ fn the_recovery_file_keeps_the_edited_rows_alone_and_restores_them() {
     let mut state = workbench(dir.path(), 10_000);
     set(&mut state, "text", Origin::Case(4243), serde_json::json!("row 4242, edited"));
     tunebench::tui::edit::edited(&mut state);
-    tunebench::tui::cases::add(&mut state, 1, None, "name = \"added\"\nvariables = { text = \"z\" }").unwrap();
-    tunebench::tui::cases::answer_delete(&mut state, 9, "case-00007", true);
+    tunebench::tui::workbench::cases::add(&mut state, 1, None, "name = \"added\"\nvariables = { text = \"z\" }")
+        .unwrap();
+    tunebench::tui::workbench::cases::answer_delete(&mut state, 9, "case-00007", true);
     assert!(state.dirty);
 
     let recovery = tunebench::tui::edit::recovery(&state, 1);

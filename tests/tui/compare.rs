@@ -13,7 +13,7 @@ use tunebench::compare::RowStatus;
 use tunebench::output::{LineStatus, Report};
 use tunebench::truncate::transcript::Transcript;
 use tunebench::tui::compare::state::ComparePhase;
-use tunebench::tui::msg::{Action, CompareNews, Effect, Msg};
+use tunebench::tui::msg::{Action, CompareNews, Effect, Job, Msg, Start};
 use tunebench::tui::runner::Runner;
 use tunebench::tui::setup::state_for;
 use tunebench::tui::state::{Screen, State};
@@ -57,7 +57,7 @@ fn compared() -> State {
     let effects = update(&mut state, alt('x'));
     assert!(state.screen == Screen::Compare, "alt-x opens the compare screen");
     assert!(
-        matches!(effects.as_slice(), [Effect::StartCompare(r)] if r.target.provider == Some(tunebench::provider::kind::ProviderKind::Replay) && r.id == 1)
+        matches!(effects.as_slice(), [Effect::Start(Start::Compare(r))] if r.target.provider == Some(tunebench::provider::kind::ProviderKind::Replay) && r.id == 1)
     );
     drive(&mut state, effects);
     state
@@ -92,7 +92,7 @@ fn each_sides_events_land_in_its_own_panes() {
     assert_eq!(view.cut, comparison.chart.axis, "the cut starts at the whole answer");
     assert_eq!(comparison.chart.axis, 136);
     // the editing state is untouched: no run took place on the edit screen
-    assert!(state.run.output.is_empty());
+    assert!(state.workbench.run.output.is_empty());
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn esc_or_the_same_key_goes_back_and_a_running_comparison_is_cancelled() {
     update(&mut state, alt('x'));
     assert!(state.screen == Screen::Compare && state.compare.running() && state.compare.id == 2);
     let effects = update(&mut state, alt('x'));
-    assert_eq!(effects, vec![Effect::CancelCompare]);
+    assert_eq!(effects, vec![Effect::Cancel(Job::Compare)]);
     assert!(state.screen != Screen::Compare && !state.compare.running());
     // late news of the cancelled comparison, or of an older one, changes nothing
     let late = CompareNews::Event { side: 0, event: Box::new(tunebench::run::RunEvent::Delta("late".into())) };

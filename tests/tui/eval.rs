@@ -14,7 +14,7 @@ use tunebench::eval::diff::Change;
 use tunebench::eval::score::Verdict;
 use tunebench::provider::wire_server::Reply;
 use tunebench::tui::eval::state::{EvalOverlay, EvalPhase};
-use tunebench::tui::msg::{Effect, EvalNews, Msg};
+use tunebench::tui::msg::{Effect, EvalNews, Job, Msg, Start};
 use tunebench::tui::runner::Runner;
 use tunebench::tui::setup::state_for;
 use tunebench::tui::state::{Screen, State};
@@ -112,7 +112,7 @@ pub fn evaluated(dir: &Path) -> State {
     assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Replay);
     let effects = update(&mut state, alt('e'));
     assert!(state.screen == Screen::Eval, "alt-e opens the eval screen");
-    assert!(matches!(effects.as_slice(), [Effect::StartEval(r)] if r.id == 1));
+    assert!(matches!(effects.as_slice(), [Effect::Start(Start::Eval(r))] if r.id == 1));
     drive(&mut state, effects);
     assert_eq!(state.eval.phase, EvalPhase::Done, "{:?}", state.note);
     state
@@ -174,7 +174,7 @@ fn the_matrix_fills_in_a_case_opens_and_approve_makes_it_pass() {
 
     // ctrl-r re-runs the matrix against the first run (there was no earlier eval): beta improved.
     let effects = update(&mut state, ctrl('r'));
-    assert!(matches!(effects.as_slice(), [Effect::StartEval(r)] if r.baseline.is_some()));
+    assert!(matches!(effects.as_slice(), [Effect::Start(Start::Eval(r))] if r.baseline.is_some()));
     drive(&mut state, effects);
     assert_eq!(state.eval.row_change(1), Some(Change::Improved));
     assert_eq!(state.eval.row_change(0), Some(Change::Same));
@@ -210,7 +210,7 @@ fn a_click_selects_a_row_and_esc_cancels_a_running_eval() {
     update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Click, column: 5, row: 3 })));
     assert_eq!(state.eval.selected, 1);
     let effects = update(&mut state, special(Key::Esc));
-    assert_eq!(effects, vec![Effect::CancelEval]);
+    assert_eq!(effects, vec![Effect::Cancel(Job::Eval)]);
     assert!(state.screen != Screen::Eval);
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use ratatui_textarea::Key;
 use tunebench::eval::diff::Change;
 use tunebench::eval::score::Verdict;
-use tunebench::tui::msg::{Action, Effect, Msg};
+use tunebench::tui::msg::{Action, Effect, Msg, Start};
 use tunebench::tui::runner::Runner;
 use tunebench::tui::setup::state_for;
 use tunebench::tui::state::{Screen, State};
@@ -96,7 +96,7 @@ fn run_case(state: &mut State, case: &str) {
     let mut runner = Runner::new(tx, None).unwrap();
     runner.record_history = false;
     let effects = update(state, ctrl('r'));
-    assert!(matches!(effects.first(), Some(Effect::StartRun(_))), "{effects:?}");
+    assert!(matches!(effects.first(), Some(Effect::Start(Start::Run(_)))), "{effects:?}");
     for effect in effects {
         for msg in runner.execute(effect) {
             update(state, msg);
@@ -121,14 +121,14 @@ fn a_single_run_of_a_case_is_scored_against_its_expected_answer() {
     run_case(&mut state, "beta");
     // The workbench's replay plays the prompt's recorded answer (alpha's) whatever the case: a valid
     // line, and the wrong answer for beta.
-    let score = state.run.scored.clone().expect("scored").expect("scored without error");
+    let score = state.workbench.run.scored.clone().expect("scored").expect("scored without error");
     assert_eq!(score.verdict, Verdict::Fail, "{}", score.reason);
     let screen = draw(&state, 160, 40);
     assert!(screen.contains("✓1") && screen.contains("case fail: F1 0.00"), "valid and wrong, both said:\n{screen}");
     assert!(state.note.clone().unwrap_or_default().contains("\"beta\": fail"), "{:?}", state.note);
 
     run_case(&mut state, "alpha");
-    let score = state.run.scored.clone().unwrap().unwrap();
+    let score = state.workbench.run.scored.clone().unwrap().unwrap();
     assert_eq!(score.verdict, Verdict::Pass, "{}", score.reason);
     assert!(draw(&state, 160, 40).contains("case pass"));
 }
@@ -152,10 +152,10 @@ fn a_single_run_grades_the_cases_command_check() {
     std::fs::write(&path, format!("{text}{check}")).unwrap();
     let mut state = state_for(&path).unwrap();
     run_case(&mut state, "beta");
-    let score = state.run.scored.clone().expect("scored").expect("scored without error");
+    let score = state.workbench.run.scored.clone().expect("scored").expect("scored without error");
     assert_eq!(score.verdict, Verdict::Fail, "{}", score.reason);
     run_case(&mut state, "alpha");
-    let score = state.run.scored.clone().unwrap().unwrap();
+    let score = state.workbench.run.scored.clone().unwrap().unwrap();
     assert_eq!(score.verdict, Verdict::Pass, "{}", score.reason);
     assert!(score.checks.iter().any(|c| c.passed), "{score:?}");
 }

@@ -12,11 +12,12 @@ use tunebench::eval::diff::Change;
 use tunebench::eval::score::Verdict;
 use tunebench::run::RunRecord;
 use tunebench::tui::eval::state::{EvalOverlay, EvalPhase};
-use tunebench::tui::msg::{Effect, EvalNews, Msg};
+use tunebench::tui::msg::{Effect, EvalNews, Msg, Start};
 use tunebench::tui::runner::Runner;
 use tunebench::tui::setup::state_for;
-use tunebench::tui::state::{Pane, Screen, State};
+use tunebench::tui::state::{Screen, State};
 use tunebench::tui::update::update;
+use tunebench::tui::workbench::state::Pane;
 
 use super::eval::{draw, drive_on, folder, verdict};
 use super::support::*;
@@ -84,11 +85,11 @@ fn evals_are_kept_listed_opened_diffed_and_a_case_answer_truncated() {
     pump(&mut state, &mut runner, &rx, list, |m| matches!(m, Msg::EvalsListed(_)));
     runs.sort_by_key(|r| std::cmp::Reverse(r.started_at_ms));
     update(&mut state, Msg::HistoryLoaded(Ok(runs)));
-    assert_eq!(state.evals.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), [second.clone(), first.clone()]);
+    assert_eq!(state.workbench.evals.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), [second.clone(), first.clone()]);
     update(&mut state, special(Key::Esc));
     assert!(state.screen != Screen::Eval);
     update(&mut state, alt('8'));
-    assert_eq!(state.focus, Pane::History);
+    assert_eq!(state.workbench.focus, Pane::History);
     let history = draw(&state, 120, 40);
     assert!(history.contains("◆ eval 2/2 pass") && history.contains("◆ eval 1/2 pass"), "{history}");
 
@@ -155,7 +156,7 @@ fn evals_are_kept_listed_opened_diffed_and_a_case_answer_truncated() {
     assert!(state.screen != Screen::Eval);
     update(&mut state, special(Key::Home));
     update(&mut state, key('m'));
-    assert_eq!(state.eval_marked.as_deref(), Some(second.as_str()));
+    assert_eq!(state.workbench.eval_marked.as_deref(), Some(second.as_str()));
     assert!(draw(&state, 120, 40).contains("● eval"));
     update(&mut state, special(Key::Down));
     let effects = update(&mut state, special(Key::Enter));
@@ -167,7 +168,7 @@ fn evals_are_kept_listed_opened_diffed_and_a_case_answer_truncated() {
 
     // ctrl-r runs the opened eval again: live, against it, no longer read-only.
     let effects = update(&mut state, ctrl('r'));
-    let [Effect::StartEval(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    let [Effect::Start(Start::Eval(request))] = effects.as_slice() else { panic!("{effects:?}") };
     assert_eq!(request.baseline.as_ref().map(|p| p.id.clone()), Some(first.clone()));
     assert!(state.eval.opened.is_none() && state.eval.running());
     drive_on(&mut state, effects, &mut runner, &rx);
@@ -200,7 +201,7 @@ fn what_cannot_be_shown_says_why() {
     let mut state = state_for(&dir.path().join("definitions.toml")).unwrap();
     // m outside the history, or on a run: nothing marked.
     update(&mut state, key('m'));
-    assert!(state.eval_marked.is_none());
+    assert!(state.workbench.eval_marked.is_none());
     // An eval record that does not read: the note names the error, the screen stays closed.
     state.eval.id = 3;
     update(&mut state, Msg::Eval { id: 3, news: EvalNews::Opened(Err("x.json: not an eval record".into())) });

@@ -13,8 +13,8 @@ use tunebench::provider::replay::Pace;
 use tunebench::tui::msg::{Action, Msg};
 use tunebench::tui::sample;
 use tunebench::tui::setup::{build, Options};
-use tunebench::tui::state::RunPhase;
 use tunebench::tui::view::render;
+use tunebench::tui::workbench::state::RunPhase;
 
 #[test]
 fn the_first_start_runs_the_samples_first_case_and_shows_it_passes() {
@@ -41,18 +41,18 @@ fn the_first_start_runs_the_samples_first_case_and_shows_it_passes() {
     let started = Instant::now();
     // Until the run is scored and read back from the history in the workbench's data directory.
     app.run(&mut terminal, |state| {
-        (state.run.scored.is_some() && !state.history.is_empty())
-            || matches!(state.phase, RunPhase::Failed(_))
+        (state.workbench.run.scored.is_some() && !state.workbench.history.is_empty())
+            || matches!(state.workbench.phase, RunPhase::Failed(_))
             || started.elapsed() > Duration::from_secs(120)
     })
     .unwrap();
-    let score = match &app.state.run.scored {
+    let score = match &app.state.workbench.run.scored {
         Some(Ok(score)) => score,
-        other => panic!("the first case's run was not scored: {other:?} (phase {:?})", app.state.phase),
+        other => panic!("the first case's run was not scored: {other:?} (phase {:?})", app.state.workbench.phase),
     };
     assert_eq!(score.verdict, Verdict::Pass, "{}", score.reason);
     assert_eq!(
-        app.state.run.output.trim(),
+        app.state.workbench.run.output.trim(),
         r#"{"traveller":"Maria","from":"Lisbon","to":"Oslo","day":"Friday"}"#,
         "the model's own answer, not an example written by hand"
     );
@@ -93,8 +93,8 @@ fn a_valid_but_wrong_answer_shows_the_case_failing_and_each_difference() {
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
     let started = Instant::now();
     app.run(&mut terminal, |state| {
-        state.run.scored.is_some()
-            || matches!(state.phase, RunPhase::Failed(_))
+        state.workbench.run.scored.is_some()
+            || matches!(state.workbench.phase, RunPhase::Failed(_))
             || started.elapsed() > Duration::from_secs(120)
     })
     .unwrap();
@@ -123,13 +123,18 @@ fn a_large_schema_is_linted_in_the_background_from_the_start() {
     };
     let (mut app, _tx) = build(&path, options).unwrap();
     assert!(app.state.heavy());
-    assert!(app.state.schema_unlinted, "the start did not lint the large schema in place");
+    assert!(app.state.workbench.schema_unlinted, "the start did not lint the large schema in place");
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
-    app.state.focus = tunebench::tui::state::Pane::Schema;
+    app.state.workbench.focus = tunebench::tui::workbench::state::Pane::Schema;
     terminal.draw(|frame| render(frame, &app.state, &app.theme)).unwrap();
     assert!(terminal.backend().to_string().contains("linting the schema"), "not shown as compiling before its lint");
     let started = Instant::now();
-    app.run(&mut terminal, |state| !state.schema_unlinted || started.elapsed() > Duration::from_secs(120)).unwrap();
-    assert!(!app.state.schema_unlinted, "the background lint came back");
-    assert!(app.state.lint.issues.iter().any(|issue| issue.contains("strin")), "{:?}", app.state.lint.issues);
+    app.run(&mut terminal, |state| !state.workbench.schema_unlinted || started.elapsed() > Duration::from_secs(120))
+        .unwrap();
+    assert!(!app.state.workbench.schema_unlinted, "the background lint came back");
+    assert!(
+        app.state.workbench.lint.issues.iter().any(|issue| issue.contains("strin")),
+        "{:?}",
+        app.state.workbench.lint.issues
+    );
 }

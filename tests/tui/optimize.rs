@@ -14,7 +14,7 @@ use ratatui::Terminal;
 use ratatui_textarea::Key;
 use tunebench::optimize::changes::Moved;
 use tunebench::provider::wire_server::{Received, Reply, Step, WireServer};
-use tunebench::tui::msg::{Effect, Msg, OptimizeNews};
+use tunebench::tui::msg::{Effect, Job, Msg, OptimizeNews, Start};
 use tunebench::tui::optimize::state::{OptimizeOverlay, OptimizePhase};
 use tunebench::tui::runner::Runner;
 use tunebench::tui::setup::state_for;
@@ -169,7 +169,7 @@ fn optimized(proposals: Vec<String>) -> (tempfile::TempDir, Scripted, State, Vec
     let effects = update(&mut state, key('o'));
     assert_eq!(state.screen, Screen::Optimize, "o on the eval screen opens the optimize screen");
     assert!(
-        matches!(effects.as_slice(), [Effect::StartOptimize(r)] if r.id == 1 && r.max_proposals == 4),
+        matches!(effects.as_slice(), [Effect::Start(Start::Optimize(r))] if r.id == 1 && r.max_proposals == 4),
         "{effects:?}"
     );
     assert_eq!(state.optimize.phase, OptimizePhase::Running);
@@ -338,7 +338,7 @@ fn esc_stops_a_running_optimization_and_its_record_is_kept() {
         if next && state.optimize.progress.cells_scored >= 3 && !stopped && state.optimize.running() {
             stopped = true;
             let effects = update(state, special(Key::Esc));
-            assert_eq!(effects, vec![Effect::CancelOptimize]);
+            assert_eq!(effects, vec![Effect::Cancel(Job::Optimize)]);
             assert_eq!(state.screen, Screen::Optimize, "the screen stays until the record arrives");
             return effects;
         }

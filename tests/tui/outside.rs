@@ -205,7 +205,8 @@ fn a_dataset_case_edited_in_the_workbench_is_written_into_its_row_alone() {
 
     set(&mut state, "text", Origin::Case(2), serde_json::json!("y, edited"));
     tunebench::tui::edit::edited(&mut state);
-    tunebench::tui::cases::add(&mut state, 3, None, "name = \"added\"\nvariables = { text = \"z\" }").unwrap();
+    tunebench::tui::workbench::cases::add(&mut state, 3, None, "name = \"added\"\nvariables = { text = \"z\" }")
+        .unwrap();
     let effects = update(&mut state, ctrl('s'));
     execute(&mut state, effects);
     assert!(!state.dirty, "{:?}", state.note);

@@ -10,13 +10,13 @@ use serde_json::Value;
 use tunebench::provider::wire_server::{reply_from_recording, Received, WireServer};
 use tunebench::provider::{HeaderValue, Outgoing, StructuredMode};
 use tunebench::run::RunEvent;
-use tunebench::tui::msg::{Action, Effect, Msg};
-use tunebench::tui::request::{self, Sent};
+use tunebench::tui::msg::{Action, Effect, Msg, Start};
 use tunebench::tui::runner::Runner;
 use tunebench::tui::setup::state_for;
 use tunebench::tui::state::State;
 use tunebench::tui::update::update;
 use tunebench::tui::workbench::panes::preview;
+use tunebench::tui::workbench::request::{self, Sent};
 
 use super::support::without_local_model;
 
@@ -59,7 +59,7 @@ fn run(state: &mut State) {
     runner.record_history = false;
     runner.env = env;
     for effect in update(state, Msg::Action(Action::Run)) {
-        if let Effect::StartRun(_) = effect {
+        if let Effect::Start(Start::Run(_)) = effect {
             let follow = runner.execute(effect);
             assert!(follow.is_empty(), "the run did not start: {follow:?}");
         }

@@ -8,10 +8,11 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use tunebench::tui::msg::{Action, Msg, SweepRequest};
 use tunebench::tui::runner::compute_sweep;
-use tunebench::tui::state::{Pane, State};
+use tunebench::tui::state::State;
 use tunebench::tui::theme::Theme;
 use tunebench::tui::update::update;
 use tunebench::tui::view::render;
+use tunebench::tui::workbench::state::Pane;
 
 use super::support::*;
 
@@ -27,16 +28,16 @@ fn finished(cut: usize) -> State {
     update(&mut state, Msg::Action(Action::Run));
     feed(&mut state, sample_events(None));
     let request = SweepRequest {
-        run: state.run_id,
-        answer: state.run.output.clone(),
-        chunk_ends: state.run.chunk_ends.clone(),
+        run: state.workbench.run_id,
+        answer: state.workbench.run.output.clone(),
+        chunk_ends: state.workbench.run.chunk_ends.clone(),
         prompt: state.saved.clone(),
         path: PathBuf::from(SAMPLE),
     };
     let sweep = compute_sweep(&request).unwrap();
     let (run, answer_len) = (request.run, request.answer.len());
     update(&mut state, Msg::SweepReady { run, answer_len, sweep: Ok(Box::new(sweep)) });
-    state.truncation.cut = cut;
+    state.workbench.truncation.cut = cut;
     state
 }
 
@@ -46,7 +47,7 @@ fn whole_screen_mid_stream_shows_valid_invalid_and_skipped_lines() {
     update(&mut state, Msg::Action(Action::Run));
     // Up to the truncated line 7 and a little past it; each sweep asked for comes back, as from the
     // runner, so the truncation chart has grown with the answer.
-    let run = state.run_id;
+    let run = state.workbench.run_id;
     for (event, at_ms) in sample_events(Some(190)) {
         for effect in update(&mut state, Msg::Run { run, event: Box::new(event), at_ms }) {
             if let tunebench::tui::msg::Effect::ComputeSweep(request) = effect {
@@ -65,9 +66,9 @@ fn whole_screen_mid_stream_shows_valid_invalid_and_skipped_lines() {
 #[test]
 fn each_pane_zoomed_at_80x24() {
     let mut state = finished(150);
-    state.zoom = true;
+    state.workbench.zoom = true;
     for pane in Pane::ALL {
-        state.focus = pane;
+        state.workbench.focus = pane;
         let name = format!("pane_{}", pane.title().split(' ').next().unwrap_or("pane"));
         insta::assert_snapshot!(name, screen(&state, 80, 24));
     }
@@ -76,12 +77,12 @@ fn each_pane_zoomed_at_80x24() {
 #[test]
 fn truncation_at_a_cut_where_json_and_jsonl_diverge() {
     let state = finished(120);
-    let sweep = state.truncation.sweep.as_ref().unwrap();
+    let sweep = state.workbench.truncation.sweep.as_ref().unwrap();
     let at = |s| sweep.figures(s)[120].items;
     use tunebench::truncate::strategy::Strategy;
     assert!(at(Strategy::Jsonl) > at(Strategy::Json), "jsonl keeps complete lines where json has nothing");
     let mut state = state;
-    state.focus = Pane::Truncation;
+    state.workbench.focus = Pane::Truncation;
     insta::assert_snapshot!("truncation_120x40", screen(&state, 120, 40));
 }
 
@@ -103,7 +104,7 @@ fn overlays_help_and_quit() {
 fn model_output_is_escaped_on_screen() {
     let mut state = sample_state();
     update(&mut state, Msg::Action(Action::Run));
-    let run = state.run_id;
+    let run = state.workbench.run_id;
     // ESC sequences (clear, clipboard write), BEL, CR, the 8-bit CSI, DEL and a right-to-left override;
     // the second line is a valid record whose decoded value holds them (the lines pane shows it).
     let evil =
@@ -172,16 +173,16 @@ fn wrapped_template_and_token_count_at_80x24_and_120x40() {
     for _ in 0..3 {
         update(&mut state, alt('='));
     }
-    let (text, warn) = tunebench::tui::tokens::status_text(&state.tokens).unwrap();
+    let (text, warn) = tunebench::tui::workbench::tokens::status_text(&state.workbench.tokens).unwrap();
     assert!(warn && text.contains("+ 8192 max > 8192 ctx"), "{text}");
-    state.zoom = true;
+    state.workbench.zoom = true;
     screen(&state, 80, 24);
     update(&mut state, special(Key::Down));
     let zoomed = screen(&state, 80, 24);
     assert!(zoomed.contains("Read carefully: Analyse the text below"), "{zoomed}");
     assert!(zoomed.contains("> 8192 ctx"), "{zoomed}");
     insta::assert_snapshot!("wrapped_template_80x24", zoomed);
-    state.zoom = false;
+    state.workbench.zoom = false;
     let whole = screen(&state, 120, 40);
     assert!(whole.contains("prompt ≈") && whole.contains("> 8192 ctx"), "{whole}");
     insta::assert_snapshot!("wrapped_template_120x40", whole);
@@ -217,7 +218,7 @@ fn output_coloured_by_token_probability() {
     use tunebench::run::RunEvent;
     let mut state = sample_state();
     update(&mut state, Msg::Action(Action::Run));
-    let run = state.run_id;
+    let run = state.workbench.run_id;
     let tokens: [(&str, Option<f32>); 12] = [
         ("{\"type\":\"", None),
         ("definition", Some(0.97)),
@@ -247,9 +248,9 @@ fn output_coloured_by_token_probability() {
         send(&mut state, RunEvent::Probs(vec![prob]));
     }
     update(&mut state, Msg::Action(Action::ToggleProbs));
-    assert!(state.show_probs);
-    state.zoom = true;
-    state.focus = Pane::Output;
+    assert!(state.workbench.show_probs);
+    state.workbench.zoom = true;
+    state.workbench.focus = Pane::Output;
     let theme = Theme::default();
     let mut terminal = Terminal::new(TestBackend::new(100, 6)).unwrap();
     terminal.draw(|frame| render(frame, &state, &theme)).unwrap();

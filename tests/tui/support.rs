@@ -115,9 +115,24 @@ pub fn sample_events(chunks: Option<usize>) -> Vec<(RunEvent, u64)> {
     }
     if chunks.is_none() {
         let end = transcript.end.clone().unwrap();
-        events.push((RunEvent::Usage(end.usage.unwrap()), end.t_ms));
+        let usage = end.usage.unwrap();
+        events.push((RunEvent::Usage(usage), end.t_ms));
         events.push((RunEvent::Finish(tunebench::provider::FinishReason::Length), end.t_ms));
         events.push((RunEvent::Swept(Box::new(live.finish())), end.t_ms));
+        // The turn's summary, with the figures the core measures (here: the recording's times).
+        let first = transcript.chunks.first().map_or(0, |c| c.t_ms);
+        let summary = tunebench::run::TurnSummary {
+            turn: 1,
+            ok: false,
+            finish_reason: Some(tunebench::provider::FinishReason::Length),
+            usage: Some(usage),
+            ttft_ms: Some(first),
+            duration_ms: end.t_ms,
+            tokens_per_s: Some(usage.output_tokens as f64 * 1000.0 / (end.t_ms - first) as f64),
+            chunks: transcript.chunks.len(),
+            parse: tunebench::output::OutputParser::report(&parser),
+        };
+        events.push((RunEvent::TurnEnded(Box::new(summary)), end.t_ms));
         events.push((RunEvent::RunEnded { ok: false, turns: 1 }, end.t_ms));
     }
     events
@@ -130,7 +145,7 @@ pub fn without_sweep(events: Vec<(RunEvent, u64)>) -> Vec<(RunEvent, u64)> {
 }
 
 pub fn feed(state: &mut State, events: Vec<(RunEvent, u64)>) -> Vec<tunebench::tui::msg::Effect> {
-    let run = state.run_id;
+    let run = state.workbench.run_id;
     events
         .into_iter()
         .flat_map(|(event, at_ms)| update(state, Msg::Run { run, event: Box::new(event), at_ms }))

@@ -2,16 +2,18 @@
 
 use ratatui_textarea::Key;
 use tunebench::output::LineStatus;
-use tunebench::tui::msg::{Action, Effect, FetchNews, Mouse, MouseKind, Msg, TermEvent};
-use tunebench::tui::state::{Overlay, Pane, RunPhase};
+use tunebench::tui::msg::{Action, Effect, FetchNews, Job, Mouse, MouseKind, Msg, Start, TermEvent};
+use tunebench::tui::state::Overlay;
 use tunebench::tui::update::update;
+use tunebench::tui::workbench::state::Pane;
+use tunebench::tui::workbench::state::RunPhase;
 
 use super::support::*;
 
 #[test]
 fn typing_in_the_template_marks_unsaved_and_save_writes_the_edit() {
     let mut state = sample_state();
-    assert_eq!(state.focus, Pane::Template);
+    assert_eq!(state.workbench.focus, Pane::Template);
     assert!(!state.dirty);
     type_text(&mut state, "Be brief. ");
     assert!(state.dirty);
@@ -34,19 +36,19 @@ fn typing_in_the_template_marks_unsaved_and_save_writes_the_edit() {
 #[test]
 fn schema_is_linted_as_typed_with_line_and_column() {
     let mut state = sample_state();
-    assert!(state.lint.issues.is_empty(), "{:?}", state.lint);
+    assert!(state.workbench.lint.issues.is_empty(), "{:?}", state.workbench.lint);
     update(&mut state, Msg::Action(Action::FocusSchema));
     type_text(&mut state, "}");
-    assert_eq!(state.lint.issues.len(), 1, "{:?}", state.lint);
-    assert!(state.lint.issues[0].starts_with("1:1:"), "{:?}", state.lint.issues);
+    assert_eq!(state.workbench.lint.issues.len(), 1, "{:?}", state.workbench.lint);
+    assert!(state.workbench.lint.issues[0].starts_with("1:1:"), "{:?}", state.workbench.lint.issues);
     update(&mut state, special(Key::Backspace));
-    assert!(state.lint.issues.is_empty(), "{:?}", state.lint);
+    assert!(state.workbench.lint.issues.is_empty(), "{:?}", state.workbench.lint);
     // A schema error names its path.
     let mut state = sample_state();
     update(&mut state, Msg::Action(Action::FocusSchema));
     state.schema = tunebench::tui::state::editor(r#"{"type": "objekt"}"#);
     type_text(&mut state, " ");
-    assert!(state.lint.issues.iter().any(|i| i.contains("/type")), "{:?}", state.lint.issues);
+    assert!(state.workbench.lint.issues.iter().any(|i| i.contains("/type")), "{:?}", state.workbench.lint.issues);
     // Running with a schema that is not JSON says so and starts nothing.
     state.schema = tunebench::tui::state::editor("{");
     assert!(update(&mut state, ctrl('r')).is_empty());
@@ -61,31 +63,31 @@ fn what_the_local_models_decoder_refuses_is_linted_at_its_path() {
         r#"{"type": "object", "properties": {"code": {"type": "string", "pattern": "^(?=.*[A-Z]).+$"}}}"#,
     );
     type_text(&mut state, " ");
-    assert!(state.lint.issues.is_empty(), "a replay holds the answer to nothing: {:?}", state.lint);
+    assert!(state.workbench.lint.issues.is_empty(), "a replay holds the answer to nothing: {:?}", state.workbench.lint);
     // On the local model, constrained: what its decoder refuses is a schema problem, at its path.
     tunebench::tui::workbench::fetch::use_local_model(&mut state);
-    let [issue] = state.lint.issues.as_slice() else { panic!("{:?}", state.lint) };
+    let [issue] = state.workbench.lint.issues.as_slice() else { panic!("{:?}", state.workbench.lint) };
     assert!(issue.starts_with("at \"/properties/code/pattern\":") && issue.contains("look-around"), "{issue}");
     // Another provider holds no answer to it.
     while state.choice.provider != tunebench::provider::kind::ProviderKind::Openai {
         update(&mut state, Msg::Action(Action::NextProvider));
     }
-    assert!(state.lint.issues.is_empty(), "{:?}", state.lint);
+    assert!(state.workbench.lint.issues.is_empty(), "{:?}", state.workbench.lint);
 }
 
 #[test]
 fn a_key_in_the_schema_asks_for_a_lint_in_the_background_and_a_stale_lint_is_dropped() {
     let mut state = sample_state();
     // The sample is small (linted on the key): as large as the 7 MB schema that lagged.
-    state.background_bytes = 0;
+    state.workbench.background_bytes = 0;
     update(&mut state, Msg::Action(Action::FocusSchema));
-    let shown = state.lint.clone();
+    let shown = state.workbench.lint.clone();
     assert!(shown.issues.is_empty(), "{shown:?}");
     // The key edits the text and lints nothing: it asks to hear when typing settles.
     let effects = update(&mut state, key('}'));
     let edits = state.edits;
-    assert_eq!(state.lint, shown, "not linted on the key");
-    assert!(state.schema_unlinted);
+    assert_eq!(state.workbench.lint, shown, "not linted on the key");
+    assert!(state.workbench.schema_unlinted);
     assert_eq!(effects, [Effect::Settle { edits }], "no lint and no token count on the key");
     // Typing settled: the schema as it is now is to be linted in the background.
     let effects = update(&mut state, Msg::Settled { edits });
@@ -94,8 +96,8 @@ fn a_key_in_the_schema_asks_for_a_lint_in_the_background_and_a_stale_lint_is_dro
     // Another key before that lint is back: the lint of the older text is dropped when it comes.
     update(&mut state, key(' '));
     update(&mut state, Msg::Linted { asked: stale.asked, lint: stale.lint() });
-    assert_eq!(state.lint, shown, "a lint of text that changed since is dropped");
-    assert!(state.schema_unlinted);
+    assert_eq!(state.workbench.lint, shown, "a lint of text that changed since is dropped");
+    assert!(state.workbench.schema_unlinted);
     // An older settling asks for nothing; the newer one's lint is shown.
     assert!(lint_requests(&update(&mut state, Msg::Settled { edits })).is_empty());
     let edits = state.edits;
@@ -104,18 +106,18 @@ fn a_key_in_the_schema_asks_for_a_lint_in_the_background_and_a_stale_lint_is_dro
     // A change of provider asks for a lint at once; the one asked for before it is dropped.
     let newest = one_lint(&update(&mut state, Msg::Action(Action::NextProvider)));
     update(&mut state, Msg::Linted { asked: newer.asked, lint: newer.lint() });
-    assert_eq!(state.lint, shown, "a lint asked for before a newer one is dropped");
+    assert_eq!(state.workbench.lint, shown, "a lint asked for before a newer one is dropped");
     update(&mut state, Msg::Linted { asked: newest.asked, lint: newest.lint() });
-    assert!(!state.schema_unlinted);
-    assert!(state.lint.issues.first().is_some_and(|i| i.starts_with("1:1:")), "{:?}", state.lint);
+    assert!(!state.workbench.schema_unlinted);
+    assert!(state.workbench.lint.issues.first().is_some_and(|i| i.starts_with("1:1:")), "{:?}", state.workbench.lint);
 }
 
-fn lint_requests(effects: &[Effect]) -> Vec<&tunebench::tui::lint::LintRequest> {
+fn lint_requests(effects: &[Effect]) -> Vec<&tunebench::tui::workbench::lint::LintRequest> {
     effects.iter().filter_map(|e| if let Effect::Lint(request) = e { Some(&**request) } else { None }).collect()
 }
 
 /// The one lint `effects` ask for.
-fn one_lint(effects: &[Effect]) -> tunebench::tui::lint::LintRequest {
+fn one_lint(effects: &[Effect]) -> tunebench::tui::workbench::lint::LintRequest {
     let [request] = lint_requests(effects)[..] else { panic!("one lint asked for: {effects:?}") };
     request.clone()
 }
@@ -125,20 +127,21 @@ fn run_streams_into_output_and_lines_and_its_sweep_into_the_chart() {
     let mut state = sample_state();
     assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Replay);
     let effects = update(&mut state, ctrl('r'));
-    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    let [Effect::Start(Start::Run(request))] = effects.as_slice() else { panic!("{effects:?}") };
     assert_eq!(request.target.provider, Some(tunebench::provider::kind::ProviderKind::Replay));
     assert!(
         matches!(&request.target.replay, Some(tunebench::run::ReplayFrom::File(p, _)) if p.ends_with("answers/agent-kg-extract.jsonl"))
     );
-    assert_eq!(state.phase, RunPhase::Starting);
+    assert_eq!(state.workbench.phase, RunPhase::Starting);
     // A second run while one goes is refused.
     assert!(update(&mut state, ctrl('r')).is_empty());
 
     let effects = feed(&mut state, sample_events(None));
-    assert_eq!(state.phase, RunPhase::Done { ok: false });
-    assert!(state.run.output.contains("RNA polymerase"));
-    assert_eq!(state.run.chunk_ends.len(), 209);
+    assert_eq!(state.workbench.phase, RunPhase::Done { ok: false });
+    assert!(state.workbench.run.output.contains("RNA polymerase"));
+    assert_eq!(state.workbench.run.chunk_ends.len(), 209);
     let statuses: Vec<&str> = state
+        .workbench
         .run
         .verdicts
         .iter()
@@ -150,18 +153,25 @@ fn run_streams_into_output_and_lines_and_its_sweep_into_the_chart() {
         })
         .collect();
     assert_eq!(statuses, ["skipped", "valid", "valid", "schema", "valid", "valid", "invalid"]);
-    assert_eq!(state.run.ttft_ms, Some(220));
-    assert!(state.run.tokens_per_s.is_some());
+    // The figures are the turn summary's (the core measures them once), not the workbench's own.
+    assert_eq!(state.workbench.run.ttft_ms, Some(220));
+    let speed = state.workbench.run.tokens_per_s.unwrap();
+    let Some(tunebench::run::RunEvent::TurnEnded(summary)) =
+        sample_events(None).into_iter().map(|(e, _)| e).find(|e| matches!(e, tunebench::run::RunEvent::TurnEnded(_)))
+    else {
+        panic!("the sample's events end their turn")
+    };
+    assert_eq!(Some(speed), summary.tokens_per_s);
     // The run's own sweep fed the chart and ended it: nothing is swept here.
     assert!(effects.is_empty(), "{effects:?}");
-    assert!(!state.truncation.live);
-    assert_eq!(state.truncation.sweep.as_ref().unwrap().cuts(), 210);
+    assert!(!state.workbench.truncation.live);
+    assert_eq!(state.workbench.truncation.sweep.as_ref().unwrap().cuts(), 210);
     // A stream that brings no sweep (a front end's events without it) is swept here at its end.
     let mut state = sample_state();
     update(&mut state, ctrl('r'));
     let effects = feed(&mut state, without_sweep(sample_events(None)));
     let [Effect::ComputeSweep(sweep)] = effects.as_slice() else { panic!("{effects:?}") };
-    assert_eq!(sweep.answer, state.run.output);
+    assert_eq!(sweep.answer, state.workbench.run.output);
     assert_eq!(sweep.chunk_ends.len(), 209);
 }
 
@@ -170,25 +180,25 @@ fn cancel_keeps_the_partial_answer_and_ignores_the_old_runs_events() {
     let mut state = sample_state();
     update(&mut state, ctrl('r'));
     feed(&mut state, sample_events(Some(60)));
-    assert_eq!(state.phase, RunPhase::Running);
-    let partial = state.run.output.clone();
+    assert_eq!(state.workbench.phase, RunPhase::Running);
+    let partial = state.workbench.run.output.clone();
     assert!(!partial.is_empty());
     let effects = update(&mut state, special(Key::Esc));
-    assert_eq!(effects, [Effect::CancelRun]);
-    assert_eq!(state.phase, RunPhase::Cancelling);
+    assert_eq!(effects, [Effect::Cancel(Job::Run)]);
+    assert_eq!(state.workbench.phase, RunPhase::Cancelling);
     let effects = update(&mut state, Msg::RunCancelled);
-    assert_eq!(state.phase, RunPhase::Cancelled);
-    assert_eq!(state.run.output, partial);
+    assert_eq!(state.workbench.phase, RunPhase::Cancelled);
+    assert_eq!(state.workbench.run.output, partial);
     // The run's own sweep of the partial answer comes as its turn ends.
     assert!(effects.is_empty(), "{effects:?}");
     // A new run; a late event of the cancelled one changes nothing.
-    let old = state.run_id;
+    let old = state.workbench.run_id;
     update(&mut state, ctrl('r'));
     update(
         &mut state,
         Msg::Run { run: old, event: Box::new(tunebench::run::RunEvent::Delta("late".into())), at_ms: 1 },
     );
-    assert_eq!(state.run.output, "");
+    assert_eq!(state.workbench.run.output, "");
 }
 
 #[test]
@@ -285,21 +295,21 @@ fn the_cut_moves_by_keys_within_the_answer() {
     let mut state = sample_state();
     update(&mut state, ctrl('r'));
     feed(&mut state, sample_events(None));
-    state.truncation.cut = 209;
+    state.workbench.truncation.cut = 209;
     update(&mut state, alt('7'));
-    assert_eq!(state.focus, Pane::Truncation);
+    assert_eq!(state.workbench.focus, Pane::Truncation);
     update(&mut state, special(Key::Left));
-    assert_eq!(state.truncation.cut, 208);
+    assert_eq!(state.workbench.truncation.cut, 208);
     update(&mut state, special(Key::PageUp));
-    assert_eq!(state.truncation.cut, 198);
+    assert_eq!(state.workbench.truncation.cut, 198);
     update(&mut state, key('g'));
-    assert_eq!(state.truncation.cut, 0);
+    assert_eq!(state.workbench.truncation.cut, 0);
     update(&mut state, special(Key::Left));
-    assert_eq!(state.truncation.cut, 0);
+    assert_eq!(state.workbench.truncation.cut, 0);
     update(&mut state, special(Key::End));
-    assert_eq!(state.truncation.cut, 209);
+    assert_eq!(state.workbench.truncation.cut, 209);
     update(&mut state, key(']'));
-    assert_eq!(state.truncation.cut, 209);
+    assert_eq!(state.workbench.truncation.cut, 209);
 }
 
 #[test]
@@ -308,19 +318,19 @@ fn click_focuses_and_lines_selection_highlights_in_output() {
     update(&mut state, Msg::Term(TermEvent::Resize(120, 40)));
     // Nothing is drawn yet: a click finds no pane (the mouse reads what the last frame drew).
     update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Click, column: 55, row: 30 })));
-    assert_ne!(state.focus, Pane::Lines);
+    assert_ne!(state.workbench.focus, Pane::Lines);
     // The lines pane sits in the bottom middle at 120×40.
     super::eval::draw(&state, 120, 40);
     update(&mut state, Msg::Term(TermEvent::Mouse(Mouse { kind: MouseKind::Click, column: 55, row: 30 })));
-    assert_eq!(state.focus, Pane::Lines);
+    assert_eq!(state.workbench.focus, Pane::Lines);
     update(&mut state, ctrl('r'));
     feed(&mut state, sample_events(None));
     update(&mut state, key('j'));
     update(&mut state, key('j'));
-    assert_eq!(state.selected_line, 2);
+    assert_eq!(state.workbench.selected_line, 2);
     update(&mut state, special(Key::Enter));
-    assert_eq!(state.focus, Pane::Output);
-    assert_eq!(state.output_scroll, Some(2), "line 3 of the answer at the top");
+    assert_eq!(state.workbench.focus, Pane::Output);
+    assert_eq!(state.workbench.output_scroll, Some(2), "line 3 of the answer at the top");
 }
 
 #[test]
@@ -341,7 +351,7 @@ fn settings_cycle_from_the_keyboard() {
     update(&mut state, alt('='));
     assert_eq!(state.choice.max_tokens, Some(before.map_or(256, |n| n * 2)));
     let effects = update(&mut state, special(Key::F(6)));
-    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    let [Effect::Start(Start::Run(request))] = effects.as_slice() else { panic!("{effects:?}") };
     assert_eq!(request.target.provider, Some(tunebench::provider::kind::ProviderKind::Openai));
     assert_eq!(request.max_turns, Some(1));
     assert!(request.target.replay.is_none());
@@ -361,7 +371,7 @@ fn a_fetched_local_model_takes_over_from_the_recorded_answer() {
     assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Local);
     assert!(state.replay_reason.is_none());
     // The run starts, and the local model's tokenizer is asked for (the status line's token count).
-    let [Effect::StartRun(request), Effect::LoadTokenizer { model }] = effects.as_slice() else {
+    let [Effect::Start(Start::Run(request)), Effect::LoadTokenizer { model }] = effects.as_slice() else {
         panic!("{effects:?}")
     };
     assert_eq!(request.target.provider, Some(tunebench::provider::kind::ProviderKind::Local));
@@ -388,12 +398,12 @@ fn a_fetched_local_model_takes_over_from_the_recorded_answer() {
 fn a_model_fetched_during_the_example_replay_runs_when_the_replay_ends() {
     let mut state = sample_state();
     let effects = update(&mut state, ctrl('r'));
-    let [Effect::StartRun(replay)] = effects.as_slice() else { panic!("{effects:?}") };
+    let [Effect::Start(Start::Run(replay))] = effects.as_slice() else { panic!("{effects:?}") };
     assert_eq!(replay.target.provider, Some(tunebench::provider::kind::ProviderKind::Replay));
     let mut events = sample_events(None);
     let rest = events.split_off(events.len() / 2);
     assert!(feed(&mut state, events).is_empty());
-    assert!(state.running());
+    assert!(state.workbench.running());
 
     let effects = update(&mut state, Msg::ModelFetch(FetchNews::Done(Ok("/cache/model.gguf".into()))));
     // No run starts yet: the model is loaded and the prompt run through it while the replay plays on
@@ -411,19 +421,19 @@ fn a_model_fetched_during_the_example_replay_runs_when_the_replay_ends() {
     );
     assert_eq!(state.choice.provider, tunebench::provider::kind::ProviderKind::Local);
     assert!(state.note.as_deref().unwrap_or("").contains("runs when the example ends"), "{:?}", state.note);
-    let replay_run = state.run_id;
+    let replay_run = state.workbench.run_id;
 
     let effects = feed(&mut state, rest);
-    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    let [Effect::Start(Start::Run(request))] = effects.as_slice() else { panic!("{effects:?}") };
     assert_eq!(
         (request.target.provider, request.target.structured),
         (Some(tunebench::provider::kind::ProviderKind::Local), None)
     );
-    assert!(state.run_id > replay_run && state.running());
+    assert!(state.workbench.run_id > replay_run && state.workbench.running());
     // The model's own end starts nothing more.
-    let run = state.run_id;
+    let run = state.workbench.run_id;
     let end = Msg::Run { run, event: Box::new(tunebench::run::RunEvent::RunEnded { ok: true, turns: 1 }), at_ms: 9 };
-    assert!(!update(&mut state, end).iter().any(|e| matches!(e, Effect::StartRun(_))));
+    assert!(!update(&mut state, end).iter().any(|e| matches!(e, Effect::Start(Start::Run(_)))));
 
     // Cancelled by the user: the model waits for ctrl-r.
     let mut cancelled = sample_state();
@@ -431,12 +441,12 @@ fn a_model_fetched_during_the_example_replay_runs_when_the_replay_ends() {
     update(&mut cancelled, Msg::ModelFetch(FetchNews::Done(Ok("/cache/model.gguf".into()))));
     update(&mut cancelled, Msg::Action(Action::CancelRun));
     update(&mut cancelled, Msg::RunCancelled);
-    let run = cancelled.run_id;
+    let run = cancelled.workbench.run_id;
     let end = Msg::Run { run, event: Box::new(tunebench::run::RunEvent::RunEnded { ok: false, turns: 1 }), at_ms: 9 };
-    assert!(!update(&mut cancelled, end).iter().any(|e| matches!(e, Effect::StartRun(_))));
+    assert!(!update(&mut cancelled, end).iter().any(|e| matches!(e, Effect::Start(Start::Run(_)))));
     assert!(cancelled.note.as_deref().unwrap_or("").contains("ctrl-r runs it"), "{:?}", cancelled.note);
     let effects = update(&mut cancelled, ctrl('r'));
-    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    let [Effect::Start(Start::Run(request))] = effects.as_slice() else { panic!("{effects:?}") };
     assert_eq!(request.target.provider, Some(tunebench::provider::kind::ProviderKind::Local));
 }
 
@@ -460,7 +470,7 @@ fn choosing_a_case_on_the_local_model_warms_its_prompt() {
 
     let mut running = sample_state();
     update(&mut running, ctrl('r'));
-    assert!(running.running());
+    assert!(running.workbench.running());
     running.choice.provider = tunebench::provider::kind::ProviderKind::Local;
     assert!(warms(update(&mut running, Msg::Action(Action::NextCase))).is_empty(), "a run is going");
 }

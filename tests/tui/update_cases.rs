@@ -9,9 +9,10 @@ use ratatui::Terminal;
 use ratatui_textarea::Key;
 use tunebench::prompt::file::PromptFile;
 use tunebench::tui::input::InputKind;
-use tunebench::tui::msg::{Action, Effect, Mouse, MouseKind, Msg, TermEvent};
-use tunebench::tui::state::{Overlay, Pane, State};
+use tunebench::tui::msg::{Action, Effect, Mouse, MouseKind, Msg, Start, TermEvent};
+use tunebench::tui::state::{Overlay, State};
 use tunebench::tui::update::update;
+use tunebench::tui::workbench::state::Pane;
 
 use super::support::*;
 
@@ -59,12 +60,12 @@ fn a_case_is_added_from_the_box_chosen_saved_and_read_back() {
     assert_eq!(state.cases.len(), 3);
     assert_eq!(state.cases[2].name, "ribosomes");
     assert_eq!(state.choice.case.as_deref(), Some("ribosomes"), "the new case is chosen");
-    assert_eq!(state.selected_variable, 3, "and selected");
+    assert_eq!(state.workbench.selected_variable, 3, "and selected");
     assert!(state.dirty, "an added case is an unsaved edit");
     assert!(state.note.as_deref().unwrap_or("").contains("\"ribosomes\" added"), "{:?}", state.note);
     // The next run renders the new case's variables.
     let effects = update(&mut state, Msg::Action(Action::Run));
-    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    let [Effect::Start(Start::Run(request))] = effects.as_slice() else { panic!("{effects:?}") };
     assert_eq!(request.case.as_deref(), Some("ribosomes"));
     let rendered = request.prompt.render(Some("ribosomes"), &Default::default()).unwrap();
     assert!(rendered.user.contains("Ribosomes translate mRNA.\nThey are in every cell."), "{}", rendered.user);
@@ -151,7 +152,7 @@ fn delete_asks_naming_the_case_and_undo_brings_it_back() {
     let names: Vec<&str> = state.cases.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["computing-history"]);
     assert_eq!(state.choice.case, None, "the deleted case is no longer chosen");
-    assert_eq!(state.selected_variable, 1, "the selection stays on the case rows");
+    assert_eq!(state.workbench.selected_variable, 1, "the selection stays on the case rows");
     assert!(state.dirty);
     // u takes the deletion back: nothing unsaved any more.
     update(&mut state, key('U'));
@@ -192,7 +193,7 @@ fn undo_also_takes_back_a_variable_edit() {
 #[test]
 fn the_case_keys_work_in_the_variables_pane_and_type_in_editors() {
     let mut state = sample_state();
-    assert_eq!(state.focus, Pane::Template);
+    assert_eq!(state.workbench.focus, Pane::Template);
     let before = state.texts()[1].clone();
     update(&mut state, key('a'));
     assert!(state.input.is_none());
@@ -245,7 +246,7 @@ fn a_click_on_a_case_row_chooses_it() {
     let column = (line.chars().position(|c| c == '○').unwrap() - 1) as u16;
     let click = Mouse { kind: MouseKind::Click, column, row: row as u16 };
     update(&mut state, Msg::Term(TermEvent::Mouse(click)));
-    assert_eq!(state.focus, Pane::Variables);
-    assert_eq!(state.selected_variable, 2);
+    assert_eq!(state.workbench.focus, Pane::Variables);
+    assert_eq!(state.workbench.selected_variable, 2);
     assert_eq!(state.choice.case.as_deref(), Some("geology"));
 }

@@ -3,14 +3,14 @@
 
 use ratatui_textarea::Key;
 use tunebench::tui::input::InputKind;
-use tunebench::tui::msg::{Action, Effect, Msg, TermEvent};
+use tunebench::tui::msg::{Action, Effect, Msg, Start, TermEvent};
 use tunebench::tui::update::update;
 
 use super::support::*;
 
 fn model_of_next_run(state: &mut tunebench::tui::state::State) -> Option<String> {
     let effects = update(state, Msg::Action(Action::Run));
-    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    let [Effect::Start(Start::Run(request))] = effects.as_slice() else { panic!("{effects:?}") };
     request.target.model.clone()
 }
 
@@ -134,7 +134,7 @@ fn enter_on_a_variable_edits_its_value_and_marks_the_prompt_unsaved() {
     assert!(state.dirty, "an edited variable is an unsaved edit");
     // The next run renders it.
     let effects = update(&mut state, Msg::Action(Action::Run));
-    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    let [Effect::Start(Start::Run(request))] = effects.as_slice() else { panic!("{effects:?}") };
     let rendered = request.prompt.render(None, &Default::default()).unwrap();
     assert!(rendered.user.contains("Ribosomes read mRNA.\nSecond line."), "{}", rendered.user);
 }

@@ -4,7 +4,7 @@
 use tunebench::provider::{Fallback, ModeReport, StructuredMode};
 use tunebench::run::ReplayFrom;
 use tunebench::run::RunEvent;
-use tunebench::tui::msg::{Action, Effect, Msg};
+use tunebench::tui::msg::{Action, Effect, Job, Msg, Start};
 use tunebench::tui::panes::status::mode_text;
 use tunebench::tui::state::State;
 use tunebench::tui::update::update;
@@ -12,7 +12,7 @@ use tunebench::tui::update::update;
 use super::support::*;
 
 fn mode_event(state: &mut State, mode: ModeReport) {
-    let run = state.run_id;
+    let run = state.workbench.run_id;
     update(state, Msg::Run { run, event: Box::new(RunEvent::Mode(mode)), at_ms: 5 });
 }
 
@@ -22,7 +22,7 @@ fn the_status_bar_says_constrained_was_chosen_by_default_on_local() {
     tunebench::tui::workbench::fetch::use_local_model(&mut state);
     assert_eq!(mode_text(&state), "asked constrained (default on local)");
     let effects = update(&mut state, Msg::Action(Action::Run));
-    assert!(matches!(effects.as_slice(), [Effect::StartRun(_), Effect::LoadTokenizer { .. }]), "{effects:?}");
+    assert!(matches!(effects.as_slice(), [Effect::Start(Start::Run(_)), Effect::LoadTokenizer { .. }]), "{effects:?}");
     assert_eq!(mode_text(&state), "asked constrained (default on local)", "not reported yet");
     let used = StructuredMode::Constrained;
     mode_event(&mut state, ModeReport { requested: used, used, ..ModeReport::default() });
@@ -59,7 +59,7 @@ fn a_fallback_shows_each_step_and_its_reason() {
     let note = state.note.clone().unwrap_or_default();
     assert!(note.contains("fell back from json-schema to json-object") && note.contains("(400)"), "{note}");
     // The next run starts without the old report.
-    let run = state.run_id;
+    let run = state.workbench.run_id;
     update(&mut state, Msg::Run { run, event: Box::new(RunEvent::RunEnded { ok: true, turns: 1 }), at_ms: 9 });
     update(&mut state, Msg::Action(Action::Run));
     assert_eq!(mode_text(&state), "asked json-schema");
@@ -70,16 +70,16 @@ fn a_cancelled_run_stays_cancelled_when_its_record_arrives() {
     let mut state = sample_state();
     update(&mut state, Msg::Action(Action::Run));
     feed(&mut state, sample_events(Some(40)));
-    let partial = state.run.output.clone();
-    assert_eq!(update(&mut state, Msg::Action(Action::CancelRun)), [Effect::CancelRun]);
+    let partial = state.workbench.run.output.clone();
+    assert_eq!(update(&mut state, Msg::Action(Action::CancelRun)), [Effect::Cancel(Job::Run)]);
     update(&mut state, Msg::RunCancelled);
     // The engine still ends the run (its turn, the interrupted finish), then its record is written.
-    let run = state.run_id;
+    let run = state.workbench.run_id;
     let finish = RunEvent::Finish(tunebench::provider::FinishReason::Interrupted);
     update(&mut state, Msg::Run { run, event: Box::new(finish), at_ms: 50 });
     update(&mut state, Msg::Run { run, event: Box::new(RunEvent::RunEnded { ok: false, turns: 1 }), at_ms: 50 });
-    assert_eq!(state.phase, tunebench::tui::state::RunPhase::Cancelled);
-    assert_eq!(state.run.output, partial);
+    assert_eq!(state.workbench.phase, tunebench::tui::workbench::state::RunPhase::Cancelled);
+    assert_eq!(state.workbench.run.output, partial);
     let record = Box::new(history_record());
     let effects = update(&mut state, Msg::RunRecorded { kept: Ok("/data/history.jsonl".into()), record });
     assert!(effects.is_empty(), "the record came with the message: {effects:?}");
@@ -104,7 +104,7 @@ fn deliver_sweeps(state: &mut State, effects: Vec<Effect>) -> usize {
 fn the_truncation_chart_grows_from_the_runs_own_sweep() {
     let mut state = sample_state();
     update(&mut state, Msg::Action(Action::Run));
-    let run = state.run_id;
+    let run = state.workbench.run_id;
     let events = sample_events(None);
     let deltas = events.iter().filter(|(e, _)| matches!(e, RunEvent::Delta(_))).count();
     let cuts = events.iter().filter(|(e, _)| matches!(e, RunEvent::Cut { .. })).count();
@@ -113,22 +113,22 @@ fn the_truncation_chart_grows_from_the_runs_own_sweep() {
         let swept = matches!(event, RunEvent::Swept(_));
         let effects = update(&mut state, Msg::Run { run, event: Box::new(event), at_ms });
         assert!(effects.is_empty(), "nothing is swept here: {effects:?}");
-        if state.run.chunk_ends.is_empty() || swept || state.truncation.sweep.is_some() {
+        if state.workbench.run.chunk_ends.is_empty() || swept || state.workbench.truncation.sweep.is_some() {
             continue;
         }
-        assert!(state.truncation.live, "the answer so far is marked live");
-        assert_eq!(state.truncation.cut, state.run.chunk_ends.len(), "the cut follows the end");
-        ends.push(state.truncation.series[2].last().unwrap().0 as usize);
+        assert!(state.workbench.truncation.live, "the answer so far is marked live");
+        assert_eq!(state.workbench.truncation.cut, state.workbench.run.chunk_ends.len(), "the cut follows the end");
+        ends.push(state.workbench.truncation.series[2].last().unwrap().0 as usize);
     }
     assert!(cuts >= 5, "the items changed as lines completed: {cuts}");
     assert!(ends.windows(2).all(|w| w[0] <= w[1]) && ends.last() == Some(&deltas), "{ends:?}");
-    assert_eq!(state.truncation.live_cuts, cuts);
+    assert_eq!(state.workbench.truncation.live_cuts, cuts);
     // The run's sweep of the whole answer ends it: no longer live, the cut at its end.
-    assert!(!state.truncation.live);
-    let sweep = state.truncation.sweep.as_ref().unwrap();
+    assert!(!state.workbench.truncation.live);
+    let sweep = state.workbench.truncation.sweep.as_ref().unwrap();
     assert_eq!(sweep.cuts(), deltas + 1);
-    assert_eq!(state.truncation.cut, deltas);
-    assert!(!state.truncation.pending);
+    assert_eq!(state.workbench.truncation.cut, deltas);
+    assert!(!state.workbench.truncation.pending);
 }
 
 #[test]
@@ -138,11 +138,11 @@ fn live_items_are_the_final_sweeps_at_every_cut() {
     let events = sample_events(None);
     let (stream, end): (Vec<_>, Vec<_>) = events.into_iter().partition(|(e, _)| !matches!(e, RunEvent::Swept(_)));
     feed(&mut state, stream.into_iter().filter(|(e, _)| !matches!(e, RunEvent::RunEnded { .. })).collect());
-    assert!(state.truncation.live);
+    assert!(state.workbench.truncation.live);
     let Some((RunEvent::Swept(sweep), _)) = end.first() else { panic!("no sweep") };
     for (at, strategy) in tunebench::tui::panes::truncation::ORDER.iter().enumerate() {
         for (cut, figures) in sweep.figures(*strategy).iter().enumerate() {
-            assert_eq!(state.truncation.live_items(at, cut), figures.items, "{strategy} at {cut}");
+            assert_eq!(state.workbench.truncation.live_items(at, cut), figures.items, "{strategy} at {cut}");
         }
     }
 }
@@ -151,36 +151,36 @@ fn live_items_are_the_final_sweeps_at_every_cut() {
 fn a_cut_moved_back_stays_while_the_chart_grows() {
     let mut state = sample_state();
     update(&mut state, Msg::Action(Action::Run));
-    let run = state.run_id;
+    let run = state.workbench.run_id;
     let events = sample_events(None);
     let (first, rest) = events.split_at(60);
     feed(&mut state, first.to_vec());
-    let following = state.truncation.cut;
+    let following = state.workbench.truncation.cut;
     assert!(following > 10);
     update(&mut state, Msg::Action(Action::FocusTruncation));
     update(&mut state, Msg::Action(Action::Home));
-    assert_eq!(state.truncation.cut, 0);
+    assert_eq!(state.workbench.truncation.cut, 0);
     for (event, at_ms) in rest.iter().cloned() {
         let ended = matches!(event, RunEvent::Swept(_));
         update(&mut state, Msg::Run { run, event: Box::new(event), at_ms: at_ms + 100 });
-        if !ended && state.truncation.live {
-            assert_eq!(state.truncation.cut, 0, "the cut the user moved stays");
+        if !ended && state.workbench.truncation.live {
+            assert_eq!(state.workbench.truncation.cut, 0, "the cut the user moved stays");
         }
     }
-    assert!(state.truncation.sweep.as_ref().unwrap().cuts() > following + 1, "it grew");
-    assert_eq!(state.truncation.cut, 0, "the cut the user moved stays");
+    assert!(state.workbench.truncation.sweep.as_ref().unwrap().cuts() > following + 1, "it grew");
+    assert_eq!(state.workbench.truncation.cut, 0, "the cut the user moved stays");
     // A sweep of another run, or older than the one shown, is dropped.
-    let shown = state.truncation.swept_len;
+    let shown = state.workbench.truncation.swept_len;
     let stale = tunebench::truncate::sweep::sweep("", &[(0, 0)], Default::default(), None);
     update(&mut state, Msg::SweepReady { run: run + 7, answer_len: 1, sweep: Ok(Box::new(stale.clone())) });
     update(&mut state, Msg::SweepReady { run, answer_len: shown - 1, sweep: Ok(Box::new(stale)) });
-    assert_eq!(state.truncation.swept_len, shown);
+    assert_eq!(state.workbench.truncation.swept_len, shown);
     // A stream without the run's sweep is swept here once, at its end.
     let mut state = sample_state();
     update(&mut state, Msg::Action(Action::Run));
     let effects = feed(&mut state, without_sweep(sample_events(None)));
     assert_eq!(deliver_sweeps(&mut state, effects), 1);
-    assert_eq!(state.truncation.swept_len, state.run.output.len());
+    assert_eq!(state.workbench.truncation.swept_len, state.workbench.run.output.len());
 }
 
 /// A history line as `history.jsonl` holds it: one turn, replayable from its transcript.
@@ -203,11 +203,11 @@ fn a_kept_run_is_listed_from_its_message_without_reading_the_history_again() {
     let kept = Ok("/data/history.jsonl".into());
     let effects = update(&mut state, Msg::RunRecorded { kept, record: Box::new(newer.clone()) });
     assert!(effects.is_empty(), "nothing is read again: {effects:?}");
-    assert_eq!(state.history, [newer, older.clone()]);
+    assert_eq!(state.workbench.history, [newer, older.clone()]);
     assert_eq!(state.note.as_deref(), Some("run saved to the history (/data/history.jsonl)"));
     let why = "the run was not added to the history: disk full".to_string();
     update(&mut state, Msg::RunRecorded { kept: Err(why.clone()), record: Box::new(older) });
-    assert_eq!(state.history.len(), 2, "a run not kept is not listed");
+    assert_eq!(state.workbench.history.len(), 2, "a run not kept is not listed");
     assert_eq!(state.note, Some(why));
 }
 
@@ -222,11 +222,11 @@ fn a_history_record_is_listed_and_replays_its_last_turn() {
     let mut state = sample_state();
     update(&mut state, Msg::HistoryLoaded(Ok(history.records)));
     let theme = tunebench::tui::theme::Theme::default();
-    let row = tunebench::tui::workbench::panes::history::row(&state.history[0], &theme, 60).to_string();
+    let row = tunebench::tui::workbench::panes::history::row(&state.workbench.history[0], &theme, 60).to_string();
     assert_eq!(row, "12:31:13 ✓ openai gpt-4o-mini astronomy 2 items 1");
     update(&mut state, Msg::Action(Action::FocusHistory));
     let effects = update(&mut state, Msg::Action(Action::Open));
-    let [Effect::StartRun(request)] = effects.as_slice() else { panic!("{effects:?}") };
+    let [Effect::Start(Start::Run(request))] = effects.as_slice() else { panic!("{effects:?}") };
     let Some(ReplayFrom::Transcript(transcript)) = &request.target.replay else {
         panic!("{:?}", request.target.replay)
     };
@@ -254,7 +254,7 @@ fn a_provider_switch_does_not_carry_a_model_or_mode_that_does_not_fit() {
     assert_eq!(state.choice.model, None, "the default cached model");
     assert_eq!(mode_text(&state), "asked constrained (default on local)");
     let effects = update(&mut state, Msg::Action(Action::Run));
-    let Some(Effect::StartRun(request)) = effects.first() else { panic!("{effects:?}") };
+    let Some(Effect::Start(Start::Run(request))) = effects.first() else { panic!("{effects:?}") };
     assert_eq!(
         (request.target.provider, request.target.model.as_deref()),
         (Some(tunebench::provider::kind::ProviderKind::Local), None)
@@ -289,7 +289,7 @@ fn the_workbench_run_is_kept_by_the_run_job_and_its_record_comes_back_in_its_mes
     without_local_model();
     let mut state = tunebench::tui::setup::state_for(&dir.path().join("definitions.toml")).unwrap();
     let effects = update(&mut state, ctrl('r'));
-    assert!(matches!(effects.first(), Some(Effect::StartRun(_))), "{effects:?}");
+    assert!(matches!(effects.first(), Some(Effect::Start(Start::Run(_)))), "{effects:?}");
     for effect in effects {
         for msg in runner.execute(effect) {
             update(&mut state, msg);
@@ -309,7 +309,11 @@ fn the_workbench_run_is_kept_by_the_run_job_and_its_record_comes_back_in_its_mes
     let history = tunebench::run::history::read(&file).unwrap();
     assert_eq!(history.records.len(), 1, "kept once, by the run job");
     assert_eq!(history.records[0].started_at_ms, record.started_at_ms);
-    assert_eq!(state.history.len(), 1, "listed from the message");
-    assert_eq!(state.history[0].started_at_ms, record.started_at_ms);
-    assert!(matches!(state.phase, tunebench::tui::state::RunPhase::Done { .. }), "{:?}", state.phase);
+    assert_eq!(state.workbench.history.len(), 1, "listed from the message");
+    assert_eq!(state.workbench.history[0].started_at_ms, record.started_at_ms);
+    assert!(
+        matches!(state.workbench.phase, tunebench::tui::workbench::state::RunPhase::Done { .. }),
+        "{:?}",
+        state.workbench.phase
+    );
 }

@@ -6,12 +6,12 @@ use ratatui_textarea::Input;
 use crate::run::RunEvent;
 use crate::tui::compare::state::{ComparePhase, CompareView, SideView};
 use crate::tui::edit;
-use crate::tui::msg::{Action, CompareNews, CompareRequest, Dispatch, Effect};
+use crate::tui::msg::{Action, CompareNews, CompareRequest, Dispatch, Effect, Job, Start};
 use crate::tui::state::{Screen, State};
 
 /// `compare` from the edit screen: open the compare screen and run both sides.
 pub fn enter(state: &mut State) -> Vec<Effect> {
-    if state.running() {
+    if state.workbench.running() {
         state.note = Some("a run is going: esc cancels it, then alt-x compares".into());
         return Vec::new();
     }
@@ -26,13 +26,13 @@ pub fn enter(state: &mut State) -> Vec<Effect> {
     state.screen = Screen::Compare;
     state.compare = CompareView { id, phase: ComparePhase::Running, ..CompareView::default() };
     state.note = Some(format!("comparing json vs jsonl on {} (alt-x or esc: back to editing)", state.choice.provider));
-    vec![Effect::StartCompare(Box::new(CompareRequest {
+    vec![Effect::Start(Start::Compare(Box::new(CompareRequest {
         id,
         prompt,
         path: state.path.clone(),
         case: state.choice.case.clone(),
         target: state.choice.target(),
-    }))]
+    })))]
 }
 
 /// Back to the edit screen; a running comparison is stopped.
@@ -40,7 +40,7 @@ pub fn leave(state: &mut State) -> Vec<Effect> {
     state.screen = Screen::Workbench;
     if state.compare.running() {
         state.compare.phase = ComparePhase::Failed("cancelled: alt-x runs the comparison again".into());
-        return vec![Effect::CancelCompare];
+        return vec![Effect::Cancel(Job::Compare)];
     }
     Vec::new()
 }

@@ -1,45 +1,11 @@
-//! The history of evals (pure): the eval store's records of this prompt listed above its runs; enter on
-//! one opens it in the eval screen's matrix, read-only until ctrl-r, compared with the marked eval or
-//! else the one before it; `m` marks an eval; `d` on the eval screen shows the core's eval diff.
+//! An eval of the history opened (pure): enter on one of the evals the history pane lists
+//! (`workbench::history`) opens it in the eval screen's matrix, read-only until ctrl-r, compared with the marked eval or
+//! else the one before it; `d` on the eval screen shows the core's eval diff.
 
 use crate::eval::diff;
-use crate::eval::store::Listed;
 use crate::tui::eval::state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
 use crate::tui::msg::{Effect, OpenedEval};
-use crate::tui::state::{Pane, Screen, State};
-
-/// The store's evals of this prompt arrived.
-pub fn listed(state: &mut State, result: Result<Vec<Listed>, String>) -> Vec<Effect> {
-    match result {
-        Ok(evals) => {
-            state.evals = evals;
-            let len = state.evals.len() + state.history.len();
-            state.history_selected = state.history_selected.min(len.saturating_sub(1));
-            if state.eval_marked.as_ref().is_some_and(|id| !state.evals.iter().any(|e| &e.id == id)) {
-                state.eval_marked = None;
-            }
-        }
-        Err(e) => state.note = Some(format!("evals not listed: {e}")),
-    }
-    Vec::new()
-}
-
-/// `m` in the history pane: marks the selected eval (again: unmarks it).
-pub fn mark(state: &mut State) -> Vec<Effect> {
-    let selected = (state.focus == Pane::History).then(|| state.evals.get(state.history_selected)).flatten();
-    let Some(eval) = selected else {
-        state.note = Some("mark: select an eval in the history pane (alt-8) first".into());
-        return Vec::new();
-    };
-    if state.eval_marked.as_ref() == Some(&eval.id) {
-        state.eval_marked = None;
-        state.note = Some(format!("eval {} unmarked", eval.id));
-    } else {
-        state.note = Some(format!("eval {} marked: enter on another eval compares them", eval.id));
-        state.eval_marked = Some(eval.id.clone());
-    }
-    Vec::new()
-}
+use crate::tui::state::{Screen, State};
 
 /// Enter on the `index`-th eval of the history: read it (and the eval it is compared with).
 pub fn open(state: &mut State, index: usize) -> Vec<Effect> {
@@ -47,11 +13,11 @@ pub fn open(state: &mut State, index: usize) -> Vec<Effect> {
         state.note = Some("an eval is running: alt-e shows it (esc there stops it)".into());
         return Vec::new();
     }
-    let Some(eval) = state.evals.get(index) else { return Vec::new() };
-    let marked = state.eval_marked.as_ref().filter(|id| **id != eval.id);
+    let Some(eval) = state.workbench.evals.get(index) else { return Vec::new() };
+    let marked = state.workbench.eval_marked.as_ref().filter(|id| **id != eval.id);
     let against = match marked {
-        Some(id) => state.evals.iter().find(|e| &e.id == id),
-        None => state.evals.get(index + 1),
+        Some(id) => state.workbench.evals.iter().find(|e| &e.id == id),
+        None => state.workbench.evals.get(index + 1),
     };
     state.eval.id += 1;
     state.note = Some(format!("reading eval {}…", eval.id));
@@ -76,7 +42,11 @@ pub fn opened(state: &mut State, result: Result<Box<OpenedEval>, String>) {
         .map(|(row, _)| {
             let scored = record.cells.iter().find(|c| c.row == row && c.column == 0 && c.repeat <= 1);
             let run = scored.and_then(|cell| {
-                state.history.iter().find(|r| r.started_at_ms == cell.run.started_at_ms && r.case == cell.case)
+                state
+                    .workbench
+                    .history
+                    .iter()
+                    .find(|r| r.started_at_ms == cell.run.started_at_ms && r.case == cell.case)
             });
             EvalCell {
                 started: scored.is_some(),

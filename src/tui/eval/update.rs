@@ -10,12 +10,12 @@ use crate::eval::EvalEvent;
 use crate::tui::eval::approve::{approve, ask_approve};
 use crate::tui::eval::filter::Move;
 use crate::tui::eval::state::{EvalCell, EvalOverlay, EvalPhase, EvalView};
-use crate::tui::msg::{Action, Dispatch, Effect, EvalNews, EvalRequest};
+use crate::tui::msg::{Action, Dispatch, Effect, EvalNews, EvalRequest, Job, Start};
 use crate::tui::state::{Screen, State};
 
 /// `eval` from the edit screen: open the eval screen; the first time, run it.
 pub fn enter(state: &mut State) -> Vec<Effect> {
-    if state.running() {
+    if state.workbench.running() {
         state.note = Some("a run is going: esc cancels it, then alt-e opens the eval screen".into());
         return Vec::new();
     }
@@ -73,13 +73,13 @@ pub fn rerun(state: &mut State) -> Vec<Effect> {
     };
     view.cells = vec![EvalCell::default(); view.rows.len()];
     state.note = Some(format!("evaluating every case on {} ({})", state.choice.provider, help_line()));
-    effects.push(Effect::StartEval(Box::new(EvalRequest {
+    effects.push(Effect::Start(Start::Eval(Box::new(EvalRequest {
         id,
         path: state.path.clone(),
         target: eval_target(&state.choice),
         baseline,
         chosen,
-    })));
+    }))));
     effects
 }
 
@@ -94,7 +94,7 @@ pub fn leave(state: &mut State) -> Vec<Effect> {
     let view = &mut state.eval;
     if view.running() {
         view.phase = EvalPhase::Failed("cancelled: ctrl-r on the eval screen runs it again".into());
-        return vec![Effect::CancelEval];
+        return vec![Effect::Cancel(Job::Eval)];
     }
     Vec::new()
 }
@@ -245,7 +245,7 @@ pub fn news(state: &mut State, id: u64, news: EvalNews) -> Vec<Effect> {
             // The eval's runs went to the history (they come along: the history pane lists them, newest
             // first, as the file is read) and its record to the store (listed again).
             let shown = done.runs.into_iter().filter(|run| run.prompt == state.saved.id);
-            state.history.splice(0..0, shown);
+            state.workbench.history.splice(0..0, shown);
             return vec![Effect::ListEvals { path: state.path.clone() }];
         }
         EvalNews::Done(Err(message)) if view.running() => {
@@ -335,7 +335,7 @@ fn cell_event(view: &mut EvalView, event: EvalEvent) {
 
 /// What the eval of `choice` runs on: the replay plays the prompt's recorded answers (each case its
 /// own file beside them) instantly.
-fn eval_target(choice: &crate::tui::state::Choice) -> crate::run::Target {
+fn eval_target(choice: &crate::tui::choice::Choice) -> crate::run::Target {
     let replayed = (choice.provider == crate::provider::kind::ProviderKind::Replay).then(|| choice.transcript.clone());
     let replay =
         replayed.flatten().map(|path| crate::run::ReplayFrom::File(path, crate::provider::replay::Pace::Instant));

@@ -9,7 +9,7 @@ use ratatui_textarea::Input;
 use crate::optimize::{OptimizeEvent, OptimizeOptions};
 use crate::provider::kind::ProviderKind;
 use crate::run::SetupOptions;
-use crate::tui::msg::{Action, Dispatch, Effect, OptimizeNews, OptimizeRequest};
+use crate::tui::msg::{Action, Dispatch, Effect, Job, OptimizeNews, OptimizeRequest, Start};
 use crate::tui::optimize::state::{OptimizeOverlay, OptimizePhase, OptimizeView, Row, Settings};
 use crate::tui::state::{HeldOut, Screen, State};
 
@@ -20,7 +20,7 @@ fn help_line() -> &'static str {
 /// `optimize` from the eval screen: open the optimize screen; the first time (or after a failure),
 /// optimize.
 pub fn enter(state: &mut State) -> Vec<Effect> {
-    if state.running() {
+    if state.workbench.running() {
         state.note = Some("a run is going: esc cancels it, then o optimizes".into());
         return Vec::new();
     }
@@ -75,7 +75,7 @@ pub fn start(state: &mut State) -> Vec<Effect> {
         format!("optimizing on {} ({})", settings.model, help_line())
     });
     let edited = crate::optimize::evaluate::Edit { system: (!system.is_empty()).then_some(system), template };
-    vec![Effect::StartOptimize(Box::new(OptimizeRequest {
+    vec![Effect::Start(Start::Optimize(Box::new(OptimizeRequest {
         id,
         path: state.path.clone(),
         edited,
@@ -84,7 +84,7 @@ pub fn start(state: &mut State) -> Vec<Effect> {
         seed: settings.seed,
         budget: settings.budget,
         max_proposals: settings.max_proposals,
-    }))]
+    })))]
 }
 
 /// Back to the eval screen (an opened candidate closes first); a running optimization is stopped
@@ -97,7 +97,7 @@ pub fn leave(state: &mut State) -> Vec<Effect> {
     }
     if view.running() {
         state.note = Some("stopping: what was scored is kept and stored (esc again: back to the eval)".into());
-        return vec![Effect::CancelOptimize];
+        return vec![Effect::Cancel(Job::Optimize)];
     }
     state.screen = Screen::Eval;
     Vec::new()

@@ -13,16 +13,17 @@ use crate::eval::report::{difference_line, verdict_name};
 use crate::eval::score::Verdict;
 use crate::output::{LineStatus, LineVerdict, Report, ResponseType};
 use crate::tui::panes::{block, clip};
-use crate::tui::state::{counts, Pane, State};
+use crate::tui::state::{counts, State};
 use crate::tui::theme::Theme;
+use crate::tui::workbench::state::Pane;
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
-    let verdicts = &state.run.verdicts;
+    let verdicts = &state.workbench.run.verdicts;
     let jsonl = state.response_type() == ResponseType::Jsonl;
     // Line counts mean something for a JSONL answer only (a json answer has its one verdict below).
     let mut extra = if jsonl { line_counts(verdicts, theme) } else { Vec::new() };
     // The title says the case's verdict; its reason and differences are in the pane (a title is cut).
-    match &state.run.scored {
+    match &state.workbench.run.scored {
         Some(Ok(score)) => {
             let style = verdict_style(score.verdict, theme);
             extra.push(Span::styled(format!("· case {} ", verdict_name(score.verdict)), style));
@@ -37,7 +38,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     frame.render_widget(frame_block, area);
     let width = inner.width as usize;
     if !jsonl {
-        let mut lines = json_verdict(state.run.report.as_ref(), theme, width);
+        let mut lines = json_verdict(state.workbench.run.report.as_ref(), theme, width);
         lines.extend(case_verdict(state, theme));
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
         return;
@@ -57,9 +58,9 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         frame.render_widget(Paragraph::new(case).wrap(Wrap { trim: false }), below);
     }
     let height = inner.height as usize;
-    let selected = state.selected_line.min(verdicts.len() - 1);
+    let selected = state.workbench.selected_line.min(verdicts.len() - 1);
     // Keep the selection on screen; while streaming with the selection at the top, follow the tail.
-    let first = if state.focus != Pane::Lines && state.running() {
+    let first = if state.workbench.focus != Pane::Lines && state.workbench.running() {
         verdicts.len().saturating_sub(height)
     } else {
         selected.saturating_sub(height.saturating_sub(1))
@@ -71,7 +72,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         .take(height)
         .map(|(index, verdict)| {
             let line = row(verdict, theme, width);
-            if index == selected && state.focus == Pane::Lines {
+            if index == selected && state.workbench.focus == Pane::Lines {
                 line.style(theme.selection)
             } else {
                 line
@@ -84,7 +85,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
 /// Under the answer's verdicts, whether it is right: the case's verdict, its reason and each
 /// difference from the expected answer (`the answer /from: expected "Leeds", got "Lisle"`).
 fn case_verdict<'a>(state: &State, theme: &Theme) -> Vec<Line<'a>> {
-    let Some(Ok(score)) = &state.run.scored else { return Vec::new() };
+    let Some(Ok(score)) = &state.workbench.run.scored else { return Vec::new() };
     let style = verdict_style(score.verdict, theme);
     let escape = |text: &str| crate::safe_text::escape_controls(text).into_owned();
     let head = format!("case {}: {}", verdict_name(score.verdict), escape(&score.reason));

@@ -12,8 +12,9 @@ use ratatui::layout::{Constraint, Direction, Layout as Split, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders};
 
-use crate::tui::state::{Pane, State};
+use crate::tui::state::State;
 use crate::tui::theme::Theme;
+use crate::tui::workbench::state::Pane;
 
 /// Where everything goes on a screen of a given size.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,8 +39,8 @@ pub fn layout(area: Rect, state: &State) -> Layout {
     use Constraint::{Length, Min, Percentage};
     let rows = split(Direction::Vertical, area, &[Min(0), Length(2)]);
     let (main, status) = (rows[0], rows[1]);
-    if state.zoom {
-        return Layout { panes: vec![(state.focus, main)], status };
+    if state.workbench.zoom {
+        return Layout { panes: vec![(state.workbench.focus, main)], status };
     }
     let halves = split(Direction::Vertical, main, &[Percentage(45), Percentage(55)]);
     let top = split(Direction::Horizontal, halves[0], &[Percentage(40), Percentage(33), Percentage(27)]);
@@ -68,7 +69,7 @@ pub fn block<'a>(pane: Pane, state: &State, theme: &Theme, extra: Vec<Span<'a>>)
 
 /// [`block`] with the pane called `name` (a shorter name where the title has more to say).
 pub fn block_named<'a>(pane: Pane, name: &str, state: &State, theme: &Theme, extra: Vec<Span<'a>>) -> Block<'a> {
-    let focused = state.focus == pane;
+    let focused = state.workbench.focus == pane;
     let number = Pane::ALL.iter().position(|p| *p == pane).map_or(0, |i| i + 1);
     let mut title = vec![
         Span::styled(format!(" {number} "), theme.dim),

@@ -9,26 +9,28 @@ use ratatui::Frame;
 
 use crate::safe_text::escape_controls;
 use crate::tui::panes::block;
-use crate::tui::state::{ChunkProb, Pane, RunPhase, State};
+use crate::tui::state::{ChunkProb, State};
 use crate::tui::theme::Theme;
+use crate::tui::workbench::state::Pane;
+use crate::tui::workbench::state::RunPhase;
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
-    let run = &state.run;
+    let run = &state.workbench.run;
     let mut extra = vec![Span::styled(format!("{} chunks ", run.chunk_ends.len()), theme.dim)];
-    if state.show_tokens {
+    if state.workbench.show_tokens {
         extra.push(Span::styled("tokens shown ", theme.token_alt));
     }
-    if state.show_probs {
+    if state.workbench.show_probs {
         extra.extend(legend(theme));
     }
-    if state.output_scroll.is_none() && state.running() {
+    if state.workbench.output_scroll.is_none() && state.workbench.running() {
         extra.push(Span::styled("following ", theme.dim));
     }
     let frame_block = block(Pane::Output, state, theme, extra);
     let inner = frame_block.inner(area);
     frame.render_widget(frame_block, area);
     if run.output.is_empty() {
-        let hint = match &state.phase {
+        let hint = match &state.workbench.phase {
             RunPhase::Idle => "ctrl-r runs the prompt; the answer streams here".to_string(),
             RunPhase::Starting | RunPhase::Running => "waiting for the first token…".to_string(),
             RunPhase::Failed(e) => format!("run failed: {e}"),
@@ -40,11 +42,12 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let height = inner.height as usize;
     let width = inner.width as usize;
     let total = run.line_count();
-    let first = match state.output_scroll {
+    let first = match state.workbench.output_scroll {
         Some(at) => at.min(total.saturating_sub(1)),
         None => total.saturating_sub(height),
     };
-    let highlighted = state.run.verdicts.get(state.selected_line).map(|v| (v.line, v.end_line.unwrap_or(v.line)));
+    let highlighted =
+        state.workbench.run.verdicts.get(state.workbench.selected_line).map(|v| (v.line, v.end_line.unwrap_or(v.line)));
     let lines: Vec<Line> = (first..(first + height).min(total))
         .map(|index| {
             let number = index + 1;
@@ -60,7 +63,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
 
 /// One output line, at most `width` characters, escaped, split at token boundaries when shown.
 fn render_line<'a>(state: &'a State, index: usize, width: usize, theme: &Theme) -> Line<'a> {
-    let run = &state.run;
+    let run = &state.workbench.run;
     let start = run.line_starts.get(index).copied().unwrap_or(0);
     let text = run.line(index);
     // Never more than a screen's width of bytes goes through the escaper.
@@ -69,7 +72,7 @@ fn render_line<'a>(state: &'a State, index: usize, width: usize, theme: &Theme) 
         end -= 1;
     }
     let text = &text[..end];
-    if !state.show_tokens && !state.show_probs {
+    if !state.workbench.show_tokens && !state.workbench.show_probs {
         return Line::from(clip_escaped(text, width));
     }
     let mut spans = Vec::new();
@@ -84,7 +87,7 @@ fn render_line<'a>(state: &'a State, index: usize, width: usize, theme: &Theme) 
         }
         let piece = clip_escaped(&text[at..piece_end], width - used);
         used += piece.chars().count();
-        let style = if state.show_probs {
+        let style = if state.workbench.show_probs {
             prob_style(run.chunk_probs.get(chunk).copied().flatten(), theme)
         } else if chunk % 2 == 1 {
             theme.token_alt

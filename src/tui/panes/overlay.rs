@@ -35,7 +35,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
                 Line::from(""),
                 Line::from(format!(
                     "y  delete it (ctrl-s saves the prompt; {} undoes)",
-                    crate::tui::cases::undo_key(state)
+                    crate::tui::workbench::cases::undo_key(state)
                 )),
                 Line::from("any other key: keep it"),
             ];

@@ -11,8 +11,9 @@ use ratatui::Frame;
 
 use crate::tui::input::InputBox;
 use crate::tui::panes::clip;
-use crate::tui::state::{RunPhase, Screen, State};
+use crate::tui::state::{Screen, State};
 use crate::tui::theme::Theme;
+use crate::tui::workbench::state::RunPhase;
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
@@ -27,7 +28,7 @@ pub fn sparkline(rate: &[u64], width: usize) -> String {
 /// provider fell back (`json-schema→json-object (fallback)`), `(default on local)` when the workbench
 /// chose it; before the run reports it, the mode asked for.
 pub fn mode_text(state: &State) -> String {
-    let run = &state.run;
+    let run = &state.workbench.run;
     let default = if run.mode_by_default { " (default on local)" } else { "" };
     match &run.mode {
         Some(mode) if !mode.fallbacks.is_empty() => {
@@ -37,7 +38,7 @@ pub fn mode_text(state: &State) -> String {
             format!("{} (fallback)", steps.join("→"))
         }
         Some(mode) => format!("{}{default}", mode.used),
-        None if state.phase == RunPhase::Idle => {
+        None if state.workbench.phase == RunPhase::Idle => {
             let (asked, by_default) = state.choice.asked_mode(state.saved.response_type);
             let default = if by_default { " (default on local)" } else { "" };
             format!("asked {asked}{default}")
@@ -47,10 +48,10 @@ pub fn mode_text(state: &State) -> String {
 }
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
-    let run = &state.run;
+    let run = &state.workbench.run;
     let provider = run.provider.unwrap_or(state.choice.provider).name();
     let model = if run.model.is_empty() { state.choice.model.as_deref().unwrap_or("") } else { run.model.as_str() };
-    let phase = match &state.phase {
+    let phase = match &state.workbench.phase {
         RunPhase::Idle => "idle".to_string(),
         RunPhase::Starting => "starting".to_string(),
         RunPhase::Running => "streaming".to_string(),
@@ -83,7 +84,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         first.push(Span::styled(text, style));
     };
     push(format!(" {phase} · "), theme.status);
-    if let Some((text, warn)) = crate::tui::tokens::status_text(&state.tokens) {
+    if let Some((text, warn)) = crate::tui::workbench::tokens::status_text(&state.workbench.tokens) {
         push(text, if warn { theme.status_warn } else { theme.status });
         push(" · ".into(), theme.status);
     }

@@ -15,8 +15,9 @@ use crate::safe_text::escape_controls;
 use crate::truncate::sweep::Sweep;
 use crate::tui::panes::{block, clip};
 pub use crate::tui::series::ORDER;
-use crate::tui::state::{Pane, State, TruncationView};
+use crate::tui::state::{State, TruncationView};
 use crate::tui::theme::Theme;
+use crate::tui::workbench::state::Pane;
 
 /// Rows above the chart: the cut, three strategies, two lines of the answer.
 const HEADER: u16 = 6;
@@ -39,8 +40,8 @@ fn plot_columns(area: Rect) -> Option<(u16, u16, Rect)> {
 }
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
-    let view = &state.truncation;
-    let total = state.run.chunk_ends.len();
+    let view = &state.workbench.truncation;
+    let total = state.workbench.run.chunk_ends.len();
     let extra = match &view.sweep {
         _ if view.live => vec![
             Span::styled(format!("cut {}/{} chunks ", view.cut, total), theme.cut),
@@ -68,8 +69,8 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let shown = Shown {
         sweep,
         live: view,
-        output: &state.run.output,
-        chunk_ends: &state.run.chunk_ends,
+        output: &state.workbench.run.output,
+        chunk_ends: &state.workbench.run.chunk_ends,
         cut: view.cut,
         series: &view.series,
     };

@@ -2,13 +2,15 @@
 //! structured mode, model, case, max tokens), and the moves handed to the navigation.
 
 use crate::provider::StructuredMode;
-use crate::tui::cases;
 use crate::tui::edit;
-use crate::tui::msg::{Action, Effect};
-use crate::tui::state::{Overlay, Pane, RunPhase, State};
+use crate::tui::msg::{Action, Effect, Job};
+use crate::tui::state::{Overlay, State};
+use crate::tui::workbench::cases;
 use crate::tui::workbench::navigate::{cut_by, open, step};
 use crate::tui::workbench::provider::choose_provider;
 use crate::tui::workbench::run::start_run;
+use crate::tui::workbench::state::Pane;
+use crate::tui::workbench::state::RunPhase;
 
 /// The providers `next-provider` cycles through.
 pub const PROVIDERS: [crate::provider::kind::ProviderKind; 6] = crate::provider::kind::ProviderKind::ALL;
@@ -42,17 +44,17 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
                 state.overlay = Overlay::None;
                 return Vec::new();
             }
-            if state.running() {
-                state.phase = RunPhase::Cancelling;
-                return vec![Effect::CancelRun];
+            if state.workbench.running() {
+                state.workbench.phase = RunPhase::Cancelling;
+                return vec![Effect::Cancel(Job::Run)];
             }
             Vec::new()
         }
         Action::FocusNext | Action::FocusPrev => {
-            let at = Pane::ALL.iter().position(|p| *p == state.focus).unwrap_or(0);
+            let at = Pane::ALL.iter().position(|p| *p == state.workbench.focus).unwrap_or(0);
             let n = Pane::ALL.len();
             let next = if action == Action::FocusNext { (at + 1) % n } else { (at + n - 1) % n };
-            state.focus = Pane::ALL[next];
+            state.workbench.focus = Pane::ALL[next];
             Vec::new()
         }
         Action::FocusSystem => focus(state, Pane::System),
@@ -64,7 +66,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         Action::FocusTruncation => focus(state, Pane::Truncation),
         Action::FocusHistory => focus(state, Pane::History),
         Action::ToggleZoom => {
-            state.zoom = !state.zoom;
+            state.workbench.zoom = !state.workbench.zoom;
             Vec::new()
         }
         Action::ToggleHelp => {
@@ -73,24 +75,27 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
             Vec::new()
         }
         Action::ToggleTokens => {
-            state.show_tokens = !state.show_tokens;
+            state.workbench.show_tokens = !state.workbench.show_tokens;
             Vec::new()
         }
         Action::ToggleProbs => {
-            state.show_probs = !state.show_probs;
-            if state.show_probs && !state.run.chunk_probs.iter().any(Option::is_some) && !state.run.output.is_empty() {
+            state.workbench.show_probs = !state.workbench.show_probs;
+            if state.workbench.show_probs
+                && !state.workbench.run.chunk_probs.iter().any(Option::is_some)
+                && !state.workbench.run.output.is_empty()
+            {
                 state.note = Some("this answer has no token probabilities (local model: always; servers: --logprobs, or logprobs = true in [provider])".into());
             }
             Vec::new()
         }
         Action::TogglePreview => {
-            state.preview = !state.preview;
-            if state.preview {
-                state.focus = Pane::System;
+            state.workbench.preview = !state.workbench.preview;
+            if state.workbench.preview {
+                state.workbench.focus = Pane::System;
             }
             Vec::new()
         }
-        Action::CopyCurl => match crate::tui::request::curl(state) {
+        Action::CopyCurl => match crate::tui::workbench::request::curl(state) {
             Ok(text) => vec![Effect::Copy { text, file_name: "last-request.curl.sh".into() }],
             Err(e) => {
                 state.note = Some(e);
@@ -112,7 +117,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
                     state.choice.asked_mode(state.saved.response_type).0
                 ),
             });
-            crate::tui::lint::relint(state);
+            crate::tui::workbench::lint::relint(state);
             Vec::new()
         }
         Action::ChooseModel => crate::tui::input::open_model_picker(state),
@@ -121,7 +126,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
                 std::iter::once(None).chain(state.cases.iter().map(|c| Some(c.name.clone()))).collect();
             let at = names.iter().position(|n| *n == state.choice.case).map_or(0, |i| i + 1);
             state.choice.case = names[at % names.len()].clone();
-            state.selected_variable = at % names.len();
+            state.workbench.selected_variable = at % names.len();
             state.note = Some(format!("case: {}", state.choice.case.as_deref().unwrap_or("(default variables)")));
             crate::tui::workbench::fetch::warm_choice(state)
         }
@@ -141,8 +146,8 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         Action::PageDown => step(state, 10),
         Action::Home => step(state, i64::MIN / 2),
         Action::End => {
-            if state.focus == Pane::Output {
-                state.output_scroll = None;
+            if state.workbench.focus == Pane::Output {
+                state.workbench.output_scroll = None;
                 return Vec::new();
             }
             step(state, i64::MAX / 2)
@@ -153,7 +158,7 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
         Action::CopyCase => cases::open_copy(state),
         Action::DeleteCase => cases::ask_delete(state),
         Action::UndoCaseEdit => {
-            if state.focus != Pane::Variables {
+            if state.workbench.focus != Pane::Variables {
                 state.note = Some("undoing a case or variable change works in the variables pane (alt-4)".into());
                 return Vec::new();
             }
@@ -173,6 +178,6 @@ pub fn act(state: &mut State, action: Action) -> Vec<Effect> {
 }
 
 pub(crate) fn focus(state: &mut State, pane: Pane) -> Vec<Effect> {
-    state.focus = pane;
+    state.workbench.focus = pane;
     Vec::new()
 }

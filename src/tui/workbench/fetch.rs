@@ -27,11 +27,11 @@ pub fn model_fetch(state: &mut State, news: FetchNews, act: Dispatch) -> Vec<Eff
             use_local_model(state);
             state.replay_reason = None;
             state.note = Some(format!("local model ready ({}): runs use it now", path.display()));
-            if state.running() {
-                state.model_run_due = true;
+            if state.workbench.running() {
+                state.workbench.model_run_due = true;
                 state.note = Some(format!("local model ready ({}): it runs when the example ends", path.display()));
                 // Loaded, and the prompt run through it, while the example plays.
-                crate::tui::request::run_request(state, None, None)
+                crate::tui::workbench::request::run_request(state, None, None)
                     .map(|request| vec![Effect::WarmModel(Box::new(request))])
                     .unwrap_or_default()
             } else {
@@ -45,10 +45,10 @@ pub fn model_fetch(state: &mut State, news: FetchNews, act: Dispatch) -> Vec<Eff
 /// through the model in the background now, so ctrl-r finds it ready and only runs the last block
 /// (a warm the user has already moved on from gives way to the newer one).
 pub fn warm_choice(state: &State) -> Vec<Effect> {
-    if state.choice.provider != ProviderKind::Local || state.running() {
+    if state.choice.provider != ProviderKind::Local || state.workbench.running() {
         return Vec::new();
     }
-    crate::tui::request::run_request(state, None, None)
+    crate::tui::workbench::request::run_request(state, None, None)
         .map(|request| vec![Effect::WarmModel(Box::new(request))])
         .unwrap_or_default()
 }
@@ -56,7 +56,7 @@ pub fn warm_choice(state: &State) -> Vec<Effect> {
 /// The run that was going when the model arrived has ended (`cancelled`: by the user): the model's
 /// run follows it without a key press, unless the user cancelled it (then ctrl-r runs the model).
 pub fn replay_ended(state: &mut State, cancelled: bool, act: Dispatch) -> Vec<Effect> {
-    if !std::mem::take(&mut state.model_run_due) {
+    if !std::mem::take(&mut state.workbench.model_run_due) {
         return Vec::new();
     }
     if cancelled {

@@ -23,7 +23,7 @@ pub fn history(bridge: &Bridge) -> History {
 /// Starts the run of `request` (a run still going is stopped first, nothing of it kept); an error
 /// says why it cannot start.
 pub fn start(bridge: Bridge, request: RunRequest) -> anyhow::Result<()> {
-    let setup = crate::tui::request::setup(&request, bridge.pace)?;
+    let setup = crate::tui::workbench::request::setup(&request, bridge.pace)?;
     let job = RunJob {
         cases: vec![request.case.clone()],
         batch: false,

@@ -3,19 +3,20 @@
 
 use ratatui_textarea::{Input, Key};
 
-use crate::tui::cases;
 use crate::tui::edit;
 use crate::tui::edit::save;
 use crate::tui::msg::{Action, Dispatch, Effect};
-use crate::tui::state::{Overlay, Pane, State};
+use crate::tui::state::{Overlay, State};
+use crate::tui::workbench::cases;
+use crate::tui::workbench::state::Pane;
 
 /// Whether typing goes into an editor now.
 pub(crate) fn editable(state: &State) -> bool {
-    state.focus.is_editor() && !(state.preview && state.focus == Pane::System)
+    state.workbench.focus.is_editor() && !(state.workbench.preview && state.workbench.focus == Pane::System)
 }
 
 pub(crate) fn editor_mut(state: &mut State) -> Option<&mut crate::tui::editor::Editor> {
-    match state.focus {
+    match state.workbench.focus {
         Pane::System => Some(&mut state.system),
         Pane::Template => Some(&mut state.template),
         Pane::Schema => Some(&mut state.schema),
@@ -24,9 +25,9 @@ pub(crate) fn editor_mut(state: &mut State) -> Option<&mut crate::tui::editor::E
 }
 
 pub(crate) fn after_edit(state: &mut State) {
-    if state.focus == Pane::Schema {
+    if state.workbench.focus == Pane::Schema {
         // Linted in the background once typing settles, not on the key.
-        crate::tui::lint::schema_edited(state);
+        crate::tui::workbench::lint::schema_edited(state);
     }
     edit::text_edited(state);
 }
@@ -120,4 +121,14 @@ pub(crate) fn help_key(state: &mut State, input: &Input) {
             return;
         }
     };
+}
+
+/// Text pasted in one piece goes into the focused editor (line ends as `\n`); elsewhere it is dropped.
+pub fn paste(state: &mut State, text: &str) {
+    if state.overlay == Overlay::None && editable(state) {
+        if let Some(area) = editor_mut(state) {
+            area.insert_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
+        }
+        after_edit(state);
+    }
 }

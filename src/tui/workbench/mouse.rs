@@ -6,9 +6,10 @@
 use ratatui::layout::{Position, Rect};
 
 use crate::tui::msg::{Action, Effect, Mouse, MouseKind};
-use crate::tui::state::{Overlay, Pane, Shown, State};
+use crate::tui::state::{Overlay, Shown, State};
 use crate::tui::workbench::actions::act;
 use crate::tui::workbench::navigate::set_cut;
+use crate::tui::workbench::state::Pane;
 
 pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
     if state.overlay != Overlay::None {
@@ -20,11 +21,11 @@ pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
     match mouse.kind {
         MouseKind::Click | MouseKind::Drag => {
             if mouse.kind == MouseKind::Click {
-                state.focus = pane;
+                state.workbench.focus = pane;
             }
             if pane == Pane::Variables && mouse.kind == MouseKind::Click {
                 if let Some(index) = variable_row(&shown, state, mouse.row) {
-                    state.selected_variable = index;
+                    state.workbench.selected_variable = index;
                     // A click on a case (or the default variables) chooses it, as enter does.
                     if index <= state.cases.len() {
                         return act(state, Action::Open);
@@ -32,14 +33,14 @@ pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
                 }
                 return Vec::new();
             }
-            if pane.is_editor() && state.focus == pane {
+            if pane.is_editor() && state.workbench.focus == pane {
                 click_in_editor(state, pane, &shown, mouse);
                 return Vec::new();
             }
-            if pane == Pane::Truncation && state.focus == Pane::Truncation {
+            if pane == Pane::Truncation && state.workbench.focus == Pane::Truncation {
                 if let Some((from, width, chart)) = shown.plot {
                     if mouse.row >= chart.y && mouse.column >= from && width > 0 {
-                        let total = state.run.chunk_ends.len();
+                        let total = state.workbench.run.chunk_ends.len();
                         let x = (mouse.column - from).min(width - 1) as usize;
                         let cut = ((x as f64 + 0.5) / f64::from(width) * total as f64).round() as usize;
                         set_cut(state, cut);
@@ -49,7 +50,7 @@ pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
             Vec::new()
         }
         MouseKind::ScrollDown | MouseKind::ScrollUp => {
-            state.focus = pane;
+            state.workbench.focus = pane;
             let down = mouse.kind == MouseKind::ScrollDown;
             if pane.is_editor() {
                 let area = match pane {
@@ -76,7 +77,7 @@ pub fn mouse(state: &mut State, mouse: Mouse) -> Vec<Effect> {
 /// A click in an editor puts the cursor on the character under it (a drag selects from there), on
 /// the wrapped rows as drawn: the editor's own screen map and scroll, from its last render.
 fn click_in_editor(state: &mut State, pane: Pane, shown: &Shown, mouse: Mouse) {
-    if state.preview && pane == Pane::System {
+    if state.workbench.preview && pane == Pane::System {
         return;
     }
     let Some(text) = shown.editor_text.iter().find(|(p, _)| *p == pane).map(|(_, r)| *r) else { return };

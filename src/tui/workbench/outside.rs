@@ -10,9 +10,9 @@ use ratatui_textarea::{Input, Key};
 
 use crate::prompt::file::{Case, OnDisk, PromptFile};
 use crate::tui::edit::schema_text;
-use crate::tui::lint::relint;
 use crate::tui::msg::Effect;
 use crate::tui::state::{editor, OutsideChange, Overlay, SchemaKind, State};
+use crate::tui::workbench::lint::relint;
 
 /// The files the workbench watches: the prompt file, and its schema file when it has one.
 pub fn watched(state: &State) -> Vec<PathBuf> {
@@ -251,7 +251,7 @@ fn reload(state: &mut State, path: &Path, text: String) {
     state.schema_kind = kind;
     state.variables = file.prompt.variables.clone();
     state.cases = file.prompt.cases.clone();
-    state.case_undo.clear();
+    state.workbench.case_undo.clear();
     state.saved = file.prompt;
     state.saved_text = file.text;
     state.pending_save = None;

@@ -23,5 +23,5 @@ pub fn choose_provider(state: &mut State, provider: ProviderKind) {
         ),
         None => format!("provider: {provider}"),
     });
-    crate::tui::lint::relint(state);
+    crate::tui::workbench::lint::relint(state);
 }

@@ -9,11 +9,11 @@ use crate::tui::state::State;
 
 /// A delta arrived: the live chart reaches the new end, and the cut follows it unless moved back.
 pub(crate) fn live_delta(state: &mut State) {
-    let view = &mut state.truncation;
+    let view = &mut state.workbench.truncation;
     if view.sweep.is_some() && !view.live {
         return;
     }
-    let end = state.run.chunk_ends.len();
+    let end = state.workbench.run.chunk_ends.len();
     if !view.live {
         view.live = true;
         view.steps = Default::default();
@@ -21,7 +21,7 @@ pub(crate) fn live_delta(state: &mut State) {
         view.cut = 0;
     }
     // The run's sweep reads each delta once.
-    view.swept_bytes = state.run.output.len();
+    view.swept_bytes = state.workbench.run.output.len();
     if view.cut + 1 >= end {
         view.cut = end;
     }
@@ -38,7 +38,7 @@ pub(crate) fn live_delta(state: &mut State) {
 
 /// The run's sweep says what each strategy recovers at `cut`: appended to the steps and the chart.
 pub(crate) fn live_cut(state: &mut State, cut: usize, items: CutItems) {
-    let view = &mut state.truncation;
+    let view = &mut state.workbench.truncation;
     if !view.live {
         return;
     }
@@ -59,8 +59,8 @@ pub(crate) fn live_cut(state: &mut State, cut: usize, items: CutItems) {
 
 /// The run's sweep of the whole answer (its turn ended, or was cancelled).
 pub(crate) fn swept(state: &mut State, sweep: Sweep) {
-    let view = &mut state.truncation;
-    let following = view.cut >= state.run.chunk_ends.len();
+    let view = &mut state.workbench.truncation;
+    let following = view.cut >= state.workbench.run.chunk_ends.len();
     if following {
         view.cut = sweep.cuts().saturating_sub(1);
     }
@@ -70,14 +70,14 @@ pub(crate) fn swept(state: &mut State, sweep: Sweep) {
     view.error = None;
     view.pending = false;
     view.live = false;
-    view.swept_len = state.run.output.len();
+    view.swept_len = state.workbench.run.output.len();
     view.requested_len = view.swept_len;
 }
 
 /// A sweep computed here arrived: shown if it is of this run and not older than the one shown.
 pub(crate) fn sweep_ready(state: &mut State, run: u64, answer_len: usize, sweep: Result<Box<Sweep>, String>) {
-    let view = &mut state.truncation;
-    if run != state.run_id || answer_len > state.run.output.len() || answer_len < view.swept_len {
+    let view = &mut state.workbench.truncation;
+    if run != state.workbench.run_id || answer_len > state.workbench.run.output.len() || answer_len < view.swept_len {
         return;
     }
     if answer_len >= view.requested_len {
@@ -88,7 +88,7 @@ pub(crate) fn sweep_ready(state: &mut State, run: u64, answer_len: usize, sweep:
             let following = view
                 .sweep
                 .as_ref()
-                .map_or(view.cut >= state.run.chunk_ends.len(), |shown| view.cut + 1 >= shown.cuts());
+                .map_or(view.cut >= state.workbench.run.chunk_ends.len(), |shown| view.cut + 1 >= shown.cuts());
             if following {
                 view.cut = sweep.cuts().saturating_sub(1);
             }
@@ -106,9 +106,9 @@ pub(crate) fn sweep_ready(state: &mut State, run: u64, answer_len: usize, sweep:
 
 /// At a run's end: the sweep of the answer on screen when the run sent none for it.
 pub(crate) fn sweep_if_missing(state: &mut State) -> Vec<Effect> {
-    let view = &state.truncation;
-    let have = view.sweep.is_some() && !view.live && view.swept_len == state.run.output.len();
-    if have || (view.pending && view.requested_len == state.run.output.len()) {
+    let view = &state.workbench.truncation;
+    let have = view.sweep.is_some() && !view.live && view.swept_len == state.workbench.run.output.len();
+    if have || (view.pending && view.requested_len == state.workbench.run.output.len()) {
         return Vec::new();
     }
     sweep_effect(state)
@@ -116,19 +116,19 @@ pub(crate) fn sweep_if_missing(state: &mut State) -> Vec<Effect> {
 
 /// The sweep of the answer on screen, when there is one.
 pub(crate) fn sweep_effect(state: &mut State) -> Vec<Effect> {
-    if state.run.output.is_empty() {
+    if state.workbench.run.output.is_empty() {
         return Vec::new();
     }
-    let prompt = match &state.run_prompt {
+    let prompt = match &state.workbench.run_prompt {
         Some(prompt) => (**prompt).clone(),
         None => state.saved.clone(),
     };
-    state.truncation.pending = true;
-    state.truncation.requested_len = state.run.output.len();
+    state.workbench.truncation.pending = true;
+    state.workbench.truncation.requested_len = state.workbench.run.output.len();
     vec![Effect::ComputeSweep(Box::new(SweepRequest {
-        run: state.run_id,
-        answer: state.run.output.clone(),
-        chunk_ends: state.run.chunk_ends.clone(),
+        run: state.workbench.run_id,
+        answer: state.workbench.run.output.clone(),
+        chunk_ends: state.workbench.run.chunk_ends.clone(),
         prompt,
         path: state.path.clone(),
     }))]

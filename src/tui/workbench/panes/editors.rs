@@ -7,8 +7,9 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 use crate::tui::panes::block;
-use crate::tui::state::{Pane, SchemaKind, State};
+use crate::tui::state::{SchemaKind, State};
 use crate::tui::theme::Theme;
+use crate::tui::workbench::state::Pane;
 
 pub fn render(frame: &mut Frame, area: Rect, pane: Pane, state: &State, theme: &Theme) {
     let (area_widget, extra) = match pane {
@@ -34,21 +35,21 @@ pub fn render(frame: &mut Frame, area: Rect, pane: Pane, state: &State, theme: &
     if pane != Pane::Schema {
         return;
     }
-    let issues = &state.lint.issues;
-    let lines: Vec<Line> = if state.lint.what.is_empty() {
+    let issues = &state.workbench.lint.issues;
+    let lines: Vec<Line> = if state.workbench.lint.what.is_empty() {
         // A large schema's first lint is on its way (made in the background).
         vec![Line::from(Span::styled("linting the schema…", theme.dim))]
     } else if issues.is_empty() {
         vec![Line::from(Span::styled(
-            if state.lint.what == "no schema" {
+            if state.workbench.lint.what == "no schema" {
                 "no schema: items are not checked".to_string()
             } else {
-                format!("✓ {} compiles", state.lint.what)
+                format!("✓ {} compiles", state.workbench.lint.what)
             },
             theme.valid,
         ))]
     } else {
-        std::iter::once(Line::from(Span::styled(format!("✗ {} errors:", state.lint.what), theme.invalid)))
+        std::iter::once(Line::from(Span::styled(format!("✗ {} errors:", state.workbench.lint.what), theme.invalid)))
             .chain(issues.iter().map(|i| Line::from(Span::styled(i.clone(), theme.error))))
             .collect()
     };
@@ -61,7 +62,7 @@ fn parts(area: Rect, pane: Pane, state: &State) -> [Rect; 2] {
     if pane != Pane::Schema {
         return [inner, Rect { height: 0, ..inner }];
     }
-    let issues = &state.lint.issues;
+    let issues = &state.workbench.lint.issues;
     let lint_height = if issues.is_empty() { 1 } else { (issues.len() as u16 + 1).min(inner.height / 2).max(2) };
     let parts = Layout::default()
         .direction(Direction::Vertical)

@@ -10,34 +10,38 @@ use ratatui::Frame;
 use crate::eval::store::Listed;
 use crate::run::RunRecord;
 use crate::tui::panes::{block, clip};
-use crate::tui::state::{Pane, State};
+use crate::tui::state::State;
 use crate::tui::theme::Theme;
+use crate::tui::workbench::state::Pane;
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
-    let mut extra = vec![Span::styled(format!("{} runs ", state.history.len()), theme.dim)];
-    if !state.evals.is_empty() {
-        extra.insert(0, Span::styled(format!("{} evals · ", state.evals.len()), theme.dim));
+    let mut extra = vec![Span::styled(format!("{} runs ", state.workbench.history.len()), theme.dim)];
+    if !state.workbench.evals.is_empty() {
+        extra.insert(0, Span::styled(format!("{} evals · ", state.workbench.evals.len()), theme.dim));
     }
     let frame_block = block(Pane::History, state, theme, extra);
     let inner = frame_block.inner(area);
     frame.render_widget(frame_block, area);
-    if state.history.is_empty() && state.evals.is_empty() {
+    if state.workbench.history.is_empty() && state.workbench.evals.is_empty() {
         frame.render_widget(Paragraph::new("no runs of this prompt yet").style(theme.dim), inner);
         return;
     }
     let height = inner.height as usize;
     let width = inner.width as usize;
-    let first = state.history_selected.saturating_sub(height.saturating_sub(1));
-    let evals =
-        state.evals.iter().map(|eval| eval_row(eval, state.eval_marked.as_ref() == Some(&eval.id), theme, width));
-    let runs = state.history.iter().map(|record| row(record, theme, width));
+    let first = state.workbench.history_selected.saturating_sub(height.saturating_sub(1));
+    let evals = state
+        .workbench
+        .evals
+        .iter()
+        .map(|eval| eval_row(eval, state.workbench.eval_marked.as_ref() == Some(&eval.id), theme, width));
+    let runs = state.workbench.history.iter().map(|record| row(record, theme, width));
     let rows: Vec<Line> = evals
         .chain(runs)
         .enumerate()
         .skip(first)
         .take(height)
         .map(|(index, line)| {
-            if index == state.history_selected && state.focus == Pane::History {
+            if index == state.workbench.history_selected && state.workbench.focus == Pane::History {
                 line.style(theme.selection)
             } else {
                 line

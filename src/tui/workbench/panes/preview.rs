@@ -1,4 +1,4 @@
-//! The request ctrl-r sends (alt-v), built by [`crate::tui::request::sent`] from the plan a run makes
+//! The request ctrl-r sends (alt-v), built by [`crate::tui::workbench::request::sent`] from the plan a run makes
 //! and the provider's own request code: method, URL, headers (the key as `$VARIABLE`), each message
 //! as text, then the rest of the body as JSON; and the same as a curl command (alt-y).
 
@@ -13,9 +13,10 @@ use serde_json::Value;
 use crate::provider::{ModeReport, Outgoing, Request};
 use crate::safe_text::{escape_controls, escape_json_text};
 use crate::tui::panes::block;
-use crate::tui::request::{self, Sent};
-use crate::tui::state::{Pane, State};
+use crate::tui::state::State;
 use crate::tui::theme::Theme;
+use crate::tui::workbench::request::{self, Sent};
+use crate::tui::workbench::state::Pane;
 
 /// A curl command that sends what ctrl-r sends (see [`request::curl`]).
 pub fn curl(state: &State) -> Result<String, String> {

@@ -9,16 +9,17 @@ use ratatui::Frame;
 use crate::safe_text::escape_controls;
 use crate::tui::case_list::Listing;
 use crate::tui::panes::{block, block_named, clip};
-use crate::tui::state::{Pane, State};
+use crate::tui::state::State;
 use crate::tui::theme::Theme;
 use crate::tui::variables;
+use crate::tui::workbench::state::Pane;
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let listing = Listing::of(state);
     // Filtered: the pane is called cases and says how many of them it shows (the filter under it).
-    let frame_block = if state.case_filter.is_on() {
+    let frame_block = if state.workbench.case_filter.is_on() {
         let (shown, of) = listing.shown_of();
-        let text = clip(&escape_controls(&state.case_filter.text), 30);
+        let text = clip(&escape_controls(&state.workbench.case_filter.text), 30);
         let title = vec![Span::styled(format!("{shown} of {of} "), theme.title)];
         block_named(Pane::Variables, "cases", state, theme, title)
             .title_bottom(Line::from(Span::styled(format!(" /{text} "), theme.dim)))
@@ -49,7 +50,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     // Keep the selected row in view: the run line stays, the list scrolls; only the rows in view are
     // made (a dataset of thousands of rows is a screen of lines).
     let height = inner.height as usize;
-    let skip = skipped(listing.len(), listing.position_of(state.selected_variable), height);
+    let skip = skipped(listing.len(), listing.position_of(state.workbench.selected_variable), height);
     state.drawn.note(|shown| shown.variables = Some((inner, skip)));
     let variables = variables::rows(state);
     let first_variable = state.cases.len() + 1;
@@ -72,7 +73,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
                 Line::from(vec![Span::styled(clip(&text, width), theme.dim)])
             }
         };
-        let selected = row == state.selected_variable && state.focus == Pane::Variables;
+        let selected = row == state.workbench.selected_variable && state.workbench.focus == Pane::Variables;
         rows.push(if selected { line.style(theme.selection) } else { line });
     }
     frame.render_widget(Paragraph::new(rows), inner);

@@ -17,7 +17,7 @@ use crate::tui::state::State;
 pub use crate::tui::state::Env;
 
 /// The run of the prompt as edited under the workbench's choices (`max_turns` `Some(1)`: one turn;
-/// `replay`: a recorded answer), numbered `state.run_id`; `Err` says why it cannot start.
+/// `replay`: a recorded answer), numbered `state.workbench.run_id`; `Err` says why it cannot start.
 pub fn run_request(state: &State, max_turns: Option<u32>, replay: Option<ReplayFrom>) -> Result<RunRequest, String> {
     request_of(state, edit::prompt_for_run(state)?, max_turns, replay)
 }
@@ -44,7 +44,7 @@ pub fn request_of(
     }
     target.replay = replay;
     Ok(RunRequest {
-        run: state.run_id,
+        run: state.workbench.run_id,
         prompt,
         path: state.path.clone(),
         case: state.choice.case.clone(),

@@ -7,35 +7,38 @@
 use crate::prompt::file::Case;
 use crate::tui::input_box::{box_editor, InputBox, InputKind};
 use crate::tui::msg::Effect;
-use crate::tui::state::{Overlay, Pane, Snapshot, State};
+use crate::tui::state::{Overlay, State};
+use crate::tui::workbench::state::Pane;
+use crate::tui::workbench::state::Snapshot;
 
 /// How many changes `u` can take back.
 const UNDO_DEPTH: usize = 100;
 
 /// Keeps the pane as it is before a change described by `what`.
 pub fn remember(state: &mut State, what: String) {
-    if state.case_undo.len() >= UNDO_DEPTH {
-        state.case_undo.remove(0);
+    if state.workbench.case_undo.len() >= UNDO_DEPTH {
+        state.workbench.case_undo.remove(0);
     }
-    state.case_undo.push(Snapshot {
+    state.workbench.case_undo.push(Snapshot {
         what,
         variables: state.variables.clone(),
         cases: state.cases.clone(),
         case: state.choice.case.clone(),
-        selected: state.selected_variable,
+        selected: state.workbench.selected_variable,
     });
 }
 
 /// `undo-case-edit`: the variables and cases as they were before the last change.
 pub fn undo(state: &mut State) -> Vec<Effect> {
-    let Some(snapshot) = state.case_undo.pop() else {
+    let Some(snapshot) = state.workbench.case_undo.pop() else {
         state.note = Some("nothing to undo in the variables and cases".into());
         return Vec::new();
     };
     state.variables = snapshot.variables;
     state.cases = snapshot.cases;
     state.choice.case = snapshot.case.filter(|name| state.cases.iter().any(|c| c.name == *name));
-    state.selected_variable = snapshot.selected.min(crate::tui::variables::row_count(state).saturating_sub(1));
+    state.workbench.selected_variable =
+        snapshot.selected.min(crate::tui::variables::row_count(state).saturating_sub(1));
     crate::tui::edit::edited(state);
     state.note = Some(format!("undone: {}", snapshot.what));
     Vec::new()
@@ -43,7 +46,7 @@ pub fn undo(state: &mut State) -> Vec<Effect> {
 
 /// The case the pane's selection names: the selected case row, else (on a variable row) the chosen case.
 fn selected_case(state: &State) -> Option<usize> {
-    match state.selected_variable {
+    match state.workbench.selected_variable {
         0 => None,
         n if n <= state.cases.len() => Some(n - 1),
         _ => state.choice.case.as_deref().and_then(|name| state.cases.iter().position(|c| c.name == name)),
@@ -52,7 +55,7 @@ fn selected_case(state: &State) -> Option<usize> {
 
 /// Whether the focus is on the variables pane; if not, says where the case keys work.
 fn in_variables_pane(state: &mut State, what: &str) -> bool {
-    if state.focus == Pane::Variables {
+    if state.workbench.focus == Pane::Variables {
         return true;
     }
     state.note = Some(format!("{what} works in the variables pane (alt-4)"));
@@ -155,8 +158,8 @@ pub fn add(state: &mut State, at: usize, copy_of: Option<&str>, text: &str) -> R
     let at = at.min(first_row(state));
     state.cases.insert(at, case);
     state.choice.case = Some(name.clone());
-    state.selected_variable = at + 1;
-    state.focus = Pane::Variables;
+    state.workbench.selected_variable = at + 1;
+    state.workbench.focus = Pane::Variables;
     crate::tui::edit::edited(state);
     state.note = Some(format!("case {name:?} added and chosen (ctrl-s saves the prompt; {} undoes)", undo_key(state)));
     Ok(())
@@ -198,7 +201,7 @@ pub fn answer_delete(state: &mut State, index: usize, name: &str, yes: bool) {
     if state.choice.case.as_deref() == Some(name) {
         state.choice.case = None;
     }
-    state.selected_variable = state.selected_variable.min(state.cases.len());
+    state.workbench.selected_variable = state.workbench.selected_variable.min(state.cases.len());
     crate::tui::edit::edited(state);
     state.note = Some(format!("case {name:?} deleted (ctrl-s saves the prompt; {} undoes)", undo_key(state)));
 }

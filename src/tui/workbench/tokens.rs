@@ -15,15 +15,16 @@ use crate::provider::kind::ProviderKind;
 use crate::run::prompt_tokens::{limits, LocalTokenizer, PromptSize, Tokenizer};
 use crate::tui::edit::Edits;
 use crate::tui::msg::{Effect, RunRequest};
-use crate::tui::state::{SchemaKind, State, TokenInputs};
+use crate::tui::state::{SchemaKind, State};
+use crate::tui::workbench::state::TokenInputs;
 
 pub use crate::tui::msg::{CountRequest, Counted};
-pub use crate::tui::state::TokenView;
+pub use crate::tui::workbench::state::TokenView;
 
 /// After a message: looks again when the edits, the run choices or the tokenizer changed; asks for
 /// the local model's tokenizer when the provider is local and it is not read yet.
 pub fn refresh(state: &mut State) -> Vec<Effect> {
-    let view = &state.tokens;
+    let view = &state.workbench.tokens;
     let local = view.local.as_ref().map(|(model, read)| (model.as_str(), read.is_ok()));
     // Compared in place: run events arrive by the thousand a second and must cost nothing here.
     let same = view.inputs.as_ref().is_some_and(|seen| {
@@ -41,27 +42,27 @@ pub fn refresh(state: &mut State) -> Vec<Effect> {
             && seen.local.as_ref().map(|(model, ok)| (model.as_str(), *ok)) == local
     });
     let local = local.map(|(model, ok)| (model.to_string(), ok));
-    state.tokens.inputs = Some(TokenInputs { edits: state.edits, choice: state.choice.clone(), local });
+    state.workbench.tokens.inputs = Some(TokenInputs { edits: state.edits, choice: state.choice.clone(), local });
     let mut effects = Vec::new();
     let local = state.choice.provider == ProviderKind::Local;
     let model = state.choice.model.clone().unwrap_or_default();
-    let read = state.tokens.local.as_ref().filter(|(m, _)| *m == model).map(|(_, read)| read.clone());
-    if local && read.is_none() && state.tokens.loading.as_deref() != Some(model.as_str()) {
-        state.tokens.loading = Some(model.clone());
+    let read = state.workbench.tokens.local.as_ref().filter(|(m, _)| *m == model).map(|(_, read)| read.clone());
+    if local && read.is_none() && state.workbench.tokens.loading.as_deref() != Some(model.as_str()) {
+        state.workbench.tokens.loading = Some(model.clone());
         effects.push(Effect::LoadTokenizer { model });
     }
     if state.choice.provider == ProviderKind::Replay && state.choice.transcript.is_none() {
         // Nothing can be sent: no recorded answer to play (the preview says so); a count on its way
         // is of no use.
-        state.tokens.shown = None;
-        state.tokens.waiting = false;
-        state.tokens.asked += 1;
+        state.workbench.tokens.shown = None;
+        state.workbench.tokens.waiting = false;
+        state.workbench.tokens.asked += 1;
         return effects;
     }
     let heavy = state.heavy();
     if edits_only && heavy {
         // Typing into large texts: counted once it settles, not per key.
-        state.tokens.waiting = true;
+        state.workbench.tokens.waiting = true;
         return effects;
     }
     effects.extend(count(state, heavy));
@@ -70,7 +71,7 @@ pub fn refresh(state: &mut State) -> Vec<Effect> {
 
 /// Typing settled: the count the edits are waiting for is asked for.
 pub fn settled(state: &mut State) -> Vec<Effect> {
-    if !std::mem::take(&mut state.tokens.waiting) {
+    if !std::mem::take(&mut state.workbench.tokens.waiting) {
         return Vec::new();
     }
     let heavy = state.heavy();
@@ -90,11 +91,11 @@ fn count(state: &mut State, heavy: bool) -> Option<Effect> {
 
 /// A count of the request as the editors and choices hold it now, numbered as the newest.
 fn ask(state: &mut State) -> CountRequest {
-    state.tokens.waiting = false;
-    state.tokens.asked += 1;
+    state.workbench.tokens.waiting = false;
+    state.workbench.tokens.asked += 1;
     let local = state.choice.provider == ProviderKind::Local;
     let model = state.choice.model.clone().unwrap_or_default();
-    let read = state.tokens.local.as_ref().filter(|(m, _)| *m == model).map(|(_, read)| read.clone());
+    let read = state.workbench.tokens.local.as_ref().filter(|(m, _)| *m == model).map(|(_, read)| read.clone());
     let tokenizer = match read {
         Some(Ok(tokenizer)) if local => Tokenizer::Local(tokenizer),
         _ => Tokenizer::O200k,
@@ -109,12 +110,12 @@ fn ask(state: &mut State) -> CountRequest {
     state.saved.schema = schema;
     state.saved.cases = cases;
     // A replay sends no HTTP request: the recorded answer is not read for the count.
-    let request = crate::tui::request::request_of(state, saved, None, None).map(|mut r| {
+    let request = crate::tui::workbench::request::request_of(state, saved, None, None).map(|mut r| {
         r.target.replay = None;
         r
     });
-    let asked = state.tokens.asked;
-    CountRequest { asked, request, edits, tokenizer, counted: state.tokens.counted }
+    let asked = state.workbench.tokens.asked;
+    CountRequest { asked, request, edits, tokenizer, counted: state.workbench.tokens.counted }
 }
 
 impl CountRequest {
@@ -128,7 +129,7 @@ impl CountRequest {
             Ok(request) => request,
             Err(why) => return Counted { shown: Err(why), counted: self.counted, anew: false },
         };
-        let (setup, plan) = match crate::tui::request::preview_plan_of(&request) {
+        let (setup, plan) = match crate::tui::workbench::request::preview_plan_of(&request) {
             Ok(planned) => planned,
             Err(why) => return Counted { shown: Err(why), counted: self.counted, anew: false },
         };
@@ -154,23 +155,23 @@ impl CountRequest {
 
 /// A count is back: shown unless a newer one was asked for since (then it is dropped).
 pub fn counted(state: &mut State, asked: u64, counted: Counted) {
-    if asked != state.tokens.asked {
+    if asked != state.workbench.tokens.asked {
         return;
     }
     if counted.anew {
-        state.tokens.counts += 1;
+        state.workbench.tokens.counts += 1;
     }
-    state.tokens.counted = counted.counted;
-    state.tokens.shown = Some(counted.shown);
-    state.tokens.shown_for = asked;
+    state.workbench.tokens.counted = counted.counted;
+    state.workbench.tokens.shown = Some(counted.shown);
+    state.workbench.tokens.shown_for = asked;
 }
 
 /// The local tokenizer is back (or why not): kept for its model, and the count looks again.
 pub fn loaded(state: &mut State, model: String, tokenizer: Result<Arc<LocalTokenizer>, String>) {
-    if state.tokens.loading.as_deref() == Some(model.as_str()) {
-        state.tokens.loading = None;
+    if state.workbench.tokens.loading.as_deref() == Some(model.as_str()) {
+        state.workbench.tokens.loading = None;
     }
-    state.tokens.local = Some((model, tokenizer));
+    state.workbench.tokens.local = Some((model, tokenizer));
 }
 
 /// The status line's text: `prompt 412 + 1024 max / 4096 ctx` (`≈` before an o200k estimate, `>`

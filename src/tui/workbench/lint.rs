@@ -10,7 +10,8 @@ use serde_json::Value;
 use crate::prompt::signature;
 use crate::run::{decodable, setup, SetupOptions};
 use crate::schema::lint_schema_text;
-use crate::tui::state::{Lint, SchemaKind, State};
+use crate::tui::state::{SchemaKind, State};
+use crate::tui::workbench::state::Lint;
 
 pub use crate::tui::msg::LintRequest;
 
@@ -20,7 +21,12 @@ impl LintRequest {
         let options = SetupOptions { target: state.choice.target(), ..SetupOptions::default() };
         let decoder =
             setup::settings(&state.saved, &options).ok().map(|settings| (settings, state.saved.response_type));
-        LintRequest { asked: state.lint_asked, kind: state.schema_kind.clone(), text: state.schema.text(), decoder }
+        LintRequest {
+            asked: state.workbench.lint_asked,
+            kind: state.schema_kind.clone(),
+            text: state.schema.text(),
+            decoder,
+        }
     }
 
     /// The lint: JSON syntax errors at line:column, schema errors at their path, signature errors
@@ -57,10 +63,10 @@ impl LintRequest {
 
 /// Lints the schema editor's text now, in place (a small text: cheap enough for the key).
 pub fn lint_now(state: &mut State) {
-    state.lint_asked += 1;
-    state.lint = LintRequest::of(state).lint();
-    state.schema_unlinted = false;
-    state.lint_due = false;
+    state.workbench.lint_asked += 1;
+    state.workbench.lint = LintRequest::of(state).lint();
+    state.workbench.schema_unlinted = false;
+    state.workbench.lint_due = false;
 }
 
 /// The schema or what it is checked against changed (its text replaced, the provider or the
@@ -70,8 +76,8 @@ pub fn relint(state: &mut State) {
     if !state.heavy() {
         return lint_now(state);
     }
-    state.lint_due = true;
-    state.schema_unlinted = true;
+    state.workbench.lint_due = true;
+    state.workbench.schema_unlinted = true;
 }
 
 /// A key changed the schema's text: linted now; for a large text the lint shown, and any on its
@@ -80,26 +86,26 @@ pub fn schema_edited(state: &mut State) {
     if !state.heavy() {
         return lint_now(state);
     }
-    state.lint_asked += 1;
-    state.schema_unlinted = true;
+    state.workbench.lint_asked += 1;
+    state.workbench.schema_unlinted = true;
 }
 
 /// The lint to ask for at the end of a message: one was due ([`relint`]), or typing settled
 /// (`settled`) on a schema whose lint is stale.
 pub fn ask(state: &mut State, settled: bool) -> Option<LintRequest> {
-    let due = std::mem::take(&mut state.lint_due) || (settled && state.schema_unlinted);
+    let due = std::mem::take(&mut state.workbench.lint_due) || (settled && state.workbench.schema_unlinted);
     if !due {
         return None;
     }
-    state.lint_asked += 1;
+    state.workbench.lint_asked += 1;
     Some(LintRequest::of(state))
 }
 
 /// A lint is back: shown when it is the newest asked for and the schema has not changed since, else
 /// dropped (the lint of the newer text follows).
 pub fn linted(state: &mut State, asked: u64, lint: Lint) {
-    if asked == state.lint_asked {
-        state.lint = lint;
-        state.schema_unlinted = false;
+    if asked == state.workbench.lint_asked {
+        state.workbench.lint = lint;
+        state.workbench.schema_unlinted = false;
     }
 }
