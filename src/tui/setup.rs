@@ -178,13 +178,20 @@ fn choose_provider(state: &mut State) {
     if state.saved.provider.name.is_some() && state.choice.provider != ProviderKind::Local {
         return;
     }
+    // A local model file the prompt names is run (any error is the run's): nothing is fetched for it.
+    let named = state.choice.model.clone().unwrap_or_default();
+    if state.saved.provider.name.is_some() && !named.is_empty() {
+        crate::tui::workbench::fetch::use_local_model(state);
+        return;
+    }
     let why = match local_model() {
         LocalModel::Ready => {
             crate::tui::workbench::fetch::use_local_model(state);
             return;
         }
         LocalModel::Missing(why) => {
-            state.fetch_model = true;
+            // The one rule every job fetches by (`run::needs_default_model`): local, no model named, missing.
+            state.fetch_model = crate::run::needs_default_model([(ProviderKind::Local, named.as_str())]);
             format!("the local model is not fetched yet: {why}")
         }
         LocalModel::Unavailable(why) => why,

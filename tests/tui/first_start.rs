@@ -138,3 +138,31 @@ fn a_large_schema_is_linted_in_the_background_from_the_start() {
         app.state.workbench.lint.issues
     );
 }
+
+/// The start-up fetches the default model by the rule every job uses (`run::needs_default_model`):
+/// only for a local run that names no model. A prompt naming its own GGUF runs that file; nothing is
+/// fetched for it, and the default model's absence does not send it to the replay.
+#[test]
+fn a_prompt_naming_its_own_local_model_fetches_nothing() {
+    super::support::without_local_model();
+    let dir = tempfile::tempdir().unwrap();
+    let prompt = |provider: &str| {
+        let path = dir.path().join(format!("p{}.toml", provider.len()));
+        let text = format!(
+            "id = \"p\"\ntemplate = \"Say {{{{ x }}}}\"\n\n[variables]\nx = \"hi\"\n\n[provider]\n{provider}\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let options =
+        || Options { data_dir: None, pace: Some(Pace::Instant), run_now: false, no_fetch: true, warm_model: false };
+    let named = prompt("name = \"local\"\nmodel = \"/models/qwen3-0.6b-q4_k_m.gguf\"");
+    let (app, _tx) = build(&named, options()).unwrap();
+    assert_eq!(app.state.choice.provider, tunebench::provider::kind::ProviderKind::Local);
+    assert_eq!(app.state.choice.model.as_deref(), Some("/models/qwen3-0.6b-q4_k_m.gguf"));
+    assert!(!app.state.fetch_model, "the named file is run, the default model is not fetched");
+
+    let unnamed = prompt("name = \"local\"");
+    let (app, _tx) = build(&unnamed, options()).unwrap();
+    assert!(app.state.fetch_model, "a local run naming no model needs the default one");
+}
