@@ -1,8 +1,9 @@
 //! `tunebench optimize PROMPT`: the core's optimizer driven from the command line (flags typed into
 //! [`OptimizeOptions`], progress on stderr, ctrl-c as its cancel), the record kept in the data
-//! directory and printed as a table or `--json`; `--apply ID` writes that candidate's system prompt and
-//! template into the prompt file (only those values, in place, atomically, refused when the file
-//! changed since it was read); `optimize list`, `optimize show ID`.
+//! directory and printed as a table or `--json`; `--apply ID` writes a recorded candidate's system
+//! prompt and template into the prompt file without running anything (only those values, in place,
+//! atomically, refused when the prompt changed since the optimization read it); `optimize list`,
+//! `optimize show ID`.
 //!
 //! Exit codes: 0 done; 2 bad input (the flag named); 130 stopped by ctrl-c (the record kept).
 
@@ -57,6 +58,14 @@ pub struct OptimizeRunArgs {
     /// The model that proposes edits: `local` or PROVIDER:MODEL [default: the prompt's model].
     #[arg(long, value_name = "MODEL")]
     pub proposer: Option<String>,
+    /// The proposer's own server (an OpenAI-compatible or Ollama base URL) [default: the prompt's when
+    /// the proposer is on the prompt's provider, else the provider's]. The prompt's key is not sent there.
+    #[arg(long, value_name = "URL")]
+    pub proposer_base_url: Option<String>,
+    /// The environment variable holding the proposer's key [default: the prompt's on the prompt's own
+    /// server, else the provider's default variable].
+    #[arg(long, value_name = "VAR")]
+    pub proposer_key_env: Option<String>,
     /// The held-out fraction of the cases, between 0 and 1.
     #[arg(long, default_value_t = 0.5)]
     pub split: f64,
@@ -89,9 +98,14 @@ pub struct OptimizeRunArgs {
     /// Local model: do not fetch the default model when it is missing (fail instead).
     #[arg(long)]
     pub no_fetch: bool,
-    /// Write candidate ID (`best`, `c2`, …) of this optimization into the prompt file.
+    /// Write candidate ID (`best`, `c2`, …) of the newest recorded optimization of this prompt (or of
+    /// `--from`) into the prompt file; nothing is run.
     #[arg(long, value_name = "ID")]
     pub apply: Option<String>,
+    /// With `--apply`: the optimization to take the candidate from (`last`, an id, or a record file)
+    /// [default: the newest of this prompt].
+    #[arg(long, value_name = "OPTIMIZATION", requires = "apply")]
+    pub from: Option<String>,
     /// Print the optimization record as JSON.
     #[arg(long)]
     pub json: bool,
@@ -128,6 +142,8 @@ pub fn options(args: &OptimizeRunArgs) -> anyhow::Result<OptimizeOptions> {
     options.fetch_model = !args.no_fetch;
     options.model = model;
     options.proposer.clone_from(&args.proposer);
+    options.proposer_base_url.clone_from(&args.proposer_base_url);
+    options.proposer_key_env.clone_from(&args.proposer_key_env);
     options.held_out = args.split;
     options.seed = args.seed;
     options.budget = args.budget;
@@ -141,10 +157,9 @@ pub fn options(args: &OptimizeRunArgs) -> anyhow::Result<OptimizeOptions> {
 
 fn optimize(args: &OptimizeRunArgs) -> anyhow::Result<ExitCode> {
     let options = options(args)?;
-    let on_disk = match &args.apply {
-        Some(_) => Some(crate::prompt::file::PromptFile::read(&options.prompt)?),
-        None => None,
-    };
+    if let Some(which) = &args.apply {
+        return apply_recorded(&options.prompt, which, args.from.as_deref());
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let human = !args.json;
     let kept = runtime.block_on(crate::optimize::run_and_keep(
@@ -162,11 +177,31 @@ fn optimize(args: &OptimizeRunArgs) -> anyhow::Result<ExitCode> {
         Ok(path) => super::note!("optimization {} recorded in {}", record.id, path.display()),
         Err(error) => super::note!("tunebench: warning: the optimization was not recorded: {error}"),
     }
-    if let (Some(which), Some(on_disk)) = (&args.apply, on_disk) {
-        apply(&record, which, &options.prompt, &on_disk)?;
-    }
     print(&record, args.json)?;
     Ok(super::interrupt::exit_code(ExitCode::SUCCESS))
+}
+
+/// `--apply ID`: the candidate as it was reviewed, from the optimization kept in the data directory
+/// (`--from`, else the newest of this prompt file), written into the prompt; nothing runs. A prompt
+/// whose system prompt or template changed since that optimization read it is refused.
+fn apply_recorded(prompt: &std::path::Path, which: &str, from: Option<&str>) -> anyhow::Result<ExitCode> {
+    let dir = store::optimizations_dir()?;
+    let record = match from {
+        Some(from) => store::find_in(&dir, from)?,
+        None => store::newest_of(&dir, prompt)?,
+    };
+    let on_disk = crate::prompt::file::PromptFile::read(prompt)?;
+    let read = (&record.baseline.system, &record.baseline.template);
+    if (&on_disk.prompt.system, &on_disk.prompt.template) != read {
+        anyhow::bail!(
+            "--apply {which}: {} changed since optimization {} read it (its system prompt or template differ): \
+             run the optimization again",
+            prompt.display(),
+            record.id
+        );
+    }
+    apply(&record, which, prompt, &on_disk)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Writes candidate `which` (`best`, or an id) into the prompt file through its format-preserving save.

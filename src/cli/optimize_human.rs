@@ -55,12 +55,15 @@ pub fn report(record: &Optimization) -> String {
         record.split.seed
     );
     out.push_str(&format!(
-        "{:<9} {:<9} {:<20} {:<20} {:<28} {}\n",
+        "{:<11} {:<9} {:<20} {:<20} {:<28} {}\n",
         "id", "origin", "train", "held-out", "vs baseline", "rationale"
     ));
     for candidate in std::iter::once(&record.baseline).chain(&record.candidates) {
-        out.push_str(&line(candidate));
+        out.push_str(&line(candidate, record.best.as_deref()));
     }
+    out.push_str(
+        "★ best on the held-out cases (the baseline wins a tie) · + on the train front (run on the held-out cases)\n",
+    );
     let cost = &record.cost;
     out.push_str(&format!(
         "\ncells scored {} of {} ({} cached, {} in / {} out tokens); proposer calls {} ({} in / {} out tokens)\n",
@@ -79,7 +82,10 @@ pub fn report(record: &Optimization) -> String {
     match record.best.as_deref() {
         Some("baseline") => out.push_str("best: baseline (no candidate beat the prompt on the held-out cases)\n"),
         Some(best) => {
-            out.push_str(&format!("best: {best}; write it into the prompt file with --apply {best}\n"));
+            out.push_str(&format!(
+                "best: {best}; write it into the prompt file with `tunebench optimize {} --apply {best}`\n",
+                escape_controls(&record.prompt.path.display().to_string())
+            ));
             if let Some(candidate) = record.candidate(best) {
                 out.push_str(&escape_controls(&candidate.diff));
             }
@@ -89,8 +95,8 @@ pub fn report(record: &Optimization) -> String {
     out
 }
 
-/// One candidate's row.
-fn line(candidate: &Candidate) -> String {
+/// One candidate's row: `★` marks the record's best, `+` a candidate of the train front.
+fn line(candidate: &Candidate, best: Option<&str>) -> String {
     let versus = match &candidate.versus_baseline {
         Some(p) => format!("{:+.2} [{:+.2}, {:+.2}] p={:.2}", p.mean_delta, p.ci_low, p.ci_high, p.p_value),
         None => "-".into(),
@@ -99,10 +105,11 @@ fn line(candidate: &Candidate) -> String {
         Some(reason) => format!("rejected: {reason}"),
         None => candidate.rationale.clone(),
     };
-    let front = if candidate.on_front { "*" } else { " " };
+    let front = if candidate.on_front { "+" } else { " " };
+    let star = if best == Some(candidate.id.as_str()) { "★" } else { " " };
     format!(
-        "{:<9} {:<9} {:<20} {:<20} {:<28} {}\n",
-        format!("{}{front}", candidate.id),
+        "{:<11} {:<9} {:<20} {:<20} {:<28} {}\n",
+        format!("{}{front}{star}", candidate.id),
         candidate.origin,
         shown(candidate.train),
         shown(candidate.held_out),

@@ -61,6 +61,12 @@ pub struct OptimizeOptions {
     pub max_proposals: usize,
     /// `--proposer`: `local` or PROVIDER:MODEL (`None`: the prompt's own model).
     pub proposer: Option<String>,
+    /// `--proposer-base-url`: the proposer's own server (`None`: the prompt's server when the proposer
+    /// is on the prompt's provider, else the provider's default). The prompt's key never goes there.
+    pub proposer_base_url: Option<String>,
+    /// `--proposer-key-env`: the variable holding the proposer's key (`None`: the prompt's variable on
+    /// the prompt's own server, else the provider's default variable).
+    pub proposer_key_env: Option<String>,
     /// `--demos`: demonstrations per demonstration candidate (0: none).
     pub demos: usize,
     /// Ablation candidates (an instruction of the system prompt removed).
@@ -91,6 +97,8 @@ impl OptimizeOptions {
             budget: 200,
             max_proposals: 4,
             proposer: None,
+            proposer_base_url: None,
+            proposer_key_env: None,
             demos: 3,
             ablation: true,
             rank_all: false,

@@ -80,6 +80,10 @@ pub enum Proposal {
 pub struct Proposer {
     setup: RunSetup,
     provider: Arc<dyn Provider>,
+    /// The same proposer past the response cache (a fresh answer, kept in place of the cached one):
+    /// asked when the cached answer is malformed. Built on first use.
+    fresh: std::sync::OnceLock<Result<Arc<dyn Provider>, String>>,
+    options: SetupOptions,
     pub model: ProposerModel,
 }
 
@@ -99,13 +103,40 @@ impl Proposer {
             ..Target::default()
         };
         let options = SetupOptions { target, cache, cache_dir, ..SetupOptions::default() };
-        let setup = RunSetup::new(prompt, path, options).map_err(|e| format!("--proposer {}: {e:#}", model.shown()))?;
+        let setup =
+            RunSetup::new(prompt, path, options.clone()).map_err(|e| format!("--proposer {}: {e:#}", model.shown()))?;
         let provider = setup.provider(None).map_err(|e| format!("--proposer {}: {e}", model.shown()))?;
-        Ok(Self { setup, provider, model })
+        Ok(Self { setup, provider, fresh: std::sync::OnceLock::new(), options, model })
     }
 
-    /// Asks for one edit given `context` ([`context`]); `None` when `cancel` stopped it.
+    /// The proposer past the cache: every request asked, the answer kept in place of the cached one.
+    fn fresh(&self) -> Result<Arc<dyn Provider>, String> {
+        self.fresh
+            .get_or_init(|| {
+                let options = SetupOptions { cache: CacheMode::Refresh, ..self.options.clone() };
+                let setup = RunSetup::new(self.setup.prompt.clone(), Path::new("proposer.toml"), options)
+                    .map_err(|e| format!("--proposer {}: {e:#}", self.model.shown()))?;
+                setup.provider(None).map_err(|e| format!("--proposer {}: {e}", self.model.shown()))
+            })
+            .clone()
+    }
+
+    /// Asks for one edit given `context` ([`context`]); `None` when `cancel` stopped it. A malformed
+    /// answer played from the response cache is not trusted: the proposer is asked again, past the
+    /// cache (so a bad answer is never the only one a later run sees).
     pub async fn propose(&self, context: &str, cancel: Cancel) -> Option<(Proposal, ProposerCall)> {
+        let (proposal, call) = self.ask(self.provider.as_ref(), context, cancel.clone()).await?;
+        if !(call.cached && matches!(proposal, Proposal::Malformed(_))) {
+            return Some((proposal, call));
+        }
+        match self.fresh() {
+            Ok(fresh) => self.ask(fresh.as_ref(), context, cancel).await,
+            Err(why) => Some((Proposal::Malformed(why), call)),
+        }
+    }
+
+    /// One request of the proposer's prompt with `context` to `provider`; `None` when `cancel` stopped it.
+    async fn ask(&self, provider: &dyn Provider, context: &str, cancel: Cancel) -> Option<(Proposal, ProposerCall)> {
         let mut variables = Variables::new();
         variables.insert("context".into(), Value::String(context.to_string()));
         let plan = match self.setup.plan_as(None, &variables, &self.setup.settings) {
@@ -116,7 +147,7 @@ impl Proposer {
             }
         };
         let record = tokio::select! {
-            record = crate::run::engine::run(self.provider.as_ref(), &plan, |_| {}) => record,
+            record = crate::run::engine::run(provider, &plan, |_| {}) => record,
             _ = cancel => return None,
         };
         let last = record.turns.last();

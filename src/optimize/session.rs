@@ -117,9 +117,19 @@ where
                     key_env: setup.key_env.clone(),
                 },
             };
-            if model.provider == setup.settings.provider {
-                model.base_url.clone_from(&setup.settings.base_url);
-                model.key_env = model.key_env.or(setup.key_env.clone());
+            match &options.proposer_base_url {
+                // Its own server: only the key named for it goes there (or the provider's default
+                // variable), never the prompt's.
+                Some(url) => {
+                    model.base_url = Some(url.clone());
+                    model.key_env.clone_from(&options.proposer_key_env);
+                }
+                // The prompt's own server, with the prompt's key (the same origin).
+                None if model.provider == setup.settings.provider => {
+                    model.base_url.clone_from(&setup.settings.base_url);
+                    model.key_env = options.proposer_key_env.clone().or(model.key_env).or(setup.key_env.clone());
+                }
+                None => model.key_env.clone_from(&options.proposer_key_env),
             }
             Some(model)
         }

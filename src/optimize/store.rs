@@ -92,6 +92,25 @@ pub fn list_in(dir: &Path) -> Result<(Vec<Listed>, Vec<String>), OptimizeError> 
     Ok((listed, warnings))
 }
 
+/// The newest optimization of the prompt file `prompt` kept in `dir` (records that do not read are
+/// passed over; none of this prompt is an error naming it).
+pub fn newest_of(dir: &Path, prompt: &Path) -> Result<Optimization, OptimizeError> {
+    let wanted = std::fs::canonicalize(prompt).unwrap_or_else(|_| prompt.to_path_buf());
+    for path in files(dir)? {
+        if let Ok(record) = load_file(&path) {
+            if record.prompt.path == wanted {
+                return Ok(record);
+            }
+        }
+    }
+    Err(OptimizeError::Input(format!(
+        "no optimization of {} is recorded in {}: run `tunebench optimize {}` first (or give --from ID)",
+        prompt.display(),
+        dir.display(),
+        prompt.display()
+    )))
+}
+
 /// `last`, an id (or the start of exactly one), or a record file.
 pub fn find_in(dir: &Path, which: &str) -> Result<Optimization, OptimizeError> {
     let which = which.trim();

@@ -2,6 +2,8 @@
 //! a bad edit worse on held-out and not best; a malformed proposal rejected with its reason; the
 //! budget kept; bad input exit 2 naming the flag; the record listed and shown.
 
+use std::sync::atomic::Ordering::SeqCst;
+
 use super::support::{json, number, optimize, prompt_in, proposal, scripted, split, stderr, Route, PROMPT};
 
 const GOOD: &str = "GOOD-EDIT: name the entity exactly as the text numbers it.";
@@ -15,13 +17,10 @@ fn a_known_good_edit_is_found_ranked_first_on_held_out_and_applied_leaving_the_r
         vec![proposal("say how entities are named", GOOD)],
         vec![Route { marker: "GOOD-EDIT", right_on: vec![1, 2, 3, 4, 5, 6] }],
     );
-    let output = optimize(
-        dir.path(),
-        &prompt,
-        &s.server,
-        &["--max-proposals", "1", "--demos", "0", "--no-ablation", "--json", "--apply", "best"],
-    );
+    let output =
+        optimize(dir.path(), &prompt, &s.server, &["--max-proposals", "1", "--demos", "0", "--no-ablation", "--json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&prompt).unwrap(), PROMPT, "nothing written by the run itself");
     let record = json(&output);
     assert_eq!(record["best"], "c1", "{record:#}");
     let c1 = &record["candidates"][0];
@@ -50,10 +49,21 @@ fn a_known_good_edit_is_found_ranked_first_on_held_out_and_applied_leaving_the_r
     assert_eq!(record["cost"]["proposer"]["calls"], 1);
     assert_eq!(record["proposer_calls"][0]["candidate"], "c1");
 
-    // Applied: only the system prompt changed, the comment and everything else byte for byte.
+    // Applied as reviewed, from the record: nothing runs again (no request reaches the server).
+    let asked = (s.proposer_requests.load(SeqCst), s.candidate_requests.load(SeqCst));
+    let applied = optimize(dir.path(), &prompt, &s.server, &["--apply", "best"]);
+    assert_eq!(applied.status.code(), Some(0), "{}", stderr(&applied));
+    assert_eq!((s.proposer_requests.load(SeqCst), s.candidate_requests.load(SeqCst)), asked, "--apply runs nothing");
+    assert!(stderr(&applied).contains("applied candidate c1"), "{}", stderr(&applied));
+    // Only the system prompt changed, the comment and everything else byte for byte.
     let written = std::fs::read_to_string(&prompt).unwrap();
     let expected = PROMPT.replace("system = \"Name the entity of the text.\"", &format!("system = \"{GOOD}\""));
     assert_eq!(written, expected);
+    // The prompt now differs from what the optimization read: applying again is refused, naming it.
+    let again = optimize(dir.path(), &prompt, &s.server, &["--apply", "c1"]);
+    assert_ne!(again.status.code(), Some(0));
+    assert!(stderr(&again).contains("changed since optimization"), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(&prompt).unwrap(), expected);
 
     // Listed and shown again from the data directory.
     let list = assert_cmd::Command::cargo_bin("tunebench")
@@ -118,6 +128,88 @@ fn a_bad_edit_is_worse_on_held_out_and_not_best_and_a_malformed_proposal_is_reje
     assert_eq!(record["proposer_calls"][1]["turns"], 2);
     // Nothing written without --apply.
     assert_eq!(std::fs::read_to_string(&prompt).unwrap(), PROMPT);
+
+    // The table stars the record's best, the baseline on this tie-or-worse, not the front's candidate.
+    let show = assert_cmd::Command::cargo_bin("tunebench")
+        .unwrap()
+        .env("TUNEBENCH_DATA_DIR", dir.path())
+        .args(["optimize", "show", record["id"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&show.stdout).into_owned();
+    let row = |id: &str| table.lines().find(|l| l.starts_with(id)).unwrap_or_default().to_string();
+    assert!(row("baseline").split_whitespace().next().unwrap().ends_with('★'), "{table}");
+    assert!(row("c1").starts_with("c1+ ") && !row("c1").contains('★'), "{table}");
+
+    // Run again: the good answers come from the response cache, but the malformed one is not trusted
+    // from it: the proposer is asked again (both of its turns), past the cache.
+    let again = optimize(
+        dir.path(),
+        &prompt,
+        &s.server,
+        &["--seed", &seed_text, "--max-proposals", "2", "--demos", "0", "--no-ablation", "--json"],
+    );
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert_eq!(s.proposer_requests.load(std::sync::atomic::Ordering::SeqCst), 5, "c1 cached, c2 asked again");
+    assert_eq!(json(&again)["candidates"][0]["system"], BAD);
+}
+
+/// `--proposer-base-url` sends the proposer's requests to its own server, with its own key; the
+/// prompt's key (its `key_env`) goes only to the prompt's server.
+#[test]
+fn the_proposer_on_its_own_server_never_gets_the_prompts_key() {
+    use std::sync::{Arc, Mutex};
+    use tunebench::provider::wire_server::{Received, Reply, WireServer};
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let seen: Arc<Mutex<Vec<(&'static str, bool, Option<String>)>>> = Arc::default();
+    let server = |name: &'static str| {
+        let seen = seen.clone();
+        let handler = move |request: &Received| -> Reply {
+            let proposer = request.body.contains("You improve prompts");
+            seen.lock().unwrap().push((name, proposer, request.header("authorization").map(str::to_string)));
+            if proposer {
+                return Reply::chat_stream(&proposal("be exact", GOOD), "stop", Some((100, 20)));
+            }
+            let case = (1..=6).find(|k| request.body.contains(&format!("CASE-{k}"))).unwrap_or(0);
+            Reply::chat_stream(&format!("{{\"entity\": \"E-{case}\"}}\n"), "stop", Some((30, 12)))
+        };
+        runtime.block_on(WireServer::start_handler(handler)).unwrap()
+    };
+    let (prompt_server, proposer_server) = (server("prompt"), server("proposer"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("labels.toml");
+    let provider = format!(
+        "\n[provider]\nname = \"openai\"\nmodel = \"test-model\"\nbase_url = \"{}/v1\"\nkey_env = \"PROMPT_SECRET\"\n",
+        prompt_server.url()
+    );
+    std::fs::write(&path, format!("{PROMPT}{provider}")).unwrap();
+    let output = assert_cmd::Command::cargo_bin("tunebench")
+        .unwrap()
+        .env("TUNEBENCH_DATA_DIR", dir.path())
+        .env("TUNEBENCH_CACHE_DIR", dir.path().join("cache"))
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env("PROMPT_SECRET", "sk-prompt-secret")
+        .env("PROPOSER_SECRET", "sk-proposer-own")
+        .arg("optimize")
+        .arg(&path)
+        .args(["--proposer", "openai:proposer-model", "--proposer-base-url"])
+        .arg(format!("{}/v1", proposer_server.url()))
+        .args(["--proposer-key-env", "PROPOSER_SECRET", "--max-proposals", "1", "--demos", "0", "--no-ablation"])
+        .args(["--concurrency", "1", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let seen = seen.lock().unwrap().clone();
+    let proposer_calls: Vec<_> = seen.iter().filter(|(_, proposer, _)| *proposer).collect();
+    assert!(!proposer_calls.is_empty(), "the proposer was asked: {seen:?}");
+    for (server, proposer, auth) in &seen {
+        match (*server, *proposer) {
+            ("proposer", true) => assert_eq!(auth.as_deref(), Some("Bearer sk-proposer-own")),
+            ("prompt", false) => assert_eq!(auth.as_deref(), Some("Bearer sk-prompt-secret")),
+            other => panic!("a request went to the wrong server: {other:?} {seen:?}"),
+        }
+    }
 }
 
 #[test]
