@@ -161,7 +161,9 @@ fn the_proposer_on_its_own_server_never_gets_the_prompts_key() {
     use std::sync::{Arc, Mutex};
     use tunebench::provider::wire_server::{Received, Reply, WireServer};
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let seen: Arc<Mutex<Vec<(&'static str, bool, Option<String>)>>> = Arc::default();
+    // Each request: the server it reached, whether it was the proposer's, its authorization header.
+    type Seen = Vec<(&'static str, bool, Option<String>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
     let server = |name: &'static str| {
         let seen = seen.clone();
         let handler = move |request: &Received| -> Reply {
