@@ -186,18 +186,31 @@ pub fn groups(w: &Matrix) -> usize {
 /// Tokens per pass over a group's weights (the AVX-512 path; the others take one at a time).
 const TILE: usize = 4;
 
+/// Activation rows in the two forms the weights are multiplied by: 8-bit blocks (`cols / 32` a row,
+/// for block matrices) and f32 values (`cols` a row, for [`Blocks::Dense`]); a form no matrix of the
+/// call reads may be empty.
+#[derive(Clone, Copy)]
+pub struct Activations<'a> {
+    pub blocks: &'a [ActBlock],
+    pub values: &'a [f32],
+}
+
 /// For each row group `g` of `groups` and each of the `tokens` activation rows of `x` (each
-/// `w.row_blocks()` blocks): `write(t, g, sums)`, `sums[r]` being row `ROWS·g + r` times token `t`.
+/// `w.row_blocks()` blocks, or `w.cols` values): `write(t, g, sums)`, `sums[r]` being row `ROWS·g + r` times token `t`.
 /// Group by group (the group's weights stay in L1 while the tokens use them). A token's sums do not
 /// depend on the batch it runs in, nor on the groups asked for.
 pub fn matmul_groups(
     w: &Matrix,
-    x: &[ActBlock],
+    x: Activations<'_>,
     tokens: usize,
     groups: Range<usize>,
     kernels: Kernels,
     write: &mut impl FnMut(usize, usize, &[f32; ROWS]),
 ) {
+    if let Blocks::Dense(values) = &w.blocks {
+        return matmul_dense(values, w.rows, w.cols, x.values, tokens, groups, kernels, write);
+    }
+    let x = x.blocks;
     let per_row = w.row_blocks();
     let mut out = [[0f32; ROWS]; TILE];
     for g in groups {
@@ -214,12 +227,40 @@ pub fn matmul_groups(
                     Blocks::Q8x16(all) => {
                         (kernels.table.q8)(&all[g * per_row..(g + 1) * per_row], a, per_row, n, &mut out)
                     }
+                    Blocks::Dense(_) => {}
                 }
             }
             for (i, sums) in out[..n].iter().enumerate() {
                 write(t + i, g, sums);
             }
             t += n;
+        }
+    }
+}
+
+/// [`matmul_groups`] for f32 rows ([`Blocks::Dense`]: `rows × cols` values) times `tokens` f32
+/// activation rows of `x` (`cols` each): `sums[r]` the [`Kernels::dot`] of row `ROWS·g + r` and token
+/// `t` (0 past the last row).
+#[allow(clippy::too_many_arguments)]
+fn matmul_dense(
+    values: &[f32],
+    rows: usize,
+    cols: usize,
+    x: &[f32],
+    tokens: usize,
+    groups: Range<usize>,
+    kernels: Kernels,
+    write: &mut impl FnMut(usize, usize, &[f32; ROWS]),
+) {
+    for g in groups {
+        let live = ROWS.min(rows - ROWS * g);
+        for t in 0..tokens {
+            let token = &x[t * cols..(t + 1) * cols];
+            let mut sums = [0f32; ROWS];
+            for (r, sum) in sums[..live].iter_mut().enumerate() {
+                *sum = kernels.dot(&values[(ROWS * g + r) * cols..][..cols], token);
+            }
+            write(t, g, &sums);
         }
     }
 }
@@ -405,7 +446,7 @@ pub(super) mod tests {
     /// `tokens × rows` sums of the row groups `groups` (others left 0).
     fn product(w: &Matrix, a: &[ActBlock], tokens: usize, groups: Range<usize>, kernels: Kernels) -> Vec<f32> {
         let mut out = vec![0f32; tokens * w.rows];
-        matmul_groups(w, a, tokens, groups, kernels, &mut |t, g, sums| {
+        matmul_groups(w, Activations { blocks: a, values: &[] }, tokens, groups, kernels, &mut |t, g, sums| {
             for (r, sum) in sums.iter().enumerate().filter(|(r, _)| ROWS * g + r < w.rows) {
                 out[t * w.rows + ROWS * g + r] = *sum;
             }

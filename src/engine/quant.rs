@@ -2,10 +2,11 @@
 //!
 //! 4-bit weights (Q4_0, Q4_1) stay 4-bit: each block of 32 holds `d·q + m` with `q` in 0..16 and its
 //! scale and offset as f16, the GGUF's own bytes (generating a token reads every weight once, so bytes
-//! are time). 8-bit weights (Q8_0) keep their bytes too. Any other type (F32,
-//! F16, K-quants, Q5_x) is dequantized by candle and quantized to 8-bit blocks here. Activations are
-//! quantized per block of 32 to 8 bits with the block's sum, so a 4-bit dot product is
-//! `d_w·d_a·Σ q_w·q_a + m_w·s_a` in integers.
+//! are time). 8-bit weights (Q8_0) keep their bytes too; Q5_0's `d·(q − 16)` is an 8-bit block exactly
+//! (its scale, `q − 16` as the byte), and Q5_1 is quantized to 8-bit blocks. Activations are quantized per block of 32 to 8 bits with the
+//! block's sum, so a 4-bit dot product is `d_w·d_a·Σ q_w·q_a + m_w·s_a` in integers. Float weights
+//! (F32, F16, BF16) and the K-quants are dequantized by candle to f32 rows ([`Blocks::Dense`]),
+//! multiplied by f32 activations: 8-bit blocks would put them above llama.cpp's own rounding.
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -124,6 +125,8 @@ pub enum Blocks {
     Q4x16(Vec<Q4x16>),
     /// 8-bit rows in groups of sixteen, the same way.
     Q8x16(Vec<Q8x16>),
+    /// f32 values, row after row (`rows × cols`), multiplied by f32 activations.
+    Dense(Vec<f32>),
 }
 
 /// A weight matrix of `rows` × `cols` (each row one output; `cols` a multiple of 32).
@@ -145,6 +148,7 @@ impl Matrix {
         match &self.blocks {
             Blocks::Q4x16(b) => std::mem::size_of_val(b.as_slice()),
             Blocks::Q8x16(b) => std::mem::size_of_val(b.as_slice()),
+            Blocks::Dense(v) => std::mem::size_of_val(v.as_slice()),
         }
     }
 
@@ -171,6 +175,7 @@ impl Matrix {
                     }
                 }
             }
+            Blocks::Dense(values) => out.copy_from_slice(&values[row * self.cols..(row + 1) * self.cols]),
         }
     }
 
@@ -219,10 +224,15 @@ impl Matrix {
                 let bytes = raw(content, reader, name, n * 34, scratch)?;
                 group8(rows, n, |i| q8_0(&bytes[i * 34..(i + 1) * 34]))
             }
-            _ => {
+            GgmlDType::Q5_0 => {
+                let bytes = raw(content, reader, name, n * 22, scratch)?;
+                group8(rows, n, |i| q5_0(&bytes[i * 22..(i + 1) * 22]))
+            }
+            GgmlDType::Q5_1 => {
                 let blocks = quantize_weights(&vector(content, reader, name)?);
                 group8(rows, n, |i| blocks[i])
             }
+            _ => Blocks::Dense(vector(content, reader, name)?),
         };
         Ok(Self { rows, cols, blocks })
     }
@@ -303,6 +313,19 @@ fn q8_0(bytes: &[u8]) -> Q8Block {
         *q = *b as i8;
     }
     Q8Block { d: half_at(bytes, 0), qs }
+}
+
+/// Q5_0's 32 values `d·(q − 16)`, `q` a low nibble of `qs` with its fifth bit in `qh`: the same values
+/// as an 8-bit block.
+fn q5_0(bytes: &[u8]) -> Q8Block {
+    let qh = u32::from_le_bytes([bytes[2], bytes[3], bytes[4], bytes[5]]);
+    let qs = &bytes[6..22];
+    let fifth = |j: usize| (((qh >> j) & 1) << 4) as u8;
+    let value = |j: usize| {
+        let q = if j < 16 { (qs[j] & 0x0F) | fifth(j) } else { (qs[j - 16] >> 4) | fifth(j) };
+        q as i8 - 16
+    };
+    Q8Block { d: half_at(bytes, 0), qs: std::array::from_fn(value) }
 }
 
 /// Quantizes f32 weights to 8-bit blocks (`values.len()` a multiple of 32).
@@ -465,6 +488,24 @@ mod tests {
             assert_eq!(b.sum, sum);
             assert!((b.s - b.d * sum as f32).abs() < 1e-4);
         }
+    }
+
+    #[test]
+    fn q5_0_reads_as_the_8_bit_block_of_the_same_values() {
+        let x: Vec<f32> = (0..32 * 6).map(|i| ((i * 7919 % 211) as f32 - 105.0) / 37.0).collect();
+        let cpu = Device::Cpu;
+        let tensor = candle_core::Tensor::from_vec(x, (3, 64), &cpu).unwrap();
+        let q = candle_core::quantized::QTensor::quantize(&tensor, GgmlDType::Q5_0).unwrap();
+        let want = q.dequantize(&cpu).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let bytes = q.data().unwrap();
+        assert_eq!(bytes.len(), 6 * 22);
+        let blocks: Vec<Q8Block> = bytes.chunks_exact(22).map(q5_0).collect();
+        let matrix = Matrix::from_q8(3, 64, &blocks);
+        let mut got = vec![0f32; 3 * 64];
+        for (r, row) in got.chunks_exact_mut(64).enumerate() {
+            matrix.dequantize_row(r, row);
+        }
+        assert_eq!(got, want);
     }
 
     #[test]
