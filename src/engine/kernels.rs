@@ -516,6 +516,43 @@ pub(super) mod tests {
         }
     }
 
+    /// f32 rows (float and K-quant weights) times f32 activations: the f64 sum on every path, the
+    /// last group's missing rows 0, any group range alike.
+    #[test]
+    fn f32_rows_give_the_exact_sum_on_every_path() {
+        let (rows, cols, tokens) = (35, 96, 3);
+        let w = Matrix { rows, cols, blocks: Blocks::Dense(values(rows * cols, 11)) };
+        let x = values(tokens * cols, 12);
+        let Blocks::Dense(weights) = &w.blocks else { unreachable!() };
+        for kernels in paths() {
+            let mut out = vec![f32::NAN; tokens * rows];
+            matmul_groups(
+                &w,
+                Activations { blocks: &[], values: &x },
+                tokens,
+                0..groups(&w),
+                kernels,
+                &mut |t, g, sums| {
+                    for (r, sum) in sums.iter().enumerate() {
+                        if ROWS * g + r < rows {
+                            out[t * rows + ROWS * g + r] = *sum;
+                        } else {
+                            assert_eq!(*sum, 0.0, "row {} past the last", ROWS * g + r);
+                        }
+                    }
+                },
+            );
+            for t in 0..tokens {
+                for r in 0..rows {
+                    let exact: f64 =
+                        (0..cols).map(|c| f64::from(weights[r * cols + c]) * f64::from(x[t * cols + c])).sum();
+                    let got = f64::from(out[t * rows + r]);
+                    assert!((got - exact).abs() < 1e-5, "{kernels:?}, token {t}, row {r}: {got} vs {exact}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn f32_dot_matches_a_plain_loop() {
         for n in [64, 67, 3] {

@@ -292,7 +292,12 @@ mod tests {
         let q8: Vec<Q8Block> = (0..20u8)
             .map(|i| Q8Block { d: f16::from_f32(f32::from(i) + 0.5), qs: std::array::from_fn(|j| (i as i8) - j as i8) })
             .collect();
-        vec![("a".into(), Matrix::from_q4(20, 64, &q4)), ("b".into(), Matrix::from_q8(10, 64, &q8))]
+        let dense: Vec<f32> = (0..3 * 32).map(|i| i as f32 / 7.0 - 5.0).collect();
+        vec![
+            ("a".into(), Matrix::from_q4(20, 64, &q4)),
+            ("b".into(), Matrix::from_q8(10, 64, &q8)),
+            ("c".into(), Matrix { rows: 3, cols: 32, blocks: Blocks::Dense(dense) }),
+        ]
     }
 
     fn identity() -> Identity {
@@ -321,7 +326,7 @@ mod tests {
         for (name, m) in matrices() {
             assert_eq!(loaded[&name], m, "{name}");
         }
-        assert_eq!(loaded.len(), 2);
+        assert_eq!(loaded.len(), 3);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -384,7 +389,7 @@ mod tests {
         left.sort();
         let live_name = live.file_name().unwrap().to_string_lossy().into_owned();
         assert_eq!(left, vec![live_name, "model.00000000000000cc.weights".to_string(), "notes.txt".to_string()]);
-        assert_eq!(load(&kept, &identity()).unwrap().len(), 2);
+        assert_eq!(load(&kept, &identity()).unwrap().len(), 3);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

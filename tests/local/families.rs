@@ -154,3 +154,53 @@ fn every_family_file_runs_to_llama_cpps_logits_or_is_refused_by_name() {
     assert_eq!(ran, RUNS, "the files this build runs\n{report}");
     assert_eq!(above, OURS_ABOVE_BAR, "where our forward pass is above the bar\n{report}");
 }
+
+/// The sliding window in the other two attention paths: a batch of prompt tokens (one query per token
+/// and key/value head, each with its own window), then single tokens split across two threads finer
+/// than the key/value heads. gemma3-F32 has five local layers (window 11) and a global one; each later
+/// position's logits are still llama.cpp's.
+#[test]
+fn a_sliding_window_holds_in_a_batch_and_across_threads() {
+    let index: Value = serde_json::from_str(&std::fs::read_to_string(folder().join("index.json")).unwrap()).unwrap();
+    let entry = index["files"].as_array().unwrap().iter().find(|e| e["name"] == "gemma3-F32").unwrap();
+    let theirs = expected(entry);
+    let path = folder().join(entry["gguf"].as_str().unwrap());
+    let mut reader = BufReader::new(File::open(&path).unwrap());
+    let content = Content::read(&mut reader).unwrap();
+    let mut model = model::load(&content, &mut reader, Backend::Native, 64, 2, None).unwrap();
+    let tokens: Vec<u32> = entry["tokens"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect();
+    let batch = 20;
+    let mut ours = vec![model.forward(&tokens[..batch]).unwrap()];
+    ours.extend(tokens[batch..].iter().map(|token| model.forward(&[*token]).unwrap()));
+    let error = nmse(&ours, &theirs[batch - 1..]);
+    assert!(error < bar(&index, entry), "{error:.3e} from llama.cpp's logits");
+}
+
+/// Loading a family file the way the app does (`Engine::load`: tokenizer, chat template, weights) gets
+/// past the model's family: where it stops, it is the tokenizer or the chat template that refuses,
+/// with its own message.
+#[test]
+fn the_engine_load_reaches_the_tokenizer_for_every_family() {
+    use tunebench::engine::chat::ChatTemplate;
+    use tunebench::engine::tokenizer::TextTokenizer;
+    use tunebench::engine::{Engine, LoadOptions};
+    for family in ["smollm2", "llama3", "qwen2", "qwen3", "gemma3"] {
+        let path = folder().join(format!("{family}-F32.gguf"));
+        let options = LoadOptions { context: 64, threads: 1, ..LoadOptions::default() };
+        match Engine::load(&path, &options) {
+            Ok(engine) => assert_eq!(
+                engine.config().family,
+                if family.starts_with("qwen") || family == "gemma3" { family } else { "llama" }
+            ),
+            Err(error) => {
+                let mut reader = BufReader::new(File::open(&path).unwrap());
+                let content = Content::read(&mut reader).unwrap();
+                let own = TextTokenizer::from_gguf(&content)
+                    .and_then(|tokenizer| ChatTemplate::of_gguf(&path, &content, &tokenizer).map(|_| ()))
+                    .expect_err("the load failed past the tokenizer and template");
+                assert_eq!(error, own, "{family}: the load stops at the tokenizer or template, nowhere else");
+                eprintln!("{family}: {error}");
+            }
+        }
+    }
+}
