@@ -184,6 +184,9 @@ impl Engine {
         set_candle_threads();
         let started = Instant::now();
         let (content, mut reader) = super::gguf::open(path)?;
+        // The family first: an architecture this build does not run, or a file that does not fit its
+        // family, is named before the vocabulary is read.
+        super::arch::Plan::of(&content)?;
         let tokenizer = Arc::new(TextTokenizer::from_gguf(&content)?);
         let template = ChatTemplate::of_gguf(path, &content, &tokenizer)?;
         // The stored weights: a file named by the GGUF's identity (which is checked again inside it).

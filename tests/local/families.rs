@@ -204,3 +204,25 @@ fn the_engine_load_reaches_the_tokenizer_for_every_family() {
         }
     }
 }
+
+/// A file of an architecture no family here runs (smollm2-F32 relabelled `mamba`, the same length)
+/// is refused by the app's load, naming it and the families that run.
+#[test]
+fn the_engine_load_names_an_architecture_it_does_not_run() {
+    use tunebench::engine::{Engine, LoadOptions};
+    let mut bytes = std::fs::read(folder().join("smollm2-F32.gguf")).unwrap();
+    let key = b"general.architecture";
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap() + key.len();
+    // The value: its type (8, a string), its length (5), then "llama".
+    assert_eq!(&bytes[at..at + 17], b"\x08\0\0\0\x05\0\0\0\0\0\0\0llama");
+    bytes[at + 12..at + 17].copy_from_slice(b"mamba");
+    let path = std::env::temp_dir().join(format!("tunebench-mamba-{}.gguf", std::process::id()));
+    std::fs::write(&path, &bytes).unwrap();
+    let options = LoadOptions { context: 64, threads: 1, ..LoadOptions::default() };
+    let error = Engine::load(&path, &options).map(|_| ()).unwrap_err().to_string();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(
+        error,
+        "general.architecture is \"mamba\": this build runs the model families llama, qwen2, qwen3, gemma3"
+    );
+}

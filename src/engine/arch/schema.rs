@@ -142,8 +142,14 @@ impl<'a> Schema<'a> {
         };
         let present = |s: &Self, suffix: &str| s.content.metadata.contains_key(&s.key(suffix));
         if present(self, "embedding_length") && present(self, "attention.head_count") {
-            let whole = defaults.head_dim_key || (heads > 0 && dim % heads == 0);
-            if heads == 0 || kv_heads == 0 || heads % kv_heads != 0 || head_dim == 0 || head_dim % 2 != 0 || !whole {
+            let whole = defaults.head_dim_key || (heads > 0 && dim.is_multiple_of(heads));
+            if heads == 0
+                || kv_heads == 0
+                || !heads.is_multiple_of(kv_heads)
+                || head_dim == 0
+                || head_dim % 2 != 0
+                || !whole
+            {
                 self.wrong.push(format!(
                     "unusable attention shape: {dim} dims, {heads} heads of {head_dim}, {kv_heads} key/value heads"
                 ));
