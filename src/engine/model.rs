@@ -18,7 +18,7 @@ use super::arch::{Activation, Plan, RopePairs};
 use super::attention::{attend, scratch_len, KvLayer};
 use super::attention_split::{attend_split, split_scratch_len, Token};
 use super::kernels::{groups, matmul_groups, Activations, Kernels};
-use super::quant::{vector, ActBlock, Matrix, BLOCK, ROWS};
+use super::quant::{vector, ActBlock, Blocks, Matrix, BLOCK, ROWS};
 use super::threads::{Disjoint, Pool, PoolError};
 use super::weights::{self, Identity};
 use super::EngineError;
@@ -43,24 +43,6 @@ pub enum WeightsFrom {
     Stored,
     /// Rebuilt from the GGUF (no stored file asked for, or none usable: why), and stored when asked.
     Gguf(String),
-}
-
-/// Tensor `name` from the stored weights, else read from the GGUF (`rebuilt` set).
-fn matrix_from<R: Read + Seek>(
-    stored: &mut std::collections::HashMap<String, Matrix>,
-    content: &Content,
-    reader: &mut R,
-    name: &str,
-    scratch: &mut Vec<u8>,
-    rebuilt: &mut bool,
-) -> Result<Matrix, EngineError> {
-    match stored.remove(name) {
-        Some(m) => Ok(m),
-        None => {
-            *rebuilt = true;
-            Matrix::read(content, reader, name, scratch)
-        }
-    }
 }
 
 /// Which forward pass runs the model.
@@ -200,13 +182,20 @@ struct Loader<'a, R> {
     reader: &'a mut R,
     stored: std::collections::HashMap<String, Matrix>,
     scratch: Vec<u8>,
-    /// Whether any matrix came from the GGUF.
+    /// Whether a block matrix was rebuilt (interleaved) from the GGUF. f32 rows are not stored (as big
+    /// as the dequantized model, and no quicker to read back than to dequantize): always read from it.
     rebuilt: bool,
 }
 
 impl<R: Read + Seek> Loader<'_, R> {
+    /// Matrix `name` from the stored weights, else from the GGUF.
     fn matrix(&mut self, name: &str) -> Result<Matrix, EngineError> {
-        matrix_from(&mut self.stored, self.content, self.reader, name, &mut self.scratch, &mut self.rebuilt)
+        if let Some(m) = self.stored.remove(name) {
+            return Ok(m);
+        }
+        let m = Matrix::read(self.content, self.reader, name, &mut self.scratch)?;
+        self.rebuilt |= !matches!(m.blocks, Blocks::Dense(_));
+        Ok(m)
     }
 
     fn vector(&mut self, name: &str) -> Result<Vec<f32>, EngineError> {
@@ -316,7 +305,9 @@ impl Model {
             kernels,
             weights_from: WeightsFrom::Stored,
         };
-        if rebuilt {
+        if model.named_matrices().is_empty() {
+            model.weights_from = WeightsFrom::Gguf("f32 rows alone, read from the GGUF (nothing to store)".into());
+        } else if rebuilt {
             if let Some(s) = stored {
                 // A cache: when it cannot be written, the next start rebuilds again (and says so).
                 let named = model.named_matrices();
@@ -329,7 +320,7 @@ impl Model {
         Ok(model)
     }
 
-    /// Every weight matrix with its tensor name.
+    /// Every block matrix (what the stored weights hold) with its tensor name.
     fn named_matrices(&self) -> Vec<(&str, &Matrix)> {
         let mut out: Vec<(&str, &Matrix)> = Vec::new();
         for (l, p) in self.layers.iter().zip(&self.plan.layers) {
@@ -347,6 +338,7 @@ impl Model {
         if let Some(output) = &self.output {
             out.push((&self.plan.output, output));
         }
+        out.retain(|(_, m)| !matches!(m.blocks, Blocks::Dense(_)));
         out
     }
 

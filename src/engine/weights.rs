@@ -1,11 +1,11 @@
-//! The interleaved weights on disk: once a GGUF's matrices have been regrouped into the kernels' layout
-//! ([`super::quant`]), they are written to `<cache dir>/weights/` (atomically), so a later start reads
-//! them back instead of rebuilding them. A cache file names the GGUF it came from (its size, modified
-//! time and a hash of its first and last mebibyte) and ends with a checksum of everything before it:
-//! a file of another GGUF, of another layout version, or damaged (cut short, bytes changed) is never
-//! trusted; the weights are rebuilt from the GGUF and the file written again. Writing one removes the
-//! others (older models' files, half-written files of processes that ended): one model's weights are
-//! kept.
+//! The interleaved weights on disk: once a GGUF's block matrices have been regrouped into the kernels'
+//! layout ([`super::quant`]; f32 rows are not stored, read from the GGUF every time), they are written
+//! to `<cache dir>/weights/` (atomically), so a later start reads them back instead of rebuilding
+//! them. A cache file names the GGUF it came from (its size, modified time and a hash of its first and
+//! last mebibyte) and ends with a checksum of everything before it: a file of another GGUF, of another
+//! layout version, or damaged (cut short, bytes changed) is never trusted; the weights are rebuilt
+//! from the GGUF and the file written again. Writing one removes the others (older models' files,
+//! half-written files of processes that ended): one model's weights are kept.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom, Write};

@@ -226,3 +226,33 @@ fn the_engine_load_names_an_architecture_it_does_not_run() {
         "general.architecture is \"mamba\": this build runs the model families llama, qwen2, qwen3, gemma3"
     );
 }
+
+/// Stored weights hold the block matrices alone: a Q4_K_M mix (Q4_K and Q6_K as f32 rows, Q5_0 and
+/// Q8_0 as blocks) reads its blocks back and its f32 rows from the GGUF, to the same logits; an F32
+/// file has nothing to store.
+#[test]
+fn stored_weights_keep_the_blocks_and_read_f32_rows_from_the_gguf() {
+    use tunebench::engine::model::{StoredWeights, Transformer, WeightsFrom};
+    use tunebench::engine::weights::{file_for, Identity};
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str| -> (WeightsFrom, Vec<f32>) {
+        let path = folder().join(format!("{name}.gguf"));
+        let identity = Identity::of(&path).unwrap();
+        let stored = StoredWeights { file: file_for(dir.path(), &path, &identity), identity };
+        let mut reader = BufReader::new(File::open(&path).unwrap());
+        let content = Content::read(&mut reader).unwrap();
+        let mut model: Box<dyn Transformer> =
+            model::load(&content, &mut reader, Backend::Native, 64, 1, Some(&stored)).unwrap();
+        (model.weights_from(), model.forward(&[1, 2, 3, 4]).unwrap())
+    };
+    let (first, want) = run("qwen3-Q4_K_M");
+    assert!(matches!(first, WeightsFrom::Gguf(_)), "{first:?}");
+    let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    let [file] = files.as_slice() else { panic!("one stored file: {files:?}") };
+    let size = std::fs::metadata(file).unwrap().len();
+    assert!(size < 400_000, "{size} bytes: the f32 rows (over 2 MB) are not stored");
+    let (second, got) = run("qwen3-Q4_K_M");
+    assert_eq!((second, got), (WeightsFrom::Stored, want));
+    let (dense, _) = run("qwen3-F32");
+    assert_eq!(dense, WeightsFrom::Gguf("f32 rows alone, read from the GGUF (nothing to store)".into()));
+}
