@@ -84,7 +84,7 @@ impl Vocab {
 
 /// The file's tokenization model.
 enum Model {
-    Bpe(bpe::ByteLevelBpe),
+    Bpe(Box<bpe::ByteLevelBpe>),
     Spm,
 }
 
@@ -228,7 +228,7 @@ impl TextTokenizer {
             "gpt2" => {
                 let merges = strings(content, "tokenizer.ggml.merges")?;
                 let (bpe, add_bos) = bpe::ByteLevelBpe::new(&vocab.texts, &merges, pre.as_deref())?;
-                (Model::Bpe(bpe), add_bos, false, None, None)
+                (Model::Bpe(Box::new(bpe)), add_bos, false, None, None)
             }
             "llama" => (Model::Spm, true, true, Some(1), Some(2)),
             other => {
