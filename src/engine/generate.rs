@@ -340,7 +340,6 @@ impl Engine {
         let mut sampled: Vec<TokenId> = Vec::new();
         let mut out = Generated { prompt_tokens: prompt.len(), reused_tokens: reused, ..Generated::default() };
         let mut utf8 = Utf8Buffer::default();
-        let end_of_text = self.tokenizer.special_id("<|endoftext|>");
         let finish = 'generation: loop {
             if out.tokens.len() >= max {
                 break Finish::Length;
@@ -379,7 +378,7 @@ impl Engine {
             };
             sampled.push(token);
             let odds = odds(&logits, token);
-            if token == self.tokenizer.eos || Some(token) == end_of_text {
+            if self.tokenizer.ends_generation(token) {
                 break Finish::Stop;
             }
             if let Some(c) = constraint.as_mut() {
