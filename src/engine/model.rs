@@ -231,6 +231,7 @@ impl Model {
         stored: Option<&StoredWeights>,
     ) -> Result<Self, EngineError> {
         let plan = Plan::of(content)?;
+        super::quant::fits_in_memory(content, &format!("this {} model", plan.config.family))?;
         let (from_disk, mut why) = match stored {
             Some(s) => match weights::load(&s.file, &s.identity) {
                 Ok(m) => (m, String::new()),

@@ -238,6 +238,53 @@ impl Matrix {
     }
 }
 
+/// The bytes the forward pass holds for the weights of `content`: each matrix as [`Matrix::load`]
+/// keeps it (4-bit or 8-bit blocks, or f32 rows: four bytes a weight for float and K-quant types).
+pub fn held_bytes(content: &Content) -> u64 {
+    let per_block = |dtype: GgmlDType| match dtype {
+        GgmlDType::Q4_1 | GgmlDType::Q4_0 => Some(std::mem::size_of::<Q4Block>() as u64),
+        GgmlDType::Q8_0 | GgmlDType::Q5_0 | GgmlDType::Q5_1 => Some(std::mem::size_of::<Q8Block>() as u64),
+        _ => None,
+    };
+    content
+        .tensor_infos
+        .values()
+        .map(|info| {
+            let count = info.shape.elem_count() as u64;
+            per_block(info.ggml_dtype).map_or(count * 4, |size| count / BLOCK as u64 * size)
+        })
+        .sum()
+}
+
+/// Refuses weights that need more memory than the machine has available (`MemAvailable`, Linux), naming
+/// both figures, before any weight is read: a model too big is an error, never the kernel's OOM kill.
+pub fn fits_in_memory(content: &Content, name: &str) -> Result<(), EngineError> {
+    fits(held_bytes(content), available_memory(), name)
+}
+
+/// [`fits_in_memory`] on its figures (`available`: `None` where the machine does not say).
+fn fits(needed: u64, available: Option<u64>, name: &str) -> Result<(), EngineError> {
+    let Some(available) = available else { return Ok(()) };
+    if needed <= available {
+        return Ok(());
+    }
+    let gb = |bytes: u64| bytes as f64 / 1e9;
+    Err(EngineError::Model(format!(
+        "{name}: holding its weights needs {:.1} GB ({}), more than the {:.1} GB this machine has available",
+        gb(needed),
+        "K-quant and float weights are held as f32 rows until they run at their own size",
+        gb(available)
+    )))
+}
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes (`None` where it cannot be read).
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 /// The `n` 4-bit blocks of a `rows`-row matrix (`block(i)`, row after row) in groups of sixteen rows,
 /// the last padded with zero rows.
 fn group4(rows: usize, n: usize, block: impl Fn(usize) -> Q4Block) -> Blocks {
@@ -383,6 +430,26 @@ fn quantize_with(chunk: &[f32], inverse: f32) -> [i8; 32] {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_weights_held_are_counted_as_held_and_too_many_are_refused_before_loading() {
+        let fixture = |name: &str| {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/families").join(name);
+            let mut file = std::fs::File::open(path).unwrap();
+            Content::read(&mut file).unwrap()
+        };
+        let f32_file = fixture("llama3-F32.gguf");
+        let weights: u64 = f32_file.tensor_infos.values().map(|t| t.shape.elem_count() as u64).sum();
+        assert_eq!(held_bytes(&f32_file), 4 * weights, "f32 rows: four bytes a weight");
+        let q4 = fixture("llama3-Q4_0.gguf");
+        assert!(held_bytes(&q4) < held_bytes(&fixture("llama3-Q8_0.gguf")));
+        assert!(fits(10, Some(10), "m").is_ok() && fits(10, None, "m").is_ok());
+        let refused = fits(32_100_000_000, Some(22_500_000_000), "this qwen3 model").unwrap_err().to_string();
+        assert!(
+            refused.contains("needs 32.1 GB") && refused.contains("22.5 GB") && refused.contains("qwen3"),
+            "{refused}"
+        );
+    }
+
     use super::super::kernels::{Kernels, Level};
     use super::*;
 
