@@ -96,8 +96,9 @@ pub fn scratch_len(group: usize, head_dim: usize, positions: usize) -> usize {
 }
 
 /// The `group` query heads in `queries` (`group × head_dim`) that share key/value head `kv`, attending
-/// the first `positions` cached positions, into `out` (`group × head_dim`): [`Heads::scores`],
-/// [`Heads::softmax`] and [`Heads::weigh`] one after the other, on one thread.
+/// the cached positions `first..positions` (a sliding window; `first` 0: all of them), into `out`
+/// (`group × head_dim`): [`Heads::scores`], [`Heads::hide_before`], [`Heads::softmax`] and
+/// [`Heads::weigh`] one after the other, on one thread.
 #[allow(clippy::too_many_arguments)]
 pub fn attend(
     kernels: Kernels,
@@ -105,7 +106,7 @@ pub fn attend(
     shape: KvShape,
     kv: usize,
     queries: &[f32],
-    positions: usize,
+    (first, positions): (usize, usize),
     scale: f32,
     scratch: &mut [f32],
     out: &mut [f32],
@@ -116,6 +117,7 @@ pub fn attend(
     let (scores, inverse) = rest.split_at_mut(group * tiles(positions) * TILE);
     scale_queries(&queries[..group * hd], scale, q);
     heads.scores(kernels, q, 0..tiles(positions), scores);
+    heads.hide_before(first, scores);
     heads.softmax(kernels, scores, inverse);
     heads.weigh(kernels, scores, inverse, 0..hd, &mut out[..group * hd]);
 }
@@ -174,6 +176,17 @@ impl<'a> Heads<'a> {
         assert!(q.len() >= group * hd && out.len() >= tiles.len() * group * TILE, "buffers too short");
         assert!(tiles.end <= self::tiles(self.positions), "tiles {tiles:?} of {}", self.positions);
         kernels.scores(self, q, tiles, out)
+    }
+
+    /// Between steps 1 and 2, for a sliding window: the scores of the positions before `first` set to
+    /// −∞, so the softmax gives them no weight (`e^−87` at most, which the values never notice).
+    pub fn hide_before(&self, first: usize, scores: &mut [f32]) {
+        assert!(scores.len() >= self.scores_len(), "buffers too short");
+        for p in 0..first.min(self.positions) {
+            for g in 0..self.group {
+                scores[(p / TILE * self.group + g) * TILE + p % TILE] = f32::NEG_INFINITY;
+            }
+        }
     }
 
     /// Step 2: each head's scores (all of `scores`) turned into `e^(s − max)` in place, and
@@ -344,29 +357,36 @@ mod tests {
         }
     }
 
+    /// Over all the positions, and over a sliding window's last ones (the positions before it weigh nothing).
     #[test]
     fn attention_is_a_softmax_weighted_sum_of_values() {
+        for first in [0, 5, 16, 36] {
+            attention_over(first);
+        }
+    }
+
+    fn attention_over(first: usize) {
         let shape = KvShape { kv_heads: 3, head_dim: 64 };
         let cache = cache(shape, 37);
         let (group, kv, positions) = (3, 1, 37);
         let queries = values(group * 64, 99);
         let mut scratch = vec![0f32; scratch_len(group, 64, positions)];
         let mut out = vec![0f32; group * 64];
-        attend(Kernels::portable(), &cache, shape, kv, &queries, positions, 0.125, &mut scratch, &mut out);
+        attend(Kernels::detect(), &cache, shape, kv, &queries, (first, positions), 0.125, &mut scratch, &mut out);
         for g in 0..group {
             let q = &queries[g * 64..(g + 1) * 64];
             let key =
                 |p: usize, d: usize| f64::from(cache.keys[(p / 16) * 16 * 192 + (kv * 64 + d) * 16 + p % 16].to_f32());
             let value = |p: usize, d: usize| f64::from(cache.values[p * 192 + kv * 64 + d].to_f32());
             let raw: Vec<f64> =
-                (0..positions).map(|p| (0..64).map(|d| f64::from(q[d]) * key(p, d)).sum::<f64>() * 0.125).collect();
+                (first..positions).map(|p| (0..64).map(|d| f64::from(q[d]) * key(p, d)).sum::<f64>() * 0.125).collect();
             let max = raw.iter().cloned().fold(f64::MIN, f64::max);
             let weights: Vec<f64> = raw.iter().map(|r| (r - max).exp()).collect();
             let total: f64 = weights.iter().sum();
             for d in 0..64 {
-                let want: f64 = (0..positions).map(|p| weights[p] / total * value(p, d)).sum();
+                let want: f64 = (first..positions).map(|p| weights[p - first] / total * value(p, d)).sum();
                 let got = f64::from(out[g * 64 + d]);
-                assert!((got - want).abs() < 1e-5, "head {g}, {d}: {got} vs {want}");
+                assert!((got - want).abs() < 1e-5, "from {first}, head {g}, {d}: {got} vs {want}");
             }
         }
     }
@@ -385,7 +405,7 @@ mod tests {
                         let Some(kernels) = Kernels::at(level) else { continue };
                         let mut scratch = vec![0f32; scratch_len(group, head_dim, positions)];
                         let mut want = vec![0f32; group * head_dim];
-                        attend(kernels, &cache, shape, kv, &queries, positions, 0.1, &mut scratch, &mut want);
+                        attend(kernels, &cache, shape, kv, &queries, (0, positions), 0.1, &mut scratch, &mut want);
                         let heads = Heads::new(&cache, shape, kv, group, positions);
                         let mut q = vec![0f32; group * head_dim];
                         scale_queries(&queries, 0.1, &mut q);
@@ -426,7 +446,7 @@ mod tests {
                     let run = |kernels: Kernels| {
                         let mut scratch = vec![0f32; scratch_len(group, head_dim, positions)];
                         let mut out = vec![0f32; group * head_dim];
-                        attend(kernels, &cache, shape, kv, &queries, positions, 0.1, &mut scratch, &mut out);
+                        attend(kernels, &cache, shape, kv, &queries, (0, positions), 0.1, &mut scratch, &mut out);
                         out
                     };
                     let want = run(Kernels::portable());

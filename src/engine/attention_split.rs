@@ -10,11 +10,12 @@ use super::threads::{Disjoint, Pool};
 use super::EngineError;
 
 /// What one token's attention reads: a layer's cache, its shape, query heads per key/value head, the
-/// positions attended (the token's own among them) and the queries' scale.
+/// positions attended (`first..positions`, the token's own the last) and the queries' scale.
 pub(super) struct Token<'a> {
     pub cache: &'a KvLayer,
     pub shape: KvShape,
     pub group: usize,
+    pub first: usize,
     pub positions: usize,
     pub scale: f32,
 }
@@ -78,7 +79,9 @@ pub(super) fn attend_split(
             // SAFETY: head kv's scores and sums are this unit's alone.
             let (scores, inverse) =
                 unsafe { (so.slice(kv * per_kv..(kv + 1) * per_kv), io.slice(kv * group..(kv + 1) * group)) };
-            token.heads(kv).softmax(kernels, scores, inverse);
+            let heads = token.heads(kv);
+            heads.hide_before(token.first, scores);
+            heads.softmax(kernels, scores, inverse);
         }
     })
     .map_err(pool_err)?;

@@ -1,6 +1,10 @@
 //! The prompt the model sees: the GGUF's own chat template (`tokenizer.chat_template`, Jinja) rendered
-//! with minijinja over the request's messages, ending with the assistant's turn opened. The template
-//! comes with the file, so it renders within the steps every template gets ([`RENDER_FUEL`]).
+//! with minijinja as Hugging Face's `apply_chat_template` renders it (blocks trimmed, Python's string
+//! methods such as `.strip()`, `.startswith()`, `.split()` through minijinja-contrib's `pycompat`,
+//! `raise_exception`, `bos_token`/`eos_token`, no tools) over the request's messages, ending with the
+//! assistant's turn opened; a thinking model's template (Qwen3) gets `enable_thinking` false unless the
+//! caller asks for thinking. The template comes with the file, so it renders within the steps every
+//! template gets ([`RENDER_FUEL`]). ChatML when the file has none.
 
 use std::path::Path;
 
@@ -61,14 +65,28 @@ impl ChatTemplate {
     fn named(name: String, source: Option<&str>, bos: &str, eos: &str) -> Result<Self, EngineError> {
         let mut env = Environment::new();
         env.set_fuel(Some(RENDER_FUEL));
+        // As Hugging Face renders chat templates (and llama.cpp after it).
+        let syntax = minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .map_err(|e| EngineError::Model(format!("the chat template's syntax settings: {e}")))?;
+        env.set_syntax(syntax);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", raise_exception);
         env.add_template_owned("chat", source.unwrap_or(CHATML).to_string())
             .map_err(|e| EngineError::Model(format!("{name} does not compile: {e}")))?;
         Ok(Self { env, name, bos: bos.to_string(), eos: eos.to_string() })
     }
 
-    /// The conversation as the model's prompt text, with the assistant's turn opened.
+    /// The conversation as the model's prompt text, with the assistant's turn opened, thinking off
+    /// (`enable_thinking` false: Qwen3 opens the answer with an empty think block).
     pub fn render(&self, messages: &[Turn<'_>]) -> Result<String, EngineError> {
+        self.render_with(messages, false)
+    }
+
+    /// [`Self::render`] with `enable_thinking` as given (templates that do not read it ignore it).
+    pub fn render_with(&self, messages: &[Turn<'_>], thinking: bool) -> Result<String, EngineError> {
         let template = self.env.get_template("chat").map_err(|e| EngineError::Model(e.to_string()))?;
         let messages: Vec<_> = messages.iter().map(|m| context! { role => m.role, content => m.content }).collect();
         let name = &self.name;
@@ -78,6 +96,7 @@ impl ChatTemplate {
                 add_generation_prompt => true,
                 bos_token => self.bos.as_str(),
                 eos_token => self.eos.as_str(),
+                enable_thinking => thinking,
             })
             .map_err(|e| match e.kind() {
                 ErrorKind::OutOfFuel => EngineError::Model(format!(

@@ -99,7 +99,7 @@ impl Constraints {
     pub fn new(tokenizer: Arc<TextTokenizer>) -> Result<Self, EngineError> {
         let mut info = TokRxInfo::new(tokenizer.vocab_size() as u32, tokenizer.eos);
         info.tok_bos = tokenizer.bos;
-        info.tok_end_of_turn = Some(tokenizer.eos);
+        info.tok_end_of_turn = Some(tokenizer.end_of_turn);
         let words: Vec<Vec<u8>> = (0..tokenizer.vocab_size() as u32)
             .map(|t| {
                 let bytes = tokenizer.token_bytes(t);

@@ -184,6 +184,9 @@ impl Engine {
         set_candle_threads();
         let started = Instant::now();
         let (content, mut reader) = super::gguf::open(path)?;
+        // The family first: an architecture this build does not run, or a file that does not fit its
+        // family, is named before the vocabulary is read.
+        super::arch::Plan::of(&content)?;
         let tokenizer = Arc::new(TextTokenizer::from_gguf(&content)?);
         let template = ChatTemplate::of_gguf(path, &content, &tokenizer)?;
         // The stored weights: a file named by the GGUF's identity (which is checked again inside it).
@@ -337,7 +340,6 @@ impl Engine {
         let mut sampled: Vec<TokenId> = Vec::new();
         let mut out = Generated { prompt_tokens: prompt.len(), reused_tokens: reused, ..Generated::default() };
         let mut utf8 = Utf8Buffer::default();
-        let end_of_text = self.tokenizer.special_id("<|endoftext|>");
         let finish = 'generation: loop {
             if out.tokens.len() >= max {
                 break Finish::Length;
@@ -376,7 +378,7 @@ impl Engine {
             };
             sampled.push(token);
             let odds = odds(&logits, token);
-            if token == self.tokenizer.eos || Some(token) == end_of_text {
+            if self.tokenizer.ends_generation(token) {
                 break Finish::Stop;
             }
             if let Some(c) = constraint.as_mut() {

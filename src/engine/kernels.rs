@@ -186,18 +186,31 @@ pub fn groups(w: &Matrix) -> usize {
 /// Tokens per pass over a group's weights (the AVX-512 path; the others take one at a time).
 const TILE: usize = 4;
 
+/// Activation rows in the two forms the weights are multiplied by: 8-bit blocks (`cols / 32` a row,
+/// for block matrices) and f32 values (`cols` a row, for [`Blocks::Dense`]); a form no matrix of the
+/// call reads may be empty.
+#[derive(Clone, Copy)]
+pub struct Activations<'a> {
+    pub blocks: &'a [ActBlock],
+    pub values: &'a [f32],
+}
+
 /// For each row group `g` of `groups` and each of the `tokens` activation rows of `x` (each
-/// `w.row_blocks()` blocks): `write(t, g, sums)`, `sums[r]` being row `ROWS·g + r` times token `t`.
+/// `w.row_blocks()` blocks, or `w.cols` values): `write(t, g, sums)`, `sums[r]` being row `ROWS·g + r` times token `t`.
 /// Group by group (the group's weights stay in L1 while the tokens use them). A token's sums do not
 /// depend on the batch it runs in, nor on the groups asked for.
 pub fn matmul_groups(
     w: &Matrix,
-    x: &[ActBlock],
+    x: Activations<'_>,
     tokens: usize,
     groups: Range<usize>,
     kernels: Kernels,
     write: &mut impl FnMut(usize, usize, &[f32; ROWS]),
 ) {
+    if let Blocks::Dense(values) = &w.blocks {
+        return matmul_dense(values, w.rows, w.cols, x.values, tokens, groups, kernels, write);
+    }
+    let x = x.blocks;
     let per_row = w.row_blocks();
     let mut out = [[0f32; ROWS]; TILE];
     for g in groups {
@@ -214,12 +227,40 @@ pub fn matmul_groups(
                     Blocks::Q8x16(all) => {
                         (kernels.table.q8)(&all[g * per_row..(g + 1) * per_row], a, per_row, n, &mut out)
                     }
+                    Blocks::Dense(_) => {}
                 }
             }
             for (i, sums) in out[..n].iter().enumerate() {
                 write(t + i, g, sums);
             }
             t += n;
+        }
+    }
+}
+
+/// [`matmul_groups`] for f32 rows ([`Blocks::Dense`]: `rows × cols` values) times `tokens` f32
+/// activation rows of `x` (`cols` each): `sums[r]` the [`Kernels::dot`] of row `ROWS·g + r` and token
+/// `t` (0 past the last row).
+#[allow(clippy::too_many_arguments)]
+fn matmul_dense(
+    values: &[f32],
+    rows: usize,
+    cols: usize,
+    x: &[f32],
+    tokens: usize,
+    groups: Range<usize>,
+    kernels: Kernels,
+    write: &mut impl FnMut(usize, usize, &[f32; ROWS]),
+) {
+    for g in groups {
+        let live = ROWS.min(rows - ROWS * g);
+        for t in 0..tokens {
+            let token = &x[t * cols..(t + 1) * cols];
+            let mut sums = [0f32; ROWS];
+            for (r, sum) in sums[..live].iter_mut().enumerate() {
+                *sum = kernels.dot(&values[(ROWS * g + r) * cols..][..cols], token);
+            }
+            write(t, g, &sums);
         }
     }
 }
@@ -405,7 +446,7 @@ pub(super) mod tests {
     /// `tokens × rows` sums of the row groups `groups` (others left 0).
     fn product(w: &Matrix, a: &[ActBlock], tokens: usize, groups: Range<usize>, kernels: Kernels) -> Vec<f32> {
         let mut out = vec![0f32; tokens * w.rows];
-        matmul_groups(w, a, tokens, groups, kernels, &mut |t, g, sums| {
+        matmul_groups(w, Activations { blocks: a, values: &[] }, tokens, groups, kernels, &mut |t, g, sums| {
             for (r, sum) in sums.iter().enumerate().filter(|(r, _)| ROWS * g + r < w.rows) {
                 out[t * w.rows + ROWS * g + r] = *sum;
             }
@@ -470,6 +511,43 @@ pub(super) mod tests {
                     assert_eq!(one, batch[t * rows..(t + 1) * rows], "{kernels:?}, token {t}: alone as in a batch");
                     let part = product(&w, &a[t * 19..(t + 1) * 19], 1, 1..2, kernels);
                     assert_eq!(part[16..32], one[16..32], "{kernels:?}, token {t}: group 1 alone");
+                }
+            }
+        }
+    }
+
+    /// f32 rows (float and K-quant weights) times f32 activations: the f64 sum on every path, the
+    /// last group's missing rows 0, any group range alike.
+    #[test]
+    fn f32_rows_give_the_exact_sum_on_every_path() {
+        let (rows, cols, tokens) = (35, 96, 3);
+        let w = Matrix { rows, cols, blocks: Blocks::Dense(values(rows * cols, 11)) };
+        let x = values(tokens * cols, 12);
+        let Blocks::Dense(weights) = &w.blocks else { unreachable!() };
+        for kernels in paths() {
+            let mut out = vec![f32::NAN; tokens * rows];
+            matmul_groups(
+                &w,
+                Activations { blocks: &[], values: &x },
+                tokens,
+                0..groups(&w),
+                kernels,
+                &mut |t, g, sums| {
+                    for (r, sum) in sums.iter().enumerate() {
+                        if ROWS * g + r < rows {
+                            out[t * rows + ROWS * g + r] = *sum;
+                        } else {
+                            assert_eq!(*sum, 0.0, "row {} past the last", ROWS * g + r);
+                        }
+                    }
+                },
+            );
+            for t in 0..tokens {
+                for r in 0..rows {
+                    let exact: f64 =
+                        (0..cols).map(|c| f64::from(weights[r * cols + c]) * f64::from(x[t * cols + c])).sum();
+                    let got = f64::from(out[t * rows + r]);
+                    assert!((got - exact).abs() < 1e-5, "{kernels:?}, token {t}, row {r}: {got} vs {exact}");
                 }
             }
         }

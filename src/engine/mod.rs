@@ -3,8 +3,15 @@
 //! screens, and `provider::local` adapts it to the provider's requests and events.
 //!
 //! - [`generate`]: loading and the generation loop (prompt caching, forced tokens, sampling, UTF-8 hold-back).
-//! - [`model`]: the transformer (our forward pass: 4-bit weights as stored, [`kernels`] over [`quant`] blocks);
-//!   [`reference`]: the same on candle's quantized matmuls (the baseline and the tests' reference).
+//! - [`arch`]: the model families, one file each (llama, qwen2, qwen3, gemma3): `general.architecture`
+//!   picks one, which reads its keys and names its tensors through a schema (everything a file lacks
+//!   named before any weight is read) into a plan: the shape and each layer's operations.
+//! - [`model`]: our forward pass, running any family's plan from shared operations (projections with
+//!   biases, RMS and head norms, adjacent or NeoX rotary pairs per base and factors, attention with an
+//!   optional sliding window, SiLU or GELU-tanh gated feed-forward); weights as stored in 4-bit or
+//!   8-bit blocks or as f32 rows, multiplied by [`kernels`] over [`quant`] blocks. [`reference`]: a
+//!   llama on candle's quantized matmuls (the speed baseline); llama.cpp's logits, in the family
+//!   fixtures, are every family's reference.
 //! - [`gguf`]: a GGUF file's header read with every size checked against the file (every loader opens it there).
 //! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back.
 //! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses; [`closed`]: objects
@@ -12,8 +19,7 @@
 //!   before any model is loaded; [`grammar`]: the JSONL line grammar (also what a vLLM server is sent,
 //!   so it is built without the feature `local`).
 //! - [`attention`] (its AVX-512 kernels in `attention_avx512`), [`attention_split`], [`math`], [`threads`]: the forward pass's arithmetic and its pool.
-//! - [`arch`]: the model families the loaders read (`general.architecture` → metadata keys, tensor
-//!   names, norm, rotary embedding, output projection); [`kernels`]: the CPU dispatch, one table per path.
+//! - [`kernels`]: the CPU dispatch, one table per path, apart from the model code.
 
 pub mod grammar;
 

@@ -1,10 +1,12 @@
-//! The llama-architecture transformer of a GGUF file on the CPU: our own forward pass over plain f32
-//! buffers, with the weights kept in their 4-bit or 8-bit blocks and multiplied by [`kernels`].
+//! The transformer of a GGUF file on the CPU, whatever its family: our own forward pass over plain f32
+//! buffers, running the family's [`Plan`] layer by layer from the shared operations of [`ops`], with
+//! the weights kept in their 4-bit or 8-bit blocks (or as f32 rows) and multiplied by [`kernels`].
 //!
 //! Nothing is allocated per token once the buffers have grown to the longest batch. The key/value cache
 //! grows with the positions used (up to the context) and can be cut back to any length, so a retry
 //! turn reuses the prompt prefix it shares with the turn before (prompt caching). [`super::reference`]
-//! is the same model on candle's own quantized matmuls: the speed baseline and the tests' reference.
+//! is a llama on candle's own quantized matmuls: the speed baseline (llama.cpp's logits, in the
+//! family fixtures, are the reference of every family).
 //!
 //! [`kernels`]: super::kernels
 
@@ -12,22 +14,20 @@ use std::io::{Read, Seek};
 
 use candle_core::quantized::gguf_file::Content;
 
-use super::arch::{MissingOutput, RopePairs};
+use super::arch::{Activation, Plan, RopePairs};
 use super::attention::{attend, scratch_len, KvLayer};
 use super::attention_split::{attend_split, split_scratch_len, Token};
-use super::kernels::{groups, matmul_groups, Kernels};
-use super::math::silu_mul;
-use super::quant::{vector, ActBlock, Matrix, BLOCK, ROWS};
+use super::kernels::{groups, matmul_groups, Activations, Kernels};
+use super::quant::{vector, ActBlock, Blocks, Matrix, BLOCK, ROWS};
 use super::threads::{Disjoint, Pool, PoolError};
 use super::weights::{self, Identity};
 use super::EngineError;
 
-mod config;
-mod rows;
+mod ops;
 
-pub use config::Config;
-pub use rows::argmax;
-use rows::{add, quantize_rows, rms_norm_rows, rope_tables};
+pub use super::arch::Config;
+pub use ops::argmax;
+use ops::{add, gated, quantize_rows, rms_norm_heads, rms_norm_rows, scale, RopeTable};
 
 /// Where a GGUF's interleaved weights are kept on disk, and the GGUF's identity.
 #[derive(Clone, Debug)]
@@ -43,24 +43,6 @@ pub enum WeightsFrom {
     Stored,
     /// Rebuilt from the GGUF (no stored file asked for, or none usable: why), and stored when asked.
     Gguf(String),
-}
-
-/// Tensor `name` from the stored weights, else read from the GGUF (`rebuilt` set).
-fn matrix_from<R: Read + Seek>(
-    stored: &mut std::collections::HashMap<String, Matrix>,
-    content: &Content,
-    reader: &mut R,
-    name: &str,
-    scratch: &mut Vec<u8>,
-    rebuilt: &mut bool,
-) -> Result<Matrix, EngineError> {
-    match stored.remove(name) {
-        Some(m) => Ok(m),
-        None => {
-            *rebuilt = true;
-            Matrix::read(content, reader, name, scratch)
-        }
-    }
 }
 
 /// Which forward pass runs the model.
@@ -112,22 +94,37 @@ pub fn load<R: Read + Seek>(
     stored: Option<&StoredWeights>,
 ) -> Result<Box<dyn Transformer>, EngineError> {
     Ok(match backend {
-        Backend::Native => Box::new(Llama::load(content, reader, context, threads, stored)?),
+        Backend::Native => Box::new(Model::load(content, reader, context, threads, stored)?),
         Backend::Candle => Box::new(super::reference::Llama::load(content, reader, context, true)?),
         Backend::CandleAsStored => Box::new(super::reference::Llama::load(content, reader, context, false)?),
     })
 }
 
+/// One layer's weights, as its [`super::arch::LayerPlan`] names them, and its key/value cache.
 struct Layer {
     attn_norm: Vec<f32>,
     wq: Matrix,
     wk: Matrix,
     wv: Matrix,
+    /// Biases added after the query, key and value projections.
+    bq: Option<Vec<f32>>,
+    bk: Option<Vec<f32>>,
+    bv: Option<Vec<f32>>,
+    /// RMS norm weights of each query head and key head (`head_dim` values).
+    q_norm: Option<Vec<f32>>,
+    k_norm: Option<Vec<f32>>,
+    /// The layer's rotary table (an index into [`Model::ropes`]) and pairs.
+    rope: usize,
+    pairs: RopePairs,
+    window: Option<usize>,
     wo: Matrix,
+    post_attention_norm: Option<Vec<f32>>,
     ffn_norm: Vec<f32>,
     gate: Matrix,
     up: Matrix,
     down: Matrix,
+    activation: Activation,
+    post_ffn_norm: Option<Vec<f32>>,
     cache: KvLayer,
 }
 
@@ -154,17 +151,20 @@ fn grow<T: Default + Clone>(buffer: &mut Vec<T>, len: usize) -> &mut [T] {
 }
 
 /// The model with its key/value cache.
-pub struct Llama {
+pub struct Model {
     pub config: Config,
+    /// The tensor names the weights came from.
+    plan: Plan,
     embeddings: Matrix,
+    embedding_scale: Option<f32>,
     layers: Vec<Layer>,
     norm: Vec<f32>,
     /// `None`: the output projection is the embedding table (tied embeddings).
     output: Option<Matrix>,
+    /// The widest feed-forward layer.
     ffn: usize,
-    /// `context × head_dim/2` rotary cosines and sines.
-    cos: Vec<f32>,
-    sin: Vec<f32>,
+    /// One rotary table per frequency base the layers use.
+    ropes: Vec<RopeTable>,
     cached: usize,
     buffers: Buffers,
     pool: Pool,
@@ -176,7 +176,53 @@ pub(super) fn pool_err(error: PoolError) -> EngineError {
     EngineError::Model(error.0)
 }
 
-impl Llama {
+/// Reads the plan's tensors: matrices from the stored weights when there, else from the GGUF.
+struct Loader<'a, R> {
+    content: &'a Content,
+    reader: &'a mut R,
+    stored: std::collections::HashMap<String, Matrix>,
+    scratch: Vec<u8>,
+    /// Whether a block matrix was rebuilt (interleaved) from the GGUF. f32 rows are not stored (as big
+    /// as the dequantized model, and no quicker to read back than to dequantize): always read from it.
+    rebuilt: bool,
+}
+
+impl<R: Read + Seek> Loader<'_, R> {
+    /// Matrix `name` from the stored weights, else from the GGUF.
+    fn matrix(&mut self, name: &str) -> Result<Matrix, EngineError> {
+        if let Some(m) = self.stored.remove(name) {
+            return Ok(m);
+        }
+        let m = Matrix::read(self.content, self.reader, name, &mut self.scratch)?;
+        self.rebuilt |= !matches!(m.blocks, Blocks::Dense(_));
+        Ok(m)
+    }
+
+    fn vector(&mut self, name: &str) -> Result<Vec<f32>, EngineError> {
+        vector(self.content, self.reader, name)
+    }
+
+    fn optional(&mut self, name: &Option<String>) -> Result<Option<Vec<f32>>, EngineError> {
+        name.as_deref().map(|name| self.vector(name)).transpose()
+    }
+}
+
+/// The rotary factors the plan names (`rope_freqs.weight`, one per pair), each finite and above 0;
+/// none: empty.
+pub(super) fn rope_factors<R: Read + Seek>(
+    content: &Content,
+    reader: &mut R,
+    plan: &Plan,
+) -> Result<Vec<f32>, EngineError> {
+    let Some(name) = &plan.rope_factors else { return Ok(Vec::new()) };
+    let factors = vector(content, reader, name)?;
+    if let Some(bad) = factors.iter().find(|f| !f.is_finite() || **f <= 0.0) {
+        return Err(EngineError::Model(format!("tensor `{name}` holds the factor {bad} (finite, above 0 expected)")));
+    }
+    Ok(factors)
+}
+
+impl Model {
     pub fn load<R: Read + Seek>(
         content: &Content,
         reader: &mut R,
@@ -184,59 +230,61 @@ impl Llama {
         threads: usize,
         stored: Option<&StoredWeights>,
     ) -> Result<Self, EngineError> {
-        let (mut from_disk, mut why) = match stored {
+        let plan = Plan::of(content)?;
+        super::quant::fits_in_memory(content, &format!("this {} model", plan.config.family))?;
+        let (from_disk, mut why) = match stored {
             Some(s) => match weights::load(&s.file, &s.identity) {
                 Ok(m) => (m, String::new()),
                 Err(why) => (Default::default(), why),
             },
             None => (Default::default(), "no stored weights asked for".to_string()),
         };
-        let mut rebuilt = false;
-        let mut config = Config::from_gguf(content)?;
+        let mut config = plan.config.clone();
         config.context = context.min(config.context).max(1);
-        config.read_rope_factors(content, reader)?;
-        let (dim, kv_dim) = (config.dim, config.kv_dim());
+        let factors = rope_factors(content, reader, &plan)?;
+        let mut load = Loader { content, reader, stored: from_disk, scratch: Vec::new(), rebuilt: false };
         let mut layers = Vec::with_capacity(config.layers);
-        let mut ffn = 0;
-        let mut scratch = Vec::new();
-        let (arch, names) = (config.arch, &config.arch.layer);
-        for i in 0..config.layers {
-            let mut matrix = |name: &str, rows: Option<usize>, cols: usize| {
-                let full = arch.layer_tensor(i, name);
-                let m = matrix_from(&mut from_disk, content, reader, &full, &mut scratch, &mut rebuilt)?;
-                match rows {
-                    Some(rows) if (m.rows, m.cols) != (rows, cols) => Err(shape_err(&full, &m, rows, cols)),
-                    None if m.cols != cols => Err(shape_err(&full, &m, m.rows, cols)),
-                    _ => Ok(m),
+        let mut ropes: Vec<RopeTable> = Vec::new();
+        for p in &plan.layers {
+            let rope = match ropes.iter().position(|table| table.base == p.rope.base) {
+                Some(at) => at,
+                None => {
+                    ropes.push(RopeTable::new(p.rope.base, config.head_dim, &factors, config.context));
+                    ropes.len() - 1
                 }
             };
-            let (wq, wk, wv, wo) = (
-                matrix(names.q, Some(dim), dim)?,
-                matrix(names.k, Some(kv_dim), dim)?,
-                matrix(names.v, Some(kv_dim), dim)?,
-                matrix(names.attn_output, Some(dim), dim)?,
-            );
-            let gate = matrix(names.gate, None, dim)?;
-            ffn = gate.rows;
-            let (up, down) = (matrix(names.up, Some(ffn), dim)?, matrix(names.down, Some(dim), ffn)?);
-            let attn_norm = norm_vector(content, reader, &arch.layer_tensor(i, names.attn_norm), dim)?;
-            let ffn_norm = norm_vector(content, reader, &arch.layer_tensor(i, names.ffn_norm), dim)?;
-            let cache = KvLayer::with_capacity(config.kv_shape(), config.context);
-            layers.push(Layer { attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down, cache });
+            layers.push(Layer {
+                attn_norm: load.vector(&p.attn_norm)?,
+                wq: load.matrix(&p.q.weight)?,
+                wk: load.matrix(&p.k.weight)?,
+                wv: load.matrix(&p.v.weight)?,
+                bq: load.optional(&p.q.bias)?,
+                bk: load.optional(&p.k.bias)?,
+                bv: load.optional(&p.v.bias)?,
+                q_norm: load.optional(&p.q_norm)?,
+                k_norm: load.optional(&p.k_norm)?,
+                rope,
+                pairs: p.rope.pairs,
+                window: p.window,
+                wo: load.matrix(&p.attn_output)?,
+                post_attention_norm: load.optional(&p.post_attention_norm)?,
+                ffn_norm: load.vector(&p.ffn_norm)?,
+                gate: load.matrix(&p.gate)?,
+                up: load.matrix(&p.up)?,
+                down: load.matrix(&p.down)?,
+                activation: p.activation,
+                post_ffn_norm: load.optional(&p.post_ffn_norm)?,
+                cache: KvLayer::with_capacity(config.kv_shape(), config.context),
+            });
         }
-        let embeddings = matrix_from(&mut from_disk, content, reader, arch.embeddings, &mut scratch, &mut rebuilt)?;
-        if embeddings.cols != dim {
-            return Err(shape_err(arch.embeddings, &embeddings, embeddings.rows, dim));
-        }
-        let output = match (content.tensor_infos.contains_key(arch.output), &arch.missing_output) {
-            (true, _) => Some(matrix_from(&mut from_disk, content, reader, arch.output, &mut scratch, &mut rebuilt)?),
-            (false, MissingOutput::Tied) => None,
-            (false, MissingOutput::Refused) => {
-                return Err(EngineError::Model(format!("the GGUF has no tensor `{}`", arch.output)))
-            }
+        let embeddings = load.matrix(&plan.embeddings)?;
+        let output = match plan.output == plan.embeddings {
+            true => None,
+            false => Some(load.matrix(&plan.output)?),
         };
-        let norm = norm_vector(content, reader, arch.output_norm, dim)?;
-        let (cos, sin) = rope_tables(&config);
+        let norm = load.vector(&plan.output_norm)?;
+        let ffn = layers.iter().map(|l| l.gate.rows).max().unwrap_or(0);
+        let rebuilt = load.rebuilt;
         let pool = Pool::new(threads).map_err(pool_err)?;
         let kernels = Kernels::detect();
         if !rebuilt {
@@ -244,24 +292,26 @@ impl Llama {
         }
         let mut model = Self {
             config,
+            embedding_scale: plan.embedding_scale,
+            plan,
             embeddings,
             layers,
             norm,
             output,
             ffn,
-            cos,
-            sin,
+            ropes,
             cached: 0,
             buffers: Buffers::default(),
             pool,
             kernels,
             weights_from: WeightsFrom::Stored,
         };
-        if rebuilt {
+        if model.named_matrices().is_empty() {
+            model.weights_from = WeightsFrom::Gguf("f32 rows alone, read from the GGUF (nothing to store)".into());
+        } else if rebuilt {
             if let Some(s) = stored {
                 // A cache: when it cannot be written, the next start rebuilds again (and says so).
                 let named = model.named_matrices();
-                let named: Vec<(&str, &Matrix)> = named.iter().map(|(n, m)| (n.as_str(), *m)).collect();
                 if let Err(e) = weights::save(&s.file, &s.identity, &named) {
                     why = format!("{why}; not stored: {e}");
                 }
@@ -271,27 +321,25 @@ impl Llama {
         Ok(model)
     }
 
-    /// Every weight matrix with its tensor name.
-    fn named_matrices(&self) -> Vec<(String, &Matrix)> {
-        let mut out: Vec<(String, &Matrix)> = Vec::new();
-        let (arch, names) = (self.config.arch, &self.config.arch.layer);
-        for (i, l) in self.layers.iter().enumerate() {
-            for (m, name) in [
-                (&l.wq, names.q),
-                (&l.wk, names.k),
-                (&l.wv, names.v),
-                (&l.wo, names.attn_output),
-                (&l.gate, names.gate),
-                (&l.up, names.up),
-                (&l.down, names.down),
-            ] {
-                out.push((arch.layer_tensor(i, name), m));
-            }
+    /// Every block matrix (what the stored weights hold) with its tensor name.
+    fn named_matrices(&self) -> Vec<(&str, &Matrix)> {
+        let mut out: Vec<(&str, &Matrix)> = Vec::new();
+        for (l, p) in self.layers.iter().zip(&self.plan.layers) {
+            out.extend([
+                (p.q.weight.as_str(), &l.wq),
+                (&p.k.weight, &l.wk),
+                (&p.v.weight, &l.wv),
+                (&p.attn_output, &l.wo),
+                (&p.gate, &l.gate),
+                (&p.up, &l.up),
+                (&p.down, &l.down),
+            ]);
         }
-        out.push((arch.embeddings.into(), &self.embeddings));
+        out.push((&self.plan.embeddings, &self.embeddings));
         if let Some(output) = &self.output {
-            out.push((arch.output.into(), output));
+            out.push((&self.plan.output, output));
         }
+        out.retain(|(_, m)| !matches!(m.blocks, Blocks::Dense(_)));
         out
     }
 
@@ -306,17 +354,29 @@ impl Llama {
 
     fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
         let Self {
-            config: c, embeddings, layers, norm, output, ffn, cos, sin, cached, buffers: b, pool, kernels, ..
+            config: c,
+            embeddings,
+            embedding_scale,
+            layers,
+            norm,
+            output,
+            ffn,
+            ropes,
+            cached,
+            buffers: b,
+            pool,
+            kernels,
+            ..
         } = self;
         let (seq, start, kernels, threads) = (tokens.len(), *cached, *kernels, pool.threads());
-        let (dim, kv_dim, hd, ffn) = (c.dim, c.kv_dim(), c.head_dim, *ffn);
-        let (eps, group, scale) = (c.eps as f32, c.heads / c.kv_heads, 1.0 / (hd as f32).sqrt());
+        let (dim, q_dim, kv_dim, hd, ffn) = (c.dim, c.q_dim(), c.kv_dim(), c.head_dim, *ffn);
+        let (eps, group, attention_scale) = (c.eps, c.heads / c.kv_heads, c.attention_scale);
         let x = grow(&mut b.x, seq * dim);
         let h = grow(&mut b.h, seq * dim);
-        let q = grow(&mut b.q, seq * dim);
+        let q = grow(&mut b.q, seq * q_dim);
         let k = grow(&mut b.k, seq * kv_dim);
         let v = grow(&mut b.v, seq * kv_dim);
-        let y = grow(&mut b.y, seq * dim);
+        let y = grow(&mut b.y, seq * q_dim);
         let gate = grow(&mut b.gate, seq * ffn);
         let up = grow(&mut b.up, seq * ffn);
         let per_thread = scratch_len(group, hd, start + seq);
@@ -329,7 +389,7 @@ impl Llama {
             threads * per_thread
         };
         let scratch = grow(&mut b.scores, scratch_needed);
-        let acts = grow(&mut b.acts, seq * dim.max(ffn) / BLOCK);
+        let acts = grow(&mut b.acts, seq * dim.max(q_dim).max(ffn) / BLOCK);
         for (t, &token) in tokens.iter().enumerate() {
             if token as usize >= embeddings.rows {
                 return Err(EngineError::Model(format!(
@@ -337,22 +397,13 @@ impl Llama {
                     embeddings.rows
                 )));
             }
-            embeddings.dequantize_row(token as usize, &mut x[t * dim..(t + 1) * dim]);
-        }
-        let half = hd / 2;
-        // The family's pairs: adjacent dimensions (the only ones a family here uses).
-        let RopePairs::Adjacent = c.arch.rope.pairs;
-        let rope = |values: &mut [f32], heads: usize, position: usize| {
-            let (cos, sin) = (&cos[position * half..][..half], &sin[position * half..][..half]);
-            for head in values.chunks_exact_mut(hd).take(heads) {
-                for (i, pair) in head.chunks_exact_mut(2).enumerate() {
-                    let (a, b) = (pair[0], pair[1]);
-                    pair[0] = a * cos[i] - b * sin[i];
-                    pair[1] = a * sin[i] + b * cos[i];
-                }
+            let row = &mut x[t * dim..(t + 1) * dim];
+            embeddings.dequantize_row(token as usize, row);
+            if let Some(by) = embedding_scale {
+                scale(row, *by);
             }
-        };
-        let (per_dim, per_ffn) = (dim / BLOCK, ffn / BLOCK);
+        }
+        let (per_dim, per_q) = (dim / BLOCK, q_dim / BLOCK);
         for (i, layer) in layers.iter_mut().enumerate() {
             {
                 // x += the last layer's output (none before the first), then x's norm, quantized.
@@ -370,22 +421,47 @@ impl Llama {
                 })?;
             }
             let (qo, ko, vo) = (Disjoint::new(&mut *q), Disjoint::new(&mut *k), Disjoint::new(&mut *v));
-            project(pool, &[(&layer.wq, &qo), (&layer.wk, &ko), (&layer.wv, &vo)], acts, seq, kernels)?;
+            let normed = Activations { blocks: &acts[..seq * per_dim], values: &h[..seq * dim] };
+            project(pool, &[(&layer.wq, &qo), (&layer.wk, &ko), (&layer.wv, &vo)], normed, seq, kernels)?;
+            let rope = &ropes[layer.rope];
             per_token(pool, seq, &|t| {
                 // SAFETY: token t's rows are this call's alone.
-                let (q, k) = unsafe { (qo.slice(t * dim..(t + 1) * dim), ko.slice(t * kv_dim..(t + 1) * kv_dim)) };
-                rope(q, c.heads, start + t);
-                rope(k, c.kv_heads, start + t);
+                let (q, k, v) = unsafe {
+                    (
+                        qo.slice(t * q_dim..(t + 1) * q_dim),
+                        ko.slice(t * kv_dim..(t + 1) * kv_dim),
+                        vo.slice(t * kv_dim..(t + 1) * kv_dim),
+                    )
+                };
+                for (values, bias) in [(&mut *q, &layer.bq), (&mut *k, &layer.bk), (&mut *v, &layer.bv)] {
+                    if let Some(bias) = bias {
+                        add(values, bias);
+                    }
+                }
+                for (values, weights) in [(&mut *q, &layer.q_norm), (&mut *k, &layer.k_norm)] {
+                    if let Some(weights) = weights {
+                        rms_norm_heads(values, weights, eps, kernels);
+                    }
+                }
+                rope.rotate(q, start + t, layer.pairs);
+                rope.rotate(k, start + t, layer.pairs);
             })?;
             let shape = c.kv_shape();
             layer.cache.grow(shape, start + seq);
             for t in 0..seq {
                 layer.cache.store(shape, start + t, &k[t * kv_dim..(t + 1) * kv_dim], &v[t * kv_dim..(t + 1) * kv_dim]);
             }
+            // The positions token t sees: all up to its own, or the window's last ones.
+            let window = layer.window;
+            let seen = move |t: usize| {
+                let positions = start + t + 1;
+                (window.map_or(0, |w| positions.saturating_sub(w)), positions)
+            };
             if split_heads {
-                let token = Token { cache: &layer.cache, shape, group, positions: start + 1, scale };
-                attend_split(pool, kernels, &token, &q[..dim], scratch, &mut y[..dim])?;
-                kernels.quantize(&y[..dim], &mut acts[..per_dim]);
+                let (first, positions) = seen(0);
+                let token = Token { cache: &layer.cache, shape, group, first, positions, scale: attention_scale };
+                attend_split(pool, kernels, &token, &q[..q_dim], scratch, &mut y[..q_dim])?;
+                kernels.quantize(&y[..q_dim], &mut acts[..per_q]);
             } else {
                 let (cache, q) = (&layer.cache, &*q);
                 let (yo, so, ao) = (Disjoint::new(&mut *y), Disjoint::new(&mut *scratch), Disjoint::new(&mut *acts));
@@ -395,21 +471,22 @@ impl Llama {
                     let scratch = unsafe { so.slice(thread * per_thread..(thread + 1) * per_thread) };
                     for unit in units {
                         let (t, kv) = (unit / c.kv_heads, unit % c.kv_heads);
-                        let heads = t * dim + kv * group * hd..t * dim + (kv + 1) * group * hd;
+                        let heads = t * q_dim + kv * group * hd..t * q_dim + (kv + 1) * group * hd;
                         // SAFETY: unit (t, kv) writes only its own heads of token t.
                         let out = unsafe { yo.slice(heads.clone()) };
-                        attend(kernels, cache, shape, kv, &q[heads], start + t + 1, scale, scratch, out);
+                        attend(kernels, cache, shape, kv, &q[heads], seen(t), attention_scale, scratch, out);
                     }
                 })
                 .map_err(pool_err)?;
                 per_token(pool, seq, &|t| {
                     // SAFETY: token t's rows are this call's alone.
                     let (y, a) =
-                        unsafe { (yo.slice(t * dim..(t + 1) * dim), ao.slice(t * per_dim..(t + 1) * per_dim)) };
+                        unsafe { (yo.slice(t * q_dim..(t + 1) * q_dim), ao.slice(t * per_q..(t + 1) * per_q)) };
                     kernels.quantize(y, a);
                 })?;
             }
-            project(pool, &[(&layer.wo, &Disjoint::new(&mut *h))], acts, seq, kernels)?;
+            let attended = Activations { blocks: &acts[..seq * per_q], values: &y[..seq * q_dim] };
+            project(pool, &[(&layer.wo, &Disjoint::new(&mut *h))], attended, seq, kernels)?;
             {
                 let (xo, ho, ao) = (Disjoint::new(&mut *x), Disjoint::new(&mut *h), Disjoint::new(&mut *acts));
                 per_token(pool, seq, &|t| {
@@ -417,21 +494,26 @@ impl Llama {
                     // SAFETY: token t's rows of each buffer are this call's alone.
                     let (x, h, a) =
                         unsafe { (xo.slice(rows.clone()), ho.slice(rows), ao.slice(t * per_dim..(t + 1) * per_dim)) };
+                    if let Some(weights) = &layer.post_attention_norm {
+                        rms_norm_heads(h, weights, eps, kernels);
+                    }
                     add(x, h);
                     rms_norm_rows(x, &layer.ffn_norm, eps, h, kernels);
                     kernels.quantize(h, a);
                 })?;
             }
+            let ffn = layer.gate.rows;
+            let per_ffn = ffn / BLOCK;
             {
                 let (go, uo, ao) = (Disjoint::new(&mut *gate), Disjoint::new(&mut *up), Disjoint::new(&mut *acts));
-                let (wg, wu) = (&layer.gate, &layer.up);
+                let (wg, wu, activation) = (&layer.gate, &layer.up, layer.activation);
                 {
                     // SAFETY: read only during this split.
-                    let acts = unsafe { ao.slice(0..seq * per_dim) };
+                    let normed = Activations { blocks: unsafe { ao.slice(0..seq * per_dim) }, values: &h[..seq * dim] };
                     pool.split(groups(wg), 2, &|_, range| {
                         let rows = ROWS * range.start..(ROWS * range.end).min(ffn);
                         for (w, o) in [(wu, &uo), (wg, &go)] {
-                            matmul_groups(w, acts, seq, range.clone(), kernels, &mut |t, g, sums| {
+                            matmul_groups(w, normed, seq, range.clone(), kernels, &mut |t, g, sums| {
                                 let at = t * ffn + ROWS * g;
                                 // SAFETY: each thread writes the rows of its own groups.
                                 let out = unsafe { o.slice(at..at + ROWS.min(ffn - ROWS * g)) };
@@ -442,7 +524,7 @@ impl Llama {
                             let rows = t * ffn + rows.start..t * ffn + rows.end;
                             // SAFETY: these rows are this thread's, written just above.
                             let (gate, up) = unsafe { (go.slice(rows.clone()), uo.slice(rows)) };
-                            silu_mul(gate, up, kernels);
+                            gated(activation, gate, up, kernels);
                         }
                     })
                     .map_err(pool_err)?;
@@ -454,7 +536,15 @@ impl Llama {
                     kernels.quantize(g, a);
                 })?;
             }
-            project(pool, &[(&layer.down, &Disjoint::new(&mut *h))], acts, seq, kernels)?;
+            let activated = Activations { blocks: &acts[..seq * per_ffn], values: &gate[..seq * ffn] };
+            project(pool, &[(&layer.down, &Disjoint::new(&mut *h))], activated, seq, kernels)?;
+            if let Some(weights) = &layer.post_ffn_norm {
+                let ho = Disjoint::new(&mut *h);
+                per_token(pool, seq, &|t| {
+                    // SAFETY: token t's rows are this call's alone.
+                    rms_norm_heads(unsafe { ho.slice(t * dim..(t + 1) * dim) }, weights, eps, kernels);
+                })?;
+            }
         }
         add(x, h);
         let last = &x[(seq - 1) * dim..];
@@ -462,7 +552,8 @@ impl Llama {
         quantize_rows(&h[..dim], dim, acts, kernels);
         let output = output.as_ref().unwrap_or(embeddings);
         let mut logits = vec![0f32; output.rows];
-        project(pool, &[(output, &Disjoint::new(&mut logits))], acts, 1, kernels)?;
+        let normed = Activations { blocks: &acts[..per_dim], values: &h[..dim] };
+        project(pool, &[(output, &Disjoint::new(&mut logits))], normed, 1, kernels)?;
         Ok(logits)
     }
 }
@@ -472,12 +563,12 @@ fn per_token(pool: &mut Pool, seq: usize, f: &(dyn Fn(usize) + Sync)) -> Result<
     pool.split(seq, 2, &|_, tokens| tokens.for_each(f)).map_err(pool_err)
 }
 
-/// Each matrix times the `tokens` activation rows of `acts`, into its output (`tokens × rows`, token
+/// Each matrix times the `tokens` activation rows of `x`, into its output (`tokens × rows`, token
 /// after token), the row groups of all of them split across the pool's threads.
 fn project(
     pool: &mut Pool,
     matrices: &[(&Matrix, &Disjoint<'_, f32>)],
-    acts: &[ActBlock],
+    x: Activations<'_>,
     tokens: usize,
     kernels: Kernels,
 ) -> Result<(), EngineError> {
@@ -488,7 +579,7 @@ fn project(
             let mine = range.start.max(first)..range.end.min(first + groups(m));
             if !mine.is_empty() {
                 let (rows, mine) = (m.rows, mine.start - first..mine.end - first);
-                matmul_groups(m, acts, tokens, mine, kernels, &mut |t, g, sums| {
+                matmul_groups(m, x, tokens, mine, kernels, &mut |t, g, sums| {
                     let at = t * rows + ROWS * g;
                     // SAFETY: each thread writes the rows of its own groups.
                     let out = unsafe { out.slice(at..at + ROWS.min(rows - ROWS * g)) };
@@ -501,7 +592,7 @@ fn project(
     .map_err(pool_err)
 }
 
-impl Transformer for Llama {
+impl Transformer for Model {
     fn config(&self) -> &Config {
         &self.config
     }
@@ -540,21 +631,4 @@ impl Transformer for Llama {
         }
         Ok(())
     }
-}
-
-fn shape_err(name: &str, m: &Matrix, rows: usize, cols: usize) -> EngineError {
-    EngineError::Model(format!("tensor {name} is {}×{}, expected {rows}×{cols}", m.rows, m.cols))
-}
-
-fn norm_vector<R: Read + Seek>(
-    content: &Content,
-    reader: &mut R,
-    name: &str,
-    dim: usize,
-) -> Result<Vec<f32>, EngineError> {
-    let values = vector(content, reader, name)?;
-    if values.len() != dim {
-        return Err(EngineError::Model(format!("tensor {name} has {} values, expected {dim}", values.len())));
-    }
-    Ok(values)
 }

@@ -2,10 +2,11 @@
 //!
 //! 4-bit weights (Q4_0, Q4_1) stay 4-bit: each block of 32 holds `d·q + m` with `q` in 0..16 and its
 //! scale and offset as f16, the GGUF's own bytes (generating a token reads every weight once, so bytes
-//! are time). 8-bit weights (Q8_0) keep their bytes too. Any other type (F32,
-//! F16, K-quants, Q5_x) is dequantized by candle and quantized to 8-bit blocks here. Activations are
-//! quantized per block of 32 to 8 bits with the block's sum, so a 4-bit dot product is
-//! `d_w·d_a·Σ q_w·q_a + m_w·s_a` in integers.
+//! are time). 8-bit weights (Q8_0) keep their bytes too; Q5_0's `d·(q − 16)` is an 8-bit block exactly
+//! (its scale, `q − 16` as the byte), and Q5_1 is quantized to 8-bit blocks. Activations are quantized per block of 32 to 8 bits with the
+//! block's sum, so a 4-bit dot product is `d_w·d_a·Σ q_w·q_a + m_w·s_a` in integers. Float weights
+//! (F32, F16, BF16) and the K-quants are dequantized by candle to f32 rows ([`Blocks::Dense`]),
+//! multiplied by f32 activations: 8-bit blocks would put them above llama.cpp's own rounding.
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -124,6 +125,8 @@ pub enum Blocks {
     Q4x16(Vec<Q4x16>),
     /// 8-bit rows in groups of sixteen, the same way.
     Q8x16(Vec<Q8x16>),
+    /// f32 values, row after row (`rows × cols`), multiplied by f32 activations.
+    Dense(Vec<f32>),
 }
 
 /// A weight matrix of `rows` × `cols` (each row one output; `cols` a multiple of 32).
@@ -145,6 +148,7 @@ impl Matrix {
         match &self.blocks {
             Blocks::Q4x16(b) => std::mem::size_of_val(b.as_slice()),
             Blocks::Q8x16(b) => std::mem::size_of_val(b.as_slice()),
+            Blocks::Dense(v) => std::mem::size_of_val(v.as_slice()),
         }
     }
 
@@ -171,6 +175,7 @@ impl Matrix {
                     }
                 }
             }
+            Blocks::Dense(values) => out.copy_from_slice(&values[row * self.cols..(row + 1) * self.cols]),
         }
     }
 
@@ -219,13 +224,65 @@ impl Matrix {
                 let bytes = raw(content, reader, name, n * 34, scratch)?;
                 group8(rows, n, |i| q8_0(&bytes[i * 34..(i + 1) * 34]))
             }
-            _ => {
+            GgmlDType::Q5_0 => {
+                let bytes = raw(content, reader, name, n * 22, scratch)?;
+                group8(rows, n, |i| q5_0(&bytes[i * 22..(i + 1) * 22]))
+            }
+            GgmlDType::Q5_1 => {
                 let blocks = quantize_weights(&vector(content, reader, name)?);
                 group8(rows, n, |i| blocks[i])
             }
+            _ => Blocks::Dense(vector(content, reader, name)?),
         };
         Ok(Self { rows, cols, blocks })
     }
+}
+
+/// The bytes the forward pass holds for the weights of `content`: each matrix as [`Matrix::load`]
+/// keeps it (4-bit or 8-bit blocks, or f32 rows: four bytes a weight for float and K-quant types).
+pub fn held_bytes(content: &Content) -> u64 {
+    let per_block = |dtype: GgmlDType| match dtype {
+        GgmlDType::Q4_1 | GgmlDType::Q4_0 => Some(std::mem::size_of::<Q4Block>() as u64),
+        GgmlDType::Q8_0 | GgmlDType::Q5_0 | GgmlDType::Q5_1 => Some(std::mem::size_of::<Q8Block>() as u64),
+        _ => None,
+    };
+    content
+        .tensor_infos
+        .values()
+        .map(|info| {
+            let count = info.shape.elem_count() as u64;
+            per_block(info.ggml_dtype).map_or(count * 4, |size| count / BLOCK as u64 * size)
+        })
+        .sum()
+}
+
+/// Refuses weights that need more memory than the machine has available (`MemAvailable`, Linux), naming
+/// both figures, before any weight is read: a model too big is an error, never the kernel's OOM kill.
+pub fn fits_in_memory(content: &Content, name: &str) -> Result<(), EngineError> {
+    fits(held_bytes(content), available_memory(), name)
+}
+
+/// [`fits_in_memory`] on its figures (`available`: `None` where the machine does not say).
+fn fits(needed: u64, available: Option<u64>, name: &str) -> Result<(), EngineError> {
+    let Some(available) = available else { return Ok(()) };
+    if needed <= available {
+        return Ok(());
+    }
+    let gb = |bytes: u64| bytes as f64 / 1e9;
+    Err(EngineError::Model(format!(
+        "{name}: holding its weights needs {:.1} GB ({}), more than the {:.1} GB this machine has available",
+        gb(needed),
+        "K-quant and float weights are held as f32 rows until they run at their own size",
+        gb(available)
+    )))
+}
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes (`None` where it cannot be read).
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// The `n` 4-bit blocks of a `rows`-row matrix (`block(i)`, row after row) in groups of sixteen rows,
@@ -305,6 +362,19 @@ fn q8_0(bytes: &[u8]) -> Q8Block {
     Q8Block { d: half_at(bytes, 0), qs }
 }
 
+/// Q5_0's 32 values `d·(q − 16)`, `q` a low nibble of `qs` with its fifth bit in `qh`: the same values
+/// as an 8-bit block.
+fn q5_0(bytes: &[u8]) -> Q8Block {
+    let qh = u32::from_le_bytes([bytes[2], bytes[3], bytes[4], bytes[5]]);
+    let qs = &bytes[6..22];
+    let fifth = |j: usize| (((qh >> j) & 1) << 4) as u8;
+    let value = |j: usize| {
+        let q = if j < 16 { (qs[j] & 0x0F) | fifth(j) } else { (qs[j - 16] >> 4) | fifth(j) };
+        q as i8 - 16
+    };
+    Q8Block { d: half_at(bytes, 0), qs: std::array::from_fn(value) }
+}
+
 /// Quantizes f32 weights to 8-bit blocks (`values.len()` a multiple of 32).
 pub fn quantize_weights(values: &[f32]) -> Vec<Q8Block> {
     values
@@ -360,6 +430,26 @@ fn quantize_with(chunk: &[f32], inverse: f32) -> [i8; 32] {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_weights_held_are_counted_as_held_and_too_many_are_refused_before_loading() {
+        let fixture = |name: &str| {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/families").join(name);
+            let mut file = std::fs::File::open(path).unwrap();
+            Content::read(&mut file).unwrap()
+        };
+        let f32_file = fixture("llama3-F32.gguf");
+        let weights: u64 = f32_file.tensor_infos.values().map(|t| t.shape.elem_count() as u64).sum();
+        assert_eq!(held_bytes(&f32_file), 4 * weights, "f32 rows: four bytes a weight");
+        let q4 = fixture("llama3-Q4_0.gguf");
+        assert!(held_bytes(&q4) < held_bytes(&fixture("llama3-Q8_0.gguf")));
+        assert!(fits(10, Some(10), "m").is_ok() && fits(10, None, "m").is_ok());
+        let refused = fits(32_100_000_000, Some(22_500_000_000), "this qwen3 model").unwrap_err().to_string();
+        assert!(
+            refused.contains("needs 32.1 GB") && refused.contains("22.5 GB") && refused.contains("qwen3"),
+            "{refused}"
+        );
+    }
+
     use super::super::kernels::{Kernels, Level};
     use super::*;
 
@@ -465,6 +555,24 @@ mod tests {
             assert_eq!(b.sum, sum);
             assert!((b.s - b.d * sum as f32).abs() < 1e-4);
         }
+    }
+
+    #[test]
+    fn q5_0_reads_as_the_8_bit_block_of_the_same_values() {
+        let x: Vec<f32> = (0..32 * 6).map(|i| ((i * 7919 % 211) as f32 - 105.0) / 37.0).collect();
+        let cpu = Device::Cpu;
+        let tensor = candle_core::Tensor::from_vec(x, (3, 64), &cpu).unwrap();
+        let q = candle_core::quantized::QTensor::quantize(&tensor, GgmlDType::Q5_0).unwrap();
+        let want = q.dequantize(&cpu).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let bytes = q.data().unwrap();
+        assert_eq!(bytes.len(), 6 * 22);
+        let blocks: Vec<Q8Block> = bytes.chunks_exact(22).map(q5_0).collect();
+        let matrix = Matrix::from_q8(3, 64, &blocks);
+        let mut got = vec![0f32; 3 * 64];
+        for (r, row) in got.chunks_exact_mut(64).enumerate() {
+            matrix.dequantize_row(r, row);
+        }
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The same transformer on candle's own quantized matmuls and tensor ops: the speed baseline of
-//! `tunebench bench` and the reference the tests hold our forward pass ([`super::model`]) to.
+//! A llama on candle's own quantized matmuls and tensor ops: the speed baseline of `tunebench bench`
+//! and a second llama the tests hold our forward pass ([`super::model`]) to. It runs the llama family
+//! alone (other families are refused, naming theirs): llama.cpp's logits are every family's reference.
 //!
 //! As the baseline, weights stored as Q4_0/Q4_1/Q5_x are converted to Q8_0 at load (candle's Q4_1
 //! matmul has no SIMD path; Q8_0 does), its fastest setting here; as the reference, they stay as
@@ -9,8 +10,8 @@ use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
-use super::arch::{MissingOutput, RopePairs};
-use super::model::{Config, Transformer};
+use super::arch::{rope_frequencies, Plan, RopePairs};
+use super::model::{rope_factors, Config, Transformer};
 use super::EngineError;
 
 struct Layer {
@@ -84,38 +85,49 @@ impl Llama {
         convert: bool,
     ) -> Result<Self, EngineError> {
         let device = Device::Cpu;
-        let mut config = Config::from_gguf(content)?;
+        let plan = Plan::of(content)?;
+        let plain = |l: &super::arch::LayerPlan| {
+            l.rope.pairs == RopePairs::Adjacent
+                && [&l.q.bias, &l.k.bias, &l.v.bias, &l.q_norm, &l.post_attention_norm].iter().all(|t| t.is_none())
+                && l.window.is_none()
+        };
+        if plan.config.family != "llama" {
+            return Err(EngineError::Model(format!(
+                "candle's backend runs the llama family alone; this is a {} model",
+                plan.config.family
+            )));
+        }
+        if !plan.layers.iter().all(plain) {
+            return Err(EngineError::Model("candle's backend runs llama models without q/k/v biases".into()));
+        }
+        let mut config = plan.config.clone();
         config.context = context.min(config.context).max(1);
-        config.read_rope_factors(content, reader)?;
+        let factors = rope_factors(content, reader, &plan)?;
+        let base = plan.layers.first().map_or(10_000.0, |l| l.rope.base);
         let mut weight_bytes = 0;
-        let mut matmul = |name: &str| {
+        let mut matmul = |reader: &mut R, name: &str| {
             qtensor(content, reader, name, &device, convert).and_then(|t| {
                 weight_bytes += t.storage_size_in_bytes();
                 QMatMul::from_qtensor(t).map_err(model_err)
             })
         };
         let mut layers = Vec::with_capacity(config.layers);
-        let (arch, names) = (config.arch, &config.arch.layer);
-        for i in 0..config.layers {
+        for p in &plan.layers {
             let (wq, wk, wv, wo) = (
-                matmul(&arch.layer_tensor(i, names.q))?,
-                matmul(&arch.layer_tensor(i, names.k))?,
-                matmul(&arch.layer_tensor(i, names.v))?,
-                matmul(&arch.layer_tensor(i, names.attn_output))?,
+                matmul(reader, &p.q.weight)?,
+                matmul(reader, &p.k.weight)?,
+                matmul(reader, &p.v.weight)?,
+                matmul(reader, &p.attn_output)?,
             );
-            let (gate, up, down) = (
-                matmul(&arch.layer_tensor(i, names.gate))?,
-                matmul(&arch.layer_tensor(i, names.up))?,
-                matmul(&arch.layer_tensor(i, names.down))?,
-            );
+            let (gate, up, down) = (matmul(reader, &p.gate)?, matmul(reader, &p.up)?, matmul(reader, &p.down)?);
             let cache_shape = (1, config.kv_heads, config.context, config.head_dim);
             layers.push(Layer {
-                attn_norm: Tensor::zeros(1, DType::F32, &device).map_err(model_err)?,
+                attn_norm: dense(content, reader, &p.attn_norm, &device)?,
                 wq,
                 wk,
                 wv,
                 wo,
-                ffn_norm: Tensor::zeros(1, DType::F32, &device).map_err(model_err)?,
+                ffn_norm: dense(content, reader, &p.ffn_norm, &device)?,
                 gate,
                 up,
                 down,
@@ -123,28 +135,19 @@ impl Llama {
                 v_cache: Tensor::zeros(cache_shape, DType::F32, &device).map_err(model_err)?,
             });
         }
-        for (i, layer) in layers.iter_mut().enumerate() {
-            layer.attn_norm = dense(content, reader, &arch.layer_tensor(i, names.attn_norm), &device)?;
-            layer.ffn_norm = dense(content, reader, &arch.layer_tensor(i, names.ffn_norm), &device)?;
-        }
         let embeddings = content
-            .tensor(reader, arch.embeddings, &device)
-            .map_err(|e| EngineError::Model(format!("tensor {}: {e}", arch.embeddings)))?;
-        let norm = dense(content, reader, arch.output_norm, &device)?;
-        let output = if content.tensor_infos.contains_key(arch.output) {
-            let output = qtensor(content, reader, arch.output, &device, convert)?;
-            weight_bytes += output.storage_size_in_bytes();
-            QMatMul::from_qtensor(output).map_err(model_err)?
-        } else {
-            if arch.missing_output == MissingOutput::Refused {
-                return Err(EngineError::Model(format!("the GGUF has no tensor `{}`", arch.output)));
-            }
-            // Tied embeddings: the output projection is the embedding table.
-            let tied = content.tensor(reader, arch.embeddings, &device).map_err(model_err)?;
-            weight_bytes += tied.storage_size_in_bytes();
-            QMatMul::from_qtensor(tied).map_err(model_err)?
+            .tensor(reader, &plan.embeddings, &device)
+            .map_err(|e| EngineError::Model(format!("tensor {}: {e}", plan.embeddings)))?;
+        let norm = dense(content, reader, &plan.output_norm, &device)?;
+        // Tied embeddings: the output projection is the embedding table, as stored.
+        let output = match plan.output == plan.embeddings {
+            true => content.tensor(reader, &plan.embeddings, &device).map_err(model_err)?,
+            false => qtensor(content, reader, &plan.output, &device, convert)?,
         };
-        let (cos, sin) = rope_tables(&config, &device).map_err(model_err)?;
+        weight_bytes += output.storage_size_in_bytes();
+        let output = QMatMul::from_qtensor(output).map_err(model_err)?;
+        let (cos, sin) =
+            rope_tables(&config, &rope_frequencies(base, config.head_dim, &factors), &device).map_err(model_err)?;
         Ok(Self { config, embeddings, layers, norm, output, cos, sin, cached: 0, device, weight_bytes })
     }
 
@@ -158,9 +161,9 @@ impl Llama {
         let cos = self.cos.narrow(0, start, seq)?;
         let sin = self.sin.narrow(0, start, seq)?;
         let mask = if seq > 1 { Some(causal_mask(seq, start, &self.device)?) } else { None };
-        let scale = 1.0 / (hd as f64).sqrt();
+        let scale = f64::from(c.attention_scale);
         for layer in &mut self.layers {
-            let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, c.eps as f32)?;
+            let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, c.eps)?;
             let q = layer.wq.forward(&h)?.reshape((1, seq, heads, hd))?.transpose(1, 2)?.contiguous()?;
             let k = layer.wk.forward(&h)?.reshape((1, seq, kv_heads, hd))?.transpose(1, 2)?.contiguous()?;
             let v = layer.wv.forward(&h)?.reshape((1, seq, kv_heads, hd))?.transpose(1, 2)?.contiguous()?;
@@ -183,12 +186,12 @@ impl Llama {
             let y = att.matmul(&v.contiguous()?)?; // (1, kv, group*seq, hd)
             let y = y.reshape((1, heads, seq, hd))?.transpose(1, 2)?.reshape((1, seq, heads * hd))?;
             x = (x + layer.wo.forward(&y)?)?;
-            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, c.eps as f32)?;
+            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, c.eps)?;
             let ffn = (candle_nn::ops::silu(&layer.gate.forward(&h)?)? * layer.up.forward(&h)?)?;
             x = (x + layer.down.forward(&ffn)?)?;
         }
         let last = x.narrow(1, seq - 1, 1)?;
-        let last = candle_nn::ops::rms_norm(&last, &self.norm, c.eps as f32)?;
+        let last = candle_nn::ops::rms_norm(&last, &self.norm, c.eps)?;
         let logits = self.output.forward(&last)?;
         logits.flatten_all()?.to_vec1::<f32>()
     }
@@ -220,11 +223,9 @@ impl Transformer for Llama {
     }
 }
 
-/// Interleaved rotary tables (the family's adjacent pairs: `rope_i`).
-fn rope_tables(c: &Config, device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
-    let RopePairs::Adjacent = c.arch.rope.pairs;
-    let freqs = c.rope_frequencies();
-    let freqs = Tensor::new(freqs.as_slice(), device)?;
+/// Interleaved rotary tables (llama's adjacent pairs: `rope_i`) of each pair's frequency `freqs`.
+fn rope_tables(c: &Config, freqs: &[f32], device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
+    let freqs = Tensor::new(freqs, device)?;
     let positions = Tensor::arange(0u32, c.context as u32, device)?.to_dtype(DType::F32)?;
     let angles = positions.unsqueeze(1)?.broadcast_mul(&freqs.unsqueeze(0)?)?;
     Ok((angles.cos()?, angles.sin()?))

@@ -1,11 +1,11 @@
-//! The interleaved weights on disk: once a GGUF's matrices have been regrouped into the kernels' layout
-//! ([`super::quant`]), they are written to `<cache dir>/weights/` (atomically), so a later start reads
-//! them back instead of rebuilding them. A cache file names the GGUF it came from (its size, modified
-//! time and a hash of its first and last mebibyte) and ends with a checksum of everything before it:
-//! a file of another GGUF, of another layout version, or damaged (cut short, bytes changed) is never
-//! trusted; the weights are rebuilt from the GGUF and the file written again. Writing one removes the
-//! others (older models' files, half-written files of processes that ended): one model's weights are
-//! kept.
+//! The interleaved weights on disk: once a GGUF's block matrices have been regrouped into the kernels'
+//! layout ([`super::quant`]; f32 rows are not stored, read from the GGUF every time), they are written
+//! to `<cache dir>/weights/` (atomically), so a later start reads them back instead of rebuilding
+//! them. A cache file names the GGUF it came from (its size, modified time and a hash of its first and
+//! last mebibyte) and ends with a checksum of everything before it: a file of another GGUF, of another
+//! layout version, or damaged (cut short, bytes changed) is never trusted; the weights are rebuilt
+//! from the GGUF and the file written again. Writing one removes the others (older models' files,
+//! half-written files of processes that ended): one model's weights are kept.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -17,7 +17,7 @@ use crate::files::Limit;
 
 /// The first bytes of a cache file; the number is the layout's version (a change of the block layout
 /// bumps it, so older files are rebuilt).
-const MAGIC: &[u8; 16] = b"tunebench-wts-01";
+const MAGIC: &[u8; 16] = b"tunebench-wts-02";
 
 // The blocks are written as their bytes: plain data with no padding.
 const _: () = assert!(std::mem::size_of::<Q4x16>() == 4 * ROWS + 16 * ROWS);
@@ -98,8 +98,8 @@ pub fn checksum(bytes: &[u8]) -> u64 {
 
 /// The bytes of a slice of blocks.
 fn block_bytes<T: Copy>(blocks: &[T]) -> &[u8] {
-    // SAFETY: only called with Q4x16 and Q8x16: `repr(C)` plain data of f16, u8 and i8 without padding
-    // (asserted above), so every byte is initialised; the length is the slice's size in bytes.
+    // SAFETY: only called with Q4x16, Q8x16 (`repr(C)` plain data of f16, u8 and i8 without padding,
+    // asserted above) and f32, so every byte is initialised; the length is the slice's size in bytes.
     unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast::<u8>(), std::mem::size_of_val(blocks)) }
 }
 
@@ -108,8 +108,8 @@ fn blocks_from<T: Copy>(bytes: &[u8]) -> Vec<T> {
     let n = bytes.len() / std::mem::size_of::<T>();
     // Written once: the bytes copied into fresh capacity (no zeroing pass over tens of megabytes first).
     let mut blocks: Vec<T> = Vec::with_capacity(n);
-    // SAFETY: as above, every byte pattern is a valid Q4x16 or Q8x16 (f16, u8 and i8 have no invalid
-    // values); the capacity holds `n` blocks, exactly `n · size_of::<T>()` ≤ `bytes.len()` bytes, all
+    // SAFETY: as above, every byte pattern is a valid Q4x16, Q8x16 or f32 (f16, u8, i8 and f32 have no
+    // invalid values); the capacity holds `n` blocks, exactly `n · size_of::<T>()` ≤ `bytes.len()` bytes, all
     // written before the length is set.
     unsafe {
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), blocks.as_mut_ptr().cast::<u8>(), n * std::mem::size_of::<T>());
@@ -131,6 +131,7 @@ pub fn save(path: &Path, identity: &Identity, matrices: &[(&str, &Matrix)]) -> R
         let (kind, bytes) = match &m.blocks {
             Blocks::Q4x16(b) => (4u64, block_bytes(b)),
             Blocks::Q8x16(b) => (8u64, block_bytes(b)),
+            Blocks::Dense(v) => (32u64, block_bytes(v)),
         };
         for n in [kind, m.rows as u64, m.cols as u64, bytes.len() as u64] {
             body.extend_from_slice(&n.to_le_bytes());
@@ -260,6 +261,9 @@ fn parse(bytes: &[u8], identity: &Identity) -> Result<HashMap<String, Matrix>, S
         let blocks = match kind {
             4 if len == groups * std::mem::size_of::<Q4x16>() => Blocks::Q4x16(blocks_from::<Q4x16>(data)),
             8 if len == groups * std::mem::size_of::<Q8x16>() => Blocks::Q8x16(blocks_from::<Q8x16>(data)),
+            32 if Some(len) == rows.checked_mul(cols).and_then(|n| n.checked_mul(4)) => {
+                Blocks::Dense(blocks_from::<f32>(data))
+            }
             _ => return Err(format!("tensor {name}: {len} bytes do not make {rows}×{cols} of kind {kind}")),
         };
         out.insert(name, Matrix { rows, cols, blocks });
@@ -288,7 +292,12 @@ mod tests {
         let q8: Vec<Q8Block> = (0..20u8)
             .map(|i| Q8Block { d: f16::from_f32(f32::from(i) + 0.5), qs: std::array::from_fn(|j| (i as i8) - j as i8) })
             .collect();
-        vec![("a".into(), Matrix::from_q4(20, 64, &q4)), ("b".into(), Matrix::from_q8(10, 64, &q8))]
+        let dense: Vec<f32> = (0..3 * 32).map(|i| i as f32 / 7.0 - 5.0).collect();
+        vec![
+            ("a".into(), Matrix::from_q4(20, 64, &q4)),
+            ("b".into(), Matrix::from_q8(10, 64, &q8)),
+            ("c".into(), Matrix { rows: 3, cols: 32, blocks: Blocks::Dense(dense) }),
+        ]
     }
 
     fn identity() -> Identity {
@@ -317,7 +326,7 @@ mod tests {
         for (name, m) in matrices() {
             assert_eq!(loaded[&name], m, "{name}");
         }
-        assert_eq!(loaded.len(), 2);
+        assert_eq!(loaded.len(), 3);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -380,7 +389,7 @@ mod tests {
         left.sort();
         let live_name = live.file_name().unwrap().to_string_lossy().into_owned();
         assert_eq!(left, vec![live_name, "model.00000000000000cc.weights".to_string(), "notes.txt".to_string()]);
-        assert_eq!(load(&kept, &identity()).unwrap().len(), 2);
+        assert_eq!(load(&kept, &identity()).unwrap().len(), 3);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -141,12 +141,8 @@ impl LocalTokenizer {
         let (content, _) = crate::engine::gguf::open(&path).map_err(|e| e.to_string())?;
         let tokenizer = TextTokenizer::from_gguf(&content).map_err(|e| e.to_string())?;
         let template = ChatTemplate::of_gguf(&path, &content, &tokenizer).map_err(|e| e.to_string())?;
-        let arch = crate::engine::arch::Arch::of(&content).map_err(|e| e.to_string())?;
-        let context = content
-            .metadata
-            .get(&arch.key("context_length"))
-            .and_then(|v| v.to_u32().ok().or_else(|| v.to_u64().ok().map(|n| u32::try_from(n).unwrap_or(u32::MAX))))
-            .unwrap_or(arch.default_context as u32);
+        let plan = crate::engine::arch::Plan::of(&content).map_err(|e| e.to_string())?;
+        let context = u32::try_from(plan.config.context).unwrap_or(u32::MAX);
         Ok(Self { model: path, context, tokenizer, template })
     }
 

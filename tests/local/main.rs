@@ -7,11 +7,15 @@
 //! disk, a prompt warmed in advance, objects held to the keys their schema lists, and the first start's
 //! sample scored on the model as measured (four of five cases pass). Every test that
 //! needs the model goes through `support::model_file` (or `support::local`), the one fetch.
+//! Without the model: the tokenizer of every family's tiny vocabulary and of three real ones
+//! (`vocab.rs`, llama.cpp's vocabulary files fetched by `vocab.sh`) against llama.cpp's ids, and the
+//! real chat templates against jinja2's renderings (`chat_template.rs`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests state what they expect by panicking
 #![cfg(feature = "local")]
 
 mod cache;
+mod chat_template;
 mod closed;
 mod families;
 mod fetch;
@@ -27,3 +31,4 @@ mod seeds;
 mod stored;
 mod support;
 mod tokenizer;
+mod vocab;

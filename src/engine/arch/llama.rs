@@ -1,27 +1,38 @@
-//! The llama family (SmolLM2, Llama 2/3, TinyLlama, ...): llama.cpp's tensor names, RMS norm, rotary
-//! embedding over adjacent pairs, and the embedding table as the output projection when the file has
-//! none.
+//! The llama family (SmolLM2, Llama 2/3.x, TinyLlama, ...): the standard layer, rotary embedding over
+//! adjacent pairs (the GGUF's q/k rows are permuted for it), Llama 3.x's rope factors
+//! (`rope_freqs.weight`) when the file has them, q/k/v biases when it has them, and the embedding table
+//! as the output projection when it has no `output.weight`.
 
-use super::{Arch, LayerTensors, MissingOutput, Norm, Rope, RopePairs};
+use super::plan::{Plan, Projection, Rope, RopePairs};
+use super::schema::{Defaults, Schema};
+use super::Family;
 
-pub const LLAMA: Arch = Arch {
-    name: "llama",
-    layer: LayerTensors {
-        attn_norm: "attn_norm",
-        q: "attn_q",
-        k: "attn_k",
-        v: "attn_v",
-        attn_output: "attn_output",
-        ffn_norm: "ffn_norm",
-        gate: "ffn_gate",
-        up: "ffn_up",
-        down: "ffn_down",
-    },
-    embeddings: "token_embd.weight",
-    output_norm: "output_norm.weight",
-    output: "output.weight",
-    missing_output: MissingOutput::Tied,
-    norm: Norm::Rms { eps_key: "attention.layer_norm_rms_epsilon", default_eps: 1e-5 },
-    rope: Rope { base_key: "rope.freq_base", default_base: 10_000.0, pairs: RopePairs::Adjacent },
-    default_context: 2048,
-};
+pub const LLAMA: Family = Family { name: "llama", plan };
+
+fn plan(s: &mut Schema<'_>) -> Plan {
+    let config = s.config(Defaults { context: 2048, eps: 1e-5, head_dim_key: false });
+    let rope = Rope { pairs: RopePairs::Adjacent, base: s.float_or("rope.freq_base", 10_000.0) };
+    let layers = (0..config.layers)
+        .map(|i| {
+            let mut layer = s.standard_layer(i, rope);
+            let bias = |s: &Schema<'_>, name: &str, p: &Projection| Projection {
+                weight: p.weight.clone(),
+                bias: s.layer_bias_optional(i, name),
+            };
+            layer.q = bias(s, "attn_q", &layer.q);
+            layer.k = bias(s, "attn_k", &layer.k);
+            layer.v = bias(s, "attn_v", &layer.v);
+            layer
+        })
+        .collect();
+    let embeddings = s.tensor("token_embd.weight");
+    Plan {
+        config,
+        output: s.output_or_tied(&embeddings),
+        embeddings,
+        embedding_scale: None,
+        rope_factors: s.optional("rope_freqs.weight"),
+        layers,
+        output_norm: s.tensor("output_norm.weight"),
+    }
+}

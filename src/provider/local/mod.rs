@@ -1,7 +1,8 @@
-//! `local`: the embedded model — a small llama-architecture GGUF instruct model (SmolLM2-135M-Instruct
-//! by default) run in-process on the CPU by [`crate::engine`], streaming one event per generated token,
-//! with schema-constrained decoding for json and jsonl answers. This is the engine's adapter: a request
-//! becomes the engine's [`Ask`], its steps become the provider's events, its errors the provider's.
+//! `local`: the embedded model — a GGUF instruct model of a family the engine runs (llama, qwen2, qwen3,
+//! gemma3; SmolLM2-135M-Instruct by default) run in-process on the CPU by [`crate::engine`], streaming
+//! one event per generated token, with schema-constrained decoding for json and jsonl answers. This is
+//! the engine's adapter: a request becomes the engine's [`Ask`], its steps become the provider's
+//! events, its errors the provider's.
 //!
 //! - [`fetch`]: where the model lives (the cache directory), `tunebench model fetch|path|info`.
 //! - `answer`: [`Engine`], the engine loaded, answering [`Request`]s with [`Event`]s; a request's
