@@ -37,14 +37,6 @@ fn plan(s: &mut Schema<'_>) -> Plan {
             layer
         })
         .collect();
-    let embeddings = s.tensor("token_embd.weight");
-    Plan {
-        embedding_scale: Some((config.dim as f32).sqrt()),
-        config,
-        output: s.output_or_tied(&embeddings),
-        embeddings,
-        rope_factors: None,
-        layers,
-        output_norm: s.tensor("output_norm.weight"),
-    }
+    let embedding_scale = Some((config.dim as f32).sqrt());
+    Plan { embedding_scale, ..s.standard_plan(config, layers) }
 }

@@ -25,14 +25,6 @@ fn plan(s: &mut Schema<'_>) -> Plan {
             layer
         })
         .collect();
-    let embeddings = s.tensor("token_embd.weight");
-    Plan {
-        config,
-        output: s.output_or_tied(&embeddings),
-        embeddings,
-        embedding_scale: None,
-        rope_factors: s.optional("rope_freqs.weight"),
-        layers,
-        output_norm: s.tensor("output_norm.weight"),
-    }
+    let rope_factors = s.optional("rope_freqs.weight");
+    Plan { rope_factors, ..s.standard_plan(config, layers) }
 }

@@ -19,14 +19,5 @@ fn plan(s: &mut Schema<'_>) -> Plan {
             layer
         })
         .collect();
-    let embeddings = s.tensor("token_embd.weight");
-    Plan {
-        config,
-        output: s.output_or_tied(&embeddings),
-        embeddings,
-        embedding_scale: None,
-        rope_factors: None,
-        layers,
-        output_norm: s.tensor("output_norm.weight"),
-    }
+    s.standard_plan(config, layers)
 }

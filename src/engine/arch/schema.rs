@@ -125,6 +125,21 @@ impl<'a> Schema<'a> {
         self.optional(&format!("blk.{i}.{name}.bias"))
     }
 
+    /// The model around `layers` as llama lays it out: `token_embd`, `output_norm`, the output projection
+    /// (else the embedding table, tied), no embedding scale, no rope factors; a family changes what differs.
+    pub fn standard_plan(&mut self, config: Config, layers: Vec<LayerPlan>) -> Plan {
+        let embeddings = self.tensor("token_embd.weight");
+        Plan {
+            config,
+            output: self.output_or_tied(&embeddings),
+            embeddings,
+            embedding_scale: None,
+            rope_factors: None,
+            layers,
+            output_norm: self.tensor("output_norm.weight"),
+        }
+    }
+
     /// The output projection `output.weight`, else the embedding table (tied embeddings).
     pub fn output_or_tied(&self, embeddings: &str) -> String {
         self.optional("output.weight").unwrap_or_else(|| embeddings.to_string())
