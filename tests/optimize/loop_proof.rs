@@ -75,13 +75,7 @@ fn a_known_good_edit_is_found_ranked_first_on_held_out_and_applied_leaving_the_r
     let listed = json(&list);
     assert_eq!(listed[0]["id"], record["id"]);
     assert_eq!(listed[0]["best"], "c1");
-    let show = assert_cmd::Command::cargo_bin("tunebench")
-        .unwrap()
-        .env("TUNEBENCH_DATA_DIR", dir.path())
-        .args(["optimize", "show", record["id"].as_str().unwrap()])
-        .output()
-        .unwrap();
-    let table = String::from_utf8_lossy(&show.stdout).into_owned();
+    let table = shown(dir.path(), record["id"].as_str().unwrap());
     assert!(table.contains("best: c1") && table.contains("say how entities are named"), "{table}");
 }
 
@@ -130,13 +124,7 @@ fn a_bad_edit_is_worse_on_held_out_and_not_best_and_a_malformed_proposal_is_reje
     assert_eq!(std::fs::read_to_string(&prompt).unwrap(), PROMPT);
 
     // The table stars the record's best, the baseline on this tie-or-worse, not the front's candidate.
-    let show = assert_cmd::Command::cargo_bin("tunebench")
-        .unwrap()
-        .env("TUNEBENCH_DATA_DIR", dir.path())
-        .args(["optimize", "show", record["id"].as_str().unwrap()])
-        .output()
-        .unwrap();
-    let table = String::from_utf8_lossy(&show.stdout).into_owned();
+    let table = shown(dir.path(), record["id"].as_str().unwrap());
     let row = |id: &str| table.lines().find(|l| l.starts_with(id)).unwrap_or_default().to_string();
     assert!(row("baseline").split_whitespace().next().unwrap().ends_with('★'), "{table}");
     assert!(row("c1").starts_with("c1+ ") && !row("c1").contains('★'), "{table}");
@@ -269,4 +257,15 @@ fn bad_input_is_exit_2_naming_the_flag_before_any_model_call() {
         stderr(&output)
     );
     assert_eq!(s.server.received().len(), 0, "no model was called");
+}
+
+/// `tunebench optimize show ID`'s table, from the data directory `dir`.
+fn shown(dir: &std::path::Path, id: &str) -> String {
+    let show = assert_cmd::Command::cargo_bin("tunebench")
+        .unwrap()
+        .env("TUNEBENCH_DATA_DIR", dir)
+        .args(["optimize", "show", id])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&show.stdout).into_owned()
 }
