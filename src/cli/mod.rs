@@ -27,6 +27,8 @@ pub mod input;
 pub mod interrupt;
 #[cfg(feature = "local")]
 pub mod model;
+#[cfg(feature = "local")]
+mod model_human;
 pub mod optimize;
 mod optimize_human;
 pub mod parse;

@@ -1,5 +1,6 @@
-//! `tunebench model fetch|path|info`: get the default local model into the cache directory, say where
-//! it is, and describe a GGUF file (the default one, or `--model FILE`).
+//! `tunebench model fetch|path|info|list`: get the default local model into the cache directory, say
+//! where it is, describe a GGUF (the default one, `--model FILE` or `--model ollama:NAME[:TAG]`) with
+//! whether this build runs it, and list the GGUFs it can find (`model_human.rs` draws the table).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,11 +29,22 @@ pub enum ModelAction {
     },
     /// Print where the default model is stored (exit 1 when it is not there yet).
     Path,
-    /// Describe the model: file, size, SHA-256, architecture, tokenizer, chat template.
+    /// Describe the model: file, size, SHA-256, architecture, tokenizer, chat template, and whether
+    /// this build runs it ("runs here", or why not).
     Info {
-        /// A GGUF file instead of the default model.
-        #[arg(long, value_name = "FILE")]
-        model: Option<PathBuf>,
+        /// A GGUF file, or `ollama:NAME[:TAG]` (a model in Ollama's store), instead of the default model.
+        #[arg(long, value_name = "FILE|ollama:NAME")]
+        model: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the GGUFs tunebench can find (the cache's models folder, Ollama's store, the local models
+    /// the prompt files given name): how to name each, family, parameters, quantisation, size, and
+    /// whether this build runs it. Reads headers only.
+    List {
+        /// Prompt files whose `[provider]` names a local model.
+        #[arg(value_name = "PROMPT")]
+        prompts: Vec<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -46,7 +58,8 @@ pub fn run(args: &ModelArgs) -> anyhow::Result<ExitCode> {
             super::sayln!("{}", path.display());
             Ok(if fetch::installed_model().is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
-        ModelAction::Info { model, json } => info(model.clone(), *json),
+        ModelAction::Info { model, json } => info(model.as_deref(), *json),
+        ModelAction::List { prompts, json } => list(prompts, *json),
     }
 }
 
@@ -108,12 +121,23 @@ fn number(content: &Content, key: &str) -> Option<serde_json::Value> {
     }
 }
 
-fn info(model: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
+fn list(prompts: &[PathBuf], as_json: bool) -> anyhow::Result<ExitCode> {
+    let found = crate::run::models::find_models(prompts);
+    if as_json {
+        super::print_json(&found)?;
+    } else {
+        super::say!("{}", super::model_human::table(&found));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn info(model: Option<&str>, as_json: bool) -> anyhow::Result<ExitCode> {
     let path = match model {
-        Some(path) => path,
+        Some(model) => crate::run::factory::local_model_file(model)?,
         None => fetch::installed_model()?,
     };
     let (content, _) = crate::engine::gguf::open(&path)?;
+    let runs_here = crate::engine::runs_here::runs_here(&path, &content).err().map(|e| e.to_string());
     let bytes = std::fs::metadata(&path)?.len();
     let sha256 = fetch::sha256_file(&path)?;
     let mut types = std::collections::BTreeMap::<String, usize>::new();
@@ -125,6 +149,7 @@ fn info(model: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
     let arch = text(&content, "general.architecture").unwrap_or_default();
     let own = |key: &str| number(&content, &format!("{arch}.{key}"));
     let report = json!({
+        "model": model,
         "path": path,
         "bytes": bytes,
         "sha256": sha256,
@@ -141,6 +166,9 @@ fn info(model: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
         "pre_tokenizer": text(&content, "tokenizer.ggml.pre"),
         "chat_template": content.metadata.contains_key("tokenizer.chat_template"),
         "license": text(&content, "general.license"),
+        "quantisation": crate::engine::runs_here::quantisation(&content),
+        "runs_here": runs_here.is_none(),
+        "why_not": runs_here,
     });
     if as_json {
         super::print_json(&report)?;
@@ -148,12 +176,16 @@ fn info(model: Option<PathBuf>, as_json: bool) -> anyhow::Result<ExitCode> {
     }
     if let serde_json::Value::Object(fields) = &report {
         for (key, value) in fields {
+            if key == "runs_here" || key == "why_not" {
+                continue;
+            }
             let shown = match value {
                 serde_json::Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
             super::sayln!("{key:<16} {shown}");
         }
+        super::sayln!("{}", runs_here.as_deref().map_or("runs here".into(), |why| format!("does not run here: {why}")));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -13,6 +13,8 @@
 //!   llama on candle's quantized matmuls (the speed baseline); llama.cpp's logits, in the family
 //!   fixtures, are every family's reference.
 //! - [`gguf`]: a GGUF file's header read with every size checked against the file (every loader opens it there).
+//! - [`runs_here`]: what a GGUF is (family, parameters, quantisation, size) and whether this build runs
+//!   it, from its header alone.
 //! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back.
 //! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses; [`closed`]: objects
 //!   held to the keys their schema lists; [`decodable`]: whether the decoder accepts a schema, asked
@@ -57,6 +59,8 @@ pub mod model;
 pub mod quant;
 #[cfg(feature = "local")]
 pub mod reference;
+#[cfg(feature = "local")]
+pub mod runs_here;
 #[cfg(feature = "local")]
 pub mod sampler;
 #[cfg(feature = "local")]

@@ -214,13 +214,24 @@ pub fn warm_local_model(_model: &str, _request: &crate::provider::Request) -> Re
     Ok(())
 }
 
-/// The GGUF file the local provider runs for `model`: a file path, or empty (or the default model's
-/// name) for the default model in the cache directory.
+/// The GGUF file the local provider runs for `model`: a file path, `ollama:NAME[:TAG]` (a model in
+/// Ollama's store, read in place), or empty (or the default model's name) for the default model in
+/// the cache directory.
 #[cfg(feature = "local")]
 pub fn local_model_file(model: &str) -> Result<PathBuf, RunError> {
+    use crate::provider::local::ollama_store;
     let default_names = ["", "smollm2", "SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct.Q4_1"];
     if default_names.contains(&model) {
         return Ok(crate::provider::local::fetch::installed_model().map_err(ProviderError::from)?);
+    }
+    if let Some(name) = model.strip_prefix(ollama_store::PREFIX) {
+        let store = ollama_store::store_dir().ok_or_else(|| {
+            RunError::Setting(format!(
+                "--model {model:?}: there is no home folder to find Ollama's store in; set {}",
+                ollama_store::STORE_VAR
+            ))
+        })?;
+        return ollama_store::resolve(&store, name).map_err(RunError::Setting);
     }
     let path = PathBuf::from(model);
     if !path.is_file() {

@@ -30,6 +30,8 @@
 //! - [`cache`]: the response cache, a provider wrapper: a request answered before is played from its
 //!   recorded transcript ([`CacheMode`]: off, use, refresh).
 //! - [`factory`]: a provider from the run settings (`openai`, `ollama`, `anthropic`, `replay`).
+//! - [`models`]: the GGUFs tunebench can find (the cache, Ollama's store, prompt files) and whether
+//!   this build runs each, for `model list` and the workbench's model picker.
 //! - [`prompt_tokens`]: a request's tokens before it is sent (the local model's own tokenizer, else
 //!   o200k) against the context window and max tokens.
 //! - `bench` (feature `testing`): replay throughput through the engine, for `tunebench bench`.
@@ -48,6 +50,7 @@ pub mod feedback;
 pub mod history;
 pub mod job;
 pub mod limits;
+pub mod models;
 pub mod plan;
 pub mod prompt_tokens;
 pub mod record;

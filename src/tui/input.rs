@@ -1,5 +1,6 @@
 //! One-off text inputs over the panes (pure, part of `update`): the model picker in the status line
-//! (`choose-model`) and the case filter (`/` in the variables pane), the editor of a variable's value (enter on a variable) and of a case being added
+//! (`choose-model`; for the local model, a list of the models found, chosen with the arrows and
+//! enter, filtered by what is typed) and the case filter (`/` in the variables pane), the editor of a variable's value (enter on a variable) and of a case being added
 //! or copied (its TOML). Enter or ctrl-s applies, esc cancels, alt-enter starts a new line in a box;
 //! while one is open every key goes to it.
 
@@ -10,7 +11,7 @@ use crate::tui::msg::Effect;
 use crate::tui::state::State;
 use crate::tui::variables;
 
-pub use crate::tui::input_box::{box_editor, InputBox, InputKind};
+pub use crate::tui::input_box::{box_editor, InputBox, InputKind, ModelList};
 
 /// A one-line editor holding `text`, the cursor at its end.
 fn line_editor(text: &str) -> TextArea<'static> {
@@ -36,8 +37,52 @@ pub fn open_model_picker(state: &mut State) -> Vec<Effect> {
     } else {
         "(server default)"
     });
-    state.input = Some(Box::new(InputBox { kind: InputKind::Model { provider }, area, error: None }));
+    // The local model's picker lists the models found; they are looked for off the UI thread.
+    let local = provider == ProviderKind::Local;
+    let list = local.then(ModelList::default);
+    state.input = Some(Box::new(InputBox { kind: InputKind::Model { provider, list }, area, error: None }));
+    if local {
+        return vec![Effect::FindModels { prompt: state.path.clone() }];
+    }
     Vec::new()
+}
+
+/// The models found for the local model's picker (dropped when it was closed since).
+pub fn models_found(state: &mut State, found: Vec<crate::run::models::FoundModel>) -> Vec<Effect> {
+    if let Some(open) = state.input.as_deref_mut() {
+        let typed = open.text();
+        if let InputKind::Model { list: Some(list), .. } = &mut open.kind {
+            list.found = Some(found);
+            reselect(list, &typed);
+        }
+    }
+    Vec::new()
+}
+
+/// After the typed text changed: the first model it matches is chosen (none when nothing is typed,
+/// so that enter on an empty text keeps meaning the default model).
+fn reselect(list: &mut ModelList, typed: &str) {
+    list.selected = (!typed.trim().is_empty() && !list.matching(typed).is_empty()).then_some(0);
+}
+
+/// Up and down in the local model's list (`true`: the key was one of them).
+fn move_in_list(open: &mut InputBox, key: Key) -> bool {
+    let typed = open.text();
+    let InputKind::Model { list: Some(list), .. } = &mut open.kind else { return false };
+    let rows = list.matching(&typed).len();
+    let step: isize = match key {
+        Key::Up => -1,
+        Key::Down => 1,
+        _ => return false,
+    };
+    if rows > 0 {
+        list.selected = Some(match list.selected {
+            None if step > 0 => 0,
+            None => rows - 1,
+            Some(at) => at.saturating_add_signed(step).min(rows - 1),
+        });
+    }
+    true
 }
 
 /// `filter-cases` in the variables pane: the case filter, typed in the status line, applied as typed.
@@ -94,6 +139,7 @@ pub fn key(state: &mut State, input: Input) -> Vec<Effect> {
         // A model name is one line: nothing else makes a new line in it.
         Key::Enter | Key::Char('\n' | '\r') if is_model(open) => return Vec::new(),
         Key::Char('m') if input.ctrl && is_model(open) => return Vec::new(),
+        Key::Up | Key::Down if move_in_list(open, input.key) => return Vec::new(),
         _ => false,
     };
     if apply {
@@ -101,6 +147,10 @@ pub fn key(state: &mut State, input: Input) -> Vec<Effect> {
     }
     if open.area.input(input) {
         open.error = None;
+        let typed = open.text();
+        if let InputKind::Model { list: Some(list), .. } = &mut open.kind {
+            reselect(list, &typed);
+        }
         if open.kind == InputKind::CaseFilter {
             refilter(state);
         }
@@ -129,6 +179,10 @@ pub fn paste(state: &mut State, text: &str) {
             open.area.insert_str(text.replace('\n', " "));
         } else if is_model(open) {
             open.area.insert_str(text.replace('\n', " ").trim());
+            let typed = open.text();
+            if let InputKind::Model { list: Some(list), .. } = &mut open.kind {
+                reselect(list, &typed);
+            }
         } else {
             open.area.insert_str(text);
         }
@@ -164,7 +218,11 @@ fn apply(state: &mut State) -> Vec<Effect> {
     let Some(open) = state.input.take() else { return Vec::new() };
     let text = open.text();
     let result = match &open.kind {
-        InputKind::Model { provider } => apply_model(state, *provider, text.trim()),
+        InputKind::Model { provider, list } => match chosen(list.as_ref(), &text) {
+            Some(Ok(name)) => apply_model(state, *provider, &name),
+            Some(Err(why)) => Err(why),
+            None => apply_model(state, *provider, text.trim()),
+        },
         InputKind::Variable { name, origin, was } => variables::value_of(name, was, &text).map(|value| {
             crate::tui::workbench::cases::remember(state, format!("the change of {name}"));
             variables::set(state, name, *origin, value);
@@ -182,12 +240,24 @@ fn apply(state: &mut State) -> Vec<Effect> {
     Vec::new()
 }
 
-/// The model of the next run: for `local`, empty (the default cached model) or a `.gguf` path; for a
-/// server, any name (empty: the server's default).
+/// The name of the model chosen in the list (`None`: none is, the text counts as typed); a model
+/// this build does not run is refused with its reason.
+fn chosen(list: Option<&ModelList>, typed: &str) -> Option<Result<String, String>> {
+    let list = list?;
+    let model = *list.matching(typed).get(list.selected?)?;
+    Some(match &model.why_not {
+        None => Ok(model.name.clone()),
+        Some(why) => Err(format!("{} does not run here: {why}", model.name)),
+    })
+}
+
+/// The model of the next run: for `local`, empty (the default cached model), a `.gguf` path or
+/// `ollama:NAME[:TAG]`; for a server, any name (empty: the server's default).
 fn apply_model(state: &mut State, provider: ProviderKind, model: &str) -> Result<(), String> {
-    if provider == ProviderKind::Local && !model.is_empty() && !model.to_ascii_lowercase().ends_with(".gguf") {
+    let gguf = model.to_ascii_lowercase().ends_with(".gguf") || model.starts_with("ollama:");
+    if provider == ProviderKind::Local && !model.is_empty() && !gguf {
         return Err(format!(
-            "{model:?} is not a .gguf file: the local provider runs a GGUF model (leave it empty for the default cached model)"
+            "{model:?} is not a .gguf file: the local provider runs a GGUF model or ollama:NAME (leave it empty for the default cached model)"
         ));
     }
     state.choice.model = (!model.is_empty()).then(|| model.to_string());

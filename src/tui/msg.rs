@@ -111,6 +111,8 @@ pub enum Msg {
     EvalsListed(Result<Vec<crate::eval::store::Listed>, String>),
     /// News of the optimization number `id` (older optimizations' news is ignored).
     Optimize { id: u64, news: OptimizeNews },
+    /// The local models found for the model picker (`Effect::FindModels`).
+    ModelsFound(Vec<crate::run::models::FoundModel>),
 }
 
 /// What a running optimization reports.
@@ -281,6 +283,9 @@ pub enum Effect {
     OpenEval { id: u64, file: PathBuf, against: Option<PathBuf> },
     /// Sweep row `row`'s answer at every chunk cut for the eval screen `id`'s truncation view.
     SweepCell { id: u64, row: usize, sweep: Box<SweepRequest> },
+    /// Find the local models (the cache, Ollama's store, the model the prompt file at `prompt`
+    /// names) in the background, headers only; they come back as `Msg::ModelsFound`.
+    FindModels { prompt: PathBuf },
 }
 
 /// The kinds of background job; one of each runs at a time.

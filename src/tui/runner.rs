@@ -240,6 +240,13 @@ impl Runner {
                 Vec::new()
             }
             Effect::ApproveInDataset(request) => crate::tui::eval::job::approve_in_dataset(self.bridge(), *request),
+            Effect::FindModels { prompt } => {
+                let tx = self.tx.clone();
+                std::thread::spawn(move || {
+                    let _ = tx.send(Msg::ModelsFound(crate::run::models::find_models(&[prompt])));
+                });
+                Vec::new()
+            }
             Effect::ListEvals { path } => {
                 crate::tui::eval::job::list(self.bridge(), path);
                 Vec::new()

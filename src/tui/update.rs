@@ -118,6 +118,7 @@ fn route(state: &mut State, msg: Msg) -> Vec<Effect> {
         | Msg::TokensCounted { .. }
         | Msg::TokenizerLoaded { .. }
         | Msg::Saved(_)) => workbench::news(state, msg, act),
+        Msg::ModelsFound(found) => crate::tui::input::models_found(state, found),
         Msg::Note(note) => {
             state.note = Some(note);
             Vec::new()

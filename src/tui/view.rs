@@ -1,10 +1,10 @@
-//! Draws the workbench: the screen shown (each screen's own view), then the status line and the
-//! overlay every screen shares.
+//! Draws the workbench: the screen shown (each screen's own view), then the status line, the local
+//! model picker's list and the overlay every screen shares.
 
 use ratatui::layout::Rect;
 use ratatui::Frame;
 
-use crate::tui::panes::{layout, overlay, status};
+use crate::tui::panes::{layout, model_list, overlay, status};
 use crate::tui::state::{Screen, State};
 use crate::tui::theme::Theme;
 
@@ -22,5 +22,6 @@ pub fn render(frame: &mut Frame, state: &State, theme: &Theme) {
         Screen::Workbench => crate::tui::workbench::view::render(frame, &layout, above_status, state, theme),
     }
     status::render(frame, layout.status, state, theme);
+    model_list::render(frame, above_status, state, theme);
     overlay::render(frame, area, state, theme);
 }

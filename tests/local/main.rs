@@ -24,6 +24,7 @@ mod fidelity;
 mod first_sample;
 mod generation;
 mod gguf;
+mod ollama;
 mod probs;
 mod prompt_tokens;
 mod reference;

@@ -14,6 +14,7 @@ mod eval_data;
 mod eval_history;
 mod eval_review;
 mod first_start;
+mod model_picker;
 mod optimize;
 mod outside;
 mod preview;

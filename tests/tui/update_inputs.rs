@@ -21,7 +21,7 @@ fn a_typed_model_name_is_used_by_the_next_run() {
     state.choice.model = Some("gpt-old".into());
     update(&mut state, alt('o'));
     let open = state.input.as_ref().expect("alt-o opens the model input");
-    assert_eq!(open.kind, InputKind::Model { provider: tunebench::provider::kind::ProviderKind::Openai });
+    assert_eq!(open.kind, InputKind::Model { provider: tunebench::provider::kind::ProviderKind::Openai, list: None });
     assert_eq!(open.text(), "gpt-old", "prefilled with the current model");
     // Typing does not go to the template behind it.
     let template = state.texts()[1].clone();

@@ -5,6 +5,7 @@
 //! events, its errors the provider's.
 //!
 //! - [`fetch`]: where the model lives (the cache directory), `tunebench model fetch|path|info`.
+//! - [`ollama_store`]: `ollama:NAME[:TAG]`, a model in Ollama's store, read in place.
 //! - `answer`: [`Engine`], the engine loaded, answering [`Request`]s with [`Event`]s; a request's
 //!   [`grammar`] and chat [`turns`]; [`load_options`] (the stored weights in the cache directory).
 //! - `bench` (feature `testing`): the model's speed figures for `tunebench bench`.
@@ -15,6 +16,7 @@ mod answer;
 #[cfg(feature = "testing")]
 pub mod bench;
 pub mod fetch;
+pub mod ollama_store;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

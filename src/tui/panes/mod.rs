@@ -1,8 +1,9 @@
-//! The panes every screen shares (the output, lines and truncation panes, the status line, the
-//! overlays), where the editing screen's panes go ([`layout`], shared with the mouse), and the frame
+//! The panes every screen shares (the output, lines and truncation panes, the status line, the local
+//! model picker's list, the overlays), where the editing screen's panes go ([`layout`], shared with the mouse), and the frame
 //! and clipping every pane uses. Panes draw from `&State` and `&Theme` and never change the state.
 
 pub mod lines;
+pub mod model_list;
 pub mod output;
 pub mod overlay;
 pub mod status;
