@@ -228,7 +228,7 @@ pub fn describe(action: Action) -> &'static str {
         Action::CopyCurl => "copy the request as curl",
         Action::NextProvider => "next provider",
         Action::NextStructured => "next structured-output mode",
-        Action::ChooseModel => "choose the model (local: one found, a .gguf or ollama:NAME)",
+        Action::ChooseModel => "pick the model (local: a list)",
         Action::NextCase => "next test case",
         Action::MoreTokens => "double max tokens",
         Action::FewerTokens => "halve max tokens",
