@@ -15,7 +15,8 @@
 //! - [`gguf`]: a GGUF file's header read with every size checked against the file (every loader opens it there).
 //! - [`runs_here`]: what a GGUF is (family, parameters, quantisation, size) and whether this build runs
 //!   it, from its header alone.
-//! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back.
+//! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back;
+//!   [`huge_pages`]: 2 MiB pages for the weights, off in a process that loads no model.
 //! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses; [`closed`]: objects
 //!   held to the keys their schema lists; [`decodable`]: whether the decoder accepts a schema, asked
 //!   before any model is loaded; [`grammar`]: the JSONL line grammar (also what a vLLM server is sent,
@@ -39,6 +40,7 @@ pub mod avx2;
 pub mod avx512;
 #[cfg(feature = "local")]
 pub mod chat;
+pub mod huge_pages;
 #[cfg(feature = "local")]
 pub mod closed;
 #[cfg(feature = "local")]

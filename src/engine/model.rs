@@ -232,6 +232,7 @@ impl Model {
     ) -> Result<Self, EngineError> {
         let plan = Plan::of(content)?;
         super::quant::fits_in_memory(content, &format!("this {} model", plan.config.family))?;
+        super::huge_pages::on_for_the_weights();
         let (from_disk, mut why) = match stored {
             Some(s) => match weights::load(&s.file, &s.identity) {
                 Ok(m) => (m, String::new()),

@@ -15,8 +15,8 @@ use tunebench::provider::local::Local;
 on_every_model!(a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n);
 
 fn a_cut_at_n_tokens_is_a_real_run_with_max_tokens_n(model: Model, local: &Local) {
-    // Ten cuts on the default model and the tiny one; four on the real Gemma (slower, in a debug build).
-    let (length, count) = if model == Model::Gemma3 { (64, 4) } else { (160, 10) };
+    // Ten cuts on the default model and the tiny one; three on the real Gemma (slower, in a debug build).
+    let (length, count) = if model == Model::Gemma3 { (48, 3) } else { (160, 10) };
     let full_request = jsonl_request(length);
     let (full, events) = generate_on_with(local, 1, &full_request);
     let len = full.tokens.len();
