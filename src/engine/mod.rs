@@ -14,6 +14,7 @@
 //!   fixtures, are every family's reference.
 //! - [`gguf`]: a GGUF file's header read with every size checked against the file (every loader opens it there).
 //! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back.
+//! - [`thinking`]: a thinking model's thought before its answer (budget, closing text, shown text).
 //! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses; [`closed`]: objects
 //!   held to the keys their schema lists; [`decodable`]: whether the decoder accepts a schema, asked
 //!   before any model is loaded; [`grammar`]: the JSONL line grammar (also what a vLLM server is sent,
@@ -59,6 +60,7 @@ pub mod quant;
 pub mod reference;
 #[cfg(feature = "local")]
 pub mod sampler;
+pub mod thinking;
 #[cfg(feature = "local")]
 pub mod threads;
 #[cfg(feature = "local")]
