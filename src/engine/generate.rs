@@ -276,7 +276,7 @@ impl Engine {
 
     /// The prompt text the model sees for `ask`: thinking on when it asks for a budget (an error,
     /// naming the file, its architecture and its template, when the template has no thinking mode).
-    fn prompt_for(&self, ask: &Ask<'_>) -> Result<String, EngineError> {
+    pub fn prompt_for(&self, ask: &Ask<'_>) -> Result<String, EngineError> {
         match ask.thinking {
             None => self.template.render(&ask.turns),
             Some(_) if !self.template.thinks() => Err(EngineError::Model(format!(

@@ -30,5 +30,6 @@ mod reference;
 mod seeds;
 mod stored;
 mod support;
+mod thinking;
 mod tokenizer;
 mod vocab;

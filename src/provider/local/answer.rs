@@ -103,9 +103,9 @@ impl Engine {
         Ok(Self { engine: crate::engine::Engine::load(path, options)? })
     }
 
-    /// The prompt text the model sees for `request`.
+    /// The prompt text the model sees for `request` (its template's thinking on when it asks for a budget).
     pub fn prompt_text(&self, request: &Request) -> Result<String, LocalError> {
-        Ok(self.engine.prompt_of(&turns(request))?)
+        Ok(self.engine.prompt_for(&ask(request))?)
     }
 
     /// Runs `request`'s prompt through the model, keeping its keys and values for the next generation
