@@ -377,7 +377,9 @@ impl Engine {
             Some(budget) => match self.think(budget, &mut logits, &mut sampler, penalty, emit)? {
                 Some(thought) => Some(thought),
                 // Cancelled while thinking.
-                None => return Ok(Generated { prompt_tokens: prompt.len(), reused_tokens: reused, ..Generated::default() }),
+                None => {
+                    return Ok(Generated { prompt_tokens: prompt.len(), reused_tokens: reused, ..Generated::default() })
+                }
             },
             None => None,
         };

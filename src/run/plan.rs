@@ -175,7 +175,11 @@ impl RunSettings {
 /// not a budget, and its thought is not returned; Anthropic's `thinking` budget comes back as blocks
 /// apart but is not one of these servers' schema-constrained modes; Ollama's `think` has no budget),
 /// so another provider is refused, naming it; a replay plays what was recorded and ignores it.
-fn thinking(provider: ProviderKind, overrides: &ProviderSettings, file: &ProviderSettings) -> Result<Option<u32>, RunError> {
+fn thinking(
+    provider: ProviderKind,
+    overrides: &ProviderSettings,
+    file: &ProviderSettings,
+) -> Result<Option<u32>, RunError> {
     let (asked, origin) = match (overrides.thinking, file.thinking) {
         (Some(asked), _) => (asked, "--think"),
         (None, Some(asked)) => (asked, "the prompt's [provider] thinking"),

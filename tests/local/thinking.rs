@@ -94,7 +94,13 @@ fn a_budget_of_8_thinks_8_tokens_then_closes_the_thought_and_answers_under_the_s
     assert_eq!(thinking, (1..=8).collect::<Vec<_>>(), "{events:?}");
     let first_answer = events.iter().position(|e| matches!(e, Event::Token { .. })).unwrap();
     assert!(first_answer > 8);
-    let answer: String = events.iter().filter_map(|e| match e { Event::Token { text, .. } => Some(text.as_str()), _ => None }).collect();
+    let answer: String = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Token { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(answer, out.text);
     // The answer parses under the schema, with none of the thought in it.
     let value: Value = serde_json::from_str(&out.text).unwrap_or_else(|e| panic!("{:?}: {e}", out.text));

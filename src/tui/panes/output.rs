@@ -75,9 +75,12 @@ fn render_thought(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) -
     let room = (area.height / 3).max(2).min(area.height.saturating_sub(1)) as usize;
     let shown = lines.len().min(room.saturating_sub(1));
     let width = area.width as usize;
-    let title = format!("thinking · {} tokens{}", run.thinking_tokens, if shown < lines.len() { " (last lines)" } else { "" });
+    let title =
+        format!("thinking · {} tokens{}", run.thinking_tokens, if shown < lines.len() { " (last lines)" } else { "" });
     let mut rows = vec![Line::from(Span::styled(clip_escaped(&title, width), theme.dim))];
-    rows.extend(lines[lines.len() - shown..].iter().map(|line| Line::from(Span::styled(clip_escaped(line, width), theme.dim))));
+    rows.extend(
+        lines[lines.len() - shown..].iter().map(|line| Line::from(Span::styled(clip_escaped(line, width), theme.dim))),
+    );
     let height = rows.len() as u16;
     let top = Rect { height, ..area };
     frame.render_widget(Paragraph::new(rows), top);
