@@ -106,7 +106,8 @@ fn a_budget_of_8_thinks_8_tokens_then_closes_the_thought_and_answers_under_the_s
     let value: Value = serde_json::from_str(&out.text).unwrap_or_else(|e| panic!("{:?}: {e}", out.text));
     assert!(value["ok"].is_boolean(), "{value}");
     assert_eq!(value.as_object().unwrap().len(), 1, "{value}");
-    assert!(out.tokens.iter().all(|t| !thought.tokens.contains(t) || out.text.contains(&engine.piece(*t))));
+    let shown = thought.text();
+    assert!(shown.trim().is_empty() || !out.text.contains(shown.trim()), "{shown:?} in {:?}", out.text);
     assert!(!out.text.contains("think"), "{:?}", out.text);
     // The thought was rendered with thinking on: the prompt opens the assistant's turn with no empty
     // think block, as jinja2 renders Qwen3's template (tests/local/chat_template.rs checks that text).
