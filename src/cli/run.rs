@@ -207,11 +207,13 @@ struct Printer {
     names: Vec<String>,
     /// Whether the stdout line is open (the answer so far did not end with a newline).
     open_line: BTreeMap<usize, bool>,
+    /// Runs whose thought is being shown on stderr (its line open until the answer starts).
+    thinking: std::collections::BTreeSet<usize>,
 }
 
 impl Printer {
     fn new(human: bool, stream: bool, names: Vec<String>) -> Self {
-        Self { human, streamed: human && stream, names, open_line: BTreeMap::new() }
+        Self { human, streamed: human && stream, names, open_line: BTreeMap::new(), thinking: Default::default() }
     }
 
     fn on(&mut self, index: usize, event: RunEvent) {
@@ -228,7 +230,9 @@ impl Printer {
                     (turn, _) => super::note!("--- turn {turn} of {max_turns}: the answer is sent again with feedback"),
                 }
             }
+            RunEvent::Thinking(text) if self.streamed => self.show_thought(index, &text),
             RunEvent::Delta(text) if self.streamed => {
+                self.end_thought(index);
                 let mut out = std::io::stdout().lock();
                 let _ = out.write_all(escape_controls(&text).as_bytes());
                 let _ = out.flush();
@@ -252,7 +256,30 @@ impl Printer {
         }
     }
 
+    /// A piece of the model's thought on stderr, before the answer: after `thinking: `, escaped, dim
+    /// on a terminal; its `<think>` tags left out.
+    fn show_thought(&mut self, index: usize, text: &str) {
+        use std::io::IsTerminal;
+        let piece = text.replace("<think>", "").replace("</think>", "");
+        let mut err = std::io::stderr().lock();
+        let dim = err.is_terminal();
+        if self.thinking.insert(index) {
+            let _ = err.write_all(b"thinking: ");
+        }
+        let escaped = escape_controls(&piece);
+        let _ = if dim { write!(err, "\x1b[2m{escaped}\x1b[22m") } else { err.write_all(escaped.as_bytes()) };
+        let _ = err.flush();
+    }
+
+    /// Ends the line of a thought shown (the answer follows, or the turn ended).
+    fn end_thought(&mut self, index: usize) {
+        if self.thinking.remove(&index) {
+            let _ = std::io::stderr().write_all(b"\n");
+        }
+    }
+
     fn close_line(&mut self, index: usize) {
+        self.end_thought(index);
         if self.open_line.insert(index, false) == Some(true) && self.streamed {
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(b"\n");

@@ -5,7 +5,7 @@
 
 use anyhow::bail;
 
-use crate::prompt::file::{PromptFile, ProviderSettings};
+use crate::prompt::file::{PromptFile, ProviderSettings, Thinking};
 use crate::prompt::template::Variables;
 use crate::run::SetupOptions;
 
@@ -78,6 +78,12 @@ pub struct SetupFlags {
     /// kept in the transcript (the local model always reports them).
     #[arg(long)]
     pub logprobs: bool,
+    /// The local model thinks before its answer, at most BUDGET tokens [default BUDGET: 512], then
+    /// answers held to the schema; needs a model whose chat template thinks (Qwen3) [default: the
+    /// prompt's thinking, else off]. The thought is shown apart and never parsed.
+    #[arg(long, value_name = "BUDGET", num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_parser = Thinking::parse)]
+    pub think: Option<Thinking>,
 }
 
 /// `--structured`: one mode or several, comma-separated, each a known one (named when not).
@@ -107,6 +113,7 @@ impl SetupFlags {
             repeat_penalty: self.repeat_penalty,
             repeat_last_n: self.repeat_last_n,
             logprobs: self.logprobs.then_some(true),
+            thinking: self.think,
             ..self.sampling.provider_settings(
                 self.provider.clone(),
                 model,

@@ -34,6 +34,8 @@ pub struct ChatTemplate {
     name: String,
     bos: String,
     eos: String,
+    /// The template knows a thinking mode: it reads `enable_thinking` or writes `<think>`.
+    thinks: bool,
 }
 
 impl std::fmt::Debug for ChatTemplate {
@@ -76,7 +78,19 @@ impl ChatTemplate {
         env.add_function("raise_exception", raise_exception);
         env.add_template_owned("chat", source.unwrap_or(CHATML).to_string())
             .map_err(|e| EngineError::Model(format!("{name} does not compile: {e}")))?;
-        Ok(Self { env, name, bos: bos.to_string(), eos: eos.to_string() })
+        let thinks = source.is_some_and(|s| s.contains("enable_thinking") || s.contains("<think>"));
+        Ok(Self { env, name, bos: bos.to_string(), eos: eos.to_string(), thinks })
+    }
+
+    /// What errors call it: "the chat template of FILE.gguf (tokenizer.chat_template)".
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the template has a thinking mode (it reads `enable_thinking` or writes `<think>`, as
+    /// Qwen3's does); ChatML, used when a file has no template, has none.
+    pub fn thinks(&self) -> bool {
+        self.thinks
     }
 
     /// The conversation as the model's prompt text, with the assistant's turn opened, thinking off
@@ -123,6 +137,15 @@ mod tests {
         assert!(broken.contains("chat template"), "{broken}");
         let raising = ChatTemplate::new(Some("{{ raise_exception('no system role') }}"), "", "").unwrap();
         assert!(raising.render(&messages).unwrap_err().to_string().contains("no system role"));
+    }
+
+    #[test]
+    fn a_template_thinks_when_it_reads_enable_thinking_or_writes_think() {
+        assert!(!ChatTemplate::new(None, "", "").unwrap().thinks());
+        assert!(!ChatTemplate::new(Some("{{ messages[0]['content'] }}"), "", "").unwrap().thinks());
+        let reads = "{% if enable_thinking is defined and not enable_thinking %}no{% endif %}";
+        assert!(ChatTemplate::new(Some(reads), "", "").unwrap().thinks());
+        assert!(ChatTemplate::new(Some("{{ '<think>' }}"), "", "").unwrap().thinks());
     }
 
     /// A GGUF's template of three nested loops of 100,000 (10^15 steps) stops at the bound.

@@ -1,6 +1,8 @@
 //! One loaded model and the generation loop: render the chat prompt, reuse the cached prompt prefix,
 //! then token by token — forced tokens in one batched forward pass, masked logits, sampling — with
-//! every token sent as it is made and the bytes of a character split across tokens held back. In the
+//! every token sent as it is made and the bytes of a character split across tokens held back; with a
+//! thinking budget, the model thinks first, unconstrained, until `</think>` or the budget (then the
+//! engine closes the thought), and the answer is constrained from its first token as without. In the
 //! engine's own words: an [`Ask`] in, [`Step`]s out, a [`Generated`] at the end.
 
 use std::path::{Path, PathBuf};
@@ -11,6 +13,7 @@ use super::chat::{ChatTemplate, Turn};
 use super::constraint::{Constraint, Constraints, Grammar};
 use super::model::{Backend, Config, StoredWeights, Transformer, WeightsFrom};
 use super::sampler::{odds, Odds, RepeatPenalty, Sampler, Sampling};
+use super::thinking::{Thought, ThoughtEnd, BUDGET_CLOSE, MODEL_CLOSE};
 use super::tokenizer::{TextTokenizer, TokenId};
 use super::EngineError;
 
@@ -45,6 +48,8 @@ pub struct Engine {
     model: Box<dyn Transformer>,
     tokenizer: Arc<TextTokenizer>,
     template: ChatTemplate,
+    /// `general.architecture` (errors name it).
+    architecture: String,
     constraints: OnceLock<Result<Constraints, EngineError>>,
     /// The tokens whose keys and values are in the model's cache, in order.
     cached: Vec<TokenId>,
@@ -74,6 +79,9 @@ pub struct Ask<'a> {
     pub penalty: Option<RepeatPenalty>,
     /// The answer stops once its text ends with one of these (empty ones never match).
     pub stop: &'a [String],
+    /// Think first, at most this many tokens (`None`: the template's thinking off, the answer at once).
+    /// Needs a chat template with a thinking mode ([`ChatTemplate::thinks`]).
+    pub thinking: Option<usize>,
 }
 
 /// Why an answer ended.
@@ -90,6 +98,8 @@ pub enum Finish {
 pub enum Step {
     /// The prompt is encoded and the grammar built: the answer starts (sent once, first).
     Started,
+    /// One token of the thought, before the answer (thinking mode only; never part of the answer).
+    Thinking(Produced),
     /// One token of the answer.
     Token(Produced),
 }
@@ -116,6 +126,8 @@ pub struct Generated {
     pub forced_tokens: usize,
     /// `None` when the receiver stopped listening (cancelled).
     pub finish: Option<Finish>,
+    /// What the model thought before the answer (thinking mode); not in `tokens` nor `text`.
+    pub thought: Option<Thought>,
 }
 
 /// Holds back the bytes of a character that is split across tokens.
@@ -189,6 +201,8 @@ impl Engine {
         super::arch::Plan::of(&content)?;
         let tokenizer = Arc::new(TextTokenizer::from_gguf(&content)?);
         let template = ChatTemplate::of_gguf(path, &content, &tokenizer)?;
+        let architecture =
+            content.metadata.get("general.architecture").and_then(|v| v.to_string().ok()).cloned().unwrap_or_default();
         // The stored weights: a file named by the GGUF's identity (which is checked again inside it).
         let stored = match (&options.stored_weights, options.backend) {
             (Some(dir), Backend::Native) => super::weights::Identity::of(path)
@@ -208,6 +222,7 @@ impl Engine {
             model,
             tokenizer,
             template,
+            architecture,
             constraints: OnceLock::new(),
             cached: Vec::new(),
             path: path.to_path_buf(),
@@ -252,6 +267,28 @@ impl Engine {
     /// The prompt text the model sees for `turns`.
     pub fn prompt_of(&self, turns: &[Turn<'_>]) -> Result<String, EngineError> {
         self.template.render(turns)
+    }
+
+    /// Whether the model's chat template has a thinking mode (Qwen3's has).
+    pub fn thinks(&self) -> bool {
+        self.template.thinks()
+    }
+
+    /// The prompt text the model sees for `ask`: thinking on when it asks for a budget (an error,
+    /// naming the file, its architecture and its template, when the template has no thinking mode).
+    pub fn prompt_for(&self, ask: &Ask<'_>) -> Result<String, EngineError> {
+        match ask.thinking {
+            None => self.template.render(&ask.turns),
+            Some(_) if !self.template.thinks() => Err(EngineError::Model(format!(
+                "thinking was asked for (--think, or thinking in the prompt's [provider]), but {} (architecture {:?}) \
+                 has no thinking mode: it reads no enable_thinking and writes no <think>; run without thinking, or \
+                 with a model whose template thinks (Qwen3)",
+                self.template.name(),
+                self.architecture,
+            ))),
+            Some(0) => Err(EngineError::Model("a thinking budget of 0 tokens: the model could not think".into())),
+            Some(_) => self.template.render_with(&ask.turns, true),
+        }
     }
 
     fn constraints(&self) -> Result<&Constraints, EngineError> {
@@ -299,7 +336,7 @@ impl Engine {
         if ask.grammar.is_some() {
             self.constraints()?;
         }
-        let prompt = self.tokenizer.encode(&self.prompt_of(&ask.turns)?)?;
+        let prompt = self.tokenizer.encode(&self.prompt_for(ask)?)?;
         self.prefill_while(&prompt, go_on)?;
         Ok(prompt.len())
     }
@@ -328,7 +365,7 @@ impl Engine {
             None => None,
         };
         let forcing = ask.forcing;
-        let prompt = self.tokenizer.encode(&self.prompt_of(&ask.turns)?)?;
+        let prompt = self.tokenizer.encode(&self.prompt_for(ask)?)?;
         if !emit(Step::Started) {
             return Ok(Generated::default());
         }
@@ -336,9 +373,19 @@ impl Engine {
         let max = ask.max_tokens;
         let mut sampler = Sampler::new(ask.sampling);
         let penalty = ask.penalty.as_ref();
+        let thought = match ask.thinking {
+            Some(budget) => match self.think(budget, &mut logits, &mut sampler, penalty, emit)? {
+                Some(thought) => Some(thought),
+                // Cancelled while thinking.
+                None => {
+                    return Ok(Generated { prompt_tokens: prompt.len(), reused_tokens: reused, ..Generated::default() })
+                }
+            },
+            None => None,
+        };
         // The tokens the model chose (the penalty's window: the grammar's forced text is not a repeat).
         let mut sampled: Vec<TokenId> = Vec::new();
-        let mut out = Generated { prompt_tokens: prompt.len(), reused_tokens: reused, ..Generated::default() };
+        let mut out = Generated { prompt_tokens: prompt.len(), reused_tokens: reused, thought, ..Generated::default() };
         let mut utf8 = Utf8Buffer::default();
         let finish = 'generation: loop {
             if out.tokens.len() >= max {
@@ -402,6 +449,54 @@ impl Engine {
         };
         out.finish = Some(finish);
         Ok(out)
+    }
+
+    /// The thinking phase: the model generates freely (no grammar, no stop texts) until it writes
+    /// `</think>` or `budget` tokens are spent, each token sent as a [`Step::Thinking`]; the engine then
+    /// runs the closing text ([`MODEL_CLOSE`] after the model's own `</think>`, [`BUDGET_CLOSE`]
+    /// otherwise) through the model, and `logits` are those the answer starts from. A model that ends
+    /// its turn while thinking is closed as when the budget is spent (the end token is not kept).
+    /// `None` when the receiver stopped listening (cancelled).
+    fn think(
+        &mut self,
+        budget: usize,
+        logits: &mut Vec<f32>,
+        sampler: &mut Sampler,
+        penalty: Option<&RepeatPenalty>,
+        emit: &mut dyn FnMut(Step) -> bool,
+    ) -> Result<Option<Thought>, EngineError> {
+        let mut tokens: Vec<TokenId> = Vec::new();
+        let mut raw = String::new();
+        let mut utf8 = Utf8Buffer::default();
+        let end = loop {
+            if tokens.len() >= budget {
+                break ThoughtEnd::Budget;
+            }
+            if let Some(penalty) = penalty {
+                penalty.apply(logits, &tokens);
+            }
+            let Some(token) = sampler.pick(logits) else {
+                return Err(EngineError::Model("no token could be sampled while thinking".into()));
+            };
+            if self.tokenizer.ends_generation(token) {
+                break ThoughtEnd::Budget;
+            }
+            let odds = odds(logits, token);
+            let text = utf8.push(self.tokenizer.token_bytes(token));
+            tokens.push(token);
+            raw.push_str(&text);
+            if !emit(Step::Thinking(Produced { id: token, text, odds })) {
+                return Ok(None);
+            }
+            *logits = self.step(&[token])?;
+            if Thought::closed_by_model(&raw) {
+                break ThoughtEnd::Model;
+            }
+        };
+        let close = if end == ThoughtEnd::Model { MODEL_CLOSE } else { BUDGET_CLOSE };
+        let closing = self.tokenizer.tokenize(close, false, true)?;
+        *logits = self.step(&closing)?;
+        Ok(Some(Thought { tokens, raw, closing, end }))
     }
 
     /// Sends one generated token with the text it completes and how likely it was (`odds`: `None`

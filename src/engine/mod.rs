@@ -17,6 +17,7 @@
 //!   it, from its header alone.
 //! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back;
 //!   [`huge_pages`]: 2 MiB pages for the weights, off in a process that loads no model.
+//! - [`thinking`]: a thinking model's thought before its answer (budget, closing text, shown text).
 //! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses; [`closed`]: objects
 //!   held to the keys their schema lists; [`decodable`]: whether the decoder accepts a schema, asked
 //!   before any model is loaded; [`grammar`]: the JSONL line grammar (also what a vLLM server is sent,
@@ -65,6 +66,7 @@ pub mod reference;
 pub mod runs_here;
 #[cfg(feature = "local")]
 pub mod sampler;
+pub mod thinking;
 #[cfg(feature = "local")]
 pub mod threads;
 #[cfg(feature = "local")]

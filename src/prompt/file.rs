@@ -15,7 +15,8 @@
 //! [variables]                        # defaults (any JSON value)
 //! text = "..."
 //! [terms]                            # TrustGraph's global terms: under the variables
-//! [provider]                         # name, model, base_url, key_env, temperature, max_tokens, structured, stop
+//! [provider]                         # name, model, base_url, key_env, temperature, max_tokens, structured, stop,
+//!                                    # thinking (the local model thinks first: true, or a budget of tokens)
 //! [eval]                             # how cases are scored: match, pass_f1, pass_fields,
 //!                                    # compare_fields | ignore_fields, tolerance, exact
 //! [[checks]]                         # checks of every case's answer (see `prompt::expect`)
@@ -38,6 +39,7 @@ pub mod named;
 mod on_disk;
 mod position;
 mod save;
+mod thinking;
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -54,6 +56,7 @@ use on_disk::read_text;
 pub use on_disk::OnDisk;
 use position::{parse_schema_text, Lines};
 pub use save::{write_atomic, write_atomic_with, write_over};
+pub use thinking::Thinking;
 
 use super::expect::{
     parse_check, parse_eval, parse_expected, At, CheckSpec, EvalSettings, Expected, Place, RawCheck, RawEval,
@@ -196,6 +199,10 @@ pub struct ProviderSettings {
     /// Ask an OpenAI-compatible server for each token's probability (`logprobs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logprobs: Option<bool>,
+    /// The local model thinks before its answer (a chat template with a thinking mode, Qwen3's):
+    /// `true` (the default budget) or a budget of thinking tokens; `false` is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<Thinking>,
     /// A key written in the prompt's source (a promptfoo config's `apiKey: sk-…`): held in memory for
     /// this prompt's requests alone, never read from a prompt file, written, printed or recorded.
     #[serde(skip)]

@@ -90,6 +90,9 @@ pub enum Event {
     /// One generated token of the local model and the text it completes (empty while a character
     /// split across tokens is held back). Recorded as one transcript line with `"token":ID`.
     Token { id: u32, text: String },
+    /// One token of the local model's thought before its answer (thinking mode), as generated (its
+    /// `<think>`/`</think>` tags included): never part of the answer.
+    Thinking { id: u32, text: String },
     /// How likely each token of the text event just before was (the local model always; an
     /// OpenAI-compatible server when the request asks for `logprobs`). Recorded on that chunk.
     Probs(Vec<TokenProb>),

@@ -53,7 +53,8 @@ impl Recorder {
                     request.insert("mode".to_string(), mode);
                 }
             }
-            Event::Retrying { .. } | Event::Cached => {}
+            // The thought is kept in the run record's turn, not in the answer's chunks.
+            Event::Retrying { .. } | Event::Cached | Event::Thinking { .. } => {}
             Event::Delta(text) => self.transcript.chunks.push(Chunk { t_ms, delta: text.clone(), ..Chunk::default() }),
             Event::Token { id, text } => {
                 self.transcript.chunks.push(Chunk { t_ms, delta: text.clone(), token: Some(*id), ..Chunk::default() })

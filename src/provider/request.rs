@@ -105,6 +105,10 @@ pub struct Request {
     /// `top_logprobs: 2`); the local model always reports them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub logprobs: bool,
+    /// The local model thinks first, at most this many tokens, before its answer (a chat template with
+    /// a thinking mode, Qwen3's); the thought is sent apart ([`Event::Thinking`](super::Event::Thinking)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<u32>,
 }
 
 impl Request {

@@ -62,6 +62,7 @@ fn turn(number: u32, response_type: ResponseType, answer: &str, finish: Option<F
         },
         cut_by_client: None,
         cached: false,
+        thinking: None,
     }
 }
 

@@ -69,7 +69,7 @@ pub use factory::{
 pub use job::{History, Ran, RunJob};
 pub use limits::{Limits, Stop};
 pub use plan::{Expected, LiveSweep, Reading, RunPlan, RunSettings};
-pub use record::{RunRecord, Turn};
+pub use record::{RunRecord, Thinking, Turn};
 pub use setup::{RunSetup, SetupOptions};
 pub use target::{ReplayFrom, Target};
 
@@ -88,6 +88,9 @@ pub enum RunEvent {
     Waiting { attempt: u32, after_ms: u64, reason: String },
     /// A piece of the answer, as it arrived.
     Delta(String),
+    /// A piece of the model's thought before the answer (one token's text, `<think>` tags included):
+    /// shown apart, never part of the answer.
+    Thinking(String),
     /// How likely each token of the last `Delta` was (tokens of held-back pieces included), when the
     /// provider says (the local model; a server asked for `logprobs`).
     Probs(Vec<crate::provider::TokenProb>),

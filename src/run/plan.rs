@@ -54,6 +54,9 @@ pub struct RunSettings {
     /// Ask the server for each token's probability (OpenAI-compatible servers).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub logprobs: bool,
+    /// The local model thinks first, at most this many tokens (`None`: no thinking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<u32>,
 }
 
 impl RunSettings {
@@ -73,6 +76,7 @@ impl RunSettings {
             repeat_penalty: None,
             repeat_last_n: None,
             logprobs: false,
+            thinking: None,
         }
     }
 
@@ -112,7 +116,7 @@ impl RunSettings {
         // The prompt's model, server and structured mode are its own provider's: another provider named
         // by the front end (`--provider local` on a prompt written for ollama) starts from none of them.
         let file = &if named.is_some_and(|named| named != provider) {
-            ProviderSettings { model: None, base_url: None, structured: None, ..file.clone() }
+            ProviderSettings { model: None, base_url: None, structured: None, thinking: None, ..file.clone() }
         } else {
             file.clone()
         };
@@ -136,6 +140,7 @@ impl RunSettings {
             return Err(RunError::Setting("max_tokens is 0: the model could not answer at all".into()));
         }
         let limits = limits(overrides, file)?;
+        let thinking = thinking(provider, overrides, file)?;
         let repeat_penalty = match pick_number(overrides.repeat_penalty, file.repeat_penalty, "--repeat-penalty") {
             Some((penalty, origin)) if !penalty.is_finite() || penalty <= 0.0 => {
                 return Err(RunError::Setting(format!(
@@ -160,7 +165,34 @@ impl RunSettings {
             repeat_penalty: repeat_penalty.filter(|p| *p != 1.0),
             repeat_last_n: overrides.repeat_last_n.or(file.repeat_last_n),
             logprobs: overrides.logprobs.or(file.logprobs).unwrap_or(false),
+            thinking,
         })
+    }
+}
+
+/// The thinking budget: the command line's `--think` over the prompt's `thinking`. Only the local
+/// model thinks: a server's reasoning does not map onto it (OpenAI's `reasoning_effort` is a level,
+/// not a budget, and its thought is not returned; Anthropic's `thinking` budget comes back as blocks
+/// apart but is not one of these servers' schema-constrained modes; Ollama's `think` has no budget),
+/// so another provider is refused, naming it; a replay plays what was recorded and ignores it.
+fn thinking(
+    provider: ProviderKind,
+    overrides: &ProviderSettings,
+    file: &ProviderSettings,
+) -> Result<Option<u32>, RunError> {
+    let (asked, origin) = match (overrides.thinking, file.thinking) {
+        (Some(asked), _) => (asked, "--think"),
+        (None, Some(asked)) => (asked, "the prompt's [provider] thinking"),
+        (None, None) => return Ok(None),
+    };
+    match (asked.budget(), provider) {
+        (None, _) | (_, ProviderKind::Replay) => Ok(None),
+        (Some(budget), ProviderKind::Local) => Ok(Some(budget)),
+        (Some(_), other) => Err(RunError::Setting(format!(
+            "thinking (from {origin}) is the local model's thinking mode, and provider {other} has none that maps onto \
+             it (a budget of thinking tokens, then the answer held to the schema): run it with --provider local, or \
+             without thinking"
+        ))),
     }
 }
 
@@ -304,6 +336,7 @@ impl RunPlan {
         request.repeat_penalty = settings.repeat_penalty;
         request.repeat_last_n = settings.repeat_penalty.and(settings.repeat_last_n);
         request.logprobs = settings.logprobs;
+        request.thinking = settings.thinking;
         // The local model constrains a jsonl answer line by line; a vLLM server does with a line grammar.
         let by_line = settings.provider == ProviderKind::Local
             || (settings.provider == ProviderKind::Vllm && settings.structured == StructuredMode::JsonSchema);

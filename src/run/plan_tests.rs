@@ -244,3 +244,47 @@ fn a_target_named_in_the_other_settings_is_refused() {
     let settings = RunSettings::resolve(&prompt, &target, &ProviderSettings::default(), None, None).unwrap();
     assert_eq!(settings.provider, ProviderKind::Openai);
 }
+
+#[test]
+fn thinking_is_the_local_models_and_the_command_line_wins() {
+    use crate::prompt::file::Thinking;
+    let mut file = prompt(ResponseType::Json);
+    file.provider.thinking = Some(Thinking::Budget(64));
+    let on_file = |file: &PromptFile, name: &str, think: Option<Thinking>| {
+        let cli = ProviderSettings { name: Some(name.into()), thinking: think, ..ProviderSettings::default() };
+        resolve(file, &cli, None, None)
+    };
+    let on = |name: &str, think: Option<Thinking>| on_file(&file, name, think);
+    let local = on("local", None).unwrap();
+    assert_eq!(local.thinking, Some(64));
+    let plan =
+        RunPlan::new(&file, Path::new("."), None, &Variables::new(), &local, reading(ResponseType::Json)).unwrap();
+    assert_eq!(plan.request.thinking, Some(64));
+    assert_eq!(on("local", Some(Thinking::Budget(8))).unwrap().thinking, Some(8));
+    assert_eq!(
+        on("local", Some(Thinking::On)).unwrap().thinking,
+        Some(crate::engine::thinking::DEFAULT_THINKING_BUDGET)
+    );
+    assert_eq!(on("local", Some(Thinking::Off)).unwrap().thinking, None);
+    assert_eq!(on("replay", None).unwrap().thinking, None);
+    let refused = on("openai", None).unwrap_err().to_string();
+    assert!(refused.contains("the prompt's [provider] thinking") && refused.contains("provider openai"), "{refused}");
+    let refused = on("anthropic", Some(Thinking::Budget(8))).unwrap_err().to_string();
+    assert!(refused.starts_with("thinking (from --think)") && refused.contains("provider anthropic"), "{refused}");
+    // A prompt written for the local model run elsewhere starts from none of its local settings.
+    let mut local_file = file.clone();
+    local_file.provider.name = Some("local".into());
+    assert_eq!(on_file(&local_file, "openai", None).unwrap().thinking, None);
+    // Without thinking, the request carries none (its cache key and transcript unchanged).
+    let plain = RunPlan::new(
+        &prompt(ResponseType::Json),
+        Path::new("."),
+        None,
+        &Variables::new(),
+        &settings("none"),
+        reading(ResponseType::Json),
+    )
+    .unwrap();
+    assert_eq!(plain.request.thinking, None);
+    assert!(!serde_json::to_string(&plain.request).unwrap().contains("thinking"));
+}

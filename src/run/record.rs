@@ -103,6 +103,24 @@ pub struct Turn {
     /// played instantly, so its times are not the model's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// What the model thought before this answer (the local model's thinking mode): shown apart,
+    /// never parsed, validated or scored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<Thinking>,
+}
+
+/// A turn's thought: its text (without the `<think>` tags) and the tokens the model spent on it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thinking {
+    pub text: String,
+    pub tokens: u32,
+}
+
+impl Thinking {
+    /// The thought of the thinking tokens whose texts, as generated, are `raw` (tags included).
+    pub fn of(raw: &str, tokens: u32) -> Self {
+        Self { text: crate::engine::thinking::shown(raw), tokens }
+    }
 }
 
 impl Turn {
@@ -315,6 +333,7 @@ mod tests {
             transcript: Transcript::default(),
             cut_by_client: None,
             cached: false,
+            thinking: None,
         }
     }
 

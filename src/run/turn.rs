@@ -56,6 +56,8 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
     // Probabilities of tokens whose text was held back (or not shown) wait for the next shown piece.
     let mut held_probs = Vec::new();
     let mut last_shown = false;
+    // The thought as generated (tags included) and its tokens.
+    let mut thought: Option<(String, u32)> = None;
     loop {
         // The cancel is polled first: once it fires, no further event is read.
         let event = match futures_util::future::select(&mut *cancel, stream.next()).await {
@@ -80,6 +82,12 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
                 mode = Some(report);
             }
             Event::Retrying { attempt, after_ms, reason } => sink(RunEvent::Waiting { attempt, after_ms, reason }),
+            Event::Thinking { text, .. } => {
+                let (raw, tokens) = thought.get_or_insert_with(Default::default);
+                raw.push_str(&text);
+                *tokens += 1;
+                sink(RunEvent::Thinking(text));
+            }
             Event::Delta(text) | Event::Token { text, .. } => {
                 first.get_or_insert_with(Instant::now);
                 chunks += 1;
@@ -195,6 +203,7 @@ pub(super) async fn stream_turn<F: FnMut(RunEvent) + Send, C: FusedFuture<Output
         transcript: recorder.into_transcript(),
         cut_by_client,
         cached,
+        thinking: thought.map(|(raw, tokens)| super::record::Thinking::of(&raw, tokens)),
     };
     (turn, stopped)
 }

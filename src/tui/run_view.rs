@@ -10,6 +10,10 @@ use crate::truncate::sweep::Sweep;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunView {
     pub output: String,
+    /// The model's thought before the answer, as generated (thinking mode; shown apart, dim).
+    pub thinking: String,
+    /// The tokens of the thought.
+    pub thinking_tokens: u32,
     /// Byte offsets where each chunk ended (token boundaries).
     pub chunk_ends: Vec<usize>,
     /// How sure the model was of each chunk (index as `chunk_ends`), when the provider said.
@@ -55,6 +59,8 @@ impl RunView {
     /// A fresh view for a new turn (figures of the run kept).
     pub fn clear_answer(&mut self) {
         self.output.clear();
+        self.thinking.clear();
+        self.thinking_tokens = 0;
         self.chunk_ends.clear();
         self.chunk_probs.clear();
         self.line_starts = vec![0];

@@ -32,5 +32,6 @@ mod reference;
 mod seeds;
 mod stored;
 mod support;
+mod thinking;
 mod tokenizer;
 mod vocab;

@@ -45,6 +45,8 @@ pub struct Generated {
     /// Tokens inserted by the grammar without sampling.
     pub forced_tokens: usize,
     pub finish: Option<FinishReason>,
+    /// What the model thought before the answer (thinking mode).
+    pub thought: Option<crate::engine::thinking::Thought>,
 }
 
 /// The engine loaded, answering the provider's requests; the engine's own calls (threads, cache,
@@ -91,6 +93,7 @@ fn ask(request: &Request) -> Ask<'_> {
         },
         penalty: request.repeat_penalty.and_then(|p| RepeatPenalty::new(p, request.repeat_last_n)),
         stop: &request.stop,
+        thinking: request.thinking.map(|budget| budget as usize),
     }
 }
 
@@ -100,9 +103,9 @@ impl Engine {
         Ok(Self { engine: crate::engine::Engine::load(path, options)? })
     }
 
-    /// The prompt text the model sees for `request`.
+    /// The prompt text the model sees for `request` (its template's thinking on when it asks for a budget).
     pub fn prompt_text(&self, request: &Request) -> Result<String, LocalError> {
-        Ok(self.engine.prompt_of(&turns(request))?)
+        Ok(self.engine.prompt_for(&ask(request))?)
     }
 
     /// Runs `request`'s prompt through the model, keeping its keys and values for the next generation
@@ -131,6 +134,7 @@ impl Engine {
         let piece = |id: u32| String::from_utf8_lossy(tokenizer.token_bytes(id)).into_owned();
         let mut on_step = |step: Step| match step {
             Step::Started => emit(Event::Mode(mode.clone())),
+            Step::Thinking(produced) => emit(Event::Thinking { id: produced.id, text: produced.text }),
             Step::Token(produced) => {
                 let prob = match produced.odds {
                     None => TokenProb::forced(piece(produced.id)),
@@ -166,6 +170,7 @@ impl Engine {
             reused_tokens: out.reused_tokens,
             forced_tokens: out.forced_tokens,
             finish,
+            thought: out.thought,
         })
     }
 }

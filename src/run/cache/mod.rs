@@ -161,6 +161,11 @@ fn recording(inner: &dyn Provider, request: &Request, cache: ResponseCache, key:
     let mut bytes = 0u64;
     let events = inner.stream(request).inspect(move |event| {
         let Some(active) = recorder.as_mut() else { return };
+        if matches!(event, Event::Thinking { .. }) {
+            // A thought is not in the transcript: an answer played back would lose it, so none is kept.
+            recorder = None;
+            return;
+        }
         bytes += event.text().map_or(0, |text| text.len() as u64);
         if bytes > MAX_ENTRY_BYTES {
             // Too large to keep: stop recording.

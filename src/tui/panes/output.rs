@@ -1,6 +1,7 @@
 //! The answer as it streams: follows the tail (or scrolls), token boundaries on a toggle, tokens
 //! coloured by probability on another (forced tokens apart), the lines of the selected JSONL record
-//! highlighted. Model output is escaped before it reaches the terminal.
+//! highlighted; a thinking model's thought above the answer, dim and apart (its last lines, in at most
+//! a third of the pane). Model output is escaped before it reaches the terminal.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -29,6 +30,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let frame_block = block(Pane::Output, state, theme, extra);
     let inner = frame_block.inner(area);
     frame.render_widget(frame_block, area);
+    let inner = if run.thinking_tokens > 0 { render_thought(frame, inner, state, theme) } else { inner };
     if run.output.is_empty() {
         let hint = match &state.workbench.phase {
             RunPhase::Idle => "ctrl-r runs the prompt; the answer streams here".to_string(),
@@ -59,6 +61,30 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines).style(theme.text), inner);
+}
+
+/// The thought in the top of `area` (a title line, then its last lines, dim, at most a third of the
+/// height); returns the area left for the answer.
+fn render_thought(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) -> Rect {
+    let run = &state.workbench.run;
+    if area.height < 3 {
+        return area;
+    }
+    let text = crate::engine::thinking::shown(&run.thinking);
+    let lines: Vec<&str> = text.lines().collect();
+    let room = (area.height / 3).max(2).min(area.height.saturating_sub(1)) as usize;
+    let shown = lines.len().min(room.saturating_sub(1));
+    let width = area.width as usize;
+    let title =
+        format!("thinking · {} tokens{}", run.thinking_tokens, if shown < lines.len() { " (last lines)" } else { "" });
+    let mut rows = vec![Line::from(Span::styled(clip_escaped(&title, width), theme.dim))];
+    rows.extend(
+        lines[lines.len() - shown..].iter().map(|line| Line::from(Span::styled(clip_escaped(line, width), theme.dim))),
+    );
+    let height = rows.len() as u16;
+    let top = Rect { height, ..area };
+    frame.render_widget(Paragraph::new(rows), top);
+    Rect { y: area.y + height, height: area.height - height, ..area }
 }
 
 /// One output line, at most `width` characters, escaped, split at token boundaries when shown.

@@ -84,6 +84,10 @@ pub(crate) fn run_event(state: &mut State, event: RunEvent, at_ms: u64, act: Dis
             }
             live_delta(state);
         }
+        RunEvent::Thinking(text) => {
+            run.thinking.push_str(&text);
+            run.thinking_tokens += 1;
+        }
         RunEvent::Probs(probs) => run.push_probs(&probs),
         RunEvent::Line(verdict) => run.verdicts.push(verdict),
         RunEvent::Cut { cut, items } => live_cut(state, cut, items),
