@@ -41,7 +41,6 @@ pub mod avx2;
 pub mod avx512;
 #[cfg(feature = "local")]
 pub mod chat;
-pub mod huge_pages;
 #[cfg(feature = "local")]
 pub mod closed;
 #[cfg(feature = "local")]
@@ -52,6 +51,7 @@ pub mod decodable;
 pub mod generate;
 #[cfg(feature = "local")]
 pub mod gguf;
+pub mod huge_pages;
 #[cfg(feature = "local")]
 pub mod kernels;
 #[cfg(feature = "local")]
