@@ -16,7 +16,8 @@ use tunebench::cli::{self, Cli};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    // Huge pages only once a model loads: a long eval without one peaked 11–14 MB higher with them.
+    // Huge pages only once a model loads: a long eval without one peaked 11–14 MB higher with them (they
+    // are off before `main` already; this says so where the process starts).
     tunebench::engine::huge_pages::off_until_a_model_loads();
     // A file-size limit (`ulimit -f`) makes a write fail with an error we handle (a save removes its
     // temporary file, a history append takes its half line back) instead of killing the process.
