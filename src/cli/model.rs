@@ -168,7 +168,6 @@ fn info(model: Option<&str>, as_json: bool) -> anyhow::Result<ExitCode> {
     for info in content.tensor_infos.values() {
         *types.entry(format!("{:?}", info.ggml_dtype)).or_default() += 1;
     }
-    let parameters = content.tensor_infos.values().map(|i| i.shape.elem_count() as u64).fold(0, u64::saturating_add);
     // Each family keeps its figures under its own name (`qwen3.block_count`, `gemma3.context_length`).
     let arch = text(&content, "general.architecture").unwrap_or_default();
     let own = |key: &str| number(&content, &format!("{arch}.{key}"));
@@ -181,7 +180,7 @@ fn info(model: Option<&str>, as_json: bool) -> anyhow::Result<ExitCode> {
         "known_model": fetch::MODELS.iter().find(|m| m.sha256 == sha256).map(KnownModel::name),
         "name": text(&content, "general.name"),
         "architecture": text(&content, "general.architecture"),
-        "parameters": parameters,
+        "parameters": crate::engine::runs_here::parameters(&content),
         "tensor_types": types,
         "layers": own("block_count"),
         "embedding": own("embedding_length"),

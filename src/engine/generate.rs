@@ -198,11 +198,9 @@ impl Engine {
         let (content, mut reader) = super::gguf::open(path)?;
         // The family first: an architecture this build does not run, or a file that does not fit its
         // family, is named before the vocabulary is read.
-        super::arch::Plan::of(&content)?;
+        let architecture = super::arch::Plan::of(&content)?.config.family.to_string();
         let tokenizer = Arc::new(TextTokenizer::from_gguf(&content)?);
         let template = ChatTemplate::of_gguf(path, &content, &tokenizer)?;
-        let architecture =
-            content.metadata.get("general.architecture").and_then(|v| v.to_string().ok()).cloned().unwrap_or_default();
         // The stored weights: a file named by the GGUF's identity (which is checked again inside it).
         let stored = match (&options.stored_weights, options.backend) {
             (Some(dir), Backend::Native) => super::weights::Identity::of(path)

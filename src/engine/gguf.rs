@@ -88,7 +88,15 @@ pub fn read<R: Read + Seek>(reader: &mut R) -> Result<Content, String> {
 /// `general.alignment`: a power of two up to [`MAX_ALIGNMENT`], 32 when absent.
 fn alignment(metadata: &HashMap<String, Value>) -> Result<u64, String> {
     let Some(value) = metadata.get("general.alignment") else { return Ok(DEFAULT_ALIGNMENT) };
-    let number = match value {
+    match unsigned(value) {
+        Some(n) if n.is_power_of_two() && n <= MAX_ALIGNMENT => Ok(n),
+        _ => Err(format!("`general.alignment` is {value:?}: it must be a power of two from 1 to {MAX_ALIGNMENT}")),
+    }
+}
+
+/// A key's value as a whole number of 0 or more, whatever integer type the file wrote it in.
+pub fn unsigned(value: &Value) -> Option<u64> {
+    match value {
         Value::U8(v) => Some(u64::from(*v)),
         Value::U16(v) => Some(u64::from(*v)),
         Value::U32(v) => Some(u64::from(*v)),
@@ -98,10 +106,6 @@ fn alignment(metadata: &HashMap<String, Value>) -> Result<u64, String> {
         Value::I32(v) => u64::try_from(*v).ok(),
         Value::I64(v) => u64::try_from(*v).ok(),
         _ => None,
-    };
-    match number {
-        Some(n) if n.is_power_of_two() && n <= MAX_ALIGNMENT => Ok(n),
-        _ => Err(format!("`general.alignment` is {value:?}: it must be a power of two from 1 to {MAX_ALIGNMENT}")),
     }
 }
 

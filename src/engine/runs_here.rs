@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use candle_core::quantized::gguf_file::{Content, Value};
+use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::GgmlDType;
 
 use super::EngineError;
@@ -66,7 +66,7 @@ pub fn parameters(content: &Content) -> u64 {
 /// The quantisation: `general.file_type` by llama.cpp's names (`Q4_K_M`), else (no key, or a number
 /// llama.cpp does not name) the tensor type that holds the most weights (`Q8_0`).
 pub fn quantisation(content: &Content) -> String {
-    let file_type = content.metadata.get("general.file_type").and_then(whole);
+    let file_type = content.metadata.get("general.file_type").and_then(super::gguf::unsigned);
     if let Some(name) = file_type.and_then(file_type_name) {
         return name.to_string();
     }
@@ -77,18 +77,6 @@ pub fn quantisation(content: &Content) -> String {
     let mut types: Vec<(String, u64)> = weights.into_iter().collect();
     types.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     types.into_iter().next().map_or_else(|| "no tensors".to_string(), |(name, _)| name)
-}
-
-fn whole(value: &Value) -> Option<u64> {
-    match value {
-        Value::U8(v) => Some(u64::from(*v)),
-        Value::U16(v) => Some(u64::from(*v)),
-        Value::U32(v) => Some(u64::from(*v)),
-        Value::U64(v) => Some(*v),
-        Value::I32(v) => u64::try_from(*v).ok(),
-        Value::I64(v) => u64::try_from(*v).ok(),
-        _ => None,
-    }
 }
 
 /// llama.cpp's `llama_ftype` names (`LLAMA_FTYPE_MOSTLY_Q4_K_M` is 15).
@@ -144,6 +132,7 @@ fn type_name(dtype: GgmlDType) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use candle_core::quantized::gguf_file::Value;
 
     const FAMILIES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/families");
 
