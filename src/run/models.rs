@@ -139,7 +139,21 @@ fn in_folder(folder: &Path) -> Vec<FoundModel> {
         .filter(|p| p.extension().is_some_and(|x| x.eq_ignore_ascii_case("gguf")))
         .collect();
     files.sort();
-    files.into_iter().map(|path| FoundModel::at(path.display().to_string(), path, "cache".into())).collect()
+    files.into_iter().map(|path| FoundModel::at(cache_name(&path), path, "cache".into())).collect()
+}
+
+/// How to name a file of the cache's models folder: the short name of the model tunebench fetched into
+/// it (`gemma-3-270m`), else its path.
+fn cache_name(path: &Path) -> String {
+    #[cfg(feature = "local")]
+    {
+        let file_name = path.file_name().and_then(|name| name.to_str());
+        let known = crate::provider::local::fetch::MODELS.iter().find(|model| Some(model.file_name) == file_name);
+        if let Some(known) = known {
+            return known.name().to_string();
+        }
+    }
+    path.display().to_string()
 }
 
 /// Every manifest of Ollama's store at `store`.
@@ -184,5 +198,19 @@ mod tests {
     fn parameter_counts_read_as_model_names_write_them() {
         let shown = [751_632_384, 1_720_000_000, 8_030_000_000, 268_098_176, 40_960, 999].map(shown_parameters);
         assert_eq!(shown, ["0.8B", "1.7B", "8B", "268M", "41K", "999"]);
+    }
+
+    /// A model tunebench fetched is listed by the name `--model` takes; any other file by its path.
+    #[cfg(feature = "local")]
+    #[test]
+    fn the_cache_lists_a_fetched_model_by_its_short_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let gemma = &crate::provider::local::fetch::MODELS[1];
+        for name in [gemma.file_name, "mine.gguf"] {
+            std::fs::write(dir.path().join(name), b"not a gguf").unwrap();
+        }
+        let names: Vec<String> = in_folder(dir.path()).into_iter().map(|found| found.name).collect();
+        assert_eq!(names, [gemma.name().to_string(), dir.path().join("mine.gguf").display().to_string()]);
+        assert_eq!(gemma.name(), "gemma-3-270m");
     }
 }
