@@ -146,7 +146,9 @@ fn weigh_of<const G: usize, const C: usize>(
         assert!(row + 8 * C <= out.len(), "values out of bounds");
         for (c, a) in acc.iter().enumerate() {
             // SAFETY: eight floats at `row + 8c`, inside `out` (checked above).
-            unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(row + 8 * c), _mm256_mul_ps(*a, _mm256_set1_ps(inverse[head]))) };
+            unsafe {
+                _mm256_storeu_ps(out.as_mut_ptr().add(row + 8 * c), _mm256_mul_ps(*a, _mm256_set1_ps(inverse[head])))
+            };
         }
     }
     8 * C

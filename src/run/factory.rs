@@ -195,7 +195,8 @@ pub fn loaded_local(model: &str) -> Result<crate::provider::local::Local, RunErr
     use std::sync::{Mutex, OnceLock};
     static LOADED: OnceLock<Mutex<HashMap<PathBuf, (Identity, Local)>>> = OnceLock::new();
     let path = local_model_file(model)?;
-    let identity = Identity::of(&path).map_err(|message| ProviderError::Config { provider: "local".into(), message })?;
+    let identity =
+        Identity::of(&path).map_err(|message| ProviderError::Config { provider: "local".into(), message })?;
     let loaded = LOADED.get_or_init(Default::default);
     let mut loaded = loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some((_, local)) = loaded.get(&path).filter(|(kept, _)| *kept == identity) {
