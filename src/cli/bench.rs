@@ -150,6 +150,7 @@ fn sample_workload() -> anyhow::Result<crate::provider::local::bench::Workload> 
         unconstrained: request("none", Some(1.0), None)?,
         constrained: request("constrained", None, None)?,
         next_case: request("constrained", None, Some("computing-history"))?,
+        later_case: request("constrained", None, Some("geology"))?,
     })
 }
 
@@ -182,7 +183,8 @@ fn human_workload(w: &crate::provider::local::bench::WorkloadFigures) -> String 
         "\x20   time to first token, constrained, {} threads: load {:.0} ms with the weights rebuilt, {:.0} ms read back \
          stored; first run as `tunebench run` (load + grammar + prompt) {:.0} ms; the workbench's first run (loaded \
          and the prompt run in the background at start) {:.0} ms; next run {:.0} ms; next case {:.0} ms ({} prompt \
-         tokens reused), or {:.0} ms when the workbench ran it on choosing the case\n",
+         tokens reused), or {:.0} ms when the workbench ran it on choosing the case; later case, warm prefix \
+         {:.0} ms ({} of {} prompt tokens reused, the grammar kept)\n",
         w.runs.first().map_or(0, |_| crate::engine::threads::configured()),
         f.load_rebuilt_ms,
         f.load_stored_ms,
@@ -192,6 +194,9 @@ fn human_workload(w: &crate::provider::local::bench::WorkloadFigures) -> String 
         f.next_case_ms,
         f.next_case_reused_tokens,
         f.next_case_chosen_ms,
+        f.later_case_ms,
+        f.later_case_reused_tokens,
+        f.later_case_prompt_tokens,
     );
     out
 }

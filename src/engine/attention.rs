@@ -284,7 +284,6 @@ fn widen(h: f16) -> f32 {
     f32::from_bits(value.to_bits() | ((bits & 0x8000) << 16))
 }
 
-/// The reference arithmetic compiled for AVX2 (the same operations, so the same bits).
 /// The reference arithmetic of the three steps as free functions: the portable entries of
 /// [`super::kernels`]' table.
 pub(super) mod portable {
@@ -305,6 +304,8 @@ pub(super) mod portable {
     }
 }
 
+/// The AVX2 entries: the scores and weighted values in [`super::attention_avx2`]'s kernels, the
+/// softmax the reference arithmetic compiled for AVX2 (the same operations, so the same bits).
 #[cfg(target_arch = "x86_64")]
 pub(super) mod avx2 {
     use super::Heads;
@@ -313,7 +314,7 @@ pub(super) mod avx2 {
     /// The CPU has AVX2, FMA and F16C.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn scores(heads: &Heads, q: &[f32], tiles: std::ops::Range<usize>, out: &mut [f32]) {
-        heads.scores_lanes(q, tiles, out)
+        super::super::attention_avx2::scores(heads, q, tiles, out)
     }
 
     /// # Safety
@@ -327,7 +328,7 @@ pub(super) mod avx2 {
     /// The CPU has AVX2, FMA and F16C.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn weigh(heads: &Heads, w: &[f32], inverse: &[f32], dims: std::ops::Range<usize>, out: &mut [f32]) {
-        heads.weigh_lanes(w, inverse, dims, out)
+        super::super::attention_avx2::weigh(heads, w, inverse, dims, out)
     }
 }
 

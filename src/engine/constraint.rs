@@ -7,8 +7,11 @@
 //! - Objects are written compactly (`,` and `:` with no spaces, no newlines), so a JSONL line is one object.
 //! - Under `json-schema` and `constrained`, an object schema that lists its keys is closed to them
 //!   ([`closed`](super::closed)): a missing `additionalProperties` reads as `false`.
+//! - A grammar is compiled once and kept (the last [`KEPT`] ones): the cases of a run or an eval, held
+//!   to the same schema, each start from a copy of its fresh parser, sharing its lexer's built states.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use llguidance::api::TopLevelGrammar;
 use llguidance::toktrie::{SimpleVob, TokEnv, TokRxInfo, TokTrie, TokenizerEnv};
@@ -37,9 +40,17 @@ impl TokenizerEnv for TokenizerAdapter {
     }
 }
 
-/// Builds matchers for requests; one per loaded model (the token trie is built once).
+/// Compiled grammars kept for the next answers (an eval's columns: a schema, any object).
+pub const KEPT: usize = 4;
+
+/// Builds matchers for requests; one per loaded model (the token trie is built once), each grammar
+/// compiled once while it is among the last [`KEPT`] used.
 pub struct Constraints {
     factory: ParserFactory,
+    /// The grammars compiled, most recently used last, each with its fresh matcher.
+    compiled: Mutex<Vec<(GrammarKey, Matcher)>>,
+    /// Grammars compiled so far (a grammar used again while kept is not compiled again).
+    compiles: AtomicUsize,
 }
 
 impl std::fmt::Debug for Constraints {
@@ -87,12 +98,29 @@ impl Grammar {
         }
     }
 
+    /// What decides the compiled grammar, to the byte: the form and the schema's text in its own key
+    /// order (two schemas equal as JSON values but with their keys in another order compile to
+    /// grammars that write the keys in another order).
+    fn key(&self) -> GrammarKey {
+        match self {
+            Self::Json(schema) => GrammarKey { jsonl: false, schema: schema.to_string() },
+            Self::Jsonl(schema) => GrammarKey { jsonl: true, schema: schema.to_string() },
+        }
+    }
+
     pub(super) fn top_level(&self) -> TopLevelGrammar {
         match self {
             Self::Json(schema) => TopLevelGrammar::from_json_schema(with_options(schema)),
             Self::Jsonl(schema) => TopLevelGrammar::from_lark(jsonl_lark(schema)),
         }
     }
+}
+
+/// A kept grammar's identity ([`Grammar::key`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct GrammarKey {
+    jsonl: bool,
+    schema: String,
 }
 
 impl Constraints {
@@ -117,16 +145,44 @@ impl Constraints {
         let mut factory = ParserFactory::new_simple(&env)
             .map_err(|e| EngineError::Constraint(format!("the constraint engine cannot start: {e}")))?;
         factory.quiet();
-        Ok(Self { factory })
+        Ok(Self { factory, compiled: Mutex::new(Vec::new()), compiles: AtomicUsize::new(0) })
     }
 
-    /// A fresh matcher for `grammar`; a schema llguidance cannot compile is an error naming why.
+    /// A fresh matcher for `grammar`: a copy of the one kept for it, else compiled (and kept); a
+    /// schema llguidance cannot compile is an error naming why (and is not kept).
     pub fn matcher(&self, grammar: &Grammar) -> Result<Constraint, EngineError> {
-        let parser = self
-            .factory
-            .create_parser(grammar.top_level())
-            .map_err(|e| EngineError::Constraint(format!("the schema cannot be enforced: {e}")))?;
-        Ok(Constraint { matcher: Matcher::new(Ok(parser)) })
+        let mut compiled = self.compiled.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let key = grammar.key();
+        let fresh = match compiled.iter().position(|(kept, _)| *kept == key) {
+            Some(at) => {
+                let entry = compiled.remove(at);
+                compiled.push(entry);
+                compiled.last().map(|(_, matcher)| matcher.clone())
+            }
+            None => None,
+        };
+        let matcher = match fresh {
+            Some(matcher) => matcher,
+            None => {
+                let parser = self
+                    .factory
+                    .create_parser(grammar.top_level())
+                    .map_err(|e| EngineError::Constraint(format!("the schema cannot be enforced: {e}")))?;
+                self.compiles.fetch_add(1, Ordering::Relaxed);
+                let matcher = Matcher::new(Ok(parser));
+                if compiled.len() == KEPT {
+                    compiled.remove(0);
+                }
+                compiled.push((key, matcher.clone()));
+                matcher
+            }
+        };
+        Ok(Constraint { matcher })
+    }
+
+    /// Grammars compiled so far by this model's constraint engine.
+    pub fn compiles(&self) -> usize {
+        self.compiles.load(Ordering::Relaxed)
     }
 }
 

@@ -298,6 +298,12 @@ impl Engine {
         self.constraints().map(|_| ())
     }
 
+    /// Grammars compiled so far (a schema used again while it is kept is not compiled again; see
+    /// [`super::constraint`]).
+    pub fn grammars_compiled(&self) -> usize {
+        self.constraints.get().and_then(|built| built.as_ref().ok()).map_or(0, Constraints::compiles)
+    }
+
     /// Runs the prompt through the model, reusing the cached prefix; returns the logits after it.
     fn prefill(&mut self, prompt: &[TokenId]) -> Result<(Vec<f32>, usize), EngineError> {
         self.prefill_while(prompt, &|| true)
@@ -327,12 +333,13 @@ impl Engine {
     }
 
     /// Runs `ask`'s prompt through the model, keeping its keys and values for the next generation
-    /// (which then runs only the prompt's last block), and builds the grammar engine when `ask` is
-    /// constrained; stops between blocks of the prompt once `go_on()` is false (a run or a newer warm
-    /// is waiting: what was run stays cached). Returns the prompt's tokens.
+    /// (which then runs only the prompt's last block), and builds the grammar engine and compiles
+    /// `ask`'s grammar (kept for its answer) when `ask` is constrained; stops between blocks of the
+    /// prompt once `go_on()` is false (a run or a newer warm is waiting: what was run stays cached).
+    /// Returns the prompt's tokens.
     pub fn prepare_while(&mut self, ask: &Ask<'_>, go_on: &dyn Fn() -> bool) -> Result<usize, EngineError> {
-        if ask.grammar.is_some() {
-            self.constraints()?;
+        if let Some(grammar) = &ask.grammar {
+            self.constraints()?.matcher(grammar)?;
         }
         let prompt = self.tokenizer.encode(&self.prompt_for(ask)?)?;
         self.prefill_while(&prompt, go_on)?;

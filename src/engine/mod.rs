@@ -22,7 +22,7 @@
 //!   held to the keys their schema lists; [`decodable`]: whether the decoder accepts a schema, asked
 //!   before any model is loaded; [`grammar`]: the JSONL line grammar (also what a vLLM server is sent,
 //!   so it is built without the feature `local`).
-//! - [`attention`] (its AVX-512 kernels in `attention_avx512`), [`attention_split`], [`math`], [`threads`]: the forward pass's arithmetic and its pool.
+//! - [`attention`] (its AVX2 and AVX-512 kernels in `attention_avx2`, `attention_avx512`), [`attention_split`], [`math`], [`threads`]: the forward pass's arithmetic and its pool.
 //! - [`kernels`]: the CPU dispatch, one table per path, apart from the model code.
 
 pub mod grammar;
@@ -31,6 +31,8 @@ pub mod grammar;
 pub mod arch;
 #[cfg(feature = "local")]
 pub mod attention;
+#[cfg(all(feature = "local", target_arch = "x86_64"))]
+pub mod attention_avx2;
 #[cfg(all(feature = "local", target_arch = "x86_64"))]
 pub mod attention_avx512;
 #[cfg(feature = "local")]

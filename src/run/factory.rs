@@ -183,21 +183,27 @@ fn local_provider(model: &str) -> Result<Arc<dyn Provider>, RunError> {
 }
 
 /// The local model `model` names, loaded on the first call for its file (later calls, from any
-/// thread, share it; a call made while another loads it waits for that load).
+/// thread, share it, and with it the keys and values of the last prompt and the compiled grammars; a
+/// call made while another loads it waits for that load). A file changed since it was loaded (its
+/// size, modified time or ends: [`Identity`](crate::engine::weights::Identity)) is loaded again, so
+/// a cache is never used with numbers other than the ones that made it.
 #[cfg(feature = "local")]
-fn loaded_local(model: &str) -> Result<crate::provider::local::Local, RunError> {
+pub fn loaded_local(model: &str) -> Result<crate::provider::local::Local, RunError> {
+    use crate::engine::weights::Identity;
     use crate::provider::local::Local;
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
-    static LOADED: OnceLock<Mutex<HashMap<PathBuf, Local>>> = OnceLock::new();
+    static LOADED: OnceLock<Mutex<HashMap<PathBuf, (Identity, Local)>>> = OnceLock::new();
     let path = local_model_file(model)?;
+    let identity =
+        Identity::of(&path).map_err(|message| ProviderError::Config { provider: "local".into(), message })?;
     let loaded = LOADED.get_or_init(Default::default);
     let mut loaded = loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(local) = loaded.get(&path) {
+    if let Some((_, local)) = loaded.get(&path).filter(|(kept, _)| *kept == identity) {
         return Ok(local.clone());
     }
     let local = Local::open(Some(&path)).map_err(ProviderError::from)?;
-    loaded.insert(path, local.clone());
+    loaded.insert(path, (identity, local.clone()));
     Ok(local)
 }
 

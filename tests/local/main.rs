@@ -35,3 +35,4 @@ mod support;
 mod thinking;
 mod tokenizer;
 mod vocab;
+mod warm_prefix;

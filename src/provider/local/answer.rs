@@ -49,10 +49,19 @@ pub struct Generated {
     pub thought: Option<crate::engine::thinking::Thought>,
 }
 
+/// How the last answer's prompt met the key/value cache of the answer before.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PromptReuse {
+    pub prompt_tokens: usize,
+    /// The prompt's first tokens, whose keys and values were already cached (not run again).
+    pub reused_tokens: usize,
+}
+
 /// The engine loaded, answering the provider's requests; the engine's own calls (threads, cache,
 /// tokenizer, shape) are reached through it as they are.
 pub struct Engine {
     engine: crate::engine::Engine,
+    last_prompt: Option<PromptReuse>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -100,7 +109,12 @@ fn ask(request: &Request) -> Ask<'_> {
 impl Engine {
     /// Loads a GGUF file: weights, tokenizer, chat template.
     pub fn load(path: &Path, options: &LoadOptions) -> Result<Self, LocalError> {
-        Ok(Self { engine: crate::engine::Engine::load(path, options)? })
+        Ok(Self { engine: crate::engine::Engine::load(path, options)?, last_prompt: None })
+    }
+
+    /// How the last answer's prompt met the cache (`None` before the first answer).
+    pub fn last_prompt(&self) -> Option<PromptReuse> {
+        self.last_prompt
     }
 
     /// The prompt text the model sees for `request` (its template's thinking on when it asks for a budget).
@@ -149,6 +163,7 @@ impl Engine {
             }
         };
         let out = self.engine.answer(&ask(request), &mut on_step)?;
+        self.last_prompt = Some(PromptReuse { prompt_tokens: out.prompt_tokens, reused_tokens: out.reused_tokens });
         let finish = out.finish.map(|finish| match finish {
             Finish::Stop => FinishReason::Stop,
             Finish::Length => FinishReason::Length,

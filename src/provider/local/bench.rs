@@ -76,6 +76,8 @@ pub struct Workload {
     pub constrained: Request,
     /// The constrained request of another case (the variables differ: the next case of an eval).
     pub next_case: Request,
+    /// The constrained request of a third case (an eval's later cases: the prefix warm, the grammar kept).
+    pub later_case: Request,
 }
 
 /// Time to the first token of the constrained sample run, as a user meets it (the default threads).
@@ -97,6 +99,11 @@ pub struct FirstToken {
     /// The next case in the workbench: choosing it runs its prompt in the background ([`Engine::warm`]),
     /// then ctrl-r.
     pub next_case_chosen_ms: f64,
+    /// A later case of an eval or a run of several cases, as `tunebench` runs it after the next case:
+    /// the prefix it shares with the case before cached, its grammar compiled for the cases before.
+    pub later_case_ms: f64,
+    pub later_case_prompt_tokens: usize,
+    pub later_case_reused_tokens: usize,
 }
 
 /// One run of a workload request at one thread count.
@@ -238,6 +245,11 @@ fn workload_run(engine: &mut Engine, mode: &str, request: &Request, threads: usi
 /// Milliseconds from `started` to the first token of `request` on `engine` (the cache as it is), and
 /// the prompt tokens that came from the cache.
 fn ttft_ms(engine: &mut Engine, request: &Request, started: Instant) -> Result<(f64, usize), LocalError> {
+    ttft(engine, request, started).map(|(ms, generated)| (ms, generated.reused_tokens))
+}
+
+/// [`ttft_ms`] with what was generated.
+fn ttft(engine: &mut Engine, request: &Request, started: Instant) -> Result<(f64, Generated), LocalError> {
     let mut first: Option<Instant> = None;
     let mut one = request.clone();
     one.max_tokens = Some(1);
@@ -248,7 +260,7 @@ fn ttft_ms(engine: &mut Engine, request: &Request, started: Instant) -> Result<(
         true
     })?;
     let first = first.unwrap_or_else(Instant::now);
-    Ok((first.duration_since(started).as_secs_f64() * 1e3, generated.reused_tokens))
+    Ok((first.duration_since(started).as_secs_f64() * 1e3, generated))
 }
 
 /// The first-token figures of the constrained sample run, on fresh engines loaded from `path`.
@@ -273,6 +285,8 @@ fn first_token(path: &Path, workload: &Workload) -> Result<FirstToken, LocalErro
     engine.warm(&workload.constrained)?;
     engine.warm(&workload.next_case)?;
     let (next_case_chosen_ms, _) = ttft_ms(&mut engine, &workload.next_case, Instant::now())?;
+    // An eval's steady state: the case before answered (its prompt and grammar kept), then this one.
+    let (later_case_ms, later) = ttft(&mut engine, &workload.later_case, Instant::now())?;
     Ok(FirstToken {
         load_rebuilt_ms,
         load_stored_ms,
@@ -282,6 +296,9 @@ fn first_token(path: &Path, workload: &Workload) -> Result<FirstToken, LocalErro
         next_case_ms,
         next_case_reused_tokens,
         next_case_chosen_ms,
+        later_case_ms,
+        later_case_prompt_tokens: later.prompt_tokens,
+        later_case_reused_tokens: later.reused_tokens,
     })
 }
 

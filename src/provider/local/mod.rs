@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::engine::EngineError;
 pub use crate::engine::{Backend, LoadOptions, DEFAULT_MAX_TOKENS};
-pub use answer::{grammar, load_options, turns, Engine, Generated};
+pub use answer::{grammar, load_options, turns, Engine, Generated, PromptReuse};
 
 use super::generate::generate;
 use super::{Event, EventStream, Provider, ProviderError, Request};
