@@ -10,7 +10,9 @@ the count (an end-of-text is generated through, as tunebench's run reaches its l
 
 Needs llama-cpp-python (0.3.36 was measured; it builds llama.cpp from source for this CPU:
 CMAKE_ARGS="-DGGML_NATIVE=ON" pip install --no-build-isolation llama-cpp-python==0.3.36 with cmake,
-ninja and scikit-build-core installed). Prints one JSON object per thread count.
+ninja and scikit-build-core installed). Prints one JSON object per thread count. `tunebench bench
+--vs-llama-cpp` runs this script itself (on its standard input, with a workload file of its own that
+may set `n_ctx`), alternately with the engine, and reads those lines.
 """
 
 import json
@@ -23,7 +25,7 @@ from llama_cpp import Llama
 def run(spec, threads):
     llm = Llama(
         model_path=spec["model"],
-        n_ctx=2048,
+        n_ctx=spec.get("n_ctx", 2048),
         n_batch=512,
         n_threads=threads,
         n_threads_batch=threads,

@@ -66,6 +66,21 @@ pub struct BenchArgs {
     /// Cases of the prompt the optimizer's line optimizes.
     #[arg(long, default_value_t = 20)]
     pub optimize_cases: usize,
+    /// Measure only the engine beside llama.cpp (llama-cpp-python, through `TUNEBENCH_LLAMA_CPP_PYTHON`
+    /// or python3): each model's GGUF, the same prompt tokens and generated tokens, greedy, 2 threads.
+    #[arg(long, conflicts_with_all = ["tui_only", "local_only", "eval_only", "optimize_only", "no_local"])]
+    pub vs_llama_cpp: bool,
+    /// Rounds of --vs-llama-cpp (each runs both once, in turn; the medians are reported).
+    #[arg(long, default_value_t = 3)]
+    pub vs_rounds: usize,
+    /// Tokens --vs-llama-cpp generates at most (the engine's count, which an end of text may cut, is
+    /// what llama.cpp generates).
+    #[arg(long, default_value_t = 1024)]
+    pub vs_tokens: u32,
+    /// A model of --vs-llama-cpp (repeat for several; every one when none): smollm2, gemma-3-270m,
+    /// qwen3-0.6b-random.
+    #[arg(long = "vs-model", value_name = "NAME")]
+    pub vs_models: Vec<String>,
 }
 
 /// The local model's section: its figures, or why it was skipped.
@@ -121,7 +136,7 @@ fn write_workload_tokens(file: &std::path::Path) -> anyhow::Result<()> {
 /// The workbench's sample prompt as `run --provider local` sends it: 1,024 tokens, greedy, unconstrained
 /// (`--structured none --repeat-penalty 1`) and constrained (the default for a jsonl prompt on the local model).
 #[cfg(feature = "local")]
-fn sample_workload() -> anyhow::Result<crate::provider::local::bench::Workload> {
+pub(super) fn sample_workload() -> anyhow::Result<crate::provider::local::bench::Workload> {
     use crate::prompt::file::{PromptFile, ProviderSettings};
     use crate::run::setup::{RunSetup, SetupOptions};
     const NAME: &str = "sample-prompts/agent-kg-extract.toml";
@@ -310,6 +325,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             super::print_json(&json!({ "eval": figures }))?;
         } else {
             super::say!("{}", super::bench_eval::human(&figures));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.vs_llama_cpp {
+        let section = super::bench_llama_cpp::measure(args)?;
+        if args.json {
+            super::print_json(&json!({ "vs_llama_cpp": section }))?;
+        } else {
+            super::say!("{}", super::bench_llama_cpp::human(&section));
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -164,7 +164,7 @@ fn extraction(mode: StructuredMode) -> Request {
 
 /// One generation from an empty cache, timed: what it made, seconds to its first token, and seconds
 /// from the first token to the last.
-fn timed(engine: &mut Engine, request: &Request) -> Result<(Generated, f64, f64), LocalError> {
+pub(super) fn timed(engine: &mut Engine, request: &Request) -> Result<(Generated, f64, f64), LocalError> {
     engine.forget_cache();
     let started = Instant::now();
     let mut first: Option<Instant> = None;
@@ -182,7 +182,7 @@ fn timed(engine: &mut Engine, request: &Request) -> Result<(Generated, f64, f64)
 }
 
 /// Tokens after the first per second of `span`.
-fn per_s(tokens: usize, span: f64) -> f64 {
+pub(super) fn per_s(tokens: usize, span: f64) -> f64 {
     if span > 0.0 {
         tokens.saturating_sub(1) as f64 / span
     } else {
@@ -375,7 +375,7 @@ pub fn measure(path: &Path, workload: Option<&Workload>) -> Result<LocalFigures,
 }
 
 /// GB/s of one thread summing `bytes` of memory (best of five), the ceiling of generating a token.
-fn memory_read_gb_per_s(bytes: usize) -> f64 {
+pub(super) fn memory_read_gb_per_s(bytes: usize) -> f64 {
     let words: Vec<u64> = (0..(bytes / 8).max(1) as u64).collect();
     let mut best = f64::MAX;
     for _ in 0..5 {

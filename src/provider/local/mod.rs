@@ -8,13 +8,16 @@
 //! - [`ollama_store`]: `ollama:NAME[:TAG]`, a model in Ollama's store, read in place.
 //! - `answer`: [`Engine`], the engine loaded, answering [`Request`]s with [`Event`]s; a request's
 //!   [`grammar`] and chat [`turns`]; [`load_options`] (the stored weights in the cache directory).
-//! - `bench` (feature `testing`): the model's speed figures for `tunebench bench`.
+//! - `bench` (feature `testing`): the model's speed figures for `tunebench bench`; `bench_llama_cpp`:
+//!   the same models run by llama.cpp in the same run (`bench --vs-llama-cpp`).
 //!
 //! Generation runs on its own thread; dropping the stream cancels it before the next token.
 
 mod answer;
 #[cfg(feature = "testing")]
 pub mod bench;
+#[cfg(feature = "testing")]
+pub mod bench_llama_cpp;
 pub mod fetch;
 pub mod ollama_store;
 
