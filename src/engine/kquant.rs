@@ -499,7 +499,7 @@ pub(in crate::engine) mod tests {
         let types = [GgmlDType::Q5_0, GgmlDType::Q4K, GgmlDType::Q5K, GgmlDType::Q6K];
         types
             .into_iter()
-            .filter(|t| *t == GgmlDType::Q5_0 || cols % SUPER == 0)
+            .filter(|t| *t == GgmlDType::Q5_0 || cols.is_multiple_of(SUPER))
             .map(|t| matrix(t, rows, cols, &gguf_bytes(t, rows, cols, seed, full)))
             .collect()
     }

@@ -236,7 +236,7 @@ impl Matrix {
         }
         let n = rows * cols / BLOCK;
         let k_form = matches!(info.ggml_dtype, GgmlDType::Q4K | GgmlDType::Q5K | GgmlDType::Q6K);
-        if k_form && cols % SUPER != 0 {
+        if k_form && !cols.is_multiple_of(SUPER) {
             return Err(EngineError::Model(format!(
                 "tensor {name}: {cols} columns is not a multiple of {SUPER}, as type {:?} needs",
                 info.ggml_dtype

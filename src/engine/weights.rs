@@ -269,7 +269,7 @@ fn parse(bytes: &[u8], identity: &Identity) -> Result<HashMap<String, Matrix>, S
         let (rows, cols) = (rows as usize, cols as usize);
         // Units of `values` values in `rows` rows of `cols`, of `size` bytes each, make `len` bytes.
         let fits = |values: usize, size: usize| {
-            cols % values == 0 && Some(len) == rows.div_ceil(ROWS).checked_mul(cols / values * size)
+            cols.is_multiple_of(values) && Some(len) == rows.div_ceil(ROWS).checked_mul(cols / values * size)
         };
         use std::mem::size_of;
         let blocks = match kind {
