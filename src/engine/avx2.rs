@@ -16,7 +16,7 @@ pub fn available() -> bool {
 /// Eight f16 values from `at` as f32.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn halves(values: &[half::f16; ROWS], at: usize) -> __m256 {
+pub(super) fn halves(values: &[half::f16; ROWS], at: usize) -> __m256 {
     assert!(at + 8 <= ROWS);
     // SAFETY: 16 bytes: eight f16 values from `at` (checked above).
     _mm256_cvtph_ps(unsafe { _mm_loadu_si128(values.as_ptr().add(at).cast::<__m128i>()) })
@@ -25,7 +25,7 @@ fn halves(values: &[half::f16; ROWS], at: usize) -> __m256 {
 /// Four activation bytes from `at` as one i32, broadcast to every lane.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn four(qs: &[i8; 32], at: usize) -> __m256i {
+pub(super) fn four(qs: &[i8; 32], at: usize) -> __m256i {
     let bytes = [qs[at], qs[at + 1], qs[at + 2], qs[at + 3]];
     _mm256_set1_epi32(i32::from_le_bytes(bytes.map(|b| b as u8)))
 }

@@ -5,11 +5,14 @@
 //! hold the others to). Each path's kernels are listed once, in its table; [`Kernels`] is the table
 //! chosen once, at load, and every call site calls through it. All three make each sum by the same
 //! arithmetic — exact integer block sums, then `fma(d_w·d_a, Σ, sums)` block after block (and
-//! `fma(m_w, s_a, offsets)` for 4-bit offsets) — so they give the same bits.
+//! `fma(m_w, s_a, offsets)` for 4-bit offsets; the K-quant forms' and Q5_0's in
+//! [`super::kquant::portable`]) — so they give the same bits. Those forms have portable and AVX2
+//! kernels ([`super::avx2_k`]); the AVX-512 table runs the AVX2 ones.
 
 use std::ops::Range;
 
 use super::attention::Heads;
+use super::kquant::{Q4Kx16, Q5Kx16, Q5x16, Q6Kx16};
 use super::quant::{interleaved, ActBlock, Blocks, Matrix, Q4x16, Q8x16, ROWS};
 
 /// The matrix kernels' paths, slowest first.
@@ -36,6 +39,11 @@ struct Table {
     level: Level,
     q4: Matmul<Q4x16>,
     q8: Matmul<Q8x16>,
+    /// The forms of [`super::kquant`] (portable and AVX2 kernels; AVX-512 runs the AVX2 ones).
+    q5_0: Matmul<Q5x16>,
+    q4_k: Matmul<Q4Kx16>,
+    q5_k: Matmul<Q5Kx16>,
+    q6_k: Matmul<Q6Kx16>,
     /// `a · b` in f32.
     dot: unsafe fn(&[f32], &[f32]) -> f32,
     /// Activations (a multiple of 32 values) into one block per 32 values.
@@ -53,6 +61,10 @@ static PORTABLE: Table = Table {
     level: Level::Portable,
     q4: portable_q4,
     q8: portable_q8,
+    q5_0: |w, a, per_row, n, out| one_at_a_time(super::kquant::portable::q5_0, w, a, per_row, n, out),
+    q4_k: |w, a, per_row, n, out| one_at_a_time(super::kquant::portable::q4_k, w, a, per_row, n, out),
+    q5_k: |w, a, per_row, n, out| one_at_a_time(super::kquant::portable::q5_k, w, a, per_row, n, out),
+    q6_k: |w, a, per_row, n, out| one_at_a_time(super::kquant::portable::q6_k, w, a, per_row, n, out),
     dot: dot_lanes,
     quantize: super::quant::quantize_lanes,
     silu_mul: super::math::silu_mul_lanes,
@@ -67,6 +79,10 @@ static AVX2: Table = Table {
     level: Level::Avx2,
     q4: avx2_q4,
     q8: avx2_q8,
+    q5_0: avx2_q5_0,
+    q4_k: avx2_q4_k,
+    q5_k: avx2_q5_k,
+    q6_k: avx2_q6_k,
     dot: avx2_dot,
     quantize: super::quant::quantize_avx2,
     silu_mul: super::math::avx2::silu_mul,
@@ -82,6 +98,12 @@ static AVX512: Table = Table {
     level: Level::Avx512,
     q4: avx512_q4,
     q8: avx512_q8,
+    // No AVX-512 kernels of these forms yet (none could be run here to test them): every AVX-512
+    // CPU runs AVX2 (`Kernels::at` checks both).
+    q5_0: avx2_q5_0,
+    q4_k: avx2_q4_k,
+    q5_k: avx2_q5_k,
+    q6_k: avx2_q6_k,
     dot: avx2_dot,
     quantize: super::avx512::quantize,
     silu_mul: super::math::avx512::silu_mul,
@@ -211,22 +233,23 @@ pub fn matmul_groups(
         return matmul_dense(values, w.rows, w.cols, x.values, tokens, groups, kernels, write);
     }
     let x = x.blocks;
-    let per_row = w.row_blocks();
+    let (per_row, units) = (w.row_blocks(), w.row_units());
     let mut out = [[0f32; ROWS]; TILE];
     for g in groups {
         let mut t = 0;
         while t < tokens {
             let n = (tokens - t).min(TILE);
             let a = &x[t * per_row..(t + n) * per_row];
+            let (table, group) = (kernels.table, g * units..(g + 1) * units);
             // SAFETY: as in `Kernels::dot`.
             unsafe {
                 match &w.blocks {
-                    Blocks::Q4x16(all) => {
-                        (kernels.table.q4)(&all[g * per_row..(g + 1) * per_row], a, per_row, n, &mut out)
-                    }
-                    Blocks::Q8x16(all) => {
-                        (kernels.table.q8)(&all[g * per_row..(g + 1) * per_row], a, per_row, n, &mut out)
-                    }
+                    Blocks::Q4x16(all) => (table.q4)(&all[group], a, per_row, n, &mut out),
+                    Blocks::Q8x16(all) => (table.q8)(&all[group], a, per_row, n, &mut out),
+                    Blocks::Q5x16(all) => (table.q5_0)(&all[group], a, per_row, n, &mut out),
+                    Blocks::Q4Kx16(all) => (table.q4_k)(&all[group], a, per_row, n, &mut out),
+                    Blocks::Q5Kx16(all) => (table.q5_k)(&all[group], a, per_row, n, &mut out),
+                    Blocks::Q6Kx16(all) => (table.q6_k)(&all[group], a, per_row, n, &mut out),
                     Blocks::Dense(_) => {}
                 }
             }
@@ -316,6 +339,43 @@ unsafe fn avx2_q4(w: &[Q4x16], a: &[ActBlock], per_row: usize, n: usize, out: &m
 unsafe fn avx2_q8(w: &[Q8x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
     for (t, out) in out[..n].iter_mut().enumerate() {
         *out = super::avx2::q8(w, &a[t * per_row..]);
+    }
+}
+
+/// The AVX2 kernels of [`super::kquant`]'s forms, one token at a time.
+macro_rules! avx2_one_at_a_time {
+    ($($name:ident: $form:ty => $kernel:path;)*) => {$(
+        /// # Safety
+        /// The CPU has AVX2, FMA and F16C.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma,f16c")]
+        unsafe fn $name(w: &[$form], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
+            for (t, out) in out[..n].iter_mut().enumerate() {
+                // SAFETY: the CPU has AVX2, FMA and F16C (this function's contract).
+                *out = unsafe { $kernel(w, &a[t * per_row..]) };
+            }
+        }
+    )*};
+}
+
+avx2_one_at_a_time! {
+    avx2_q5_0: Q5x16 => super::avx2_k::q5_0;
+    avx2_q4_k: Q4Kx16 => super::avx2_k::q4_k;
+    avx2_q5_k: Q5Kx16 => super::avx2_k::q5_k;
+    avx2_q6_k: Q6Kx16 => super::avx2_k::q6_k;
+}
+
+/// A portable kernel of one token (`row`), `n` tokens one at a time.
+fn one_at_a_time<W>(
+    row: fn(&[W], &[ActBlock]) -> [f32; ROWS],
+    w: &[W],
+    a: &[ActBlock],
+    per_row: usize,
+    n: usize,
+    out: &mut [[f32; ROWS]; TILE],
+) {
+    for (t, out) in out[..n].iter_mut().enumerate() {
+        *out = row(w, &a[t * per_row..]);
     }
 }
 
@@ -469,14 +529,35 @@ pub(super) mod tests {
         paths
     }
 
+    /// Every block form: 4-bit, 8-bit, and those of [`super::super::kquant`] (K forms when `cols` is a
+    /// multiple of 256), with random bytes; `full`: every quantized bit set (the largest sums).
+    fn matrices(rows: usize, cols: usize, seed: u32, full: bool) -> Vec<Matrix> {
+        let mut all = if full { vec![] } else { vec![q4_matrix(rows, cols, seed), q8_matrix(rows, cols, seed)] };
+        all.extend(super::super::kquant::tests::random_matrices(rows, cols, seed, full));
+        all
+    }
+
     #[test]
     fn every_path_gives_the_portable_bits_and_the_exact_sum() {
-        // 35 rows: three groups, the last padded; 32 columns: one block; 608: 19.
-        for (cols, seed) in [(32, 1), (576, 2), (608, 3), (1536, 4)] {
+        // 35 rows: three groups, the last padded; 32 columns: one block; 608: 19; 256 and 1536: one and
+        // six K super-blocks.
+        let cases =
+            [(32, 1, false), (576, 2, false), (608, 3, false), (1536, 4, false), (256, 5, false), (512, 6, true)];
+        let mut forms = std::collections::HashSet::new();
+        for (cols, seed, full) in cases {
             let rows = 35;
-            for w in [q4_matrix(rows, cols, seed), q8_matrix(rows, cols, seed)] {
+            for w in matrices(rows, cols, seed, full) {
+                forms.insert(std::mem::discriminant(&w.blocks));
                 let tokens = 9;
-                let a = activations(tokens, cols, seed + 10);
+                let mut a = activations(tokens, cols, seed + 10);
+                if full {
+                    // The largest products: every activation ±127.
+                    for (i, b) in a.iter_mut().enumerate() {
+                        b.qs = [if i % 2 == 0 { 127 } else { -127 }; 32];
+                        b.sum = 32 * i32::from(b.qs[0]);
+                        b.s = b.d * b.sum as f32;
+                    }
+                }
                 let want = product(&w, &a, tokens, 0..groups(&w), Kernels::portable());
                 for t in 0..tokens {
                     for r in 0..rows {
@@ -497,26 +578,31 @@ pub(super) mod tests {
                 }
             }
         }
+        assert_eq!(forms.len(), 6, "every block form");
     }
 
     #[test]
     fn a_token_gets_the_same_bits_alone_as_in_a_batch_and_in_any_group_range() {
-        let (rows, cols, tokens) = (48, 608, 7);
-        for w in [q4_matrix(rows, cols, 5), q8_matrix(rows, cols, 6)] {
-            let a = activations(tokens, cols, 9);
-            for kernels in paths() {
-                let batch = product(&w, &a, tokens, 0..3, kernels);
-                for t in 0..tokens {
-                    let one = product(&w, &a[t * 19..(t + 1) * 19], 1, 0..3, kernels);
-                    assert_eq!(one, batch[t * rows..(t + 1) * rows], "{kernels:?}, token {t}: alone as in a batch");
-                    let part = product(&w, &a[t * 19..(t + 1) * 19], 1, 1..2, kernels);
-                    assert_eq!(part[16..32], one[16..32], "{kernels:?}, token {t}: group 1 alone");
+        let (rows, tokens) = (48, 7);
+        for cols in [608, 768] {
+            let per_row = cols / 32;
+            for w in matrices(rows, cols, 5, false) {
+                let a = activations(tokens, cols, 9);
+                for kernels in paths() {
+                    let batch = product(&w, &a, tokens, 0..3, kernels);
+                    for t in 0..tokens {
+                        let token = &a[t * per_row..(t + 1) * per_row];
+                        let one = product(&w, token, 1, 0..3, kernels);
+                        assert_eq!(one, batch[t * rows..(t + 1) * rows], "{kernels:?}, token {t}: alone as in a batch");
+                        let part = product(&w, token, 1, 1..2, kernels);
+                        assert_eq!(part[16..32], one[16..32], "{kernels:?}, token {t}: group 1 alone");
+                    }
                 }
             }
         }
     }
 
-    /// f32 rows (float and K-quant weights) times f32 activations: the f64 sum on every path, the
+    /// f32 rows (float weights) times f32 activations: the f64 sum on every path, the
     /// last group's missing rows 0, any group range alike.
     #[test]
     fn f32_rows_give_the_exact_sum_on_every_path() {

@@ -40,6 +40,8 @@ pub mod attention_split;
 #[cfg(all(feature = "local", target_arch = "x86_64"))]
 pub mod avx2;
 #[cfg(all(feature = "local", target_arch = "x86_64"))]
+pub mod avx2_k;
+#[cfg(all(feature = "local", target_arch = "x86_64"))]
 pub mod avx512;
 #[cfg(feature = "local")]
 pub mod chat;
@@ -56,6 +58,8 @@ pub mod gguf;
 pub mod huge_pages;
 #[cfg(feature = "local")]
 pub mod kernels;
+#[cfg(feature = "local")]
+pub mod kquant;
 #[cfg(feature = "local")]
 pub mod math;
 #[cfg(feature = "local")]

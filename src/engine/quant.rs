@@ -2,11 +2,12 @@
 //!
 //! 4-bit weights (Q4_0, Q4_1) stay 4-bit: each block of 32 holds `d·q + m` with `q` in 0..16 and its
 //! scale and offset as f16, the GGUF's own bytes (generating a token reads every weight once, so bytes
-//! are time). 8-bit weights (Q8_0) keep their bytes too; Q5_0's `d·(q − 16)` is an 8-bit block exactly
-//! (its scale, `q − 16` as the byte), and Q5_1 is quantized to 8-bit blocks. Activations are quantized per block of 32 to 8 bits with the
-//! block's sum, so a 4-bit dot product is `d_w·d_a·Σ q_w·q_a + m_w·s_a` in integers. Float weights
-//! (F32, F16, BF16) and the K-quants are dequantized by candle to f32 rows ([`Blocks::Dense`]),
-//! multiplied by f32 activations: 8-bit blocks would put them above llama.cpp's own rounding.
+//! are time). 8-bit weights (Q8_0) keep their bytes too; Q5_0 and the K-quants (Q4_K, Q5_K, Q6_K) keep
+//! their size in the forms of [`super::kquant`]; Q5_1 is quantized to 8-bit blocks. Activations are
+//! quantized per block of 32 to 8 bits with the block's sum, so a 4-bit dot product is
+//! `d_w·d_a·Σ q_w·q_a + m_w·s_a` in integers. Float weights (F32, F16, BF16) are dequantized by candle
+//! to f32 rows ([`Blocks::Dense`]), multiplied by f32 activations: 8-bit blocks would put them above
+//! llama.cpp's own rounding.
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -15,6 +16,7 @@ use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 use half::f16;
 
+use super::kquant::{self, Dequantize, Q4Kx16, Q5Kx16, Q5x16, Q6Kx16, SUPER};
 use super::EngineError;
 
 /// Values per block.
@@ -125,6 +127,12 @@ pub enum Blocks {
     Q4x16(Vec<Q4x16>),
     /// 8-bit rows in groups of sixteen, the same way.
     Q8x16(Vec<Q8x16>),
+    /// Q5_0 rows in groups of sixteen, the same way.
+    Q5x16(Vec<Q5x16>),
+    /// Q4_K, Q5_K and Q6_K rows in groups of sixteen, one unit per 256 values (`cols / 256` a row).
+    Q4Kx16(Vec<Q4Kx16>),
+    Q5Kx16(Vec<Q5Kx16>),
+    Q6Kx16(Vec<Q6Kx16>),
     /// f32 values, row after row (`rows × cols`), multiplied by f32 activations.
     Dense(Vec<f32>),
 }
@@ -148,7 +156,19 @@ impl Matrix {
         match &self.blocks {
             Blocks::Q4x16(b) => std::mem::size_of_val(b.as_slice()),
             Blocks::Q8x16(b) => std::mem::size_of_val(b.as_slice()),
+            Blocks::Q5x16(b) => std::mem::size_of_val(b.as_slice()),
+            Blocks::Q4Kx16(b) => std::mem::size_of_val(b.as_slice()),
+            Blocks::Q5Kx16(b) => std::mem::size_of_val(b.as_slice()),
+            Blocks::Q6Kx16(b) => std::mem::size_of_val(b.as_slice()),
             Blocks::Dense(v) => std::mem::size_of_val(v.as_slice()),
+        }
+    }
+
+    /// Units of the blocks a row holds (a unit is 32 values, or 256 for the K forms).
+    pub fn row_units(&self) -> usize {
+        match &self.blocks {
+            Blocks::Q4Kx16(_) | Blocks::Q5Kx16(_) | Blocks::Q6Kx16(_) => self.cols / SUPER,
+            _ => self.row_blocks(),
         }
     }
 
@@ -175,6 +195,10 @@ impl Matrix {
                     }
                 }
             }
+            Blocks::Q5x16(groups) => units(&groups[g * n..(g + 1) * n], r, out),
+            Blocks::Q4Kx16(groups) => units(&groups[g * n / 8..(g + 1) * n / 8], r, out),
+            Blocks::Q5Kx16(groups) => units(&groups[g * n / 8..(g + 1) * n / 8], r, out),
+            Blocks::Q6Kx16(groups) => units(&groups[g * n / 8..(g + 1) * n / 8], r, out),
             Blocks::Dense(values) => out.copy_from_slice(&values[row * self.cols..(row + 1) * self.cols]),
         }
     }
@@ -211,6 +235,13 @@ impl Matrix {
             return Err(EngineError::Model(format!("tensor {name}: {cols} columns is not a multiple of {BLOCK}")));
         }
         let n = rows * cols / BLOCK;
+        let k_form = matches!(info.ggml_dtype, GgmlDType::Q4K | GgmlDType::Q5K | GgmlDType::Q6K);
+        if k_form && !cols.is_multiple_of(SUPER) {
+            return Err(EngineError::Model(format!(
+                "tensor {name}: {cols} columns is not a multiple of {SUPER}, as type {:?} needs",
+                info.ggml_dtype
+            )));
+        }
         let blocks = match info.ggml_dtype {
             GgmlDType::Q4_1 => {
                 let bytes = raw(content, reader, name, n * 20, scratch)?;
@@ -225,8 +256,19 @@ impl Matrix {
                 group8(rows, n, |i| q8_0(&bytes[i * 34..(i + 1) * 34]))
             }
             GgmlDType::Q5_0 => {
-                let bytes = raw(content, reader, name, n * 22, scratch)?;
-                group8(rows, n, |i| q5_0(&bytes[i * 22..(i + 1) * 22]))
+                Blocks::Q5x16(kquant::q5_0(rows, cols, raw(content, reader, name, n * kquant::Q5_0_BYTES, scratch)?))
+            }
+            GgmlDType::Q4K => {
+                let bytes = raw(content, reader, name, n / 8 * kquant::Q4_K_BYTES, scratch)?;
+                Blocks::Q4Kx16(kquant::q4_k(rows, cols, bytes))
+            }
+            GgmlDType::Q5K => {
+                let bytes = raw(content, reader, name, n / 8 * kquant::Q5_K_BYTES, scratch)?;
+                Blocks::Q5Kx16(kquant::q5_k(rows, cols, bytes))
+            }
+            GgmlDType::Q6K => {
+                let bytes = raw(content, reader, name, n / 8 * kquant::Q6_K_BYTES, scratch)?;
+                Blocks::Q6Kx16(kquant::q6_k(rows, cols, bytes))
             }
             GgmlDType::Q5_1 => {
                 let blocks = quantize_weights(&vector(content, reader, name)?);
@@ -238,12 +280,18 @@ impl Matrix {
     }
 }
 
-/// The bytes the forward pass holds for the weights of `content`: each matrix as [`Matrix::load`]
-/// keeps it (4-bit or 8-bit blocks, or f32 rows: four bytes a weight for float and K-quant types).
+/// The bytes the forward pass holds for the weights of `content`: each matrix as [`Matrix::read`]
+/// keeps it (its own form, or 8-bit blocks for Q5_1, or f32 rows: four bytes a weight for float types),
+/// rows padded to sixteen.
 pub fn held_bytes(content: &Content) -> u64 {
-    let per_block = |dtype: GgmlDType| match dtype {
-        GgmlDType::Q4_1 | GgmlDType::Q4_0 => Some(std::mem::size_of::<Q4Block>() as u64),
-        GgmlDType::Q8_0 | GgmlDType::Q5_0 | GgmlDType::Q5_1 => Some(std::mem::size_of::<Q8Block>() as u64),
+    // A form's bytes for sixteen rows of `values` values each.
+    let per_unit = |dtype: GgmlDType| match dtype {
+        GgmlDType::Q4_1 | GgmlDType::Q4_0 => Some((BLOCK, std::mem::size_of::<Q4x16>())),
+        GgmlDType::Q8_0 | GgmlDType::Q5_1 => Some((BLOCK, std::mem::size_of::<Q8x16>())),
+        GgmlDType::Q5_0 => Some((BLOCK, std::mem::size_of::<Q5x16>())),
+        GgmlDType::Q4K => Some((SUPER, std::mem::size_of::<Q4Kx16>())),
+        GgmlDType::Q5K => Some((SUPER, std::mem::size_of::<Q5Kx16>())),
+        GgmlDType::Q6K => Some((SUPER, std::mem::size_of::<Q6Kx16>())),
         _ => None,
     };
     content
@@ -251,7 +299,11 @@ pub fn held_bytes(content: &Content) -> u64 {
         .values()
         .map(|info| {
             let count = info.shape.elem_count() as u64;
-            per_block(info.ggml_dtype).map_or(count * 4, |size| count / BLOCK as u64 * size)
+            // Vectors (norms, biases) are read as f32 values whatever their type.
+            let (&[rows, cols], Some((values, size))) = (info.shape.dims(), per_unit(info.ggml_dtype)) else {
+                return count * 4;
+            };
+            (rows as u64).div_ceil(ROWS as u64) * (cols / values) as u64 * size as u64
         })
         .sum()
 }
@@ -272,7 +324,7 @@ fn fits(needed: u64, available: Option<u64>, name: &str) -> Result<(), EngineErr
     Err(EngineError::Model(format!(
         "{name}: holding its weights needs {:.1} GB ({}), more than the {:.1} GB this machine has available",
         gb(needed),
-        "K-quant and float weights are held as f32 rows until they run at their own size",
+        "float weights are held as f32 rows",
         gb(available)
     )))
 }
@@ -304,12 +356,20 @@ fn group8(rows: usize, n: usize, block: impl Fn(usize) -> Q8Block) -> Blocks {
 
 /// `group(g, b)` for every row group `g` of `rows` rows and block `b` of `per_row`, group after group,
 /// in one allocation of the final size (a matrix is up to tens of megabytes: no regrowing and copying).
-fn in_groups<T>(rows: usize, per_row: usize, group: impl Fn(usize, usize) -> T) -> Vec<T> {
+pub(super) fn in_groups<T>(rows: usize, per_row: usize, group: impl Fn(usize, usize) -> T) -> Vec<T> {
     let mut out = Vec::with_capacity(rows.div_ceil(ROWS) * per_row);
     for g in 0..rows.div_ceil(ROWS) {
         out.extend((0..per_row).map(|b| group(g, b)));
     }
     out
+}
+
+/// Row `r` of a row group's units (each [`Dequantize`]) into `out`, unit after unit.
+fn units<T: Dequantize>(units: &[T], r: usize, out: &mut [f32]) {
+    let each = out.len() / units.len().max(1);
+    for (unit, chunk) in units.iter().zip(out.chunks_exact_mut(each.max(1))) {
+        unit.dequantize(r, chunk);
+    }
 }
 
 /// Reads tensor `name` as f32 values, whatever its type (the norms).
@@ -360,19 +420,6 @@ fn q8_0(bytes: &[u8]) -> Q8Block {
         *q = *b as i8;
     }
     Q8Block { d: half_at(bytes, 0), qs }
-}
-
-/// Q5_0's 32 values `d·(q − 16)`, `q` a low nibble of `qs` with its fifth bit in `qh`: the same values
-/// as an 8-bit block.
-fn q5_0(bytes: &[u8]) -> Q8Block {
-    let qh = u32::from_le_bytes([bytes[2], bytes[3], bytes[4], bytes[5]]);
-    let qs = &bytes[6..22];
-    let fifth = |j: usize| (((qh >> j) & 1) << 4) as u8;
-    let value = |j: usize| {
-        let q = if j < 16 { (qs[j] & 0x0F) | fifth(j) } else { (qs[j - 16] >> 4) | fifth(j) };
-        q as i8 - 16
-    };
-    Q8Block { d: half_at(bytes, 0), qs: std::array::from_fn(value) }
 }
 
 /// Quantizes f32 weights to 8-bit blocks (`values.len()` a multiple of 32).
@@ -442,6 +489,19 @@ mod tests {
         assert_eq!(held_bytes(&f32_file), 4 * weights, "f32 rows: four bytes a weight");
         let q4 = fixture("llama3-Q4_0.gguf");
         assert!(held_bytes(&q4) < held_bytes(&fixture("llama3-Q8_0.gguf")));
+        // K-quant mixes at their own size: within 5% of the file's tensor bytes (Q4_K's unpacked
+        // scales, rows padded to sixteen).
+        for family in ["smollm2", "llama3", "qwen2", "qwen3", "gemma3"] {
+            let mix = fixture(&format!("{family}-Q4_K_M.gguf"));
+            let file: u64 = mix
+                .tensor_infos
+                .values()
+                .map(|t| (t.shape.elem_count() / t.ggml_dtype.block_size() * t.ggml_dtype.type_size()) as u64)
+                .sum();
+            let ratio = held_bytes(&mix) as f64 / file as f64;
+            eprintln!("{family}-Q4_K_M: {} bytes held for {file} in the file ({ratio:.4})", held_bytes(&mix));
+            assert!((1.0..1.05).contains(&ratio), "{family}: {ratio}");
+        }
         assert!(fits(10, Some(10), "m").is_ok() && fits(10, None, "m").is_ok());
         let refused = fits(32_100_000_000, Some(22_500_000_000), "this qwen3 model").unwrap_err().to_string();
         assert!(
@@ -555,24 +615,6 @@ mod tests {
             assert_eq!(b.sum, sum);
             assert!((b.s - b.d * sum as f32).abs() < 1e-4);
         }
-    }
-
-    #[test]
-    fn q5_0_reads_as_the_8_bit_block_of_the_same_values() {
-        let x: Vec<f32> = (0..32 * 6).map(|i| ((i * 7919 % 211) as f32 - 105.0) / 37.0).collect();
-        let cpu = Device::Cpu;
-        let tensor = candle_core::Tensor::from_vec(x, (3, 64), &cpu).unwrap();
-        let q = candle_core::quantized::QTensor::quantize(&tensor, GgmlDType::Q5_0).unwrap();
-        let want = q.dequantize(&cpu).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
-        let bytes = q.data().unwrap();
-        assert_eq!(bytes.len(), 6 * 22);
-        let blocks: Vec<Q8Block> = bytes.chunks_exact(22).map(q5_0).collect();
-        let matrix = Matrix::from_q8(3, 64, &blocks);
-        let mut got = vec![0f32; 3 * 64];
-        for (r, row) in got.chunks_exact_mut(64).enumerate() {
-            matrix.dequantize_row(r, row);
-        }
-        assert_eq!(got, want);
     }
 
     #[test]

@@ -12,16 +12,21 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::quant::{Blocks, Matrix, Q4x16, Q8x16, ROWS};
+use super::kquant::{Q4Kx16, Q5Kx16, Q5x16, Q6Kx16, SUPER};
+use super::quant::{Blocks, Matrix, Q4x16, Q8x16, BLOCK, ROWS};
 use crate::files::Limit;
 
 /// The first bytes of a cache file; the number is the layout's version (a change of the block layout
 /// bumps it, so older files are rebuilt).
-const MAGIC: &[u8; 16] = b"tunebench-wts-02";
+const MAGIC: &[u8; 16] = b"tunebench-wts-03";
 
 // The blocks are written as their bytes: plain data with no padding.
 const _: () = assert!(std::mem::size_of::<Q4x16>() == 4 * ROWS + 16 * ROWS);
 const _: () = assert!(std::mem::size_of::<Q8x16>() == 2 * ROWS + 32 * ROWS);
+const _: () = assert!(std::mem::size_of::<Q5x16>() == 22 * ROWS);
+const _: () = assert!(std::mem::size_of::<Q4Kx16>() == 148 * ROWS);
+const _: () = assert!(std::mem::size_of::<Q5Kx16>() == 180 * ROWS);
+const _: () = assert!(std::mem::size_of::<Q6Kx16>() == 210 * ROWS);
 
 /// What identifies a GGUF file: its size, modified time, and a hash of its first and last mebibyte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,8 +103,9 @@ pub fn checksum(bytes: &[u8]) -> u64 {
 
 /// The bytes of a slice of blocks.
 fn block_bytes<T: Copy>(blocks: &[T]) -> &[u8] {
-    // SAFETY: only called with Q4x16, Q8x16 (`repr(C)` plain data of f16, u8 and i8 without padding,
-    // asserted above) and f32, so every byte is initialised; the length is the slice's size in bytes.
+    // SAFETY: only called with the block forms of `Blocks` (`repr(C)` plain data of f16, u8 and i8
+    // without padding, asserted above) and f32, so every byte is initialised; the length is the slice's
+    // size in bytes.
     unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast::<u8>(), std::mem::size_of_val(blocks)) }
 }
 
@@ -108,7 +114,7 @@ fn blocks_from<T: Copy>(bytes: &[u8]) -> Vec<T> {
     let n = bytes.len() / std::mem::size_of::<T>();
     // Written once: the bytes copied into fresh capacity (no zeroing pass over tens of megabytes first).
     let mut blocks: Vec<T> = Vec::with_capacity(n);
-    // SAFETY: as above, every byte pattern is a valid Q4x16, Q8x16 or f32 (f16, u8, i8 and f32 have no
+    // SAFETY: as above, every byte pattern is a valid block form or f32 (f16, u8, i8 and f32 have no
     // invalid values); the capacity holds `n` blocks, exactly `n · size_of::<T>()` ≤ `bytes.len()` bytes, all
     // written before the length is set.
     unsafe {
@@ -131,6 +137,10 @@ pub fn save(path: &Path, identity: &Identity, matrices: &[(&str, &Matrix)]) -> R
         let (kind, bytes) = match &m.blocks {
             Blocks::Q4x16(b) => (4u64, block_bytes(b)),
             Blocks::Q8x16(b) => (8u64, block_bytes(b)),
+            Blocks::Q5x16(b) => (5u64, block_bytes(b)),
+            Blocks::Q4Kx16(b) => (14u64, block_bytes(b)),
+            Blocks::Q5Kx16(b) => (15u64, block_bytes(b)),
+            Blocks::Q6Kx16(b) => (16u64, block_bytes(b)),
             Blocks::Dense(v) => (32u64, block_bytes(v)),
         };
         for n in [kind, m.rows as u64, m.cols as u64, bytes.len() as u64] {
@@ -257,10 +267,18 @@ fn parse(bytes: &[u8], identity: &Identity) -> Result<HashMap<String, Matrix>, S
         let data = body.get(at..at.saturating_add(len)).ok_or("cut short")?;
         at += len;
         let (rows, cols) = (rows as usize, cols as usize);
-        let groups = rows.div_ceil(ROWS) * (cols / super::quant::BLOCK);
+        // Units of `values` values in `rows` rows of `cols`, of `size` bytes each, make `len` bytes.
+        let fits = |values: usize, size: usize| {
+            cols.is_multiple_of(values) && Some(len) == rows.div_ceil(ROWS).checked_mul(cols / values * size)
+        };
+        use std::mem::size_of;
         let blocks = match kind {
-            4 if len == groups * std::mem::size_of::<Q4x16>() => Blocks::Q4x16(blocks_from::<Q4x16>(data)),
-            8 if len == groups * std::mem::size_of::<Q8x16>() => Blocks::Q8x16(blocks_from::<Q8x16>(data)),
+            4 if fits(BLOCK, size_of::<Q4x16>()) => Blocks::Q4x16(blocks_from(data)),
+            8 if fits(BLOCK, size_of::<Q8x16>()) => Blocks::Q8x16(blocks_from(data)),
+            5 if fits(BLOCK, size_of::<Q5x16>()) => Blocks::Q5x16(blocks_from(data)),
+            14 if fits(SUPER, size_of::<Q4Kx16>()) => Blocks::Q4Kx16(blocks_from(data)),
+            15 if fits(SUPER, size_of::<Q5Kx16>()) => Blocks::Q5Kx16(blocks_from(data)),
+            16 if fits(SUPER, size_of::<Q6Kx16>()) => Blocks::Q6Kx16(blocks_from(data)),
             32 if Some(len) == rows.checked_mul(cols).and_then(|n| n.checked_mul(4)) => {
                 Blocks::Dense(blocks_from::<f32>(data))
             }
@@ -293,11 +311,15 @@ mod tests {
             .map(|i| Q8Block { d: f16::from_f32(f32::from(i) + 0.5), qs: std::array::from_fn(|j| (i as i8) - j as i8) })
             .collect();
         let dense: Vec<f32> = (0..3 * 32).map(|i| i as f32 / 7.0 - 5.0).collect();
-        vec![
+        let mut all = vec![
             ("a".into(), Matrix::from_q4(20, 64, &q4)),
             ("b".into(), Matrix::from_q8(10, 64, &q8)),
             ("c".into(), Matrix { rows: 3, cols: 32, blocks: Blocks::Dense(dense) }),
-        ]
+        ];
+        // Q5_0, Q4_K, Q5_K, Q6_K: 20 rows of 512.
+        let forms = super::super::kquant::tests::random_matrices(20, 512, 3, false);
+        all.extend(forms.into_iter().enumerate().map(|(i, m)| (format!("k{i}"), m)));
+        all
     }
 
     fn identity() -> Identity {
@@ -326,7 +348,7 @@ mod tests {
         for (name, m) in matrices() {
             assert_eq!(loaded[&name], m, "{name}");
         }
-        assert_eq!(loaded.len(), 3);
+        assert_eq!(loaded.len(), 7);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -389,7 +411,7 @@ mod tests {
         left.sort();
         let live_name = live.file_name().unwrap().to_string_lossy().into_owned();
         assert_eq!(left, vec![live_name, "model.00000000000000cc.weights".to_string(), "notes.txt".to_string()]);
-        assert_eq!(load(&kept, &identity()).unwrap().len(), 3);
+        assert_eq!(load(&kept, &identity()).unwrap().len(), 7);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
