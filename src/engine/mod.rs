@@ -8,8 +8,9 @@
 //!   named before any weight is read) into a plan: the shape and each layer's operations.
 //! - [`model`]: our forward pass, running any family's plan from shared operations (projections with
 //!   biases, RMS and head norms, adjacent or NeoX rotary pairs per base and factors, attention with an
-//!   optional sliding window, SiLU or GELU-tanh gated feed-forward); weights as stored in 4-bit or
-//!   8-bit blocks or as f32 rows, multiplied by [`kernels`] over [`quant`] blocks. [`reference`]: a
+//!   optional sliding window, SiLU or GELU-tanh gated feed-forward); weights at their own size (Q4_0,
+//!   Q4_1, Q8_0 in [`quant`]'s blocks; Q4_K, Q5_K, Q6_K, Q5_0 in [`kquant`]'s forms; Q5_1 widened to
+//!   8 bits; floats as f32 rows), multiplied by [`kernels`] (AVX2 K-quant kernels in `avx2_k`). [`reference`]: a
 //!   llama on candle's quantized matmuls (the speed baseline); llama.cpp's logits, in the family
 //!   fixtures, are every family's reference.
 //! - [`gguf`]: a GGUF file's header read with every size checked against the file (every loader opens it there).
