@@ -142,6 +142,16 @@ fn in_folder(folder: &Path) -> Vec<FoundModel> {
     files.into_iter().map(|path| FoundModel::at(cache_name(&path), path, "cache".into())).collect()
 }
 
+/// Whether `model` names a model the local provider runs: a `.gguf` path, `ollama:NAME[:TAG]`, or the
+/// name of a model tunebench fetches (`smollm2`, `gemma-3-270m`).
+pub fn names_a_local_model(model: &str) -> bool {
+    #[cfg(feature = "local")]
+    if crate::provider::local::fetch::known(model).is_some() {
+        return true;
+    }
+    model.to_ascii_lowercase().ends_with(".gguf") || model.starts_with("ollama:")
+}
+
 /// How to name a file of the cache's models folder: the short name of the model tunebench fetched into
 /// it (`gemma-3-270m`), else its path.
 fn cache_name(path: &Path) -> String {
@@ -212,5 +222,10 @@ mod tests {
         let names: Vec<String> = in_folder(dir.path()).into_iter().map(|found| found.name).collect();
         assert_eq!(names, [gemma.name().to_string(), dir.path().join("mine.gguf").display().to_string()]);
         assert_eq!(gemma.name(), "gemma-3-270m");
+        assert!(
+            names.iter().all(|name| names_a_local_model(name)),
+            "{names:?}: each name the list gives is taken back"
+        );
+        assert!(!names_a_local_model("gemma"), "not a known name, a path or ollama:NAME");
     }
 }

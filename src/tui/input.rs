@@ -254,10 +254,9 @@ fn chosen(list: Option<&ModelList>, typed: &str) -> Option<Result<String, String
 /// The model of the next run: for `local`, empty (the default cached model), a `.gguf` path or
 /// `ollama:NAME[:TAG]`; for a server, any name (empty: the server's default).
 fn apply_model(state: &mut State, provider: ProviderKind, model: &str) -> Result<(), String> {
-    let gguf = model.to_ascii_lowercase().ends_with(".gguf") || model.starts_with("ollama:");
-    if provider == ProviderKind::Local && !model.is_empty() && !gguf {
+    if provider == ProviderKind::Local && !model.is_empty() && !crate::run::models::names_a_local_model(model) {
         return Err(format!(
-            "{model:?} is not a .gguf file: the local provider runs a GGUF model or ollama:NAME (leave it empty for the default cached model)"
+            "{model:?} is not a .gguf file: the local provider runs a GGUF model, ollama:NAME or a model tunebench fetches (smollm2, gemma-3-270m; leave it empty for the default cached model)"
         ));
     }
     state.choice.model = (!model.is_empty()).then(|| model.to_string());

@@ -120,6 +120,29 @@ fn typing_filters_the_list_and_a_model_that_does_not_run_is_refused() {
     assert_eq!(state.choice.model.as_deref(), Some("/models/mine.gguf"));
 }
 
+/// The picker lists a fetched model by its short name (`gemma-3-270m`), so that name is taken back,
+/// chosen or typed; a bare name that is no fetched model, path or `ollama:NAME` is refused, naming it.
+#[test]
+fn a_fetched_models_short_name_is_taken_and_an_unknown_name_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = opened_with_models(dir.path());
+    type_text(&mut state, "gemma-3-270m");
+    assert!(screen(&state).contains("no model matches"), "{}", screen(&state));
+    update(&mut state, special(Key::Enter));
+    assert!(state.input.is_none(), "{:?}", state.input.as_ref().map(|i| &i.error));
+    assert_eq!(state.choice.model.as_deref(), Some("gemma-3-270m"));
+    update(&mut state, Msg::Action(Action::ChooseModel));
+    update(&mut state, Msg::ModelsFound(Vec::new()));
+    for _ in 0.."gemma-3-270m".len() {
+        update(&mut state, special(Key::Backspace));
+    }
+    type_text(&mut state, "gemma");
+    update(&mut state, special(Key::Enter));
+    let open = state.input.as_ref().expect("refused: the input stays open");
+    assert!(open.error.as_deref().unwrap_or("").contains("\"gemma\" is not a .gguf file"), "{:?}", open.error);
+    assert_eq!(state.choice.model.as_deref(), Some("gemma-3-270m"));
+}
+
 #[test]
 fn other_providers_keep_the_typed_input() {
     let mut state = sample_state();
