@@ -153,30 +153,23 @@ impl Constraints {
     pub fn matcher(&self, grammar: &Grammar) -> Result<Constraint, EngineError> {
         let mut compiled = self.compiled.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let key = grammar.key();
-        let fresh = match compiled.iter().position(|(kept, _)| *kept == key) {
-            Some(at) => {
-                let entry = compiled.remove(at);
-                compiled.push(entry);
-                compiled.last().map(|(_, matcher)| matcher.clone())
-            }
-            None => None,
-        };
-        let matcher = match fresh {
-            Some(matcher) => matcher,
-            None => {
-                let parser = self
-                    .factory
-                    .create_parser(grammar.top_level())
-                    .map_err(|e| EngineError::Constraint(format!("the schema cannot be enforced: {e}")))?;
-                self.compiles.fetch_add(1, Ordering::Relaxed);
-                let matcher = Matcher::new(Ok(parser));
-                if compiled.len() == KEPT {
-                    compiled.remove(0);
-                }
-                compiled.push((key, matcher.clone()));
-                matcher
-            }
-        };
+        if let Some(at) = compiled.iter().position(|(kept, _)| *kept == key) {
+            // Used again: it moves to the end (most recently used), and the answer gets a copy.
+            let entry = compiled.remove(at);
+            let matcher = entry.1.clone();
+            compiled.push(entry);
+            return Ok(Constraint { matcher });
+        }
+        let parser = self
+            .factory
+            .create_parser(grammar.top_level())
+            .map_err(|e| EngineError::Constraint(format!("the schema cannot be enforced: {e}")))?;
+        self.compiles.fetch_add(1, Ordering::Relaxed);
+        let matcher = Matcher::new(Ok(parser));
+        if compiled.len() == KEPT {
+            compiled.remove(0);
+        }
+        compiled.push((key, matcher.clone()));
         Ok(Constraint { matcher })
     }
 
