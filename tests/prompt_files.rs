@@ -102,13 +102,20 @@ fn every_jsonl_sample_has_a_json_array_twin() {
     }
 }
 
+/// The text after "Example output:" in `template`, up to the `<text>` that ends some templates.
+fn example_output(template: &str) -> &str {
+    let example = template.split("Example output:\n").nth(1).unwrap();
+    example.split("\n<text>").next().unwrap()
+}
+
 /// The examples a prompt shows the model must pass its own schema (else the prompt teaches errors).
 #[test]
 fn examples_in_the_prompts_pass_their_schemas() {
     for name in TRUSTGRAPH_SAMPLES {
         let jsonl = sample(name);
         let validator = jsonschema::validator_for(jsonl.schema.as_ref().unwrap()).unwrap();
-        let example = jsonl.template.split("Example output:\n").nth(1).unwrap();
+        // The example runs to the case's text (the template's end when the text comes before it).
+        let example = example_output(&jsonl.template);
         let lines: Vec<&str> = example.lines().filter(|l| !l.trim().is_empty()).collect();
         assert!(lines.len() >= 2, "{name}");
         let mut branches = std::collections::BTreeSet::new();
@@ -123,8 +130,7 @@ fn examples_in_the_prompts_pass_their_schemas() {
         assert_eq!(branches.len(), union, "{name}: the examples show every branch of the union");
 
         let twin = sample(&format!("{name}-json"));
-        let array: Value =
-            serde_json::from_str(twin.template.split("Example output:\n").nth(1).unwrap().trim()).unwrap();
+        let array: Value = serde_json::from_str(example_output(&twin.template).trim()).unwrap();
         assert!(jsonschema::validator_for(twin.schema.as_ref().unwrap()).unwrap().is_valid(&array), "{name}-json");
     }
 }

@@ -112,7 +112,8 @@ fn openai_result(engine: Engine, outcome: &mut Outcome, line: &serde_json::Map<S
     outcome.finish = choice["finish_reason"].as_str().map(FinishReason::parse);
     let usage = &body["usage"];
     if let (Some(input), Some(output)) = (usage["prompt_tokens"].as_u64(), usage["completion_tokens"].as_u64()) {
-        outcome.usage = Some(Usage { input_tokens: input, output_tokens: output, estimated: false });
+        outcome.usage =
+            Some(Usage { input_tokens: input, output_tokens: output, estimated: false, cached_input_tokens: 0 });
     }
     outcome.created_at_ms = body["created"].as_u64().map(|seconds| seconds.saturating_mul(1000));
     Ok(())
@@ -135,7 +136,12 @@ fn anthropic_result(outcome: &mut Outcome, result: &Value) -> Result<(), String>
             outcome.finish = message["stop_reason"].as_str().map(anthropic::finish_reason);
             let usage = &message["usage"];
             if let (Some(input), Some(output)) = (usage["input_tokens"].as_u64(), usage["output_tokens"].as_u64()) {
-                outcome.usage = Some(Usage { input_tokens: input, output_tokens: output, estimated: false });
+                outcome.usage = Some(Usage {
+                    input_tokens: input,
+                    output_tokens: output,
+                    estimated: false,
+                    cached_input_tokens: 0,
+                });
             }
         }
         Some("errored") => {

@@ -47,7 +47,10 @@ fn openai_results_give_text_finish_usage_and_time() {
     assert_eq!(outcome.custom_id, "c1");
     assert_eq!(outcome.text, "{\"a\": 1}");
     assert_eq!(outcome.finish, Some(FinishReason::Length));
-    assert_eq!(outcome.usage, Some(Usage { input_tokens: 22, output_tokens: 2, estimated: false }));
+    assert_eq!(
+        outcome.usage,
+        Some(Usage { input_tokens: 22, output_tokens: 2, estimated: false, cached_input_tokens: 0 })
+    );
     assert_eq!(outcome.created_at_ms, Some(1_711_652_795_000));
     assert!(outcome.error.is_none());
 }

@@ -46,7 +46,7 @@ impl Provider for Answered {
     fn stream(&self, request: &Request) -> EventStream {
         let text = request.messages.last().map_or("", |m| m.content.as_str());
         let answer = self.answers.iter().find(|(marker, _)| text.contains(marker.as_str())).map(|(_, a)| a.clone());
-        let usage = Usage { input_tokens: 40, output_tokens: 60, estimated: false };
+        let usage = Usage { input_tokens: 40, output_tokens: 60, estimated: false, cached_input_tokens: 0 };
         let events =
             vec![Event::Delta(answer.unwrap_or_default()), Event::Usage(usage), Event::Finish(FinishReason::Stop)];
         Box::pin(futures_util::stream::iter(events))

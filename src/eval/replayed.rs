@@ -42,7 +42,12 @@ pub fn record(prompt: &PromptFile, case: Option<&str>, answer: &str, ending: End
         })
         .filter(|c| !c.delta.is_empty())
         .collect();
-    let usage = Usage { input_tokens: 40, output_tokens: answer.len().div_ceil(4) as u64, estimated: false };
+    let usage = Usage {
+        input_tokens: 40,
+        output_tokens: answer.len().div_ceil(4) as u64,
+        estimated: false,
+        cached_input_tokens: 0,
+    };
     let end = match ending {
         Ending::Finish(reason) => End { t_ms: 50, finish_reason: Some(reason.into()), usage: Some(usage), error: None },
         Ending::Error => End { t_ms: 50, finish_reason: None, usage: None, error: Some(json!("HTTP 503: overloaded")) },

@@ -127,7 +127,10 @@ mod tests {
         recorder.observe_at(&Event::Mode(mode), 0);
         recorder.observe_at(&Event::Delta("{\"a\"".into()), 12);
         recorder.observe_at(&Event::Delta(":1}".into()), 15);
-        recorder.observe_at(&Event::Usage(Usage { input_tokens: 3, output_tokens: 2, estimated: true }), 20);
+        recorder.observe_at(
+            &Event::Usage(Usage { input_tokens: 3, output_tokens: 2, estimated: true, cached_input_tokens: 0 }),
+            20,
+        );
         recorder.observe_at(&Event::Finish(FinishReason::Length), 20);
         let text = recorder.transcript().to_jsonl();
         let back = Transcript::parse(&text).unwrap();

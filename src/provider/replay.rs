@@ -86,6 +86,7 @@ fn closing_events(transcript: &Transcript) -> Vec<Event> {
             input_tokens: input as u64,
             output_tokens: count_o200k(&transcript.answer()) as u64,
             estimated: true,
+            cached_input_tokens: 0,
         };
         return vec![Event::Usage(usage), Event::Finish(FinishReason::Interrupted)];
     };
@@ -166,6 +167,9 @@ mod tests {
         let text = "{\"transcript\":1,\"provider\":\"openai\",\"model\":\"m\",\"request\":{\"messages\":[{\"role\":\"user\",\"content\":\"hello there\"}]}}\n{\"t_ms\":1,\"delta\":\"Hi\"}\n";
         let events = closing_events(&Transcript::parse(text).unwrap());
         assert_eq!(events.last(), Some(&Event::Finish(FinishReason::Interrupted)));
-        assert!(matches!(events[0], Event::Usage(Usage { input_tokens: 2, output_tokens: 1, estimated: true })));
+        assert!(matches!(
+            events[0],
+            Event::Usage(Usage { input_tokens: 2, output_tokens: 1, estimated: true, cached_input_tokens: 0 })
+        ));
     }
 }

@@ -60,6 +60,7 @@ impl Answer {
             input_tokens: self.input_tokens.unwrap_or_else(|| estimate_tokens(&self.input_text)),
             output_tokens: self.output_tokens.unwrap_or_else(|| estimate_tokens(&self.output)),
             estimated,
+            cached_input_tokens: 0,
         }
     }
 

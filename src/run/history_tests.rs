@@ -33,7 +33,7 @@ fn turn(number: u32, response_type: ResponseType, answer: &str, finish: Option<F
         output: answer.to_string(),
         finish_reason: finish.clone(),
         error: None,
-        usage: Some(Usage { input_tokens: 31, output_tokens: 17, estimated: number > 1 }),
+        usage: Some(Usage { input_tokens: 31, output_tokens: 17, estimated: number > 1, cached_input_tokens: 0 }),
         ttft_ms: Some(120),
         duration_ms: 480,
         tokens_per_s: Some(47.25),
@@ -56,7 +56,7 @@ fn turn(number: u32, response_type: ResponseType, answer: &str, finish: Option<F
             end: Some(End {
                 t_ms: 480,
                 finish_reason: finish.map(|f| f.to_string()),
-                usage: Some(Usage { input_tokens: 31, output_tokens: 17, estimated: false }),
+                usage: Some(Usage { input_tokens: 31, output_tokens: 17, estimated: false, cached_input_tokens: 0 }),
                 error: None,
             }),
         },

@@ -321,7 +321,7 @@ mod tests {
             output: answer.to_string(),
             finish_reason: finish,
             error: None,
-            usage: Some(Usage { input_tokens: 10, output_tokens: 5, estimated: true }),
+            usage: Some(Usage { input_tokens: 10, output_tokens: 5, estimated: true, cached_input_tokens: 0 }),
             ttft_ms: Some(12),
             duration_ms: 40,
             tokens_per_s: Some(125.0),

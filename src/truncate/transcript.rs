@@ -76,6 +76,15 @@ pub struct Usage {
     pub output_tokens: u64,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
+    /// Input tokens the provider did not run again: the embedded model's prompt tokens whose keys and
+    /// values were cached from the answer before (a later case of the same prompt). Part of
+    /// `input_tokens`; 0 (not written) when nothing was cached or the provider does not say.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The last line: how the stream ended.

@@ -138,12 +138,18 @@ fn later_cases_run_only_from_their_own_text_and_answer_as_from_cold() {
                 i + 1
             );
             assert_eq!(cold_reuse.reused_tokens, 0);
+            if i == 0 {
+                assert_eq!(record.turns[0].usage.map(|u| u.cached_input_tokens), Some(0), "the first case runs cold");
+            }
             if i > 0 {
                 // The case as it ran after the one before (the cache as the run left it).
                 let (again, reuse) = after(engine, &plans[i - 1].request, &plan.request);
                 assert_eq!(again, tokens);
                 let shared = common(&prompts[i - 1], &prompts[i]);
                 assert_eq!(reuse.reused_tokens, shared, "case {}", i + 1);
+                // The run's record says so: the cached tokens are part of its input tokens.
+                let usage = record.turns[0].usage.expect("the local model reports its usage");
+                assert_eq!((usage.cached_input_tokens, usage.input_tokens), (shared as u64, prompts[i].len() as u64));
                 assert!(
                     shared + 1 >= shared_text,
                     "case {}: {shared} tokens shared, {shared_text} before the variable",

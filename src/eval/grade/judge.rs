@@ -323,5 +323,6 @@ fn sum_usage(record: &crate::run::RunRecord) -> Option<Usage> {
         input_tokens: a.input_tokens + b.input_tokens,
         output_tokens: a.output_tokens + b.output_tokens,
         estimated: a.estimated || b.estimated,
+        cached_input_tokens: a.cached_input_tokens + b.cached_input_tokens,
     })
 }

@@ -173,6 +173,7 @@ impl Engine {
                 input_tokens: out.prompt_tokens as u64,
                 output_tokens: out.tokens.len() as u64,
                 estimated: false,
+                cached_input_tokens: out.reused_tokens as u64,
             };
             if emit(Event::Usage(usage)) {
                 emit(Event::Finish(finish.clone()));

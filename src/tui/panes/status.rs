@@ -68,7 +68,10 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         format!("{} tok/s {}", run.tokens_per_s.map_or("-".into(), |t| format!("{t:.0}")), sparkline(&run.rate, 8)),
         format!(
             "in {} out {}",
-            run.usage.map_or("-".into(), |u| u.input_tokens.to_string()),
+            run.usage.map_or("-".into(), |u| match u.cached_input_tokens {
+                0 => u.input_tokens.to_string(),
+                cached => format!("{} ({cached} cached)", u.input_tokens),
+            }),
             run.usage.map_or(run.chunk_ends.len().to_string(), |u| u.output_tokens.to_string())
         ),
         run.finish.as_ref().map_or("finish -".to_string(), |f| f.as_str().to_string()),
