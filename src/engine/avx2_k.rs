@@ -65,8 +65,10 @@ fn nibble_dots<const T: usize>(qs: &[u8], at: usize, fifth: Option<__m256i>, x: 
             hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srl_epi16(qh, count), bit));
         }
         for (pairs, x) in pairs.iter_mut().zip(x) {
-            let both =
-                _mm256_add_epi16(_mm256_maddubs_epi16(lo, four(&x.qs, 4 * k)), _mm256_maddubs_epi16(hi, four(&x.qs, 16 + 4 * k)));
+            let both = _mm256_add_epi16(
+                _mm256_maddubs_epi16(lo, four(&x.qs, 4 * k)),
+                _mm256_maddubs_epi16(hi, four(&x.qs, 16 + 4 * k)),
+            );
             *pairs = _mm256_add_epi16(*pairs, both);
         }
         if k == 3 || (fifth.is_some() && k == 1) {
@@ -80,19 +82,19 @@ fn nibble_dots<const T: usize>(qs: &[u8], at: usize, fifth: Option<__m256i>, x: 
 }
 
 /// Q4_K and Q5_K: `out[t]` = the sixteen rows of `w` times token `t` of `a` (eight blocks a unit,
-/// rows `per_row` blocks apart), for the `T` tokens.
+/// rows `per_row` blocks apart), for the `T` tokens. One half of eight rows at a time, over all the
+/// units (so a token's activation broadcasts serve one half and are not kept across both).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn k_rows<F: KForm, const T: usize>(w: &[F], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
     let x = tokens::<T>(a, per_row, SUBS * w.len(), out.len());
-    let (mut sums, mut mins) = ([[_mm256_setzero_ps(); T]; 2], [[_mm256_setzero_ps(); T]; 2]);
-    for (u, form) in w.iter().enumerate() {
-        let (g, qh) = (form.low(), form.fifth_bits());
-        let d = [halves(&g.d, 0), halves(&g.d, 8)];
-        let dmin = [halves(&g.dmin, 0), halves(&g.dmin, 8)];
-        for j in 0..SUBS {
-            let x = column(&x, SUBS * u + j);
-            for half in 0..2 {
+    for half in 0..2 {
+        let (mut sums, mut mins) = ([_mm256_setzero_ps(); T], [_mm256_setzero_ps(); T]);
+        for (u, form) in w.iter().enumerate() {
+            let (g, qh) = (form.low(), form.fifth_bits());
+            let (d, dmin) = (halves(&g.d, 8 * half), halves(&g.dmin, 8 * half));
+            for j in 0..SUBS {
+                let x = column(&x, SUBS * u + j);
                 let fifth = qh.map(|qh| load(qh, 64 * j + 32 * half));
                 let dots = nibble_dots(&g.qs, 256 * j + 32 * half, fifth, x);
                 let sc = eight(&g.scales, 16 * j + 8 * half);
@@ -101,14 +103,12 @@ fn k_rows<F: KForm, const T: usize>(w: &[F], a: &[ActBlock], per_row: usize, out
                 for t in 0..T {
                     let da = _mm256_set1_ps(x[t].d);
                     let scaled = _mm256_cvtepi32_ps(_mm256_mullo_epi32(sc, dots[t]));
-                    sums[half][t] = _mm256_fmadd_ps(_mm256_mul_ps(d[half], da), scaled, sums[half][t]);
+                    sums[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), scaled, sums[t]);
                     let offset = _mm256_mul_ps(m, _mm256_set1_ps(x[t].sum as f32));
-                    mins[half][t] = _mm256_fmadd_ps(_mm256_mul_ps(dmin[half], da), offset, mins[half][t]);
+                    mins[t] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, da), offset, mins[t]);
                 }
             }
         }
-    }
-    for (half, (sums, mins)) in sums.iter().zip(&mins).enumerate() {
         for t in 0..T {
             store(half, _mm256_sub_ps(sums[t], mins[t]), &mut out[t]);
         }
@@ -142,16 +142,12 @@ pub unsafe fn q5_k<const T: usize>(w: &[Q5Kx16], a: &[ActBlock], per_row: usize,
 pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
     let x = tokens::<T>(a, per_row, SUBS * w.len(), out.len());
     let (low, ones, top) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi16(1), _mm256_set1_epi8(0x30));
-    let mut sums = [[_mm256_setzero_ps(); T]; 2];
-    for (u, g) in w.iter().enumerate() {
-        let d = [halves(&g.d, 0), halves(&g.d, 8)];
-        for j in 0..SUBS {
-            let x = column(&x, SUBS * u + j);
-            let shift = |range: std::ops::Range<usize>| {
-                x.map(|x| _mm256_set1_epi32(32 * x.qs[range.clone()].iter().map(|q| i32::from(*q)).sum::<i32>()))
-            };
-            let (first, second) = (shift(0..16), shift(16..32));
-            for half in 0..2 {
+    for half in 0..2 {
+        let mut sums = [_mm256_setzero_ps(); T];
+        for (u, g) in w.iter().enumerate() {
+            let d = halves(&g.d, 8 * half);
+            for j in 0..SUBS {
+                let x = column(&x, SUBS * u + j);
                 let (mut lo32, mut hi32) = ([_mm256_setzero_si256(); T], [_mm256_setzero_si256(); T]);
                 for m in 0..2 {
                     let qh = load(&g.qh, 128 * j + 64 * m + 32 * half);
@@ -190,17 +186,17 @@ pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[ActBlock], per_row: usize,
                 let (sc0, sc1) =
                     (eight_signed(&g.scales, 32 * j + 8 * half), eight_signed(&g.scales, 32 * j + 16 + 8 * half));
                 for t in 0..T {
+                    let sum32 = |qs: &[i8]| _mm256_set1_epi32(32 * qs.iter().map(|q| i32::from(*q)).sum::<i32>());
+                    let (first, second) = (sum32(&x[t].qs[..16]), sum32(&x[t].qs[16..]));
                     let sum = _mm256_add_epi32(
-                        _mm256_mullo_epi32(_mm256_sub_epi32(lo32[t], first[t]), sc0),
-                        _mm256_mullo_epi32(_mm256_sub_epi32(hi32[t], second[t]), sc1),
+                        _mm256_mullo_epi32(_mm256_sub_epi32(lo32[t], first), sc0),
+                        _mm256_mullo_epi32(_mm256_sub_epi32(hi32[t], second), sc1),
                     );
-                    let scale = _mm256_mul_ps(d[half], _mm256_set1_ps(x[t].d));
-                    sums[half][t] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(sum), sums[half][t]);
+                    let scale = _mm256_mul_ps(d, _mm256_set1_ps(x[t].d));
+                    sums[t] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(sum), sums[t]);
                 }
             }
         }
-    }
-    for (half, sums) in sums.iter().enumerate() {
         for (t, sums) in sums.iter().enumerate() {
             store(half, *sums, &mut out[t]);
         }
@@ -214,10 +210,10 @@ pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[ActBlock], per_row: usize,
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn q5_0<const T: usize>(w: &[Q5x16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
     let x = tokens::<T>(a, per_row, w.len(), out.len());
-    let mut sums = [[_mm256_setzero_ps(); T]; 2];
-    for (b, g) in w.iter().enumerate() {
-        let x = column(&x, b);
-        for (half, sums) in sums.iter_mut().enumerate() {
+    for half in 0..2 {
+        let mut sums = [_mm256_setzero_ps(); T];
+        for (b, g) in w.iter().enumerate() {
+            let x = column(&x, b);
             let dots = nibble_dots(&g.qs, 32 * half, Some(load(&g.qh, 32 * half)), x);
             let d = halves(&g.d, 8 * half);
             for t in 0..T {
@@ -225,8 +221,6 @@ pub unsafe fn q5_0<const T: usize>(w: &[Q5x16], a: &[ActBlock], per_row: usize, 
                 sums[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t].d)), sum, sums[t]);
             }
         }
-    }
-    for (half, sums) in sums.iter().enumerate() {
         for (t, sums) in sums.iter().enumerate() {
             store(half, *sums, &mut out[t]);
         }

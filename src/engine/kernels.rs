@@ -320,8 +320,10 @@ unsafe fn avx512_q8(w: &[Q8x16], a: &[ActBlock], per_row: usize, n: usize, out: 
     }
 }
 
-/// The AVX2 matrix kernels, `n` tokens in passes of up to `tile` (each form's fastest, measured with
-/// `tunebench bench`): the passes' sums are the same bits whatever the split.
+/// The AVX2 matrix kernels, `n` tokens in passes of up to `tile`: each form's fastest of 1 to 4 on a
+/// 2-core Zen 3 (CPU time in the kernel during `bench --vs-llama-cpp` prefill). The 4-bit form's four
+/// tokens need more than AVX2's sixteen registers; two do not. A token's sums are the same bits
+/// whatever the split.
 macro_rules! avx2_tiled {
     ($($name:ident: $form:ty => $file:ident::$kernel:ident, $tile:literal;)*) => {$(
         /// # Safety
@@ -349,7 +351,7 @@ macro_rules! avx2_tiled {
 }
 
 avx2_tiled! {
-    avx2_q4: Q4x16 => avx2::q4, 4;
+    avx2_q4: Q4x16 => avx2::q4, 2;
     avx2_q8: Q8x16 => avx2::q8, 4;
     avx2_q5_0: Q5x16 => avx2_k::q5_0, 4;
     avx2_q4_k: Q4Kx16 => avx2_k::q4_k, 4;
