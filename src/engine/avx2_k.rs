@@ -81,34 +81,54 @@ fn nibble_dots<const T: usize>(qs: &[u8], at: usize, fifth: Option<__m256i>, x: 
     dots
 }
 
+/// Runs `block(b, half, accumulators of the half)` over the `blocks` blocks of a group and both
+/// halves of eight rows. One token (generation, bound by memory) reads each block's lines once, both
+/// halves together; more tokens take one half at a time over the whole group (the other half's bytes
+/// then come back from cache), so no register holds a token's broadcasts across both halves.
+#[inline(always)]
+fn walk<A: Copy, const T: usize>(blocks: usize, zero: A, mut block: impl FnMut(usize, usize, &mut A)) -> [A; 2] {
+    let mut acc = [zero; 2];
+    if T == 1 {
+        for b in 0..blocks {
+            for (half, acc) in acc.iter_mut().enumerate() {
+                block(b, half, acc);
+            }
+        }
+    } else {
+        for (half, acc) in acc.iter_mut().enumerate() {
+            for b in 0..blocks {
+                block(b, half, acc);
+            }
+        }
+    }
+    acc
+}
+
 /// Q4_K and Q5_K: `out[t]` = the sixteen rows of `w` times token `t` of `a` (eight blocks a unit,
-/// rows `per_row` blocks apart), for the `T` tokens. One half of eight rows at a time, over all the
-/// units (so a token's activation broadcasts serve one half and are not kept across both).
+/// rows `per_row` blocks apart), for the `T` tokens.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn k_rows<F: KForm, const T: usize>(w: &[F], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
     let x = tokens::<T>(a, per_row, SUBS * w.len(), out.len());
-    for half in 0..2 {
-        let (mut sums, mut mins) = ([_mm256_setzero_ps(); T], [_mm256_setzero_ps(); T]);
-        for (u, form) in w.iter().enumerate() {
-            let (g, qh) = (form.low(), form.fifth_bits());
-            let (d, dmin) = (halves(&g.d, 8 * half), halves(&g.dmin, 8 * half));
-            for j in 0..SUBS {
-                let x = column(&x, SUBS * u + j);
-                let fifth = qh.map(|qh| load(qh, 64 * j + 32 * half));
-                let dots = nibble_dots(&g.qs, 256 * j + 32 * half, fifth, x);
-                let sc = eight(&g.scales, 16 * j + 8 * half);
-                // m·Σa (at most 63·32·127) is exact in f32, so the float product is the integer one.
-                let m = _mm256_cvtepi32_ps(eight(&g.mins, 16 * j + 8 * half));
-                for t in 0..T {
-                    let da = _mm256_set1_ps(x[t].d);
-                    let scaled = _mm256_cvtepi32_ps(_mm256_mullo_epi32(sc, dots[t]));
-                    sums[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), scaled, sums[t]);
-                    let offset = _mm256_mul_ps(m, _mm256_set1_ps(x[t].sum as f32));
-                    mins[t] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, da), offset, mins[t]);
-                }
-            }
+    let zero = ([_mm256_setzero_ps(); T], [_mm256_setzero_ps(); T]);
+    let acc = walk::<_, T>(SUBS * w.len(), zero, |b, half, (sums, mins)| {
+        let (form, j, x) = (&w[b / SUBS], b % SUBS, column(&x, b));
+        let (g, qh) = (form.low(), form.fifth_bits());
+        let (d, dmin) = (halves(&g.d, 8 * half), halves(&g.dmin, 8 * half));
+        let fifth = qh.map(|qh| load(qh, 64 * j + 32 * half));
+        let dots = nibble_dots(&g.qs, 256 * j + 32 * half, fifth, x);
+        let sc = eight(&g.scales, 16 * j + 8 * half);
+        // m·Σa (at most 63·32·127) is exact in f32, so the float product is the integer one.
+        let m = _mm256_cvtepi32_ps(eight(&g.mins, 16 * j + 8 * half));
+        for t in 0..T {
+            let da = _mm256_set1_ps(x[t].d);
+            let scaled = _mm256_cvtepi32_ps(_mm256_mullo_epi32(sc, dots[t]));
+            sums[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), scaled, sums[t]);
+            let offset = _mm256_mul_ps(m, _mm256_set1_ps(x[t].sum as f32));
+            mins[t] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, da), offset, mins[t]);
         }
+    });
+    for (half, (sums, mins)) in acc.iter().enumerate() {
         for t in 0..T {
             store(half, _mm256_sub_ps(sums[t], mins[t]), &mut out[t]);
         }
@@ -142,61 +162,55 @@ pub unsafe fn q5_k<const T: usize>(w: &[Q5Kx16], a: &[ActBlock], per_row: usize,
 pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
     let x = tokens::<T>(a, per_row, SUBS * w.len(), out.len());
     let (low, ones, top) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi16(1), _mm256_set1_epi8(0x30));
-    for half in 0..2 {
-        let mut sums = [_mm256_setzero_ps(); T];
-        for (u, g) in w.iter().enumerate() {
-            let d = halves(&g.d, 8 * half);
-            for j in 0..SUBS {
-                let x = column(&x, SUBS * u + j);
-                let (mut lo32, mut hi32) = ([_mm256_setzero_si256(); T], [_mm256_setzero_si256(); T]);
-                for m in 0..2 {
-                    let qh = load(&g.qh, 128 * j + 64 * m + 32 * half);
-                    // Loads k = 2m and 2m + 1; bits 4s, 4s+1 of each `qh` byte to bits 4, 5 (low
-                    // nibble of load s), 4s+2, 4s+3 (its high one).
-                    let (mut lo, mut hi) = ([_mm256_setzero_si256(); 2], [_mm256_setzero_si256(); 2]);
-                    for s in 0..2 {
-                        let packed = load(&g.qs, 256 * j + 64 * (2 * m + s) + 32 * half);
-                        let (lo_top, hi_top) = if s == 0 {
-                            (_mm256_slli_epi16(qh, 4), _mm256_slli_epi16(qh, 2))
-                        } else {
-                            (qh, _mm256_srli_epi16(qh, 2))
-                        };
-                        lo[s] = _mm256_or_si256(_mm256_and_si256(packed, low), _mm256_and_si256(lo_top, top));
-                        hi[s] = _mm256_or_si256(
-                            _mm256_and_si256(_mm256_srli_epi16(packed, 4), low),
-                            _mm256_and_si256(hi_top, top),
-                        );
-                    }
-                    // i16 pairs: two steps of 2·63·127 at most (32,004), then widened.
-                    for t in 0..T {
-                        let qs = &x[t].qs;
-                        let (k0, k1) = (4 * (2 * m), 4 * (2 * m + 1));
-                        let lo_pairs = _mm256_add_epi16(
-                            _mm256_maddubs_epi16(lo[0], four(qs, k0)),
-                            _mm256_maddubs_epi16(lo[1], four(qs, k1)),
-                        );
-                        let hi_pairs = _mm256_add_epi16(
-                            _mm256_maddubs_epi16(hi[0], four(qs, 16 + k0)),
-                            _mm256_maddubs_epi16(hi[1], four(qs, 16 + k1)),
-                        );
-                        lo32[t] = _mm256_add_epi32(lo32[t], _mm256_madd_epi16(lo_pairs, ones));
-                        hi32[t] = _mm256_add_epi32(hi32[t], _mm256_madd_epi16(hi_pairs, ones));
-                    }
-                }
-                let (sc0, sc1) =
-                    (eight_signed(&g.scales, 32 * j + 8 * half), eight_signed(&g.scales, 32 * j + 16 + 8 * half));
-                for t in 0..T {
-                    let sum32 = |qs: &[i8]| _mm256_set1_epi32(32 * qs.iter().map(|q| i32::from(*q)).sum::<i32>());
-                    let (first, second) = (sum32(&x[t].qs[..16]), sum32(&x[t].qs[16..]));
-                    let sum = _mm256_add_epi32(
-                        _mm256_mullo_epi32(_mm256_sub_epi32(lo32[t], first), sc0),
-                        _mm256_mullo_epi32(_mm256_sub_epi32(hi32[t], second), sc1),
-                    );
-                    let scale = _mm256_mul_ps(d, _mm256_set1_ps(x[t].d));
-                    sums[t] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(sum), sums[t]);
-                }
+    let acc = walk::<_, T>(SUBS * w.len(), [_mm256_setzero_ps(); T], |b, half, sums| {
+        let (g, j, x) = (&w[b / SUBS], b % SUBS, column(&x, b));
+        let d = halves(&g.d, 8 * half);
+        let (mut lo32, mut hi32) = ([_mm256_setzero_si256(); T], [_mm256_setzero_si256(); T]);
+        for m in 0..2 {
+            let qh = load(&g.qh, 128 * j + 64 * m + 32 * half);
+            // Loads k = 2m and 2m + 1; bits 4s, 4s+1 of each `qh` byte to bits 4, 5 (low
+            // nibble of load s), 4s+2, 4s+3 (its high one).
+            let (mut lo, mut hi) = ([_mm256_setzero_si256(); 2], [_mm256_setzero_si256(); 2]);
+            for s in 0..2 {
+                let packed = load(&g.qs, 256 * j + 64 * (2 * m + s) + 32 * half);
+                let (lo_top, hi_top) = if s == 0 {
+                    (_mm256_slli_epi16(qh, 4), _mm256_slli_epi16(qh, 2))
+                } else {
+                    (qh, _mm256_srli_epi16(qh, 2))
+                };
+                lo[s] = _mm256_or_si256(_mm256_and_si256(packed, low), _mm256_and_si256(lo_top, top));
+                hi[s] =
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(packed, 4), low), _mm256_and_si256(hi_top, top));
+            }
+            // i16 pairs: two steps of 2·63·127 at most (32,004), then widened.
+            for t in 0..T {
+                let qs = &x[t].qs;
+                let (k0, k1) = (4 * (2 * m), 4 * (2 * m + 1));
+                let lo_pairs = _mm256_add_epi16(
+                    _mm256_maddubs_epi16(lo[0], four(qs, k0)),
+                    _mm256_maddubs_epi16(lo[1], four(qs, k1)),
+                );
+                let hi_pairs = _mm256_add_epi16(
+                    _mm256_maddubs_epi16(hi[0], four(qs, 16 + k0)),
+                    _mm256_maddubs_epi16(hi[1], four(qs, 16 + k1)),
+                );
+                lo32[t] = _mm256_add_epi32(lo32[t], _mm256_madd_epi16(lo_pairs, ones));
+                hi32[t] = _mm256_add_epi32(hi32[t], _mm256_madd_epi16(hi_pairs, ones));
             }
         }
+        let (sc0, sc1) = (eight_signed(&g.scales, 32 * j + 8 * half), eight_signed(&g.scales, 32 * j + 16 + 8 * half));
+        for t in 0..T {
+            let sum32 = |qs: &[i8]| _mm256_set1_epi32(32 * qs.iter().map(|q| i32::from(*q)).sum::<i32>());
+            let (first, second) = (sum32(&x[t].qs[..16]), sum32(&x[t].qs[16..]));
+            let sum = _mm256_add_epi32(
+                _mm256_mullo_epi32(_mm256_sub_epi32(lo32[t], first), sc0),
+                _mm256_mullo_epi32(_mm256_sub_epi32(hi32[t], second), sc1),
+            );
+            let scale = _mm256_mul_ps(d, _mm256_set1_ps(x[t].d));
+            sums[t] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(sum), sums[t]);
+        }
+    });
+    for (half, sums) in acc.iter().enumerate() {
         for (t, sums) in sums.iter().enumerate() {
             store(half, *sums, &mut out[t]);
         }
@@ -210,17 +224,16 @@ pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[ActBlock], per_row: usize,
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn q5_0<const T: usize>(w: &[Q5x16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
     let x = tokens::<T>(a, per_row, w.len(), out.len());
-    for half in 0..2 {
-        let mut sums = [_mm256_setzero_ps(); T];
-        for (b, g) in w.iter().enumerate() {
-            let x = column(&x, b);
-            let dots = nibble_dots(&g.qs, 32 * half, Some(load(&g.qh, 32 * half)), x);
-            let d = halves(&g.d, 8 * half);
-            for t in 0..T {
-                let sum = _mm256_cvtepi32_ps(_mm256_sub_epi32(dots[t], _mm256_set1_epi32(16 * x[t].sum)));
-                sums[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t].d)), sum, sums[t]);
-            }
+    let acc = walk::<_, T>(w.len(), [_mm256_setzero_ps(); T], |b, half, sums| {
+        let (g, x) = (&w[b], column(&x, b));
+        let dots = nibble_dots(&g.qs, 32 * half, Some(load(&g.qh, 32 * half)), x);
+        let d = halves(&g.d, 8 * half);
+        for t in 0..T {
+            let sum = _mm256_cvtepi32_ps(_mm256_sub_epi32(dots[t], _mm256_set1_epi32(16 * x[t].sum)));
+            sums[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t].d)), sum, sums[t]);
         }
+    });
+    for (half, sums) in acc.iter().enumerate() {
         for (t, sums) in sums.iter().enumerate() {
             store(half, *sums, &mut out[t]);
         }
