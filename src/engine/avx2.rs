@@ -99,6 +99,9 @@ pub unsafe fn q4<const T: usize>(w: &[Q4x16], a: &[ActBlock], per_row: usize, ou
 /// The CPU has AVX2, FMA and F16C ([`available`]).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn q8<const T: usize>(w: &[Q8x16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
+    if T == 1 {
+        return q8_one(w, a, &mut out[0]);
+    }
     let x = tokens::<T>(a, per_row, w.len(), out.len());
     let ones = _mm256_set1_epi16(1);
     for half in 0..2 {
@@ -126,5 +129,29 @@ pub unsafe fn q8<const T: usize>(w: &[Q8x16], a: &[ActBlock], per_row: usize, ou
         for t in 0..T {
             store(half, sums[t], &mut out[t]);
         }
+    }
+}
+
+/// [`q8`] of one token (the output matrix, which runs only the last token of a batch): the blocks and
+/// activations walked together: a quarter less CPU time in Gemma's generation than the `T`-token
+/// loop with `T = 1` (perf samples of `bench --vs-llama-cpp`, 1,740 against 1,214–1,300).
+#[target_feature(enable = "avx2,fma,f16c")]
+fn q8_one(w: &[Q8x16], a: &[ActBlock], out: &mut [f32; ROWS]) {
+    assert!(a.len() >= w.len(), "the activation row is shorter than the weight rows");
+    let ones = _mm256_set1_epi16(1);
+    for half in 0..2 {
+        let mut sums = _mm256_setzero_ps();
+        for (group, x) in w.iter().zip(a) {
+            let mut rows = _mm256_setzero_si256();
+            for k in 0..8 {
+                // SAFETY: 32 bytes from offset 64k + 32·half of the 512-byte `qs`.
+                let wq = unsafe { _mm256_loadu_si256(group.qs.as_ptr().add(64 * k + 32 * half).cast()) };
+                let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(four(&x.qs, 4 * k), wq));
+                rows = _mm256_add_epi32(rows, _mm256_madd_epi16(pairs, ones));
+            }
+            let d = halves(&group.d, 8 * half);
+            sums = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.d)), _mm256_cvtepi32_ps(rows), sums);
+        }
+        store(half, sums, out);
     }
 }
