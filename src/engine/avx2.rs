@@ -1,6 +1,8 @@
-//! The AVX2 kernels of [`super::kernels`]: sixteen interleaved weight rows times one token's quantized
-//! activations, as two halves of eight rows (one 32-byte half of each 64-byte load), each row summed
-//! in its own lane by exactly the arithmetic of the portable path, so the bits match it.
+//! The AVX2 kernels of [`super::kernels`]: sixteen interleaved weight rows times `T` (1 to 4) tokens'
+//! quantized activations, as two halves of eight rows (one 32-byte half of each 64-byte load). Each
+//! weight load is unpacked once for all the tokens, and each token's row is summed in its own lane by
+//! exactly the arithmetic of the portable path, so the bits match it (and do not depend on how many
+//! tokens share the pass).
 
 use std::arch::x86_64::*;
 
@@ -30,38 +32,65 @@ pub(super) fn four(qs: &[i8; 32], at: usize) -> __m256i {
     _mm256_set1_epi32(i32::from_le_bytes(bytes.map(|b| b as u8)))
 }
 
-/// The sixteen rows of `w` (one group) times the activation row `a`.
+/// The `T` tokens' activation rows of `a` (`per_row` blocks apart), `blocks` blocks each; checks
+/// that `a` holds them and `out` has room for their sums.
+#[inline]
+pub(super) fn tokens<const T: usize>(a: &[ActBlock], per_row: usize, blocks: usize, out: usize) -> [&[ActBlock]; T] {
+    assert!(T >= 1 && out >= T, "{T} tokens, room for {out}");
+    assert!(a.len() >= (T - 1) * per_row + blocks, "{} activation blocks, not {T} rows of {blocks}", a.len());
+    std::array::from_fn(|t| &a[t * per_row..t * per_row + blocks])
+}
+
+/// Each token's two halves of eight lanes into its sixteen sums.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn store(half: usize, lanes: __m256, out: &mut [f32; ROWS]) {
+    assert!(half < 2);
+    // SAFETY: eight floats into the eight of this half (checked above).
+    unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(8 * half), lanes) };
+}
+
+/// `out[t]` = the sixteen rows of `w` (one group) times token `t` of `a`, whose activation rows are
+/// `per_row` blocks apart, for the `T` tokens.
 ///
 /// # Safety
 /// The CPU has AVX2, FMA and F16C ([`available`]).
 #[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn q4(w: &[Q4x16], a: &[ActBlock]) -> [f32; ROWS] {
-    assert!(a.len() >= w.len(), "the activation row is shorter than the weight rows");
+pub unsafe fn q4<const T: usize>(w: &[Q4x16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
+    let x = tokens::<T>(a, per_row, w.len(), out.len());
     let (low, ones) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi16(1));
-    let mut out = [0f32; ROWS];
     for half in 0..2 {
-        let (mut sums, mut offsets) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-        for (group, x) in w.iter().zip(a) {
+        let (mut sums, mut offsets) = ([_mm256_setzero_ps(); T], [_mm256_setzero_ps(); T]);
+        for (b, group) in w.iter().enumerate() {
             // Each i16 pair of lanes 2r, 2r+1 collects row r: 8 products of at most 15·127·2 in all
             // (30,480), inside i16.
-            let mut pairs = _mm256_setzero_si256();
+            let mut pairs = [_mm256_setzero_si256(); T];
             for k in 0..4 {
                 // SAFETY: 32 bytes from offset 64k + 32·half of the 256-byte `qs`.
                 let packed = unsafe { _mm256_loadu_si256(group.qs.as_ptr().add(64 * k + 32 * half).cast()) };
                 let lo = _mm256_and_si256(packed, low);
                 let hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
-                pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(lo, four(&x.qs, 4 * k)));
-                pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(hi, four(&x.qs, 16 + 4 * k)));
+                for (pairs, x) in pairs.iter_mut().zip(x) {
+                    let x = &x[b].qs;
+                    let both = _mm256_add_epi16(
+                        _mm256_maddubs_epi16(lo, four(x, 4 * k)),
+                        _mm256_maddubs_epi16(hi, four(x, 16 + 4 * k)),
+                    );
+                    *pairs = _mm256_add_epi16(*pairs, both);
+                }
             }
-            let products = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
             let (d, m) = (halves(&group.d, 8 * half), halves(&group.m, 8 * half));
-            sums = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.d)), products, sums);
-            offsets = _mm256_fmadd_ps(m, _mm256_set1_ps(x.s), offsets);
+            for t in 0..T {
+                let x = &x[t][b];
+                let products = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs[t], ones));
+                sums[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.d)), products, sums[t]);
+                offsets[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(x.s), offsets[t]);
+            }
         }
-        // SAFETY: eight floats into the eight of this half.
-        unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(8 * half), _mm256_add_ps(sums, offsets)) };
+        for t in 0..T {
+            store(half, _mm256_add_ps(sums[t], offsets[t]), &mut out[t]);
+        }
     }
-    out
 }
 
 /// The same for 8-bit weights.
@@ -69,29 +98,60 @@ pub unsafe fn q4(w: &[Q4x16], a: &[ActBlock]) -> [f32; ROWS] {
 /// # Safety
 /// The CPU has AVX2, FMA and F16C ([`available`]).
 #[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn q8(w: &[Q8x16], a: &[ActBlock]) -> [f32; ROWS] {
-    assert!(a.len() >= w.len(), "the activation row is shorter than the weight rows");
+pub unsafe fn q8<const T: usize>(w: &[Q8x16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
+    if T == 1 {
+        return q8_one(w, a, &mut out[0]);
+    }
+    let x = tokens::<T>(a, per_row, w.len(), out.len());
     let ones = _mm256_set1_epi16(1);
-    let mut out = [0f32; ROWS];
     for half in 0..2 {
-        let mut sums = _mm256_setzero_ps();
-        for (group, x) in w.iter().zip(a) {
+        let mut sums = [_mm256_setzero_ps(); T];
+        for (b, group) in w.iter().enumerate() {
             // Lane r of the i32 sums collects row r (an i16 pair holds at most 128·127·2, so each
             // step is widened before the next is added).
-            let mut rows = _mm256_setzero_si256();
+            let mut rows = [_mm256_setzero_si256(); T];
             for k in 0..8 {
                 // SAFETY: 32 bytes from offset 64k + 32·half of the 512-byte `qs`.
                 let wq = unsafe { _mm256_loadu_si256(group.qs.as_ptr().add(64 * k + 32 * half).cast()) };
                 // maddubs multiplies unsigned by signed: |w| times a with w's sign.
-                let aq = four(&x.qs, 4 * k);
-                let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(aq, wq));
+                let magnitude = _mm256_sign_epi8(wq, wq);
+                for (rows, x) in rows.iter_mut().zip(x) {
+                    let pairs = _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(four(&x[b].qs, 4 * k), wq));
+                    *rows = _mm256_add_epi32(*rows, _mm256_madd_epi16(pairs, ones));
+                }
+            }
+            let d = halves(&group.d, 8 * half);
+            for t in 0..T {
+                let scale = _mm256_mul_ps(d, _mm256_set1_ps(x[t][b].d));
+                sums[t] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(rows[t]), sums[t]);
+            }
+        }
+        for t in 0..T {
+            store(half, sums[t], &mut out[t]);
+        }
+    }
+}
+
+/// [`q8`] of one token (the output matrix, which runs only the last token of a batch): the blocks and
+/// activations walked together: a quarter less CPU time in Gemma's generation than the `T`-token
+/// loop with `T = 1` (perf samples of `bench --vs-llama-cpp`, 1,740 against 1,214–1,300).
+#[target_feature(enable = "avx2,fma,f16c")]
+fn q8_one(w: &[Q8x16], a: &[ActBlock], out: &mut [f32; ROWS]) {
+    assert!(a.len() >= w.len(), "the activation row is shorter than the weight rows");
+    let ones = _mm256_set1_epi16(1);
+    for half in 0..2 {
+        let mut sums = _mm256_setzero_ps();
+        for (group, x) in w.iter().zip(a) {
+            let mut rows = _mm256_setzero_si256();
+            for k in 0..8 {
+                // SAFETY: 32 bytes from offset 64k + 32·half of the 512-byte `qs`.
+                let wq = unsafe { _mm256_loadu_si256(group.qs.as_ptr().add(64 * k + 32 * half).cast()) };
+                let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(four(&x.qs, 4 * k), wq));
                 rows = _mm256_add_epi32(rows, _mm256_madd_epi16(pairs, ones));
             }
             let d = halves(&group.d, 8 * half);
             sums = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.d)), _mm256_cvtepi32_ps(rows), sums);
         }
-        // SAFETY: eight floats into the eight of this half.
-        unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(8 * half), sums) };
+        store(half, sums, out);
     }
-    out
 }

@@ -1,7 +1,7 @@
 //! The CPU dispatch and the inner loops of the forward pass. Every vector kernel (a quantized weight
 //! matrix times quantized activations, f32 dot products, activation quantizing, SiLU, attention's
-//! three steps) comes in three paths: AVX-512 VNNI ([`super::avx512`]: up to four tokens per pass over
-//! the weights), AVX2 ([`super::avx2`]) and a portable one (other CPUs, and the reference the tests
+//! three steps) comes in three paths: AVX-512 VNNI ([`super::avx512`]) and AVX2 ([`super::avx2`]),
+//! both up to four tokens per pass over the weights, and a portable one (other CPUs, and the reference the tests
 //! hold the others to). Each path's kernels are listed once, in its table; [`Kernels`] is the table
 //! chosen once, at load, and every call site calls through it. All three make each sum by the same
 //! arithmetic — exact integer block sums, then `fma(d_w·d_a, Σ, sums)` block after block (and
@@ -73,7 +73,8 @@ static PORTABLE: Table = Table {
     weigh: super::attention::portable::weigh,
 };
 
-/// AVX2 with FMA and F16C: the reference arithmetic compiled for them, one token at a time.
+/// AVX2 with FMA and F16C: the reference arithmetic compiled for them, up to four tokens per pass over
+/// the weights.
 #[cfg(target_arch = "x86_64")]
 static AVX2: Table = Table {
     level: Level::Avx2,
@@ -205,7 +206,8 @@ pub fn groups(w: &Matrix) -> usize {
     w.rows.div_ceil(ROWS)
 }
 
-/// Tokens per pass over a group's weights (the AVX-512 path; the others take one at a time).
+/// Most tokens per pass over a group's weights (the AVX-512 and AVX2 paths; the portable one takes one
+/// at a time).
 const TILE: usize = 4;
 
 /// Activation rows in the two forms the weights are multiplied by: 8-bit blocks (`cols / 32` a row,
@@ -318,51 +320,43 @@ unsafe fn avx512_q8(w: &[Q8x16], a: &[ActBlock], per_row: usize, n: usize, out: 
     }
 }
 
-/// The AVX2 matrix kernels, one token at a time.
-///
-/// # Safety
-/// The CPU has AVX2, FMA and F16C.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn avx2_q4(w: &[Q4x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
-    for (t, out) in out[..n].iter_mut().enumerate() {
-        *out = super::avx2::q4(w, &a[t * per_row..]);
-    }
-}
-
-/// The same for 8-bit weights.
-///
-/// # Safety
-/// The CPU has AVX2, FMA and F16C.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn avx2_q8(w: &[Q8x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
-    for (t, out) in out[..n].iter_mut().enumerate() {
-        *out = super::avx2::q8(w, &a[t * per_row..]);
-    }
-}
-
-/// The AVX2 kernels of [`super::kquant`]'s forms, one token at a time.
-macro_rules! avx2_one_at_a_time {
-    ($($name:ident: $form:ty => $kernel:path;)*) => {$(
+/// The AVX2 matrix kernels, `n` tokens in passes of up to `tile`: each form's fastest of 1 to 4 on a
+/// 2-core Zen 3 (CPU time in the kernel during `bench --vs-llama-cpp` prefill). The 4-bit form's four
+/// tokens need more than AVX2's sixteen registers; two do not. A token's sums are the same bits
+/// whatever the split.
+macro_rules! avx2_tiled {
+    ($($name:ident: $form:ty => $file:ident::$kernel:ident, $tile:literal;)*) => {$(
         /// # Safety
         /// The CPU has AVX2, FMA and F16C.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma,f16c")]
         unsafe fn $name(w: &[$form], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
-            for (t, out) in out[..n].iter_mut().enumerate() {
+            let mut t = 0;
+            while t < n.min(TILE) {
+                let take = (n - t).min($tile);
+                let (a, out) = (&a[t * per_row..], &mut out[t..]);
                 // SAFETY: the CPU has AVX2, FMA and F16C (this function's contract).
-                *out = unsafe { $kernel(w, &a[t * per_row..]) };
+                unsafe {
+                    match take {
+                        1 => super::$file::$kernel::<1>(w, a, per_row, out),
+                        2 => super::$file::$kernel::<2>(w, a, per_row, out),
+                        3 => super::$file::$kernel::<3>(w, a, per_row, out),
+                        _ => super::$file::$kernel::<4>(w, a, per_row, out),
+                    }
+                }
+                t += take;
             }
         }
     )*};
 }
 
-avx2_one_at_a_time! {
-    avx2_q5_0: Q5x16 => super::avx2_k::q5_0;
-    avx2_q4_k: Q4Kx16 => super::avx2_k::q4_k;
-    avx2_q5_k: Q5Kx16 => super::avx2_k::q5_k;
-    avx2_q6_k: Q6Kx16 => super::avx2_k::q6_k;
+avx2_tiled! {
+    avx2_q4: Q4x16 => avx2::q4, 2;
+    avx2_q8: Q8x16 => avx2::q8, 4;
+    avx2_q5_0: Q5x16 => avx2_k::q5_0, 4;
+    avx2_q4_k: Q4Kx16 => avx2_k::q4_k, 4;
+    avx2_q5_k: Q5Kx16 => avx2_k::q5_k, 4;
+    avx2_q6_k: Q6Kx16 => avx2_k::q6_k, 4;
 }
 
 /// A portable kernel of one token (`row`), `n` tokens one at a time.
@@ -514,6 +508,19 @@ pub(super) mod tests {
         out
     }
 
+    /// [`product`] of all the groups, the `tokens` tokens handed over `batch` at a time (so the
+    /// kernels see passes of every size up to `batch`).
+    fn in_batches(w: &Matrix, a: &[ActBlock], tokens: usize, batch: usize, kernels: Kernels) -> Vec<f32> {
+        let per_row = w.row_blocks();
+        (0..tokens)
+            .step_by(batch)
+            .flat_map(|t| {
+                let n = batch.min(tokens - t);
+                product(w, &a[t * per_row..(t + n) * per_row], n, 0..groups(w), kernels)
+            })
+            .collect()
+    }
+
     /// The dot product of the dequantized weights and activations, in f64.
     fn exact(w: &Matrix, r: usize, a: &[ActBlock]) -> f64 {
         let mut row = vec![0f32; w.cols];
@@ -570,11 +577,12 @@ pub(super) mod tests {
                     }
                 }
                 for kernels in paths() {
-                    let got = product(&w, &a, tokens, 0..groups(&w), kernels);
-                    assert!(
-                        got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
-                        "{kernels:?}, {cols} cols: not the portable bits"
-                    );
+                    // Passes of 1 to 4 tokens (9 tokens in batches of 1, 2, 3, 4 and all at once).
+                    for batch in [1, 2, 3, 4, tokens] {
+                        let got = in_batches(&w, &a, tokens, batch, kernels);
+                        let differ = got.iter().zip(&want).position(|(a, b)| a.to_bits() != b.to_bits());
+                        assert_eq!(differ, None, "{kernels:?}, {cols} cols, batches of {batch}: not the portable bits");
+                    }
                 }
             }
         }
@@ -590,6 +598,10 @@ pub(super) mod tests {
                 let a = activations(tokens, cols, 9);
                 for kernels in paths() {
                     let batch = product(&w, &a, tokens, 0..3, kernels);
+                    for size in 2..=4 {
+                        let other = in_batches(&w, &a, tokens, size, kernels);
+                        assert_eq!(other, batch, "{kernels:?}: batches of {size} as one of {tokens}");
+                    }
                     for t in 0..tokens {
                         let token = &a[t * per_row..(t + 1) * per_row];
                         let one = product(&w, token, 1, 0..3, kernels);
