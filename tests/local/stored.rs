@@ -4,19 +4,35 @@
 
 use tunebench::engine::model::WeightsFrom;
 use tunebench::provider::local::{Engine, LoadOptions};
-use tunebench::provider::Request;
+use tunebench::provider::{Event, Request, Usage};
 
 use super::support::{jsonl_request, model_file};
 
-/// The tokens and every event (text, probabilities) of `request` from an empty cache.
+/// The tokens and every event (text, probabilities, usage) of `request` from an empty cache.
 fn answer(engine: &mut Engine, request: &Request) -> String {
     engine.forget_cache();
-    let mut events = Vec::new();
+    let (text, cached) = answer_as_it_is(engine, request);
+    assert_eq!(cached, 0, "from an empty cache nothing is cached");
+    text
+}
+
+/// The tokens and every event of `request` from the cache as it is, the usage's cached input tokens
+/// taken out (a warm answer differs from the cold one in that count alone), and that count.
+fn answer_as_it_is(engine: &mut Engine, request: &Request) -> (String, u64) {
+    let (mut events, mut cached) = (Vec::new(), None);
     let generated = engine.generate(request, &mut |e| {
+        if let Event::Usage(usage) = &e {
+            cached = Some(usage.cached_input_tokens);
+        }
+        let e = match e {
+            Event::Usage(usage) => Event::Usage(Usage { cached_input_tokens: 0, ..usage }),
+            e => e,
+        };
         events.push(format!("{e:?}"));
         true
     });
-    format!("{:?} {events:?}", generated.unwrap().tokens)
+    let tokens = generated.unwrap().tokens;
+    (format!("{tokens:?} {events:?}"), cached.expect("the usage is reported"))
 }
 
 #[test]
@@ -61,14 +77,11 @@ fn a_warmed_prompt_answers_as_a_cold_one() {
     engine.forget_cache();
     let prompt_tokens = engine.warm(&request).unwrap();
     assert_eq!(engine.cached_tokens(), prompt_tokens, "the whole prompt is cached");
-    let mut events = Vec::new();
-    let warm = engine.generate(&request, &mut |e| {
-        events.push(format!("{e:?}"));
-        true
-    });
-    let warm = warm.unwrap();
-    assert!(warm.reused_tokens > 0 && warm.reused_tokens < prompt_tokens, "{} reused", warm.reused_tokens);
-    assert_eq!(format!("{:?} {events:?}", warm.tokens), cold, "warmed: the same tokens and probabilities");
+    let (warm, cached) = answer_as_it_is(&mut engine, &request);
+    let reused = engine.last_prompt().unwrap().reused_tokens as u64;
+    assert!(reused > 0 && reused < prompt_tokens as u64, "{reused} reused");
+    assert_eq!(cached, reused, "the usage counts the reused tokens as cached");
+    assert_eq!(warm, cold, "warmed: the same tokens and probabilities");
 }
 
 /// The next case: the cache holds another case's prompt, and only the tokens from the first one that
@@ -89,20 +102,14 @@ fn the_next_case_runs_only_from_its_first_changed_token_and_answers_as_a_cold_on
         engine.set_threads(threads).unwrap();
         let cold = answer(&mut engine, &next);
         answer(&mut engine, &first);
-        let mut events = Vec::new();
-        let warm = engine
-            .generate(&next, &mut |e| {
-                events.push(format!("{e:?}"));
-                true
-            })
-            .unwrap();
+        let (warm, cached) = answer_as_it_is(&mut engine, &next);
         let shared = {
             let encode = |r: &Request| engine.tokenizer().encode(&engine.prompt_text(r).unwrap()).unwrap();
             let (a, b) = (encode(&first), encode(&next));
             a.iter().zip(&b).take_while(|(x, y)| x == y).count()
         };
-        assert_eq!(warm.reused_tokens, shared, "{threads} threads: every shared token reused");
+        assert_eq!(cached, shared as u64, "{threads} threads: every shared token reused (and counted cached)");
         assert!(shared % 64 != 0 && shared > 64, "a prefix that is not whole blocks: {shared} tokens");
-        assert_eq!(format!("{:?} {events:?}", warm.tokens), cold, "{threads} threads: the cold answer");
+        assert_eq!(warm, cold, "{threads} threads: the cold answer");
     }
 }
