@@ -200,8 +200,7 @@ pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[ActBlock], per_row: usize,
         }
         let (sc0, sc1) = (eight_signed(&g.scales, 32 * j + 8 * half), eight_signed(&g.scales, 32 * j + 16 + 8 * half));
         for t in 0..T {
-            let sum32 = |qs: &[i8]| _mm256_set1_epi32(32 * qs.iter().map(|q| i32::from(*q)).sum::<i32>());
-            let (first, second) = (sum32(&x[t].qs[..16]), sum32(&x[t].qs[16..]));
+            let (first, second) = half_sums(&x[t].qs);
             let sum = _mm256_add_epi32(
                 _mm256_mullo_epi32(_mm256_sub_epi32(lo32[t], first), sc0),
                 _mm256_mullo_epi32(_mm256_sub_epi32(hi32[t], second), sc1),
@@ -215,6 +214,24 @@ pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[ActBlock], per_row: usize,
             store(half, *sums, &mut out[t]);
         }
     }
+}
+
+/// `32·Σa` over the first and over the last sixteen activation bytes, each broadcast to every lane.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn half_sums(qs: &[i8; 32]) -> (__m256i, __m256i) {
+    // SAFETY: the 32 bytes of `qs`.
+    let bytes = unsafe { _mm256_loadu_si256(qs.as_ptr().cast()) };
+    // Pairs of bytes (1·a + 1·a, exact in i16), then pairs of those: lanes 0–3 the first sixteen
+    // bytes, 4–7 the last sixteen.
+    let quads = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), bytes), _mm256_set1_epi16(1));
+    let sum4 = |v: __m128i| {
+        let v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0b01_00_11_10));
+        _mm_add_epi32(v, _mm_shuffle_epi32(v, 0b10_11_00_01))
+    };
+    let (first, second) = (sum4(_mm256_castsi256_si128(quads)), sum4(_mm256_extracti128_si256(quads, 1)));
+    let times32 = |v: __m128i| _mm256_broadcastd_epi32(_mm_slli_epi32(v, 5));
+    (times32(first), times32(second))
 }
 
 /// Q5_0 rows times `T` tokens' activation rows: `Σq·a − 16·Σa` a block.
