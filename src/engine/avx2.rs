@@ -50,6 +50,64 @@ pub(super) fn store(half: usize, lanes: __m256, out: &mut [f32; ROWS]) {
     unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(8 * half), lanes) };
 }
 
+/// 32 bytes of `bytes` from `at`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn load(bytes: &[u8], at: usize) -> __m256i {
+    assert!(at + 32 <= bytes.len());
+    // SAFETY: 32 bytes from `at` (checked above).
+    unsafe { _mm256_loadu_si256(bytes.as_ptr().add(at).cast()) }
+}
+
+/// The blocks at `b` of the tokens' activation rows.
+#[inline]
+pub(super) fn column<'a, const T: usize>(x: &[&'a [ActBlock]; T], b: usize) -> [&'a ActBlock; T] {
+    std::array::from_fn(|t| &x[t][b])
+}
+
+/// For each token `t`, the row lanes of `Σ q·a` over a sub-block (activations `x[t]`) whose `q` are
+/// at most 15 (`fifth` None) or 31 (a fifth-bit plane's 32 bytes of these eight rows): nibbles at
+/// `qs[at + 64k..]`, four loads, each unpacked once for every token.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn nibble_dots<const T: usize>(
+    qs: &[u8],
+    at: usize,
+    fifth: Option<__m256i>,
+    x: [&ActBlock; T],
+) -> [__m256i; T] {
+    let (low, ones, bit) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi16(1), _mm256_set1_epi8(0x10));
+    // i16 pairs of lanes 2r, 2r+1 collect row r: each k adds at most 2·2·31·127 (15,748), so two
+    // steps fit (four of 4-bit q: 4·2·2·15·127 = 30,480) before they are widened into `dots`.
+    let (mut pairs, mut dots) = ([_mm256_setzero_si256(); T], [_mm256_setzero_si256(); T]);
+    for k in 0..4 {
+        let packed = load(qs, at + 64 * k);
+        let mut lo = _mm256_and_si256(packed, low);
+        let mut hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+        if let Some(qh) = fifth {
+            // Bit k of each byte to bit 4 (for the low nibble), bit 4 + k to bit 4 (the high one).
+            let count = _mm_cvtsi32_si128(k as i32);
+            let up = _mm_cvtsi32_si128(4 - k as i32);
+            lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_sll_epi16(qh, up), bit));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srl_epi16(qh, count), bit));
+        }
+        for (pairs, x) in pairs.iter_mut().zip(x) {
+            let both = _mm256_add_epi16(
+                _mm256_maddubs_epi16(lo, four(&x.qs, 4 * k)),
+                _mm256_maddubs_epi16(hi, four(&x.qs, 16 + 4 * k)),
+            );
+            *pairs = _mm256_add_epi16(*pairs, both);
+        }
+        if k == 3 || (fifth.is_some() && k == 1) {
+            for (dots, pairs) in dots.iter_mut().zip(&mut pairs) {
+                *dots = _mm256_add_epi32(*dots, _mm256_madd_epi16(*pairs, ones));
+                *pairs = _mm256_setzero_si256();
+            }
+        }
+    }
+    dots
+}
+
 /// `out[t]` = the sixteen rows of `w` (one group) times token `t` of `a`, whose activation rows are
 /// `per_row` blocks apart, for the `T` tokens.
 ///
@@ -58,31 +116,14 @@ pub(super) fn store(half: usize, lanes: __m256, out: &mut [f32; ROWS]) {
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn q4<const T: usize>(w: &[Q4x16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
     let x = tokens::<T>(a, per_row, w.len(), out.len());
-    let (low, ones) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi16(1));
     for half in 0..2 {
         let (mut sums, mut offsets) = ([_mm256_setzero_ps(); T], [_mm256_setzero_ps(); T]);
         for (b, group) in w.iter().enumerate() {
-            // Each i16 pair of lanes 2r, 2r+1 collects row r: 8 products of at most 15·127·2 in all
-            // (30,480), inside i16.
-            let mut pairs = [_mm256_setzero_si256(); T];
-            for k in 0..4 {
-                // SAFETY: 32 bytes from offset 64k + 32·half of the 256-byte `qs`.
-                let packed = unsafe { _mm256_loadu_si256(group.qs.as_ptr().add(64 * k + 32 * half).cast()) };
-                let lo = _mm256_and_si256(packed, low);
-                let hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
-                for (pairs, x) in pairs.iter_mut().zip(x) {
-                    let x = &x[b].qs;
-                    let both = _mm256_add_epi16(
-                        _mm256_maddubs_epi16(lo, four(x, 4 * k)),
-                        _mm256_maddubs_epi16(hi, four(x, 16 + 4 * k)),
-                    );
-                    *pairs = _mm256_add_epi16(*pairs, both);
-                }
-            }
+            let dots = nibble_dots(&group.qs, 32 * half, None, column(&x, b));
             let (d, m) = (halves(&group.d, 8 * half), halves(&group.m, 8 * half));
             for t in 0..T {
                 let x = &x[t][b];
-                let products = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs[t], ones));
+                let products = _mm256_cvtepi32_ps(dots[t]);
                 sums[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.d)), products, sums[t]);
                 offsets[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(x.s), offsets[t]);
             }

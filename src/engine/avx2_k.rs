@@ -6,18 +6,9 @@
 
 use std::arch::x86_64::*;
 
-use super::avx2::{four, halves, store, tokens};
+use super::avx2::{column, four, halves, load, nibble_dots, store, tokens};
 use super::kquant::{KForm, Q4Kx16, Q5Kx16, Q5x16, Q6Kx16, SUBS};
 use super::quant::{ActBlock, ROWS};
-
-/// 32 bytes of `bytes` from `at`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn load(bytes: &[u8], at: usize) -> __m256i {
-    assert!(at + 32 <= bytes.len());
-    // SAFETY: 32 bytes from `at` (checked above).
-    unsafe { _mm256_loadu_si256(bytes.as_ptr().add(at).cast()) }
-}
 
 /// Eight bytes of `bytes` from `at`, each widened to an i32 lane.
 #[inline]
@@ -35,50 +26,6 @@ fn eight_signed(bytes: &[i8], at: usize) -> __m256i {
     assert!(at + 8 <= bytes.len());
     // SAFETY: 8 bytes from `at` (checked above).
     _mm256_cvtepi8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().add(at).cast()) })
-}
-
-/// The blocks at `b` of the tokens' activation rows.
-#[inline]
-fn column<'a, const T: usize>(x: &[&'a [ActBlock]; T], b: usize) -> [&'a ActBlock; T] {
-    std::array::from_fn(|t| &x[t][b])
-}
-
-/// For each token `t`, the row lanes of `Σ q·a` over a sub-block (activations `x[t]`) whose `q` are
-/// at most 15 (`fifth` None) or 31 (a fifth-bit plane's 32 bytes of these eight rows): nibbles at
-/// `qs[at + 64k..]`, four loads, each unpacked once for every token.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn nibble_dots<const T: usize>(qs: &[u8], at: usize, fifth: Option<__m256i>, x: [&ActBlock; T]) -> [__m256i; T] {
-    let (low, ones, bit) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi16(1), _mm256_set1_epi8(0x10));
-    // i16 pairs of lanes 2r, 2r+1 collect row r: each k adds at most 2·2·31·127 (15,748), so two
-    // steps fit (four of 4-bit q: 4·2·2·15·127 = 30,480) before they are widened into `dots`.
-    let (mut pairs, mut dots) = ([_mm256_setzero_si256(); T], [_mm256_setzero_si256(); T]);
-    for k in 0..4 {
-        let packed = load(qs, at + 64 * k);
-        let mut lo = _mm256_and_si256(packed, low);
-        let mut hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
-        if let Some(qh) = fifth {
-            // Bit k of each byte to bit 4 (for the low nibble), bit 4 + k to bit 4 (the high one).
-            let count = _mm_cvtsi32_si128(k as i32);
-            let up = _mm_cvtsi32_si128(4 - k as i32);
-            lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_sll_epi16(qh, up), bit));
-            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srl_epi16(qh, count), bit));
-        }
-        for (pairs, x) in pairs.iter_mut().zip(x) {
-            let both = _mm256_add_epi16(
-                _mm256_maddubs_epi16(lo, four(&x.qs, 4 * k)),
-                _mm256_maddubs_epi16(hi, four(&x.qs, 16 + 4 * k)),
-            );
-            *pairs = _mm256_add_epi16(*pairs, both);
-        }
-        if k == 3 || (fifth.is_some() && k == 1) {
-            for (dots, pairs) in dots.iter_mut().zip(&mut pairs) {
-                *dots = _mm256_add_epi32(*dots, _mm256_madd_epi16(*pairs, ones));
-                *pairs = _mm256_setzero_si256();
-            }
-        }
-    }
-    dots
 }
 
 /// Runs `block(b, half, accumulators of the half)` over the `blocks` blocks of a group and both

@@ -102,18 +102,14 @@ fn typing_filters_the_list_and_a_model_that_does_not_run_is_refused() {
     update(&mut state, Msg::Action(Action::ChooseModel));
     let found = tunebench::run::models::in_ollama_store(&dir.path().join("ollama"));
     update(&mut state, Msg::ModelsFound(found));
-    for _ in 0.."ollama:gem:q8".len() {
-        update(&mut state, special(Key::Backspace));
-    }
+    erase(&mut state, "ollama:gem:q8");
     type_text(&mut state, "other");
     update(&mut state, special(Key::Enter));
     let open = state.input.as_ref().expect("refused: the input stays open");
     assert!(open.error.as_deref().unwrap_or("").contains("ollama:other:latest does not run here"), "{:?}", open.error);
     assert_eq!(state.choice.model.as_deref(), Some("ollama:gem:q8"));
     // A path matching no model is taken as typed.
-    for _ in 0.."other".len() {
-        update(&mut state, special(Key::Backspace));
-    }
+    erase(&mut state, "other");
     type_text(&mut state, "/models/mine.gguf");
     assert!(screen(&state).contains("no model matches"), "{}", screen(&state));
     update(&mut state, special(Key::Enter));
@@ -133,9 +129,7 @@ fn a_fetched_models_short_name_is_taken_and_an_unknown_name_refused() {
     assert_eq!(state.choice.model.as_deref(), Some("gemma-3-270m"));
     update(&mut state, Msg::Action(Action::ChooseModel));
     update(&mut state, Msg::ModelsFound(Vec::new()));
-    for _ in 0.."gemma-3-270m".len() {
-        update(&mut state, special(Key::Backspace));
-    }
+    erase(&mut state, "gemma-3-270m");
     type_text(&mut state, "gemma");
     update(&mut state, special(Key::Enter));
     let open = state.input.as_ref().expect("refused: the input stays open");

@@ -75,6 +75,13 @@ pub fn type_text(state: &mut State, text: &str) {
     }
 }
 
+/// Backspace over `text` (the characters last typed) in the focused input or editor.
+pub fn erase(state: &mut State, text: &str) {
+    for _ in text.chars() {
+        update(state, special(Key::Backspace));
+    }
+}
+
 /// The events a run of the sample emits for its first `chunks` chunks (all with `None`), judged by
 /// the real JSONL parser against the sample's schema, and swept live as the engine does for the
 /// workbench (a `Cut` where the items change; the `Swept` answer at its end).

@@ -25,9 +25,7 @@ fn a_typed_model_name_is_used_by_the_next_run() {
     assert_eq!(open.text(), "gpt-old", "prefilled with the current model");
     // Typing does not go to the template behind it.
     let template = state.texts()[1].clone();
-    for _ in 0..3 {
-        update(&mut state, special(Key::Backspace));
-    }
+    erase(&mut state, "old");
     type_text(&mut state, "new");
     assert_eq!(state.input.as_ref().unwrap().text(), "gpt-new");
     assert_eq!(state.texts()[1], template);
@@ -64,9 +62,7 @@ fn local_takes_the_default_cached_model_or_a_gguf_path() {
     assert!(open.error.as_deref().unwrap_or("").contains("\"gpt-4o\" is not a .gguf"), "{:?}", open.error);
     assert_eq!(state.choice.model, None);
     // A pasted path (newline dropped) is taken.
-    for _ in 0.."gpt-4o".len() {
-        update(&mut state, special(Key::Backspace));
-    }
+    erase(&mut state, "gpt-4o");
     update(&mut state, Msg::Term(TermEvent::Paste("/models/tiny.Q8_0.gguf\n".into())));
     update(&mut state, special(Key::Enter));
     assert!(state.input.is_none());
@@ -77,9 +73,7 @@ fn local_takes_the_default_cached_model_or_a_gguf_path() {
     state.choice.provider = tunebench::provider::kind::ProviderKind::Local;
     state.choice.model = Some("/models/tiny.gguf".into());
     update(&mut state, alt('o'));
-    for _ in 0.."/models/tiny.gguf".len() {
-        update(&mut state, special(Key::Backspace));
-    }
+    erase(&mut state, "/models/tiny.gguf");
     update(&mut state, special(Key::Enter));
     assert_eq!(state.choice.model, None);
     assert!(state.note.as_deref().unwrap_or("").contains("default cached model"), "{:?}", state.note);
