@@ -123,8 +123,9 @@ impl LocalTokenizer {
             return Ok(Arc::clone(tokenizer));
         }
         let tokenizer = Arc::new(Self::read(path.clone())?);
-        read.lock().unwrap_or_else(|p| p.into_inner()).insert(path, Arc::clone(&tokenizer));
-        Ok(tokenizer)
+        // Two threads may have read it at once: the first one kept is the one every caller gets.
+        let mut read = read.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(Arc::clone(read.entry(path).or_insert(tokenizer)))
     }
 
     /// Without the local model, there is nothing to open.
