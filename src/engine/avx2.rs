@@ -35,7 +35,7 @@ pub(super) fn four(qs: &[i8; 32], at: usize) -> __m256i {
 /// The `T` tokens' activation rows of `a` (`per_row` blocks apart), `blocks` blocks each; checks
 /// that `a` holds them and `out` has room for their sums.
 #[inline]
-pub(super) fn tokens<const T: usize>(a: &[ActBlock], per_row: usize, blocks: usize, out: usize) -> [&[ActBlock]; T] {
+pub(super) fn tokens<A, const T: usize>(a: &[A], per_row: usize, blocks: usize, out: usize) -> [&[A]; T] {
     assert!(T >= 1 && out >= T, "{T} tokens, room for {out}");
     assert!(a.len() >= (T - 1) * per_row + blocks, "{} activation blocks, not {T} rows of {blocks}", a.len());
     std::array::from_fn(|t| &a[t * per_row..t * per_row + blocks])
@@ -61,25 +61,29 @@ pub(super) fn load(bytes: &[u8], at: usize) -> __m256i {
 
 /// The blocks at `b` of the tokens' activation rows.
 #[inline]
-pub(super) fn column<'a, const T: usize>(x: &[&'a [ActBlock]; T], b: usize) -> [&'a ActBlock; T] {
+pub(super) fn column<'a, A, const T: usize>(x: &[&'a [A]; T], b: usize) -> [&'a A; T] {
     std::array::from_fn(|t| &x[t][b])
 }
 
-/// For each token `t`, the row lanes of `Σ q·a` over a sub-block (activations `x[t]`) whose `q` are
-/// at most 15 (`fifth` None) or 31 (a fifth-bit plane's 32 bytes of these eight rows): nibbles at
-/// `qs[at + 64k..]`, four loads, each unpacked once for every token.
+/// For each token `t`, adds to `dots[t]`'s row lanes `Σ q·a` over a sub-block (activations `x[t]`)
+/// whose `q` are at most 15 (`fifth` None) or 31 (a fifth-bit plane's 32 bytes of these eight rows),
+/// times the row's weight in `weights` (an i16 pair per row lane, both halves equal: 1, or the
+/// sub-block's scale): nibbles at `qs[at + 64k..]`, four loads, each unpacked once for every token.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn nibble_dots<const T: usize>(
     qs: &[u8],
     at: usize,
     fifth: Option<__m256i>,
-    x: [&ActBlock; T],
-) -> [__m256i; T] {
-    let (low, ones, bit) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi16(1), _mm256_set1_epi8(0x10));
+    x: [&[i8; 32]; T],
+    weights: __m256i,
+    dots: &mut [__m256i; T],
+) {
+    let (low, bit) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x10));
     // i16 pairs of lanes 2r, 2r+1 collect row r: each k adds at most 2·2·31·127 (15,748), so two
-    // steps fit (four of 4-bit q: 4·2·2·15·127 = 30,480) before they are widened into `dots`.
-    let (mut pairs, mut dots) = ([_mm256_setzero_si256(); T], [_mm256_setzero_si256(); T]);
+    // steps fit (four of 4-bit q: 4·2·2·15·127 = 30,480) before they are widened into `dots` (times
+    // a weight of at most 63: 2·31,496·63 a lane).
+    let mut pairs = [_mm256_setzero_si256(); T];
     for k in 0..4 {
         let packed = load(qs, at + 64 * k);
         let mut lo = _mm256_and_si256(packed, low);
@@ -93,19 +97,18 @@ pub(super) fn nibble_dots<const T: usize>(
         }
         for (pairs, x) in pairs.iter_mut().zip(x) {
             let both = _mm256_add_epi16(
-                _mm256_maddubs_epi16(lo, four(&x.qs, 4 * k)),
-                _mm256_maddubs_epi16(hi, four(&x.qs, 16 + 4 * k)),
+                _mm256_maddubs_epi16(lo, four(x, 4 * k)),
+                _mm256_maddubs_epi16(hi, four(x, 16 + 4 * k)),
             );
             *pairs = _mm256_add_epi16(*pairs, both);
         }
         if k == 3 || (fifth.is_some() && k == 1) {
             for (dots, pairs) in dots.iter_mut().zip(&mut pairs) {
-                *dots = _mm256_add_epi32(*dots, _mm256_madd_epi16(*pairs, ones));
+                *dots = _mm256_add_epi32(*dots, _mm256_madd_epi16(*pairs, weights));
                 *pairs = _mm256_setzero_si256();
             }
         }
     }
-    dots
 }
 
 /// `out[t]` = the sixteen rows of `w` (one group) times token `t` of `a`, whose activation rows are
@@ -115,11 +118,12 @@ pub(super) fn nibble_dots<const T: usize>(
 /// The CPU has AVX2, FMA and F16C ([`available`]).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn q4<const T: usize>(w: &[Q4x16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
-    let x = tokens::<T>(a, per_row, w.len(), out.len());
+    let x = tokens::<_, T>(a, per_row, w.len(), out.len());
     for half in 0..2 {
         let (mut sums, mut offsets) = ([_mm256_setzero_ps(); T], [_mm256_setzero_ps(); T]);
         for (b, group) in w.iter().enumerate() {
-            let dots = nibble_dots(&group.qs, 32 * half, None, column(&x, b));
+            let mut dots = [_mm256_setzero_si256(); T];
+            nibble_dots(&group.qs, 32 * half, None, column(&x, b).map(|x| &x.qs), _mm256_set1_epi16(1), &mut dots);
             let (d, m) = (halves(&group.d, 8 * half), halves(&group.m, 8 * half));
             for t in 0..T {
                 let x = &x[t][b];
@@ -143,7 +147,7 @@ pub unsafe fn q8<const T: usize>(w: &[Q8x16], a: &[ActBlock], per_row: usize, ou
     if T == 1 {
         return q8_one(w, a, &mut out[0]);
     }
-    let x = tokens::<T>(a, per_row, w.len(), out.len());
+    let x = tokens::<_, T>(a, per_row, w.len(), out.len());
     let ones = _mm256_set1_epi16(1);
     for half in 0..2 {
         let mut sums = [_mm256_setzero_ps(); T];

@@ -2,84 +2,125 @@
 //! times `T` (1 to 4) tokens' quantized activations, each 32-byte half of a 64-byte load holding four
 //! nibble bytes of eight rows. Each load (and its fifth- or sixth-bit plane) is unpacked once for all
 //! the tokens, and each token's row is summed in its own lane by exactly the arithmetic of
-//! [`super::kquant::portable`], so the bits match it. (The AVX-512 table runs these too.)
+//! [`super::kquant_portable`], so the bits match it. The K forms' scales multiply inside the i16 →
+//! i32 multiply-add, so a super-block's sum stays an integer until its one float step. (The AVX-512
+//! table runs these too.)
 
 use std::arch::x86_64::*;
 
 use super::avx2::{column, four, halves, load, nibble_dots, store, tokens};
-use super::kquant::{KForm, Q4Kx16, Q5Kx16, Q5x16, Q6Kx16, SUBS};
+use super::kquant::{KActBlock, KForm, Q4Kx16, Q5Kx16, Q5x16, Q6Kx16, SUBS};
 use super::quant::{ActBlock, ROWS};
 
-/// Eight bytes of `bytes` from `at`, each widened to an i32 lane.
+/// Sixteen bytes of `bytes` from `at`.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn eight(bytes: &[u8], at: usize) -> __m256i {
-    assert!(at + 8 <= bytes.len());
-    // SAFETY: 8 bytes from `at` (checked above).
-    _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().add(at).cast()) })
+fn sixteen<B>(bytes: &[B], at: usize) -> __m128i {
+    assert!(size_of::<B>() == 1 && at + 16 <= bytes.len());
+    // SAFETY: 16 one-byte values from `at` (checked above).
+    unsafe { _mm_loadu_si128(bytes.as_ptr().add(at).cast()) }
 }
 
-/// The same for signed bytes.
+/// Eight unsigned bytes from `at` as i16 pairs `(b, b)`, one pair per row lane (a sub-block's
+/// scales of eight rows, as [`nibble_dots`]' weights).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn eight_signed(bytes: &[i8], at: usize) -> __m256i {
+fn doubled(bytes: &[u8], at: usize) -> __m256i {
     assert!(at + 8 <= bytes.len());
     // SAFETY: 8 bytes from `at` (checked above).
-    _mm256_cvtepi8_epi32(unsafe { _mm_loadl_epi64(bytes.as_ptr().add(at).cast()) })
+    let eight = unsafe { _mm_loadl_epi64(bytes.as_ptr().add(at).cast()) };
+    _mm256_cvtepu8_epi16(_mm_shuffle_epi8(eight, _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7)))
 }
 
-/// Runs `block(b, half, accumulators of the half)` over the `blocks` blocks of a group and both
-/// halves of eight rows. One token (generation, bound by memory) reads each block's lines once, both
-/// halves together; more tokens take one half at a time over the whole group (the other half's bytes
-/// then come back from cache), so no register holds a token's broadcasts across both halves.
+/// Two i16 values as one i32, broadcast to every lane (the activation side of a pair multiply-add).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn pair(first: i16, second: i16) -> __m256i {
+    _mm256_set1_epi32(i32::from(first as u16) | (i32::from(second) << 16))
+}
+
+/// Runs `sub(u, j, half, acc)` over sub-block `j` of each of the `units` units of a group (`subs` a
+/// unit) and both halves of eight rows, and `end(u, half, acc)` after each unit's last. One token
+/// (generation, bound by memory) reads each sub-block's lines once, both halves together; more tokens
+/// take one half at a time over the whole group (the other half's bytes then come back from cache), so
+/// no register holds a token's broadcasts across both halves.
 #[inline(always)]
-fn walk<A: Copy, const T: usize>(blocks: usize, zero: A, mut block: impl FnMut(usize, usize, &mut A)) -> [A; 2] {
+fn walk<A: Copy, const T: usize>(
+    units: usize,
+    subs: usize,
+    zero: A,
+    mut sub: impl FnMut(usize, usize, usize, &mut A),
+    mut end: impl FnMut(usize, usize, &mut A),
+) -> [A; 2] {
     let mut acc = [zero; 2];
     if T == 1 {
-        for b in 0..blocks {
+        for u in 0..units {
+            for j in 0..subs {
+                for (half, acc) in acc.iter_mut().enumerate() {
+                    sub(u, j, half, acc);
+                }
+            }
             for (half, acc) in acc.iter_mut().enumerate() {
-                block(b, half, acc);
+                end(u, half, acc);
             }
         }
     } else {
         for (half, acc) in acc.iter_mut().enumerate() {
-            for b in 0..blocks {
-                block(b, half, acc);
+            for u in 0..units {
+                for j in 0..subs {
+                    sub(u, j, half, acc);
+                }
+                end(u, half, acc);
             }
         }
     }
     acc
 }
 
-/// Q4_K and Q5_K: `out[t]` = the sixteen rows of `w` times token `t` of `a` (eight blocks a unit,
-/// rows `per_row` blocks apart), for the `T` tokens.
+/// Each token's float sums of both halves into its sixteen.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn k_rows<F: KForm, const T: usize>(w: &[F], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
-    let x = tokens::<T>(a, per_row, SUBS * w.len(), out.len());
-    let zero = ([_mm256_setzero_ps(); T], [_mm256_setzero_ps(); T]);
-    let acc = walk::<_, T>(SUBS * w.len(), zero, |b, half, (sums, mins)| {
-        let (form, j, x) = (&w[b / SUBS], b % SUBS, column(&x, b));
-        let (g, qh) = (form.low(), form.fifth_bits());
-        let (d, dmin) = (halves(&g.d, 8 * half), halves(&g.dmin, 8 * half));
-        let fifth = qh.map(|qh| load(qh, 64 * j + 32 * half));
-        let dots = nibble_dots(&g.qs, 256 * j + 32 * half, fifth, x);
-        let sc = eight(&g.scales, 16 * j + 8 * half);
-        // m·Σa (at most 63·32·127) is exact in f32, so the float product is the integer one.
-        let m = _mm256_cvtepi32_ps(eight(&g.mins, 16 * j + 8 * half));
-        for t in 0..T {
-            let da = _mm256_set1_ps(x[t].d);
-            let scaled = _mm256_cvtepi32_ps(_mm256_mullo_epi32(sc, dots[t]));
-            sums[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), scaled, sums[t]);
-            let offset = _mm256_mul_ps(m, _mm256_set1_ps(x[t].sum as f32));
-            mins[t] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, da), offset, mins[t]);
-        }
-    });
-    for (half, (sums, mins)) in acc.iter().enumerate() {
-        for t in 0..T {
-            store(half, _mm256_sub_ps(sums[t], mins[t]), &mut out[t]);
+fn store_all<const T: usize>(acc: &[[__m256; T]; 2], out: &mut [[f32; ROWS]]) {
+    for (half, sums) in acc.iter().enumerate() {
+        for (t, sums) in sums.iter().enumerate() {
+            store(half, *sums, &mut out[t]);
         }
     }
+}
+
+/// Q4_K and Q5_K: `out[t]` = the sixteen rows of `w` times token `t` of `a` (one activation block a
+/// unit, rows `per_row` blocks apart), for the `T` tokens.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn k_rows<F: KForm, const T: usize>(w: &[F], a: &[KActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
+    let x = tokens::<_, T>(a, per_row, w.len(), out.len());
+    let zero = ([_mm256_setzero_si256(); T], [_mm256_setzero_ps(); T]);
+    let sub = |u: usize, j: usize, half: usize, (sums, _): &mut ([__m256i; T], [__m256; T])| {
+        let (form, x) = (&w[u], column(&x, u));
+        let fifth = form.fifth_bits().map(|qh| load(qh, 64 * j + 32 * half));
+        let scales = doubled(&form.low().scales, 16 * j + 8 * half);
+        nibble_dots(&form.low().qs, 256 * j + 32 * half, fifth, x.map(|x| &x.qs[j]), scales, sums);
+    };
+    let end = |u: usize, half: usize, (sums, acc): &mut ([__m256i; T], [__m256; T])| {
+        let (g, x) = (w[u].low(), column(&x, u));
+        let (d, dmin) = (halves(&g.d, 8 * half), halves(&g.dmin, 8 * half));
+        let mins: [__m256i; SUBS / 2] =
+            std::array::from_fn(|p| _mm256_cvtepu8_epi16(sixteen(&g.mins, 32 * p + 16 * half)));
+        for t in 0..T {
+            // Σ m·Σa: four pairs of sub-blocks, each at most 2·63·4,064.
+            let mut offset = _mm256_setzero_si256();
+            for (p, mins) in mins.iter().enumerate() {
+                let sums = pair(x[t].sums[2 * p], x[t].sums[2 * p + 1]);
+                offset = _mm256_add_epi32(offset, _mm256_madd_epi16(*mins, sums));
+            }
+            let da = _mm256_set1_ps(x[t].d);
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(sums[t]), acc[t]);
+            acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(offset), acc[t]);
+            sums[t] = _mm256_setzero_si256();
+        }
+    };
+    let acc = walk::<_, T>(w.len(), SUBS, zero, sub, end);
+    store_all(&acc.map(|(_, acc)| acc), out);
 }
 
 /// Q4_K rows times `T` tokens' activation rows, `per_row` blocks apart.
@@ -87,7 +128,7 @@ fn k_rows<F: KForm, const T: usize>(w: &[F], a: &[ActBlock], per_row: usize, out
 /// # Safety
 /// The CPU has AVX2, FMA and F16C ([`super::avx2::available`]).
 #[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn q4_k<const T: usize>(w: &[Q4Kx16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
+pub unsafe fn q4_k<const T: usize>(w: &[Q4Kx16], a: &[KActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
     k_rows::<_, T>(w, a, per_row, out)
 }
 
@@ -96,23 +137,38 @@ pub unsafe fn q4_k<const T: usize>(w: &[Q4Kx16], a: &[ActBlock], per_row: usize,
 /// # Safety
 /// As [`q4_k`].
 #[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn q5_k<const T: usize>(w: &[Q5Kx16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
+pub unsafe fn q5_k<const T: usize>(w: &[Q5Kx16], a: &[KActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
     k_rows::<_, T>(w, a, per_row, out)
 }
 
-/// Q6_K rows times `T` tokens' activation rows: `q` unsigned (0..64) in the byte products, then
-/// `Σ(q − 32)·a = Σq·a − 32·Σa` for each half of sixteen values, times its scale.
+/// Q6_K rows times `T` tokens' activation rows: `q` unsigned (0..64) in the byte products, each
+/// sixteen's scale in the multiply-add, and `32·sc·Σa` (the offset of 32, `Σa` the activations'
+/// `bsums`) taken off in the same i32 sums.
 ///
 /// # Safety
 /// As [`q4_k`].
 #[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
-    let x = tokens::<T>(a, per_row, SUBS * w.len(), out.len());
-    let (low, ones, top) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi16(1), _mm256_set1_epi8(0x30));
-    let acc = walk::<_, T>(SUBS * w.len(), [_mm256_setzero_ps(); T], |b, half, sums| {
-        let (g, j, x) = (&w[b / SUBS], b % SUBS, column(&x, b));
-        let d = halves(&g.d, 8 * half);
-        let (mut lo32, mut hi32) = ([_mm256_setzero_si256(); T], [_mm256_setzero_si256(); T]);
+pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[KActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
+    let x = tokens::<_, T>(a, per_row, w.len(), out.len());
+    let (low, top) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x30));
+    let (even, odd) = (
+        _mm_setr_epi8(0, 0, 2, 2, 4, 4, 6, 6, 8, 8, 10, 10, 12, 12, 14, 14),
+        _mm_setr_epi8(1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15),
+    );
+    let zero = ([_mm256_setzero_si256(); T], [_mm256_setzero_ps(); T]);
+    let sub = |u: usize, j: usize, half: usize, (sums, _): &mut ([__m256i; T], [__m256; T])| {
+        let (g, x) = (&w[u], column(&x, u));
+        // The two sixteens' scales of the eight rows, (sc₀, sc₁) a row: each doubled for its own
+        // sixteen's products, and both, times 32, against the activations' sums of sixteen (at
+        // most 2·4,096·2,032).
+        let scales = sixteen(&g.scales, 32 * j + 16 * half);
+        let (sc0, sc1) =
+            (_mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, even)), _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, odd)));
+        let offsets = _mm256_slli_epi16(_mm256_cvtepi8_epi16(scales), 5);
+        for t in 0..T {
+            let bsums = pair(x[t].bsums[2 * j], x[t].bsums[2 * j + 1]);
+            sums[t] = _mm256_sub_epi32(sums[t], _mm256_madd_epi16(offsets, bsums));
+        }
         for m in 0..2 {
             let qh = load(&g.qh, 128 * j + 64 * m + 32 * half);
             // Loads k = 2m and 2m + 1; bits 4s, 4s+1 of each `qh` byte to bits 4, 5 (low
@@ -129,9 +185,10 @@ pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[ActBlock], per_row: usize,
                 hi[s] =
                     _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(packed, 4), low), _mm256_and_si256(hi_top, top));
             }
-            // i16 pairs: two steps of 2·63·127 at most (32,004), then widened.
+            // i16 pairs: two steps of 2·63·127 at most (32,004), then times the scale (at most
+            // 2·32,004·128 a lane).
             for t in 0..T {
-                let qs = &x[t].qs;
+                let qs = &x[t].qs[j];
                 let (k0, k1) = (4 * (2 * m), 4 * (2 * m + 1));
                 let lo_pairs = _mm256_add_epi16(
                     _mm256_maddubs_epi16(lo[0], four(qs, k0)),
@@ -141,44 +198,21 @@ pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[ActBlock], per_row: usize,
                     _mm256_maddubs_epi16(hi[0], four(qs, 16 + k0)),
                     _mm256_maddubs_epi16(hi[1], four(qs, 16 + k1)),
                 );
-                lo32[t] = _mm256_add_epi32(lo32[t], _mm256_madd_epi16(lo_pairs, ones));
-                hi32[t] = _mm256_add_epi32(hi32[t], _mm256_madd_epi16(hi_pairs, ones));
+                let both = _mm256_add_epi32(_mm256_madd_epi16(lo_pairs, sc0), _mm256_madd_epi16(hi_pairs, sc1));
+                sums[t] = _mm256_add_epi32(sums[t], both);
             }
         }
-        let (sc0, sc1) = (eight_signed(&g.scales, 32 * j + 8 * half), eight_signed(&g.scales, 32 * j + 16 + 8 * half));
-        for t in 0..T {
-            let (first, second) = half_sums(&x[t].qs);
-            let sum = _mm256_add_epi32(
-                _mm256_mullo_epi32(_mm256_sub_epi32(lo32[t], first), sc0),
-                _mm256_mullo_epi32(_mm256_sub_epi32(hi32[t], second), sc1),
-            );
-            let scale = _mm256_mul_ps(d, _mm256_set1_ps(x[t].d));
-            sums[t] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(sum), sums[t]);
-        }
-    });
-    for (half, sums) in acc.iter().enumerate() {
-        for (t, sums) in sums.iter().enumerate() {
-            store(half, *sums, &mut out[t]);
-        }
-    }
-}
-
-/// `32·Σa` over the first and over the last sixteen activation bytes, each broadcast to every lane.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn half_sums(qs: &[i8; 32]) -> (__m256i, __m256i) {
-    // SAFETY: the 32 bytes of `qs`.
-    let bytes = unsafe { _mm256_loadu_si256(qs.as_ptr().cast()) };
-    // Pairs of bytes (1·a + 1·a, exact in i16), then pairs of those: lanes 0–3 the first sixteen
-    // bytes, 4–7 the last sixteen.
-    let quads = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), bytes), _mm256_set1_epi16(1));
-    let sum4 = |v: __m128i| {
-        let v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0b01_00_11_10));
-        _mm_add_epi32(v, _mm_shuffle_epi32(v, 0b10_11_00_01))
     };
-    let (first, second) = (sum4(_mm256_castsi256_si128(quads)), sum4(_mm256_extracti128_si256(quads, 1)));
-    let times32 = |v: __m128i| _mm256_broadcastd_epi32(_mm_slli_epi32(v, 5));
-    (times32(first), times32(second))
+    let end = |u: usize, half: usize, (sums, acc): &mut ([__m256i; T], [__m256; T])| {
+        let d = halves(&w[u].d, 8 * half);
+        for t in 0..T {
+            let scale = _mm256_mul_ps(d, _mm256_set1_ps(x[t][u].d));
+            acc[t] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(sums[t]), acc[t]);
+            sums[t] = _mm256_setzero_si256();
+        }
+    };
+    let acc = walk::<_, T>(w.len(), SUBS, zero, sub, end);
+    store_all(&acc.map(|(_, acc)| acc), out);
 }
 
 /// Q5_0 rows times `T` tokens' activation rows: `Σq·a − 16·Σa` a block.
@@ -187,19 +221,18 @@ fn half_sums(qs: &[i8; 32]) -> (__m256i, __m256i) {
 /// As [`q4_k`].
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn q5_0<const T: usize>(w: &[Q5x16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
-    let x = tokens::<T>(a, per_row, w.len(), out.len());
-    let acc = walk::<_, T>(w.len(), [_mm256_setzero_ps(); T], |b, half, sums| {
+    let x = tokens::<_, T>(a, per_row, w.len(), out.len());
+    let sub = |b: usize, _: usize, half: usize, sums: &mut [__m256; T]| {
         let (g, x) = (&w[b], column(&x, b));
-        let dots = nibble_dots(&g.qs, 32 * half, Some(load(&g.qh, 32 * half)), x);
+        let mut dots = [_mm256_setzero_si256(); T];
+        let fifth = Some(load(&g.qh, 32 * half));
+        nibble_dots(&g.qs, 32 * half, fifth, x.map(|x| &x.qs), _mm256_set1_epi16(1), &mut dots);
         let d = halves(&g.d, 8 * half);
         for t in 0..T {
             let sum = _mm256_cvtepi32_ps(_mm256_sub_epi32(dots[t], _mm256_set1_epi32(16 * x[t].sum)));
             sums[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t].d)), sum, sums[t]);
         }
-    });
-    for (half, sums) in acc.iter().enumerate() {
-        for (t, sums) in sums.iter().enumerate() {
-            store(half, *sums, &mut out[t]);
-        }
-    }
+    };
+    let acc = walk::<_, T>(w.len(), 1, [_mm256_setzero_ps(); T], sub, |_, _, _| {});
+    store_all(&acc, out);
 }

@@ -4,20 +4,78 @@
 //! a Q4 block's (byte `i`: value `i` in the low nibble, value `16 + i` in the high one) at
 //! `interleaved(r, i)`, and the bits above them sit in a plane of their own. Per row and 256 values:
 //! Q4_K 148 bytes (the file's 144: the 6-bit scales and mins unpacked to bytes), Q5_K 180 (176),
-//! Q6_K 210 (210); Q5_0 22 per 32 (22). The reference sums of each form are [`portable`]'s.
+//! Q6_K 210 (210); Q5_0 22 per 32 (22). The K forms are multiplied by activations quantized as
+//! llama.cpp's Q8_K ([`KActBlock`]: one scale per 256 values), Q5_0 by the 32-value blocks of
+//! [`super::quant`]. The reference sums of each form are [`super::kquant_portable`]'s.
 
 use half::f16;
 
-use super::quant::{interleaved, ActBlock, ROWS};
+use super::quant::{interleaved, ROWS};
 
 /// Values per K-quant super-block (and per unit of a K form).
 pub const SUPER: usize = 256;
 
-/// Sub-blocks (activation blocks) per super-block.
+/// Sub-blocks of 32 values per super-block.
 pub const SUBS: usize = SUPER / 32;
 
+/// Where the byte of sub-block (or sixteen) `j` of row `r` sits in a group's array of pairs: `j` and
+/// its neighbour (`j ^ 1`) side by side at `32·(j / 2) + 2r`, so sixteen bytes from `32·(j / 2) + 16h`
+/// hold the pairs of the eight rows of half `h` (an i16 pair per row lane, for a multiply-add).
+pub fn paired(j: usize, r: usize) -> usize {
+    32 * (j / 2) + 2 * r + j % 2
+}
+
+/// 256 activations quantized for the K forms as llama.cpp quantizes them (its Q8_K): value `i` ≈
+/// `d·qs[i]`, `qs` in −127..=127 (the largest magnitude is ±127), and the sums of `qs` by 32
+/// (`sums`: a Q4_K/Q5_K sub-block's, for its min) and by sixteen (`bsums`: Q6_K's, for its offset
+/// of 32).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct KActBlock {
+    pub d: f32,
+    pub sums: [i16; SUBS],
+    pub bsums: [i16; 2 * SUBS],
+    pub qs: [[i8; 32]; SUBS],
+}
+
+/// Activations `x` (a multiple of 256 values) quantized into `out`, one block per 256 values, by
+/// llama.cpp's arithmetic (`quantize_row_q8_K_ref`): the value of largest magnitude (the first of
+/// them) `max`, `iscale = −127/max`, `q = min(127, round(iscale·x))` (ties to even, as its
+/// `nearest_int`), `d = 1/iscale`; all zero when every value is. The reference of every path.
+#[inline(always)]
+pub(super) fn quantize_k_lanes(x: &[f32], out: &mut [KActBlock]) {
+    for (chunk, block) in x.chunks_exact(SUPER).zip(out.iter_mut()) {
+        let amax = chunk.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let Some(max) = chunk.iter().find(|v| v.abs() == amax).filter(|_| amax > 0.0) else {
+            *block = KActBlock::default();
+            continue;
+        };
+        let iscale = -127.0 / max;
+        for (qs, values) in block.qs.iter_mut().zip(chunk.chunks_exact(32)) {
+            for (q, v) in qs.iter_mut().zip(values) {
+                *q = (iscale * v).round_ties_even().min(127.0) as i8;
+            }
+        }
+        block.d = 1.0 / iscale;
+        for (s, qs) in block.bsums.iter_mut().zip(block.qs.as_flattened().chunks_exact(16)) {
+            *s = qs.iter().map(|q| i16::from(*q)).sum();
+        }
+        for (s, pair) in block.sums.iter_mut().zip(block.bsums.chunks_exact(2)) {
+            *s = pair[0] + pair[1];
+        }
+    }
+}
+
+/// [`quantize_k_lanes`] compiled for AVX2 (a path of [`super::kernels::Kernels`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn quantize_k_avx2(x: &[f32], out: &mut [KActBlock]) {
+    quantize_k_lanes(x, out)
+}
+
 /// Sixteen rows' Q4_K super-blocks: value `v` of row `r` is `d·sc·q − dmin·m`, `q` in 0..16, `sc`
-/// and `m` the 6-bit scale and min of its sub-block `j = v / 32`, stored at `16j + r`.
+/// and `m` the 6-bit scale and min of its sub-block `j = v / 32`, stored at `16j + r` and
+/// [`paired`]`(j, r)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C)]
 pub struct Q4Kx16 {
@@ -40,7 +98,7 @@ pub struct Q5Kx16 {
 }
 
 /// Sixteen rows' Q6_K super-blocks: value `v` of row `r` is `d·sc·(q − 32)`, `q` in 0..64, `sc` the
-/// i8 scale of its sixteen values (`v / 16`), stored at `16·(v / 16) + r`. The low four bits are packed
+/// i8 scale of its sixteen values (`v / 16`), stored at [`paired`]`(v / 16, r)`. The low four bits are packed
 /// as in [`Q4Kx16`]; sub-block `j`'s two high bits of row `r` are its eight bytes at
 /// `128j + 64m + 4r + i` (m in 0..2): bits `4s..4s+2` of byte `(m, i)` are value `4k + i`'s and bits
 /// `4s+2..4s+4` value `16 + 4k + i`'s, `k = 2m + s`.
@@ -192,7 +250,7 @@ impl Q4Kx16 {
         self.dmin[r] = block.dmin;
         for j in 0..SUBS {
             self.scales[16 * j + r] = block.scales[j] as u8;
-            self.mins[16 * j + r] = block.mins[j];
+            self.mins[paired(j, r)] = block.mins[j];
             put_nibbles(&mut self.qs, r, j, &block.q);
         }
     }
@@ -205,7 +263,7 @@ impl Q4Kx16 {
     /// Value `v` of row `r` given its `q`: `d·sc·q − dmin·m`.
     fn value(&self, r: usize, v: usize, q: u8) -> f32 {
         let j = v / 32;
-        let (sc, m) = (f32::from(self.scales[16 * j + r]), f32::from(self.mins[16 * j + r]));
+        let (sc, m) = (f32::from(self.scales[16 * j + r]), f32::from(self.mins[paired(j, r)]));
         self.d[r].to_f32() * sc * f32::from(q) - self.dmin[r].to_f32() * m
     }
 }
@@ -257,7 +315,7 @@ impl Q6Kx16 {
     fn put(&mut self, r: usize, block: &Decoded) {
         self.d[r] = block.d;
         for (s, sc) in block.scales.iter().enumerate() {
-            self.scales[16 * s + r] = *sc;
+            self.scales[paired(s, r)] = *sc;
         }
         for j in 0..SUBS {
             put_nibbles(&mut self.qs, r, j, &block.q);
@@ -370,7 +428,7 @@ impl Dequantize for Q6Kx16 {
     fn dequantize(&self, r: usize, out: &mut [f32]) {
         let d = self.d[r].to_f32();
         for (v, x) in out.iter_mut().enumerate() {
-            *x = d * f32::from(self.scales[16 * (v / 16) + r]) * f32::from(self.q(r, v) as i8 - 32);
+            *x = d * f32::from(self.scales[paired(v / 16, r)]) * f32::from(self.q(r, v) as i8 - 32);
         }
     }
 }
@@ -384,79 +442,12 @@ impl Dequantize for Q5x16 {
     }
 }
 
-/// The reference sums of each form (the portable path of [`super::kernels`]): sixteen rows times one
-/// activation row, each sub-block an exact integer sum, then float block after block:
-/// - Q4_K, Q5_K: `fma(d·d_a, sc·Σq·q_a, sums)` and `fma(dmin·d_a, m·Σq_a, mins)`; the row is
-///   `sums − mins`;
-/// - Q6_K: `fma(d·d_a, sc₀·Σ₀(q − 32)·q_a + sc₁·Σ₁(q − 32)·q_a, sums)` over the two halves of 16;
-/// - Q5_0: `fma(d·d_a, Σq·q_a − 16·Σq_a, sums)`.
-///
-/// `Σq_a` is the activation block's `sum`. Every integer is exact in f32 (at most 16.6 million).
-pub mod portable {
-    use super::*;
-
-    fn dot(q: impl Fn(usize) -> u8, a: &ActBlock, range: std::ops::Range<usize>, offset: i32) -> i32 {
-        range.map(|i| (i32::from(q(i)) - offset) * i32::from(a.qs[i % 32])).sum()
-    }
-
-    /// Q4_K and Q5_K: `q` of the form, its scales, mins, `d` and `dmin` in [`Q4Kx16`].
-    fn k_row<F: KForm>(w: &[F], a: &[ActBlock]) -> [f32; ROWS] {
-        std::array::from_fn(|r| {
-            let (mut sums, mut mins) = (0f32, 0f32);
-            for (form, a) in w.iter().zip(a.chunks_exact(SUBS)) {
-                let g = form.low();
-                let (d, dmin) = (g.d[r].to_f32(), g.dmin[r].to_f32());
-                for (j, a) in a.iter().enumerate() {
-                    let dot = dot(|i| form.q(r, 32 * j + i), a, 0..32, 0);
-                    sums = (d * a.d).mul_add((i32::from(g.scales[16 * j + r]) * dot) as f32, sums);
-                    mins = (dmin * a.d).mul_add((i32::from(g.mins[16 * j + r]) * a.sum) as f32, mins);
-                }
-            }
-            sums - mins
-        })
-    }
-
-    pub fn q4_k(w: &[Q4Kx16], a: &[ActBlock]) -> [f32; ROWS] {
-        k_row(w, a)
-    }
-
-    pub fn q5_k(w: &[Q5Kx16], a: &[ActBlock]) -> [f32; ROWS] {
-        k_row(w, a)
-    }
-
-    pub fn q6_k(w: &[Q6Kx16], a: &[ActBlock]) -> [f32; ROWS] {
-        std::array::from_fn(|r| {
-            let mut sums = 0f32;
-            for (g, a) in w.iter().zip(a.chunks_exact(SUBS)) {
-                let d = g.d[r].to_f32();
-                for (j, a) in a.iter().enumerate() {
-                    let q = |i: usize| g.q(r, 32 * j + i);
-                    let (sc0, sc1) = (i32::from(g.scales[32 * j + r]), i32::from(g.scales[32 * j + 16 + r]));
-                    let sum = sc0 * dot(q, a, 0..16, 32) + sc1 * dot(q, a, 16..32, 32);
-                    sums = (d * a.d).mul_add(sum as f32, sums);
-                }
-            }
-            sums
-        })
-    }
-
-    pub fn q5_0(w: &[Q5x16], a: &[ActBlock]) -> [f32; ROWS] {
-        std::array::from_fn(|r| {
-            let mut sums = 0f32;
-            for (g, a) in w.iter().zip(a) {
-                let sum = dot(|i| g.q(r, i), a, 0..32, 0) - 16 * a.sum;
-                sums = (g.d[r].to_f32() * a.d).mul_add(sum as f32, sums);
-            }
-            sums
-        })
-    }
-}
-
 #[cfg(test)]
 pub(in crate::engine) mod tests {
     use candle_core::quantized::{GgmlDType, QStorage, QTensor};
     use candle_core::Device;
 
+    use super::super::kernels::{Kernels, Level};
     use super::super::quant::{Blocks, Matrix};
     use super::*;
 
@@ -528,6 +519,48 @@ pub(in crate::engine) mod tests {
                 assert_eq!(differ, None, "{dtype:?} seed {seed}: value {differ:?} differs from candle's");
                 assert!(want.iter().any(|v| *v != 0.0));
             }
+        }
+    }
+
+    /// The K forms' activations as llama.cpp's `quantize_row_q8_K_ref` makes them: the scale from the
+    /// first value of largest magnitude, with its sign flipped (`iscale = −127/max`), ties to even,
+    /// the sums of sixteen and of 32, zero blocks all zero; every path alike.
+    #[test]
+    fn k_activations_are_llama_cpps_q8_k() {
+        let mut x: Vec<f32> = super::super::kernels::tests::values(4 * SUPER, 21);
+        // Block 0: max −127 first (127 later): iscale 1, so the halves show the rounding.
+        x[..SUPER].fill(0.25);
+        x[3] = -127.0;
+        x[200] = 127.0;
+        x[4..8].copy_from_slice(&[2.5, 3.5, -0.5, -2.5]);
+        // Block 1: a positive max, so d < 0 and q = −127 at the max. Block 2: all zero.
+        x[SUPER + 17] = 4.0;
+        x[2 * SUPER..3 * SUPER].fill(0.0);
+        let mut want = vec![KActBlock::default(); 4];
+        quantize_k_lanes(&x, &mut want);
+        let b = &want[0];
+        assert_eq!(b.d, 1.0);
+        assert_eq!((b.qs[0][3], b.qs[6][8], b.qs[0][0]), (-127, 127, 0), "the max, its opposite, 0.25");
+        assert_eq!(&b.qs[0][4..8], &[2, 4, 0, -2], "ties to even");
+        assert_eq!((want[1].d, want[1].qs[0][17]), (1.0 / (-127.0 / 4.0), -127));
+        assert_eq!(want[2], KActBlock::default());
+        for (b, chunk) in want.iter().zip(x.chunks_exact(SUPER)) {
+            let qs = b.qs.as_flattened();
+            for (s, sixteen) in b.bsums.iter().zip(qs.chunks_exact(16)) {
+                assert_eq!(i32::from(*s), sixteen.iter().map(|q| i32::from(*q)).sum::<i32>());
+            }
+            for (s, pair) in b.sums.iter().zip(b.bsums.chunks_exact(2)) {
+                assert_eq!(*s, pair[0] + pair[1]);
+            }
+            for (v, q) in chunk.iter().zip(qs) {
+                assert!((v - b.d * f32::from(*q)).abs() <= b.d.abs() / 2.0 * 1.0001, "{v} vs {q}·{}", b.d);
+            }
+        }
+        for level in [Level::Portable, Level::Avx2, Level::Avx512] {
+            let Some(kernels) = Kernels::at(level) else { continue };
+            let mut got = vec![KActBlock { d: 9.0, ..KActBlock::default() }; 4];
+            kernels.quantize_k(&x, &mut got);
+            assert_eq!(got, want, "{level:?}");
         }
     }
 

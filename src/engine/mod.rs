@@ -62,6 +62,8 @@ pub mod kernels;
 #[cfg(feature = "local")]
 pub mod kquant;
 #[cfg(feature = "local")]
+pub mod kquant_portable;
+#[cfg(feature = "local")]
 pub mod math;
 #[cfg(feature = "local")]
 pub mod model;

@@ -18,6 +18,7 @@ use super::arch::{Activation, Plan, RopePairs};
 use super::attention::{attend, scratch_len, KvLayer};
 use super::attention_split::{attend_split, split_scratch_len, Token};
 use super::kernels::{groups, matmul_groups, Activations, Kernels};
+use super::kquant::{KActBlock, SUPER};
 use super::quant::{vector, ActBlock, Blocks, Matrix, BLOCK, ROWS};
 use super::threads::{Disjoint, Pool, PoolError};
 use super::weights::{self, Identity};
@@ -27,7 +28,7 @@ mod ops;
 
 pub use super::arch::Config;
 pub use ops::argmax;
-use ops::{add, gated, quantize_rows, rms_norm_heads, rms_norm_rows, scale, RopeTable};
+use ops::{add, gated, rms_norm_heads, rms_norm_rows, scale, RopeTable};
 
 /// Where a GGUF's interleaved weights are kept on disk, and the GGUF's identity.
 #[derive(Clone, Debug)]
@@ -141,6 +142,7 @@ struct Buffers {
     up: Vec<f32>,
     scores: Vec<f32>,
     acts: Vec<ActBlock>,
+    supers: Vec<KActBlock>,
 }
 
 fn grow<T: Default + Clone>(buffer: &mut Vec<T>, len: usize) -> &mut [T] {
@@ -169,6 +171,8 @@ pub struct Model {
     buffers: Buffers,
     pool: Pool,
     kernels: Kernels,
+    /// Whether a matrix is of a K form (so activations are quantized for them too).
+    k_forms: bool,
     weights_from: WeightsFrom,
 }
 
@@ -305,8 +309,10 @@ impl Model {
             buffers: Buffers::default(),
             pool,
             kernels,
+            k_forms: false,
             weights_from: WeightsFrom::Stored,
         };
+        model.k_forms = model.named_matrices().iter().any(|(_, m)| m.k_form());
         if model.named_matrices().is_empty() {
             model.weights_from = WeightsFrom::Gguf("f32 rows alone, read from the GGUF (nothing to store)".into());
         } else if rebuilt {
@@ -367,6 +373,7 @@ impl Model {
             buffers: b,
             pool,
             kernels,
+            k_forms,
             ..
         } = self;
         let (seq, start, kernels, threads) = (tokens.len(), *cached, *kernels, pool.threads());
@@ -390,7 +397,10 @@ impl Model {
             threads * per_thread
         };
         let scratch = grow(&mut b.scores, scratch_needed);
-        let acts = grow(&mut b.acts, seq * dim.max(q_dim).max(ffn) / BLOCK);
+        let widest = seq * dim.max(q_dim).max(ffn);
+        let quantized =
+            Quantized::new(grow(&mut b.acts, widest / BLOCK), grow(&mut b.supers, widest / SUPER), *k_forms);
+        let qz = &quantized;
         for (t, &token) in tokens.iter().enumerate() {
             if token as usize >= embeddings.rows {
                 return Err(EngineError::Model(format!(
@@ -404,25 +414,25 @@ impl Model {
                 scale(row, *by);
             }
         }
-        let (per_dim, per_q) = (dim / BLOCK, q_dim / BLOCK);
         for (i, layer) in layers.iter_mut().enumerate() {
             {
                 // x += the last layer's output (none before the first), then x's norm, quantized.
-                let (xo, ho, ao) = (Disjoint::new(&mut *x), Disjoint::new(&mut *h), Disjoint::new(&mut *acts));
+                let (xo, ho) = (Disjoint::new(&mut *x), Disjoint::new(&mut *h));
                 per_token(pool, seq, &|t| {
                     let rows = t * dim..(t + 1) * dim;
                     // SAFETY: token t's rows of each buffer are this call's alone.
-                    let (x, h, a) =
-                        unsafe { (xo.slice(rows.clone()), ho.slice(rows), ao.slice(t * per_dim..(t + 1) * per_dim)) };
+                    let (x, h) = unsafe { (xo.slice(rows.clone()), ho.slice(rows)) };
                     if i > 0 {
                         add(x, h);
                     }
                     rms_norm_rows(x, &layer.attn_norm, eps, h, kernels);
-                    kernels.quantize(h, a);
+                    // SAFETY: as above.
+                    unsafe { qz.token(t, h, kernels) };
                 })?;
             }
             let (qo, ko, vo) = (Disjoint::new(&mut *q), Disjoint::new(&mut *k), Disjoint::new(&mut *v));
-            let normed = Activations { blocks: &acts[..seq * per_dim], values: &h[..seq * dim] };
+            // SAFETY (each `rows` below): no thread writes the activations while the matrices read them.
+            let normed = unsafe { qz.rows(&h[..seq * dim], seq) };
             project(pool, &[(&layer.wq, &qo), (&layer.wk, &ko), (&layer.wv, &vo)], normed, seq, kernels)?;
             let rope = &ropes[layer.rope];
             per_token(pool, seq, &|t| {
@@ -462,10 +472,11 @@ impl Model {
                 let (first, positions) = seen(0);
                 let token = Token { cache: &layer.cache, shape, group, first, positions, scale: attention_scale };
                 attend_split(pool, kernels, &token, &q[..q_dim], scratch, &mut y[..q_dim])?;
-                kernels.quantize(&y[..q_dim], &mut acts[..per_q]);
+                // SAFETY: one thread.
+                unsafe { qz.token(0, &y[..q_dim], kernels) };
             } else {
                 let (cache, q) = (&layer.cache, &*q);
-                let (yo, so, ao) = (Disjoint::new(&mut *y), Disjoint::new(&mut *scratch), Disjoint::new(&mut *acts));
+                let (yo, so) = (Disjoint::new(&mut *y), Disjoint::new(&mut *scratch));
                 // One unit: one token's query heads that share a key/value head.
                 pool.split(seq * c.kv_heads, 2, &|thread, units| {
                     // SAFETY: each thread has its own scratch, and each unit its own heads of `y`.
@@ -481,36 +492,32 @@ impl Model {
                 .map_err(pool_err)?;
                 per_token(pool, seq, &|t| {
                     // SAFETY: token t's rows are this call's alone.
-                    let (y, a) =
-                        unsafe { (yo.slice(t * q_dim..(t + 1) * q_dim), ao.slice(t * per_q..(t + 1) * per_q)) };
-                    kernels.quantize(y, a);
+                    unsafe { qz.token(t, yo.slice(t * q_dim..(t + 1) * q_dim), kernels) };
                 })?;
             }
-            let attended = Activations { blocks: &acts[..seq * per_q], values: &y[..seq * q_dim] };
+            let attended = unsafe { qz.rows(&y[..seq * q_dim], seq) };
             project(pool, &[(&layer.wo, &Disjoint::new(&mut *h))], attended, seq, kernels)?;
             {
-                let (xo, ho, ao) = (Disjoint::new(&mut *x), Disjoint::new(&mut *h), Disjoint::new(&mut *acts));
+                let (xo, ho) = (Disjoint::new(&mut *x), Disjoint::new(&mut *h));
                 per_token(pool, seq, &|t| {
                     let rows = t * dim..(t + 1) * dim;
                     // SAFETY: token t's rows of each buffer are this call's alone.
-                    let (x, h, a) =
-                        unsafe { (xo.slice(rows.clone()), ho.slice(rows), ao.slice(t * per_dim..(t + 1) * per_dim)) };
+                    let (x, h) = unsafe { (xo.slice(rows.clone()), ho.slice(rows)) };
                     if let Some(weights) = &layer.post_attention_norm {
                         rms_norm_heads(h, weights, eps, kernels);
                     }
                     add(x, h);
                     rms_norm_rows(x, &layer.ffn_norm, eps, h, kernels);
-                    kernels.quantize(h, a);
+                    // SAFETY: as above.
+                    unsafe { qz.token(t, h, kernels) };
                 })?;
             }
             let ffn = layer.gate.rows;
-            let per_ffn = ffn / BLOCK;
             {
-                let (go, uo, ao) = (Disjoint::new(&mut *gate), Disjoint::new(&mut *up), Disjoint::new(&mut *acts));
+                let (go, uo) = (Disjoint::new(&mut *gate), Disjoint::new(&mut *up));
                 let (wg, wu, activation) = (&layer.gate, &layer.up, layer.activation);
                 {
-                    // SAFETY: read only during this split.
-                    let normed = Activations { blocks: unsafe { ao.slice(0..seq * per_dim) }, values: &h[..seq * dim] };
+                    let normed = unsafe { qz.rows(&h[..seq * dim], seq) };
                     pool.split(groups(wg), 2, &|_, range| {
                         let rows = ROWS * range.start..(ROWS * range.end).min(ffn);
                         for (w, o) in [(wu, &uo), (wg, &go)] {
@@ -532,12 +539,10 @@ impl Model {
                 }
                 per_token(pool, seq, &|t| {
                     // SAFETY: token t's rows are this call's alone.
-                    let (g, a) =
-                        unsafe { (go.slice(t * ffn..(t + 1) * ffn), ao.slice(t * per_ffn..(t + 1) * per_ffn)) };
-                    kernels.quantize(g, a);
+                    unsafe { qz.token(t, go.slice(t * ffn..(t + 1) * ffn), kernels) };
                 })?;
             }
-            let activated = Activations { blocks: &acts[..seq * per_ffn], values: &gate[..seq * ffn] };
+            let activated = unsafe { qz.rows(&gate[..seq * ffn], seq) };
             project(pool, &[(&layer.down, &Disjoint::new(&mut *h))], activated, seq, kernels)?;
             if let Some(weights) = &layer.post_ffn_norm {
                 let ho = Disjoint::new(&mut *h);
@@ -550,12 +555,58 @@ impl Model {
         add(x, h);
         let last = &x[(seq - 1) * dim..];
         rms_norm_rows(last, norm, eps, &mut h[..dim], kernels);
-        quantize_rows(&h[..dim], dim, acts, kernels);
+        // SAFETY: one thread.
+        unsafe { qz.token(0, &h[..dim], kernels) };
         let output = output.as_ref().unwrap_or(embeddings);
         let mut logits = vec![0f32; output.rows];
-        let normed = Activations { blocks: &acts[..per_dim], values: &h[..dim] };
+        let normed = unsafe { qz.rows(&h[..dim], 1) };
         project(pool, &[(output, &Disjoint::new(&mut logits))], normed, 1, kernels)?;
         Ok(logits)
+    }
+}
+
+/// The quantized activations of a pass, in both forms (the K forms' only when a matrix reads them),
+/// token rows written from many threads at once.
+struct Quantized<'a> {
+    blocks: Disjoint<'a, ActBlock>,
+    supers: Disjoint<'a, KActBlock>,
+    k_forms: bool,
+}
+
+impl<'a> Quantized<'a> {
+    fn new(blocks: &'a mut [ActBlock], supers: &'a mut [KActBlock], k_forms: bool) -> Self {
+        Self { blocks: Disjoint::new(blocks), supers: Disjoint::new(supers), k_forms }
+    }
+
+    /// Whether rows of `width` values have a K form (a matrix of `width` columns may be one).
+    fn supers(&self, width: usize) -> bool {
+        self.k_forms && width.is_multiple_of(SUPER)
+    }
+
+    /// Token `t`'s row `x` (of its width) quantized into that token's rows.
+    ///
+    /// # Safety
+    /// No other thread reads or writes token `t`'s rows meanwhile.
+    unsafe fn token(&self, t: usize, x: &[f32], kernels: Kernels) {
+        let width = x.len();
+        // SAFETY: token t's rows (this function's contract).
+        kernels.quantize(x, unsafe { self.blocks.slice(t * width / BLOCK..(t + 1) * width / BLOCK) });
+        if self.supers(width) {
+            // SAFETY: as above.
+            kernels.quantize_k(x, unsafe { self.supers.slice(t * width / SUPER..(t + 1) * width / SUPER) });
+        }
+    }
+
+    /// The first `seq` rows (of `values.len() / seq` values each), with their f32 `values`.
+    ///
+    /// # Safety
+    /// No thread writes them while the result lives.
+    unsafe fn rows<'v>(&'v self, values: &'v [f32], seq: usize) -> Activations<'v> {
+        let width = values.len() / seq;
+        // SAFETY: read only (this function's contract).
+        let supers: &[KActBlock] =
+            if self.supers(width) { unsafe { self.supers.slice(0..seq * width / SUPER) } } else { &[] };
+        Activations { blocks: unsafe { self.blocks.slice(0..seq * width / BLOCK) }, supers, values }
     }
 }
 

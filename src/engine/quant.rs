@@ -166,10 +166,16 @@ impl Matrix {
 
     /// Units of the blocks a row holds (a unit is 32 values, or 256 for the K forms).
     pub fn row_units(&self) -> usize {
-        match &self.blocks {
-            Blocks::Q4Kx16(_) | Blocks::Q5Kx16(_) | Blocks::Q6Kx16(_) => self.cols / SUPER,
-            _ => self.row_blocks(),
+        if self.k_form() {
+            self.cols / SUPER
+        } else {
+            self.row_blocks()
         }
+    }
+
+    /// Whether the blocks are of a K form (multiplied by activations of 256 values a block).
+    pub fn k_form(&self) -> bool {
+        matches!(&self.blocks, Blocks::Q4Kx16(_) | Blocks::Q5Kx16(_) | Blocks::Q6Kx16(_))
     }
 
     /// Row `row` as f32 values (the embedding lookup); `out` holds `cols` values.

@@ -18,7 +18,7 @@ use crate::files::Limit;
 
 /// The first bytes of a cache file; the number is the layout's version (a change of the block layout
 /// bumps it, so older files are rebuilt).
-const MAGIC: &[u8; 16] = b"tunebench-wts-03";
+const MAGIC: &[u8; 16] = b"tunebench-wts-04";
 
 // The blocks are written as their bytes: plain data with no padding.
 const _: () = assert!(std::mem::size_of::<Q4x16>() == 4 * ROWS + 16 * ROWS);

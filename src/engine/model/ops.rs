@@ -1,11 +1,10 @@
 //! The forward pass's shared operations on plain f32 rows, each family's plan a choice among them:
 //! RMS norm (of a token, or of each head), bias, residual add, scaling, the rotary embedding over
 //! adjacent or NeoX pairs from a table per frequency base, the gated feed-forward's activations
-//! (SiLU through the kernels, GELU-tanh here), activation quantization, and the greedy pick.
+//! (SiLU through the kernels, GELU-tanh here), and the greedy pick.
 
 use super::super::arch::{rope_frequencies, Activation, RopePairs};
 use super::super::kernels::Kernels;
-use super::super::quant::{ActBlock, BLOCK};
 
 /// Each `weight.len()`-value row of `x` divided by its root mean square (plus `eps`), times `weight`,
 /// into `out`.
@@ -28,14 +27,6 @@ pub(super) fn rms_norm_heads(x: &mut [f32], weight: &[f32], eps: f32, kernels: K
         for (v, w) in row.iter_mut().zip(weight) {
             *v = *v * inverse * w;
         }
-    }
-}
-
-/// Quantizes each `width`-value row of `x` into `acts`, row after row.
-pub(super) fn quantize_rows(x: &[f32], width: usize, acts: &mut [ActBlock], kernels: Kernels) {
-    let per_row = width / BLOCK;
-    for (t, row) in x.chunks_exact(width).enumerate() {
-        kernels.quantize(row, &mut acts[t * per_row..(t + 1) * per_row]);
     }
 }
 
