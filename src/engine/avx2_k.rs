@@ -77,6 +77,21 @@ fn walk<A: Copy, const T: usize>(
     acc
 }
 
+/// Generation reads each weight once, from memory: share `j` of `shares` of the cache lines of the
+/// unit after `u` is asked for while unit `u` is summed (one token: the kernel walks the units in
+/// order, and the hardware's prefetchers do not follow a unit's two planes far enough ahead). Past
+/// the group's last unit it asks for the next group's first, which the caller reads next; a prefetch
+/// never faults, whatever the address.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn ahead<W>(w: &[W], u: usize, j: usize, shares: usize) {
+    let lines = size_of::<W>().div_ceil(64);
+    let next = w.as_ptr().wrapping_add(u + 1).cast::<i8>();
+    for line in (j * lines).div_ceil(shares)..((j + 1) * lines).div_ceil(shares) {
+        _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(64 * line));
+    }
+}
+
 /// Each token's float sums of both halves into its sixteen.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -96,6 +111,9 @@ fn k_rows<F: KForm, const T: usize>(w: &[F], a: &[KActBlock], per_row: usize, ou
     let x = tokens::<_, T>(a, per_row, w.len(), out.len());
     let zero = ([_mm256_setzero_si256(); T], [_mm256_setzero_ps(); T]);
     let sub = |u: usize, j: usize, half: usize, (sums, _): &mut ([__m256i; T], [__m256; T])| {
+        if T == 1 && half == 0 {
+            ahead(w, u, j, SUBS);
+        }
         let (form, x) = (&w[u], column(&x, u));
         let fifth = form.fifth_bits().map(|qh| load(qh, 64 * j + 32 * half));
         let scales = doubled(&form.low().scales, 16 * j + 8 * half);
@@ -157,6 +175,9 @@ pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[KActBlock], per_row: usize
     );
     let zero = ([_mm256_setzero_si256(); T], [_mm256_setzero_ps(); T]);
     let sub = |u: usize, j: usize, half: usize, (sums, _): &mut ([__m256i; T], [__m256; T])| {
+        if T == 1 && half == 0 {
+            ahead(w, u, j, SUBS);
+        }
         let (g, x) = (&w[u], column(&x, u));
         // The two sixteens' scales of the eight rows, (sc₀, sc₁) a row: each doubled for its own
         // sixteen's products, and both, times 32, against the activations' sums of sixteen (at
@@ -223,6 +244,9 @@ pub unsafe fn q6_k<const T: usize>(w: &[Q6Kx16], a: &[KActBlock], per_row: usize
 pub unsafe fn q5_0<const T: usize>(w: &[Q5x16], a: &[ActBlock], per_row: usize, out: &mut [[f32; ROWS]]) {
     let x = tokens::<_, T>(a, per_row, w.len(), out.len());
     let sub = |b: usize, _: usize, half: usize, sums: &mut [__m256; T]| {
+        if T == 1 && half == 0 {
+            ahead(w, b, 0, 1);
+        }
         let (g, x) = (&w[b], column(&x, b));
         let mut dots = [_mm256_setzero_si256(); T];
         let fifth = Some(load(&g.qh, 32 * half));
