@@ -64,7 +64,7 @@ pub fn human(section: &VsSection) -> String {
             );
             for model in &f.models {
                 out += &match model {
-                    ModelSection::Measured(m) => human_model(m),
+                    ModelSection::Measured(m) => human_model(m, f.threads),
                     ModelSection::Skipped { model, skipped } => format!("\x20 {model}: skipped ({skipped})\n"),
                 };
             }
@@ -75,7 +75,7 @@ pub fn human(section: &VsSection) -> String {
 }
 
 #[cfg(feature = "local")]
-fn human_model(m: &crate::provider::local::bench_llama_cpp::ModelFigures) -> String {
+fn human_model(m: &crate::provider::local::bench_llama_cpp::ModelFigures, threads: usize) -> String {
     let mb = |bytes: u64| bytes as f64 / 1e6;
     let rounds = |f: &dyn Fn(&crate::provider::local::bench_llama_cpp::Round) -> f64| {
         m.rounds.iter().map(|r| format!("{:.1}", f(r))).collect::<Vec<_>>().join(" · ")
@@ -86,7 +86,7 @@ fn human_model(m: &crate::provider::local::bench_llama_cpp::ModelFigures) -> Str
          \x20   generation  ours {:>7.1} tokens/s, llama.cpp {:>7.1} tokens/s → {:.2}×  (rounds: ours {}; llama.cpp {})\n\
          \x20   read per generated token: the file's tensors {:.0} MB (a token reads {:.0} MB of them); ours holds {:.0} MB \
          of weights ({:.2}× the file's) + {:.0} MB of keys and values at {:.1} GB/s; llama.cpp {:.0} + {:.0} MB at {:.1} GB/s; \
-         memory read baseline {:.1} GB/s (one thread)\n",
+         memory read baseline {:.1} GB/s ({} threads)\n",
         m.model,
         m.family,
         mb(m.file_bytes),
@@ -112,6 +112,7 @@ fn human_model(m: &crate::provider::local::bench_llama_cpp::ModelFigures) -> Str
         mb(m.llama_cpp_read.kv_bytes),
         m.llama_cpp_read.gb_per_s,
         m.memory_read_gb_per_s,
+        threads,
     )
 }
 

@@ -318,7 +318,7 @@ fn measure_workload(path: &Path, engine: &mut Engine, workload: &Workload) -> Re
         name: workload.name.clone(),
         runs,
         first_token,
-        memory_read_gb_per_s: memory_read_gb_per_s(engine.weight_bytes()),
+        memory_read_gb_per_s: memory_read_gb_per_s(engine.weight_bytes(), 1),
         peak_rss_mb: peak_rss_mb(),
     })
 }
@@ -347,7 +347,7 @@ pub fn measure(path: &Path, workload: Option<&Workload>) -> Result<LocalFigures,
     let candle_unconstrained = speed(&mut candle, &story())?;
     let candle_weights = candle.weight_bytes();
     drop(candle);
-    let memory_read_gb_per_s = memory_read_gb_per_s(weights);
+    let memory_read_gb_per_s = memory_read_gb_per_s(weights, 1);
     let weights_gb_per_s = weights as f64 * unconstrained.tokens_per_s / 1e9;
     let candle_weights_gb_per_s = candle_weights as f64 * candle_unconstrained.tokens_per_s / 1e9;
     let ratio = |a: &Speed, b: &Speed| if b.tokens_per_s > 0.0 { a.tokens_per_s / b.tokens_per_s } else { 0.0 };
@@ -374,22 +374,30 @@ pub fn measure(path: &Path, workload: Option<&Workload>) -> Result<LocalFigures,
     })
 }
 
-/// GB/s of one thread summing `bytes` of memory (best of five), the ceiling of generating a token.
-pub(super) fn memory_read_gb_per_s(bytes: usize) -> f64 {
-    let words: Vec<u64> = (0..(bytes / 8).max(1) as u64).collect();
+/// GB/s of `threads` threads at once each summing its share of `bytes` of memory (best of five), the
+/// ceiling of generating a token on that many threads.
+pub(super) fn memory_read_gb_per_s(bytes: usize, threads: usize) -> f64 {
+    let threads = threads.max(1);
+    let shares: Vec<Vec<u64>> = (0..threads).map(|_| (0..(bytes / 8 / threads).max(8) as u64).collect()).collect();
     let mut best = f64::MAX;
     for _ in 0..5 {
         let started = Instant::now();
-        let mut lanes = [0u64; 8];
-        for chunk in std::hint::black_box(&words).chunks_exact(8) {
-            for (lane, word) in lanes.iter_mut().zip(chunk) {
-                *lane = lane.wrapping_add(*word);
+        std::thread::scope(|scope| {
+            for words in &shares {
+                scope.spawn(move || {
+                    let mut lanes = [0u64; 8];
+                    for chunk in std::hint::black_box(words).chunks_exact(8) {
+                        for (lane, word) in lanes.iter_mut().zip(chunk) {
+                            *lane = lane.wrapping_add(*word);
+                        }
+                    }
+                    std::hint::black_box(lanes);
+                });
             }
-        }
-        std::hint::black_box(lanes);
+        });
         best = best.min(started.elapsed().as_secs_f64());
     }
-    (words.len() * 8) as f64 / best / 1e9
+    (shares.iter().map(Vec::len).sum::<usize>() * 8) as f64 / best / 1e9
 }
 
 /// CPU seconds this thread has used (user + system, from /proc/thread-self/stat).

@@ -169,7 +169,8 @@ pub struct ModelFigures {
     pub ours_read: Read,
     /// llama.cpp reads the file's tensors as stored, and an f16 key/value cache of the same shape.
     pub llama_cpp_read: Read,
-    /// One thread summing a buffer the size of our weights, measured after the rounds.
+    /// [`THREADS`] threads at once summing a buffer the size of our weights (their shares of it),
+    /// measured after the rounds: the most both could read a second.
     pub memory_read_gb_per_s: f64,
     pub rounds: Vec<Round>,
 }
@@ -310,7 +311,7 @@ fn measure_model(
         llama_cpp_read: read(token_tensor_bytes, llama_cpp.tokens_per_s),
         ours,
         llama_cpp,
-        memory_read_gb_per_s: memory_read_gb_per_s(held as usize),
+        memory_read_gb_per_s: memory_read_gb_per_s(held as usize, THREADS),
         rounds: ours_runs.into_iter().zip(llama_runs).map(|(ours, llama_cpp)| Round { ours, llama_cpp }).collect(),
     };
     Ok(figures)
