@@ -25,10 +25,12 @@ use super::weights::{self, Identity};
 use super::EngineError;
 
 mod ops;
+mod quantized;
 
 pub use super::arch::Config;
 pub use ops::argmax;
 use ops::{add, gated, rms_norm_heads, rms_norm_rows, scale, RopeTable};
+use quantized::Quantized;
 
 /// Where a GGUF's interleaved weights are kept on disk, and the GGUF's identity.
 #[derive(Clone, Debug)]
@@ -562,51 +564,6 @@ impl Model {
         let normed = unsafe { qz.rows(&h[..dim], 1) };
         project(pool, &[(output, &Disjoint::new(&mut logits))], normed, 1, kernels)?;
         Ok(logits)
-    }
-}
-
-/// The quantized activations of a pass, in both forms (the K forms' only when a matrix reads them),
-/// token rows written from many threads at once.
-struct Quantized<'a> {
-    blocks: Disjoint<'a, ActBlock>,
-    supers: Disjoint<'a, KActBlock>,
-    k_forms: bool,
-}
-
-impl<'a> Quantized<'a> {
-    fn new(blocks: &'a mut [ActBlock], supers: &'a mut [KActBlock], k_forms: bool) -> Self {
-        Self { blocks: Disjoint::new(blocks), supers: Disjoint::new(supers), k_forms }
-    }
-
-    /// Whether rows of `width` values have a K form (a matrix of `width` columns may be one).
-    fn supers(&self, width: usize) -> bool {
-        self.k_forms && width.is_multiple_of(SUPER)
-    }
-
-    /// Token `t`'s row `x` (of its width) quantized into that token's rows.
-    ///
-    /// # Safety
-    /// No other thread reads or writes token `t`'s rows meanwhile.
-    unsafe fn token(&self, t: usize, x: &[f32], kernels: Kernels) {
-        let width = x.len();
-        // SAFETY: token t's rows (this function's contract).
-        kernels.quantize(x, unsafe { self.blocks.slice(t * width / BLOCK..(t + 1) * width / BLOCK) });
-        if self.supers(width) {
-            // SAFETY: as above.
-            kernels.quantize_k(x, unsafe { self.supers.slice(t * width / SUPER..(t + 1) * width / SUPER) });
-        }
-    }
-
-    /// The first `seq` rows (of `values.len() / seq` values each), with their f32 `values`.
-    ///
-    /// # Safety
-    /// No thread writes them while the result lives.
-    unsafe fn rows<'v>(&'v self, values: &'v [f32], seq: usize) -> Activations<'v> {
-        let width = values.len() / seq;
-        // SAFETY: read only (this function's contract).
-        let supers: &[KActBlock] =
-            if self.supers(width) { unsafe { self.supers.slice(0..seq * width / SUPER) } } else { &[] };
-        Activations { blocks: unsafe { self.blocks.slice(0..seq * width / BLOCK) }, supers, values }
     }
 }
 
