@@ -304,8 +304,7 @@ pub(super) mod portable {
     }
 }
 
-/// The AVX2 entries: the scores and weighted values in [`super::attention_avx2`]'s kernels, the
-/// softmax the reference arithmetic compiled for AVX2 (the same operations, so the same bits).
+/// The AVX2 entries: [`super::attention_avx2`]'s kernels.
 #[cfg(target_arch = "x86_64")]
 pub(super) mod avx2 {
     use super::Heads;
@@ -321,7 +320,7 @@ pub(super) mod avx2 {
     /// The CPU has AVX2, FMA and F16C.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn softmax(heads: &Heads, scores: &mut [f32], inverse: &mut [f32]) {
-        heads.softmax_lanes(scores, inverse)
+        super::super::attention_avx2::softmax(heads, scores, inverse)
     }
 
     /// # Safety

@@ -8,9 +8,15 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use super::attention::{tiles, Heads, TILE};
+use super::math::avx2::exp256;
+use super::math::sum16;
 
 /// Query heads one pass over the keys or values serves (their chains fit in the 16 registers).
 const HEADS_PER_PASS: usize = 3;
+/// f16 values in a cache line.
+const LINE: usize = 32;
+/// Positions the weighted values ask for ahead of the one they sum.
+const AHEAD: usize = 40;
 
 /// Step 1 ([`Heads::scores`]).
 ///
@@ -42,9 +48,14 @@ fn scores_of<const G: usize>(heads: &Heads, q: &[f32], tiles: Range<usize>, firs
     let (hd, group, tile_len) = (heads.shape.head_dim, heads.group, heads.shape.tile_len());
     for (i, tile) in tiles.enumerate() {
         let at = tile * tile_len + heads.kv * hd * TILE;
+        // The next tile's keys of this head, a cache line a step: they start a page of their own, where
+        // the hardware's prefetchers begin again.
+        let next = heads.keys.as_ptr().wrapping_add(at + tile_len);
         for half in [0, 8] {
             let mut chains = [[_mm256_setzero_ps(); 4]; G];
             for d in (0..hd).step_by(4) {
+                let line = (half / 8 * hd / 4 + d / 4) * LINE;
+                _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(line).cast());
                 for j in 0..4 {
                     // SAFETY: eight f16 keys from `at + 16(d + j) + half`, inside the tiles checked by the caller.
                     let keys = _mm256_cvtph_ps(unsafe {
@@ -64,6 +75,62 @@ fn scores_of<const G: usize>(heads: &Heads, q: &[f32], tiles: Range<usize>, firs
                 unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(slot), sum) };
             }
         }
+    }
+}
+
+/// Step 2 ([`Heads::softmax`]): a tile's sixteen scores in two registers, [`exp256`] as the portable
+/// `exp` (so the same bits), the sums kept in sixteen lanes as the portable loop keeps them.
+///
+/// # Safety
+/// The CPU has AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub unsafe fn softmax(heads: &Heads, scores: &mut [f32], inverse: &mut [f32]) {
+    let (n, group) = (heads.positions, heads.group);
+    let tiles = tiles(n);
+    assert!(scores.len() >= tiles * group * TILE && inverse.len() >= group, "buffers too short");
+    let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    // Which of the eight lanes from position `p` hold one of the `n` positions.
+    let live = |p: usize| _mm256_cmpgt_epi32(_mm256_set1_epi32(n.saturating_sub(p).min(8) as i32), lane);
+    let lowest = _mm256_set1_ps(f32::NEG_INFINITY);
+    for (g, inverse) in inverse[..group].iter_mut().enumerate() {
+        // The largest score (the same value as the portable fold: a maximum of finite numbers does not
+        // depend on the order, but for the sign of a zero, which `s − max` and `exp` do not see).
+        let mut most = lowest;
+        for tile in 0..tiles {
+            let at = (tile * group + g) * TILE;
+            for half in [0, 8] {
+                // SAFETY: eight scores from `at + half`, inside `scores` (checked above).
+                let s = unsafe { _mm256_loadu_ps(scores.as_ptr().add(at + half)) };
+                let s = _mm256_blendv_ps(lowest, s, _mm256_castsi256_ps(live(tile * TILE + half)));
+                // A NaN score leaves `most` as it was, as `f32::max` does.
+                most = _mm256_max_ps(s, most);
+            }
+        }
+        let mut lanes = [0f32; 8];
+        // SAFETY: eight floats into an array of eight.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), most) };
+        let max = _mm256_set1_ps(lanes.iter().fold(f32::NEG_INFINITY, |m, x| m.max(*x)));
+        let mut sums = [_mm256_setzero_ps(); 2];
+        for tile in 0..tiles {
+            let at = (tile * group + g) * TILE;
+            for (h, half) in [0, 8].into_iter().enumerate() {
+                // SAFETY: eight scores from `at + half`, inside `scores` (checked above).
+                unsafe {
+                    let s = _mm256_loadu_ps(scores.as_ptr().add(at + half));
+                    let live = _mm256_castsi256_ps(live(tile * TILE + half));
+                    let e = _mm256_and_ps(live, exp256(_mm256_sub_ps(s, max)));
+                    _mm256_storeu_ps(scores.as_mut_ptr().add(at + half), e);
+                    sums[h] = _mm256_add_ps(sums[h], e);
+                }
+            }
+        }
+        let mut sixteen = [0f32; TILE];
+        // SAFETY: two times eight floats into an array of sixteen.
+        unsafe {
+            _mm256_storeu_ps(sixteen.as_mut_ptr(), sums[0]);
+            _mm256_storeu_ps(sixteen.as_mut_ptr().add(8), sums[1]);
+        }
+        *inverse = 1.0 / sum16(&sixteen);
     }
 }
 
@@ -127,6 +194,10 @@ fn weigh_of<const G: usize, const C: usize>(
     let mut acc = [[_mm256_setzero_ps(); C]; G];
     for p in 0..n {
         let at = (p * kv_heads + heads.kv) * hd + span.dim;
+        // Positions are a row of every head apart, too far for the hardware's prefetchers.
+        let ahead = heads.values.as_ptr().wrapping_add(at + AHEAD * kv_heads * hd);
+        _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+        _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(8 * C - 1).cast());
         let lane = (p / TILE * group + span.first_head) * TILE + p % TILE;
         let mut weights = [_mm256_setzero_ps(); G];
         for (g, weight) in weights.iter_mut().enumerate() {

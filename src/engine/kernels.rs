@@ -52,6 +52,10 @@ struct Table {
     quantize_k: unsafe fn(&[f32], &mut [KActBlock]),
     /// `gate[i] ← silu(gate[i])·up[i]`.
     silu_mul: unsafe fn(&mut [f32], &[f32]),
+    /// `gate[i] ← gelu(gate[i])·up[i]`.
+    gelu_mul: unsafe fn(&mut [f32], &[f32]),
+    /// `Σ e^(x − max)` over the finite `x ≥ floor`.
+    exp_sum: unsafe fn(&[f32], f32, f32) -> f32,
     /// Attention's three steps.
     scores: Scores,
     softmax: Softmax,
@@ -71,6 +75,8 @@ static PORTABLE: Table = Table {
     quantize: super::quant::quantize_lanes,
     quantize_k: super::kquant::quantize_k_lanes,
     silu_mul: super::math::silu_mul_lanes,
+    gelu_mul: super::math::gelu_mul_lanes,
+    exp_sum: super::math::exp_sum_lanes,
     scores: super::attention::portable::scores,
     softmax: super::attention::portable::softmax,
     weigh: super::attention::portable::weigh,
@@ -91,6 +97,8 @@ static AVX2: Table = Table {
     quantize: super::quant::quantize_avx2,
     quantize_k: super::kquant::quantize_k_avx2,
     silu_mul: super::math::avx2::silu_mul,
+    gelu_mul: super::math::avx2::gelu_mul,
+    exp_sum: super::math::avx2::exp_sum,
     scores: super::attention::avx2::scores,
     softmax: super::attention::avx2::softmax,
     weigh: super::attention::avx2::weigh,
@@ -113,6 +121,8 @@ static AVX512: Table = Table {
     quantize: super::avx512::quantize,
     quantize_k: super::kquant::quantize_k_avx2,
     silu_mul: super::math::avx512::silu_mul,
+    gelu_mul: super::math::avx2::gelu_mul,
+    exp_sum: super::math::avx2::exp_sum,
     scores: super::attention_avx512::scores_shaped,
     softmax: super::attention_avx512::softmax,
     weigh: super::attention_avx512::weigh_shaped,
@@ -191,6 +201,18 @@ impl Kernels {
     pub fn silu_mul(self, gate: &mut [f32], up: &[f32]) {
         // SAFETY: as in `dot`.
         unsafe { (self.table.silu_mul)(gate, up) }
+    }
+
+    /// `gate[i] ← gelu(gate[i])·up[i]` (tanh approximation).
+    pub fn gelu_mul(self, gate: &mut [f32], up: &[f32]) {
+        // SAFETY: as in `dot`.
+        unsafe { (self.table.gelu_mul)(gate, up) }
+    }
+
+    /// `Σ e^(x − max)` over the finite `x ≥ floor`, in sixteen lanes.
+    pub fn exp_sum(self, xs: &[f32], max: f32, floor: f32) -> f32 {
+        // SAFETY: as in `dot`.
+        unsafe { (self.table.exp_sum)(xs, max, floor) }
     }
 
     /// [`Heads::scores`]' kernel (its buffers checked there).

@@ -1,5 +1,5 @@
 //! The f32 functions of the forward pass that vectorize: `exp` (a Cephes-style polynomial, written out
-//! operation by operation so every path rounds alike), `x·silu(x)·y` of the feed-forward layer, and the
+//! operation by operation so every path rounds alike), `silu(x)·y` and `gelu(x)·y` of the feed-forward layer, and the
 //! horizontal sum of sixteen lanes. The portable bodies are compiled a second time for AVX2 (the same
 //! operations, so the same bits), and [`exp512`] is the AVX-512 twin of [`exp`].
 
@@ -43,6 +43,43 @@ pub(super) fn silu_mul_lanes(gate: &mut [f32], up: &[f32]) {
     }
 }
 
+/// √(2/π), of GELU's tanh approximation.
+const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+const GELU_CUBE: f32 = 0.044_715;
+
+/// `gate[i] ← gelu(gate[i])·up[i]`, GELU's tanh approximation `g/2 · (1 + tanh(√(2/π)·(g + 0.044715·g³)))`
+/// written as `g / (1 + e^−2y)` (the same function, through [`exp`]), on the `kernels`' path.
+pub fn gelu_mul(gate: &mut [f32], up: &[f32], kernels: Kernels) {
+    kernels.gelu_mul(gate, up)
+}
+
+/// The reference arithmetic of [`gelu_mul`] (compiled as is for other CPUs).
+#[inline(always)]
+pub(super) fn gelu_mul_lanes(gate: &mut [f32], up: &[f32]) {
+    for (g, u) in gate.iter_mut().zip(up) {
+        let x = *g;
+        let y = SQRT_2_OVER_PI * x * (1.0 + GELU_CUBE * x * x);
+        *g = x / (1.0 + exp(-2.0 * y)) * u;
+    }
+}
+
+/// `Σ e^(x − max)` over the finite `x ≥ floor` (a softmax's denominator, the rest negligible), summed
+/// in sixteen lanes (`x[i]` in lane `i mod 16`), on the `kernels`' path.
+pub fn exp_sum(xs: &[f32], max: f32, floor: f32, kernels: Kernels) -> f32 {
+    kernels.exp_sum(xs, max, floor)
+}
+
+/// The reference arithmetic of [`exp_sum`] (compiled as is for other CPUs).
+pub(super) fn exp_sum_lanes(xs: &[f32], max: f32, floor: f32) -> f32 {
+    let mut lanes = [0f32; 16];
+    for (i, x) in xs.iter().enumerate() {
+        if *x >= floor && *x < f32::INFINITY {
+            lanes[i % 16] += exp(x - max);
+        }
+    }
+    sum16(&lanes)
+}
+
 /// The sum of sixteen lanes, halves added pairwise (`l[i] + l[i+8]`, then `+4`, `+2`, `+1`): the order
 /// a vector register reduces in.
 pub fn sum16(lanes: &[f32; 16]) -> f32 {
@@ -54,9 +91,95 @@ pub fn sum16(lanes: &[f32; 16]) -> f32 {
 
 #[cfg(target_arch = "x86_64")]
 pub(super) mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{GELU_CUBE, HIGHEST, LN2_HI, LN2_LO, LOG2E, LOWEST, P, SQRT_2_OVER_PI};
+
+    /// [`super::exp`] on eight lanes, operation for operation.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, FMA and F16C (callers from outside such code).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn exp256(x: __m256) -> __m256 {
+        let x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(LOWEST)), _mm256_set1_ps(HIGHEST));
+        let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(
+            x,
+            _mm256_set1_ps(LOG2E),
+        ));
+        let r = _mm256_fmadd_ps(n, _mm256_set1_ps(-LN2_HI), x);
+        let r = _mm256_fmadd_ps(n, _mm256_set1_ps(-LN2_LO), r);
+        let mut p = _mm256_fmadd_ps(_mm256_set1_ps(P[0]), r, _mm256_set1_ps(P[1]));
+        for c in &P[2..] {
+            p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(*c));
+        }
+        let y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0));
+        let bits = _mm256_slli_epi32::<23>(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)));
+        _mm256_mul_ps(y, _mm256_castsi256_ps(bits))
+    }
+
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn silu_mul(gate: &mut [f32], up: &[f32]) {
-        super::silu_mul_lanes(gate, up)
+        let n = gate.len().min(up.len());
+        let (whole, one) = (n / 8 * 8, _mm256_set1_ps(1.0));
+        for i in (0..whole).step_by(8) {
+            // SAFETY: eight values from `i`, inside both slices (`i + 8 ≤ n`).
+            unsafe {
+                let g = _mm256_loadu_ps(gate.as_ptr().add(i));
+                let u = _mm256_loadu_ps(up.as_ptr().add(i));
+                let e = exp256(_mm256_sub_ps(_mm256_setzero_ps(), g));
+                _mm256_storeu_ps(gate.as_mut_ptr().add(i), _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), u));
+            }
+        }
+        super::silu_mul_lanes(&mut gate[whole..n], &up[whole..n]);
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn gelu_mul(gate: &mut [f32], up: &[f32]) {
+        let n = gate.len().min(up.len());
+        let (whole, one) = (n / 8 * 8, _mm256_set1_ps(1.0));
+        let (scale, cube) = (_mm256_set1_ps(SQRT_2_OVER_PI), _mm256_set1_ps(GELU_CUBE));
+        for i in (0..whole).step_by(8) {
+            // SAFETY: eight values from `i`, inside both slices (`i + 8 ≤ n`).
+            unsafe {
+                let x = _mm256_loadu_ps(gate.as_ptr().add(i));
+                let u = _mm256_loadu_ps(up.as_ptr().add(i));
+                // The portable `a * b * c` is `(a·b)·c`, and `1.0 + c·x·x` is `1 + (c·x)·x`.
+                let inner = _mm256_add_ps(one, _mm256_mul_ps(_mm256_mul_ps(cube, x), x));
+                let y = _mm256_mul_ps(_mm256_mul_ps(scale, x), inner);
+                let e = exp256(_mm256_mul_ps(_mm256_set1_ps(-2.0), y));
+                _mm256_storeu_ps(gate.as_mut_ptr().add(i), _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, e)), u));
+            }
+        }
+        super::gelu_mul_lanes(&mut gate[whole..n], &up[whole..n]);
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn exp_sum(xs: &[f32], max: f32, floor: f32) -> f32 {
+        let (m, low, high) = (_mm256_set1_ps(max), _mm256_set1_ps(floor), _mm256_set1_ps(f32::INFINITY));
+        let mut sums = [_mm256_setzero_ps(); 2];
+        let chunks = xs.chunks_exact(16);
+        let rest = chunks.remainder();
+        for chunk in chunks {
+            for (h, sum) in sums.iter_mut().enumerate() {
+                // SAFETY: eight values from `8h`, inside the chunk of sixteen.
+                let x = unsafe { _mm256_loadu_ps(chunk.as_ptr().add(8 * h)) };
+                let live = _mm256_and_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(x, low), _mm256_cmp_ps::<_CMP_LT_OQ>(x, high));
+                *sum = _mm256_add_ps(*sum, _mm256_and_ps(live, exp256(_mm256_sub_ps(x, m))));
+            }
+        }
+        let mut lanes = [0f32; 16];
+        // SAFETY: two times eight floats into an array of sixteen.
+        unsafe {
+            _mm256_storeu_ps(lanes.as_mut_ptr(), sums[0]);
+            _mm256_storeu_ps(lanes.as_mut_ptr().add(8), sums[1]);
+        }
+        for (lane, x) in lanes.iter_mut().zip(rest) {
+            if *x >= floor && *x < f32::INFINITY {
+                *lane += super::exp(x - max);
+            }
+        }
+        super::sum16(&lanes)
     }
 }
 
@@ -145,6 +268,47 @@ mod tests {
             let mut got = gate.clone();
             silu_mul(&mut got, &up, kernels);
             assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "{level:?}");
+        }
+    }
+
+    #[test]
+    fn every_path_gives_the_same_gelu_bits() {
+        let gate: Vec<f32> = (0..61).map(|i| (i as f32 - 30.0) * 0.23).chain([-40.0, 40.0, 0.0, -0.0]).collect();
+        let up: Vec<f32> = (0..gate.len()).map(|i| (i as f32 * 0.31).sin() * 3.0).collect();
+        let mut want = gate.clone();
+        gelu_mul_lanes(&mut want, &up);
+        for (w, (g, u)) in want.iter().zip(gate.iter().zip(&up)) {
+            let (g, u) = (f64::from(*g), f64::from(*u));
+            let exact = 0.5 * g * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (g + 0.044715 * g.powi(3))).tanh()) * u;
+            assert!((f64::from(*w) - exact).abs() < 1e-5 * (1.0 + exact.abs()), "{g}: {w} vs {exact}");
+        }
+        for level in [Level::Portable, Level::Avx2, Level::Avx512] {
+            let Some(kernels) = Kernels::at(level) else { continue };
+            let mut got = gate.clone();
+            gelu_mul(&mut got, &up, kernels);
+            assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "{level:?}");
+        }
+    }
+
+    #[test]
+    fn every_path_gives_the_same_exp_sum_bits() {
+        let mut xs: Vec<f32> = (0..203).map(|i| ((i * 37) % 101) as f32 * 0.3 - 15.0).collect();
+        xs[3] = f32::NAN;
+        xs[40] = f32::INFINITY;
+        xs[77] = f32::NEG_INFINITY;
+        for n in [0, 7, 16, 35, 203] {
+            let (max, floor) = (15.3, -8.7);
+            let want = exp_sum_lanes(&xs[..n], max, floor);
+            let exact: f64 = xs[..n]
+                .iter()
+                .filter(|x| x.is_finite() && **x >= floor)
+                .map(|x| (f64::from(*x) - f64::from(max)).exp())
+                .sum();
+            assert!((f64::from(want) - exact).abs() <= 1e-5 * exact, "{n}: {want} vs {exact}");
+            for level in [Level::Portable, Level::Avx2, Level::Avx512] {
+                let Some(kernels) = Kernels::at(level) else { continue };
+                assert_eq!(exp_sum(&xs[..n], max, floor, kernels).to_bits(), want.to_bits(), "{level:?} {n}");
+            }
         }
     }
 

@@ -28,8 +28,8 @@ mod ops;
 mod quantized;
 
 pub use super::arch::Config;
-pub use ops::argmax;
 use ops::{add, gated, rms_norm_heads, rms_norm_rows, scale, RopeTable};
+pub use ops::{argmax, first_largest};
 use quantized::Quantized;
 
 /// Where a GGUF's interleaved weights are kept on disk, and the GGUF's identity.

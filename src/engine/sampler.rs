@@ -3,7 +3,9 @@
 //! Before the grammar's mask, the llama.cpp-style repetition penalty ([`RepeatPenalty`]) lowers the
 //! tokens of the last N; after it, [`odds`] says how likely the picked token and its runner-up were.
 
-use super::model::argmax;
+use super::kernels::Kernels;
+use super::math::exp_sum;
+use super::model::{argmax, first_largest};
 
 /// llama.cpp's repetition penalty (`--repeat-penalty`, `--repeat-last-n`): every distinct token among
 /// the last `last_n` tokens the model chose has its logit divided by `penalty` when positive and
@@ -62,19 +64,16 @@ pub fn odds(logits: &[f32], picked: u32) -> Option<Odds> {
     if !chosen.is_finite() {
         return None;
     }
-    let mut max = f32::NEG_INFINITY;
-    let mut runner_up: Option<(u32, f32)> = None;
-    for (i, &v) in logits.iter().enumerate() {
-        if !v.is_finite() {
-            continue;
-        }
-        max = max.max(v);
-        if i != picked as usize && runner_up.is_none_or(|(_, best)| v > best) {
-            runner_up = Some((i as u32, v));
-        }
-    }
+    // The best of the others: the first of the largest before the picked token, else after it.
+    let (before, after) = (&logits[..picked as usize], &logits[picked as usize + 1..]);
+    let runner_up = match (first_largest(before, f32::is_finite), first_largest(after, f32::is_finite)) {
+        (Some((i, a)), Some((_, b))) if a >= b => Some((i as u32, a)),
+        (_, Some((j, b))) => Some((picked + 1 + j as u32, b)),
+        (first, None) => first.map(|(i, a)| (i as u32, a)),
+    };
+    let max = runner_up.map_or(chosen, |(_, v)| v.max(chosen));
     let floor = max - NEGLIGIBLE;
-    let sum: f32 = logits.iter().filter(|v| v.is_finite() && **v >= floor).map(|v| (v - max).exp()).sum();
+    let sum = exp_sum(logits, max, floor, Kernels::detect());
     let probability = |logit: f32| ((logit - max).exp() / sum).clamp(0.0, 1.0);
     Some(Odds { p: probability(chosen), runner_up: runner_up.map(|(token, logit)| (token, probability(logit))) })
 }
@@ -187,6 +186,12 @@ mod tests {
         assert_eq!(super::odds(&logits, 2), None, "a masked token was not picked from the distribution");
         let alone = super::odds(&[f32::NEG_INFINITY, 5.0], 1).unwrap();
         assert_eq!((alone.p, alone.runner_up), (1.0, None));
+        // The runner-up is the first of the largest others, on either side of the pick.
+        let token = |logits: &[f32], picked| super::odds(logits, picked).unwrap().runner_up.unwrap().0;
+        assert_eq!(token(&[1.0, 2.0, 1.0], 1), 0);
+        assert_eq!(token(&[1.0, 2.0, 1.5, 1.5], 1), 2);
+        assert_eq!(token(&[f32::INFINITY, 3.0, f32::NAN, 2.0], 1), 3);
+        assert_eq!(token(&[2.0, 3.0, 2.0], 0), 1, "the picked token need not be the largest");
     }
 
     #[test]

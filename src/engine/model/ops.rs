@@ -94,37 +94,77 @@ impl RopeTable {
 pub(super) fn gated(activation: Activation, gate: &mut [f32], up: &[f32], kernels: Kernels) {
     match activation {
         Activation::Silu => kernels.silu_mul(gate, up),
-        Activation::GeluTanh => {
-            for (g, u) in gate.iter_mut().zip(up) {
-                *g = gelu_tanh(*g) * u;
-            }
-        }
+        Activation::GeluTanh => kernels.gelu_mul(gate, up),
     }
 }
 
-/// GELU, tanh approximation: `x/2 · (1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
-pub(super) fn gelu_tanh(x: f32) -> f32 {
-    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
-    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + 0.044_715 * x * x)).tanh())
-}
-
-/// The index of the largest logit (the lowest index on ties).
+/// The index of the largest logit (the lowest index on ties), NaNs passed over.
 pub fn argmax(logits: &[f32]) -> Option<usize> {
-    let mut best: Option<(usize, f32)> = None;
-    for (i, v) in logits.iter().enumerate() {
-        if v.is_nan() {
-            continue;
-        }
-        if best.is_none_or(|(_, b)| *v > b) {
-            best = Some((i, *v));
+    first_largest(logits, |_| true).map(|(i, _)| i)
+}
+
+/// The first of the largest values `keep` accepts (NaNs never), and where it is: sixteen running
+/// maxima a pass (they vectorize; a maximum does not depend on the order), then the first value equal
+/// to it.
+pub fn first_largest(xs: &[f32], keep: impl Fn(f32) -> bool) -> Option<(usize, f32)> {
+    let mut lanes = [f32::NEG_INFINITY; 16];
+    let mut any = false;
+    let chunks = xs.chunks_exact(16);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, v) in lanes.iter_mut().zip(chunk) {
+            let kept = keep(*v) && !v.is_nan();
+            any |= kept;
+            *lane = if kept && *v > *lane { *v } else { *lane };
         }
     }
-    best.map(|(i, _)| i)
+    for (lane, v) in lanes.iter_mut().zip(rest) {
+        let kept = keep(*v) && !v.is_nan();
+        any |= kept;
+        *lane = if kept && *v > *lane { *v } else { *lane };
+    }
+    if !any {
+        return None;
+    }
+    let most = lanes.iter().fold(f32::NEG_INFINITY, |m, v| if *v > m { *v } else { m });
+    xs.iter().position(|v| *v == most && keep(*v)).map(|i| (i, most))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first largest by the plain scan, on runs with NaNs, infinities, ties and signed zeros
+    /// anywhere (lengths around the sixteen lanes).
+    #[test]
+    fn the_first_largest_is_the_plain_scans() {
+        let special = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 0.5];
+        let mut state = 7u32;
+        for n in [0, 1, 5, 15, 16, 17, 33, 100] {
+            for _ in 0..200 {
+                let xs: Vec<f32> = (0..n)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 17;
+                        state ^= state << 5;
+                        special.get(state as usize % 12).copied().unwrap_or((state % 5) as f32 / 4.0)
+                    })
+                    .collect();
+                for finite in [false, true] {
+                    let keep = |v: f32| !finite || v.is_finite();
+                    let mut want: Option<(usize, f32)> = None;
+                    for (i, v) in xs.iter().enumerate() {
+                        if !v.is_nan() && keep(*v) && want.is_none_or(|(_, b)| *v > b) {
+                            want = Some((i, *v));
+                        }
+                    }
+                    let got = first_largest(&xs, keep);
+                    assert_eq!(got.map(|g| g.0), want.map(|w| w.0), "{xs:?} finite {finite}");
+                }
+                assert_eq!(argmax(&xs), first_largest(&xs, |_| true).map(|g| g.0));
+            }
+        }
+    }
 
     #[test]
     fn rms_norm_of_a_row_and_of_each_head() {
