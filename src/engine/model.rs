@@ -30,7 +30,7 @@ mod quantized;
 pub use super::arch::Config;
 use ops::{add, gated, rms_norm_heads, rms_norm_rows, scale, RopeTable};
 pub use ops::{argmax, first_largest};
-use quantized::Quantized;
+use quantized::{Forms, Quantized};
 
 /// Where a GGUF's interleaved weights are kept on disk, and the GGUF's identity.
 #[derive(Clone, Debug)]
@@ -173,8 +173,8 @@ pub struct Model {
     buffers: Buffers,
     pool: Pool,
     kernels: Kernels,
-    /// Whether a matrix is of a K form (so activations are quantized for them too).
-    k_forms: bool,
+    /// The quantized forms of the activations the matrices read.
+    forms: Forms,
     weights_from: WeightsFrom,
 }
 
@@ -311,10 +311,10 @@ impl Model {
             buffers: Buffers::default(),
             pool,
             kernels,
-            k_forms: false,
+            forms: Forms::default(),
             weights_from: WeightsFrom::Stored,
         };
-        model.k_forms = model.named_matrices().iter().any(|(_, m)| m.k_form());
+        model.forms = Forms::of(model.multiplied());
         if model.named_matrices().is_empty() {
             model.weights_from = WeightsFrom::Gguf("f32 rows alone, read from the GGUF (nothing to store)".into());
         } else if rebuilt {
@@ -352,13 +352,14 @@ impl Model {
         out
     }
 
+    /// Every matrix a token is multiplied by: the layers' and the output's (the embeddings when tied).
+    fn multiplied(&self) -> impl Iterator<Item = &Matrix> {
+        let layers = self.layers.iter().flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down]);
+        layers.chain([self.output.as_ref().unwrap_or(&self.embeddings)])
+    }
+
     fn matrix_bytes(&self) -> usize {
-        let layers: usize = self
-            .layers
-            .iter()
-            .map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down].iter().map(|m| m.bytes()).sum::<usize>())
-            .sum();
-        layers + self.output.as_ref().unwrap_or(&self.embeddings).bytes()
+        self.multiplied().map(Matrix::bytes).sum()
     }
 
     fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
@@ -375,7 +376,7 @@ impl Model {
             buffers: b,
             pool,
             kernels,
-            k_forms,
+            forms,
             ..
         } = self;
         let (seq, start, kernels, threads) = (tokens.len(), *cached, *kernels, pool.threads());
@@ -400,8 +401,7 @@ impl Model {
         };
         let scratch = grow(&mut b.scores, scratch_needed);
         let widest = seq * dim.max(q_dim).max(ffn);
-        let quantized =
-            Quantized::new(grow(&mut b.acts, widest / BLOCK), grow(&mut b.supers, widest / SUPER), *k_forms);
+        let quantized = Quantized::new(grow(&mut b.acts, widest / BLOCK), grow(&mut b.supers, widest / SUPER), forms);
         let qz = &quantized;
         for (t, &token) in tokens.iter().enumerate() {
             if token as usize >= embeddings.rows {
