@@ -1,7 +1,8 @@
 //! The f32 functions of the forward pass that vectorize: `exp` (a Cephes-style polynomial, written out
-//! operation by operation so every path rounds alike), `silu(x)·y` and `gelu(x)·y` of the feed-forward layer, and the
-//! horizontal sum of sixteen lanes. The portable bodies are compiled a second time for AVX2 (the same
-//! operations, so the same bits), and [`exp512`] is the AVX-512 twin of [`exp`].
+//! operation by operation so every path rounds alike), `silu(x)·y` and `gelu(x)·y` of the feed-forward
+//! layer (both `x / (1 + e^z)·y`), a softmax's sum of `e^(x − max)`, and the horizontal sum of sixteen
+//! lanes. `exp256` and [`exp512`] are the AVX2 and AVX-512 twins of [`exp`], and the vector bodies do
+//! the portable ones' operations in the same order, so every path gives the same bits.
 
 use super::kernels::Kernels;
 
@@ -35,11 +36,17 @@ pub fn silu_mul(gate: &mut [f32], up: &[f32], kernels: Kernels) {
     kernels.silu_mul(gate, up)
 }
 
-/// The reference arithmetic of [`silu_mul`] (compiled as is for other CPUs, and for AVX2).
+/// The reference arithmetic of [`silu_mul`] (compiled as is for other CPUs).
 #[inline(always)]
 pub(super) fn silu_mul_lanes(gate: &mut [f32], up: &[f32]) {
+    gated_lanes(gate, up, |g| -g)
+}
+
+/// `gate[i] ← g / (1 + e^exponent(g)) · up[i]`: the form SiLU and GELU share.
+#[inline(always)]
+fn gated_lanes(gate: &mut [f32], up: &[f32], exponent: impl Fn(f32) -> f32) {
     for (g, u) in gate.iter_mut().zip(up) {
-        *g = *g / (1.0 + exp(-*g)) * u;
+        *g = *g / (1.0 + exp(exponent(*g))) * u;
     }
 }
 
@@ -56,11 +63,7 @@ pub fn gelu_mul(gate: &mut [f32], up: &[f32], kernels: Kernels) {
 /// The reference arithmetic of [`gelu_mul`] (compiled as is for other CPUs).
 #[inline(always)]
 pub(super) fn gelu_mul_lanes(gate: &mut [f32], up: &[f32]) {
-    for (g, u) in gate.iter_mut().zip(up) {
-        let x = *g;
-        let y = SQRT_2_OVER_PI * x * (1.0 + GELU_CUBE * x * x);
-        *g = x / (1.0 + exp(-2.0 * y)) * u;
-    }
+    gated_lanes(gate, up, |x| -2.0 * (SQRT_2_OVER_PI * x * (1.0 + GELU_CUBE * x * x)))
 }
 
 /// `Σ e^(x − max)` over the finite `x ≥ floor` (a softmax's denominator, the rest negligible), summed
@@ -120,38 +123,36 @@ pub(super) mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn silu_mul(gate: &mut [f32], up: &[f32]) {
-        let n = gate.len().min(up.len());
-        let (whole, one) = (n / 8 * 8, _mm256_set1_ps(1.0));
-        for i in (0..whole).step_by(8) {
-            // SAFETY: eight values from `i`, inside both slices (`i + 8 ≤ n`).
-            unsafe {
-                let g = _mm256_loadu_ps(gate.as_ptr().add(i));
-                let u = _mm256_loadu_ps(up.as_ptr().add(i));
-                let e = exp256(_mm256_sub_ps(_mm256_setzero_ps(), g));
-                _mm256_storeu_ps(gate.as_mut_ptr().add(i), _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), u));
-            }
-        }
-        super::silu_mul_lanes(&mut gate[whole..n], &up[whole..n]);
+        let tail = gated(gate, up, |g| _mm256_sub_ps(_mm256_setzero_ps(), g));
+        super::silu_mul_lanes(&mut gate[tail..], &up[tail..]);
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn gelu_mul(gate: &mut [f32], up: &[f32]) {
-        let n = gate.len().min(up.len());
-        let (whole, one) = (n / 8 * 8, _mm256_set1_ps(1.0));
-        let (scale, cube) = (_mm256_set1_ps(SQRT_2_OVER_PI), _mm256_set1_ps(GELU_CUBE));
+        let (one, scale, cube) = (_mm256_set1_ps(1.0), _mm256_set1_ps(SQRT_2_OVER_PI), _mm256_set1_ps(GELU_CUBE));
+        let tail = gated(gate, up, |x| {
+            // The portable `a * b * c` is `(a·b)·c`, and `1.0 + c·x·x` is `1 + (c·x)·x`.
+            let inner = _mm256_add_ps(one, _mm256_mul_ps(_mm256_mul_ps(cube, x), x));
+            _mm256_mul_ps(_mm256_set1_ps(-2.0), _mm256_mul_ps(_mm256_mul_ps(scale, x), inner))
+        });
+        super::gelu_mul_lanes(&mut gate[tail..], &up[tail..]);
+    }
+
+    /// [`super::gated_lanes`] eight values at a time over the whole eights; returns where the rest starts.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn gated(gate: &mut [f32], up: &[f32], exponent: impl Fn(__m256) -> __m256) -> usize {
+        let (whole, one) = (gate.len().min(up.len()) / 8 * 8, _mm256_set1_ps(1.0));
         for i in (0..whole).step_by(8) {
-            // SAFETY: eight values from `i`, inside both slices (`i + 8 ≤ n`).
+            // SAFETY: eight values from `i`, inside both slices (`i + 8 ≤ whole`).
             unsafe {
-                let x = _mm256_loadu_ps(gate.as_ptr().add(i));
+                let g = _mm256_loadu_ps(gate.as_ptr().add(i));
                 let u = _mm256_loadu_ps(up.as_ptr().add(i));
-                // The portable `a * b * c` is `(a·b)·c`, and `1.0 + c·x·x` is `1 + (c·x)·x`.
-                let inner = _mm256_add_ps(one, _mm256_mul_ps(_mm256_mul_ps(cube, x), x));
-                let y = _mm256_mul_ps(_mm256_mul_ps(scale, x), inner);
-                let e = exp256(_mm256_mul_ps(_mm256_set1_ps(-2.0), y));
-                _mm256_storeu_ps(gate.as_mut_ptr().add(i), _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, e)), u));
+                let e = exp256(exponent(g));
+                _mm256_storeu_ps(gate.as_mut_ptr().add(i), _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), u));
             }
         }
-        super::gelu_mul_lanes(&mut gate[whole..n], &up[whole..n]);
+        whole
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
