@@ -162,12 +162,6 @@ impl<'a> Heads<'a> {
         tiles(self.positions) * self.group * TILE
     }
 
-    /// The AVX-512 kernels' shape: up to 8 heads of 32, 64 or 128 dimensions.
-    #[cfg(target_arch = "x86_64")]
-    pub(super) fn avx512_shape(&self) -> bool {
-        self.group <= 8 && matches!(self.shape.head_dim, 32 | 64 | 128)
-    }
-
     /// Step 1: the scores of the scaled queries `q` (`group × head_dim`) in key tiles `tiles`, into
     /// `out` (those tiles' part of the scores: `tiles.len() · group · 16`). Per position, four `fma`
     /// chains over the dimensions (`d mod 4`) added as `(c0 + c1) + (c2 + c3)`.
@@ -395,7 +389,9 @@ mod tests {
     /// a time (as threads share them), give `attend`'s bits.
     #[test]
     fn the_steps_split_across_threads_give_attends_bits() {
-        for (kv_heads, head_dim, group) in [(3, 64, 3), (2, 128, 1), (1, 32, 2), (2, 96, 2), (1, 18, 2)] {
+        for (kv_heads, head_dim, group) in
+            [(3, 64, 3), (2, 128, 1), (1, 32, 2), (2, 96, 2), (1, 18, 2), (1, 256, 4), (2, 48, 6), (1, 80, 5)]
+        {
             let shape = KvShape { kv_heads, head_dim };
             let cache = cache(shape, 70);
             for positions in [1, 17, 33, 70] {
@@ -437,7 +433,7 @@ mod tests {
 
     #[test]
     fn every_path_gives_the_same_bits_at_every_length() {
-        for (kv_heads, head_dim, group) in [(3, 64, 3), (2, 128, 1), (1, 32, 2)] {
+        for (kv_heads, head_dim, group) in [(3, 64, 3), (2, 128, 1), (1, 32, 2), (1, 256, 4), (2, 48, 6), (1, 80, 5)] {
             let shape = KvShape { kv_heads, head_dim };
             let cache = cache(shape, 70);
             for positions in [1, 15, 16, 17, 33, 70] {

@@ -1,6 +1,7 @@
 //! The AVX-512 kernels of attention's three steps: the same arithmetic as the portable lanes (so the
-//! same bits), sixteen positions' scores in one register, for the head groups and widths they are
-//! written for; other shapes fall back to the AVX2 entries.
+//! same bits), sixteen positions' scores or sixteen dimensions in one register, the f16 keys and
+//! values widened once for up to four query heads that share them; shapes they are not written for
+//! (a head of dimensions not a multiple of 4, values not a multiple of 16 wide) take the AVX2 entries.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
@@ -8,72 +9,66 @@ use std::ops::Range;
 use super::attention::{tiles, Heads, TILE};
 use super::math::{exp512, sum16};
 
-/// Step 1: the AVX-512 kernel for its shapes ([`Heads::avx512_shape`]), else the AVX2 one.
-///
-/// # Safety
-/// The CPU has AVX-512 F, BW, VNNI and F16C.
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
-pub unsafe fn scores_shaped(heads: &Heads, q: &[f32], tiles: Range<usize>, out: &mut [f32]) {
-    if heads.avx512_shape() {
-        scores(heads, q, tiles, out)
-    } else {
-        super::attention::avx2::scores(heads, q, tiles, out)
-    }
-}
+/// Query heads one pass over the keys or values serves (sixteen chains or sums in registers).
+const HEADS_PER_PASS: usize = 4;
+/// f16 values in a cache line.
+const LINE: usize = 32;
+/// Positions the weighted values ask for ahead of the one they sum.
+const AHEAD: usize = 40;
 
-/// Step 3: the AVX-512 kernel for its shapes (and `dims` from a multiple of 16, 32, 64 or 128
-/// wide), else the AVX2 one.
+/// Step 1 ([`Heads::scores`]).
 ///
 /// # Safety
-/// The CPU has AVX-512 F, BW, VNNI and F16C.
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
-pub unsafe fn weigh_shaped(heads: &Heads, w: &[f32], inverse: &[f32], dims: Range<usize>, out: &mut [f32]) {
-    if heads.avx512_shape() && dims.start.is_multiple_of(16) && matches!(dims.len(), 32 | 64 | 128) {
-        weigh(heads, w, inverse, dims, out)
-    } else {
-        super::attention::avx2::weigh(heads, w, inverse, dims, out)
-    }
-}
-
-/// Step 1 for `G` heads.
-///
-/// # Safety
-/// The CPU has AVX-512 F, BW, VNNI and F16C; the shape is one of [`Heads::avx512_shape`].
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+/// The CPU has AVX-512 F, BW, VNNI and F16C, and AVX2 and FMA.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c,avx2,fma")]
 pub unsafe fn scores(heads: &Heads, q: &[f32], tiles: Range<usize>, out: &mut [f32]) {
-    macro_rules! groups {
-        ($($g:literal),*) => {
-            match heads.group {
-                $($g => scores_of::<$g>(heads, q, tiles, out),)*
-                _ => unreachable!("checked by avx512_shape"),
-            }
-        };
+    let (hd, group) = (heads.shape.head_dim, heads.group);
+    if !hd.is_multiple_of(4) {
+        return super::attention::avx2::scores(heads, q, tiles, out);
     }
-    groups!(1, 2, 3, 4, 5, 6, 7, 8)
+    assert!(q.len() >= group * hd && out.len() >= tiles.len() * group * TILE, "buffers too short");
+    assert!(heads.keys.len() >= tiles.end * heads.shape.tile_len(), "cache too short");
+    let mut first = 0;
+    while first < group {
+        match (group - first).min(HEADS_PER_PASS) {
+            1 => scores_of::<1>(heads, q, tiles.clone(), first, out),
+            2 => scores_of::<2>(heads, q, tiles.clone(), first, out),
+            3 => scores_of::<3>(heads, q, tiles.clone(), first, out),
+            _ => scores_of::<4>(heads, q, tiles.clone(), first, out),
+        }
+        first += HEADS_PER_PASS;
+    }
 }
 
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
-fn scores_of<const G: usize>(heads: &Heads, q: &[f32], tiles: Range<usize>, out: &mut [f32]) {
-    let (hd, tile_len) = (heads.shape.head_dim, heads.shape.tile_len());
-    assert!(q.len() >= G * hd && out.len() >= tiles.len() * G * TILE && hd % 4 == 0, "buffers too short");
-    assert!(heads.keys.len() >= tiles.end * tile_len, "cache too short");
+/// Heads `first..first + G`: per position four `fma` chains over the dimensions (`d mod 4`), added
+/// as `(c0 + c1) + (c2 + c3)`, a tile's sixteen positions at a time.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c,avx2,fma")]
+fn scores_of<const G: usize>(heads: &Heads, q: &[f32], tiles: Range<usize>, first: usize, out: &mut [f32]) {
+    let (hd, group, tile_len) = (heads.shape.head_dim, heads.group, heads.shape.tile_len());
     for (i, tile) in tiles.enumerate() {
         let at = tile * tile_len + heads.kv * hd * TILE;
+        // The next tile's keys of this head, two cache lines a step: they start a page of their own,
+        // where the hardware's prefetchers begin again.
+        let next = heads.keys.as_ptr().wrapping_add(at + tile_len);
         let mut chains = [[_mm512_setzero_ps(); 4]; G];
         for d in (0..hd).step_by(4) {
-            for (j, _) in [(); 4].iter().enumerate() {
-                // SAFETY: sixteen f16 keys from `at + 16(d + j)`, inside the tiles checked above.
+            _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(d / 4 * 2 * LINE).cast());
+            _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add((d / 4 * 2 + 1) * LINE).cast());
+            for j in 0..4 {
+                // SAFETY: sixteen f16 keys from `at + 16(d + j)`, inside the tiles checked by the caller.
                 let keys =
                     _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(heads.keys.as_ptr().add(at + TILE * (d + j)).cast()) });
                 for (g, chains) in chains.iter_mut().enumerate() {
-                    chains[j] = _mm512_fmadd_ps(_mm512_set1_ps(q[g * hd + d + j]), keys, chains[j]);
+                    chains[j] = _mm512_fmadd_ps(_mm512_set1_ps(q[(first + g) * hd + d + j]), keys, chains[j]);
                 }
             }
         }
         for (g, c) in chains.iter().enumerate() {
             let sum = _mm512_add_ps(_mm512_add_ps(c[0], c[1]), _mm512_add_ps(c[2], c[3]));
-            // SAFETY: sixteen scores at `(i·G + g)·16`, inside `out` (checked above).
-            unsafe { _mm512_storeu_ps(out.as_mut_ptr().add((i * G + g) * TILE), sum) };
+            let at = (i * group + first + g) * TILE;
+            assert!(at + TILE <= out.len(), "scores out of bounds");
+            // SAFETY: sixteen scores from `at`, inside `out` (checked above).
+            unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(at), sum) };
         }
     }
 }
@@ -124,56 +119,96 @@ pub unsafe fn softmax(heads: &Heads, scores: &mut [f32], inverse: &mut [f32]) {
     }
 }
 
-/// Step 3 for `G` heads and 32, 64 or 128 dimensions.
+/// Step 3 ([`Heads::weigh`]).
 ///
 /// # Safety
-/// The CPU has AVX-512 F, BW, VNNI and F16C; the shape is one of [`Heads::avx512_shape`], `dims`
-/// starts at a multiple of 16 and is 32, 64 or 128 wide.
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
+/// The CPU has AVX-512 F, BW, VNNI and F16C, and AVX2 and FMA.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c,avx2,fma")]
 pub unsafe fn weigh(heads: &Heads, w: &[f32], inverse: &[f32], dims: Range<usize>, out: &mut [f32]) {
-    macro_rules! shapes {
-        ($($g:literal),*) => {
-            match (heads.group, dims.len()) {
-                $(
-                    ($g, 32) => weigh_of::<$g, 2>(heads, w, inverse, dims.start, out),
-                    ($g, 64) => weigh_of::<$g, 4>(heads, w, inverse, dims.start, out),
-                    ($g, 128) => weigh_of::<$g, 8>(heads, w, inverse, dims.start, out),
-                )*
-                _ => unreachable!("checked by the caller"),
-            }
-        };
+    let (group, width) = (heads.group, dims.len());
+    if !width.is_multiple_of(16) {
+        return super::attention::avx2::weigh(heads, w, inverse, dims, out);
     }
-    shapes!(1, 2, 3, 4, 5, 6, 7, 8)
+    let (hd, n, kv_heads) = (heads.shape.head_dim, heads.positions, heads.shape.kv_heads);
+    assert!(w.len() >= tiles(n) * group * TILE && inverse.len() >= group, "buffers too short");
+    assert!(out.len() >= group * width && dims.end <= hd, "buffers too short");
+    assert!(heads.values.len() >= n * kv_heads * hd, "cache too short");
+    let mut first = 0;
+    while first < group {
+        let g = (group - first).min(HEADS_PER_PASS);
+        let mut at = 0;
+        while at < width {
+            let span = Span { first_head: first, dim: dims.start + at, column: at, width };
+            at += match (g, width - at) {
+                (1, 64..) => weigh_of::<1, 4>(heads, w, inverse, span, out),
+                (2, 64..) => weigh_of::<2, 4>(heads, w, inverse, span, out),
+                (3, 64..) => weigh_of::<3, 4>(heads, w, inverse, span, out),
+                (_, 64..) => weigh_of::<4, 4>(heads, w, inverse, span, out),
+                (1, 32..) => weigh_of::<1, 2>(heads, w, inverse, span, out),
+                (2, 32..) => weigh_of::<2, 2>(heads, w, inverse, span, out),
+                (3, 32..) => weigh_of::<3, 2>(heads, w, inverse, span, out),
+                (_, 32..) => weigh_of::<4, 2>(heads, w, inverse, span, out),
+                (1, _) => weigh_of::<1, 1>(heads, w, inverse, span, out),
+                (2, _) => weigh_of::<2, 1>(heads, w, inverse, span, out),
+                (3, _) => weigh_of::<3, 1>(heads, w, inverse, span, out),
+                _ => weigh_of::<4, 1>(heads, w, inverse, span, out),
+            };
+        }
+        first += HEADS_PER_PASS;
+    }
 }
 
-/// `G` heads, the `16·C` dimensions from `first`.
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
-fn weigh_of<const G: usize, const C: usize>(heads: &Heads, w: &[f32], inverse: &[f32], first: usize, out: &mut [f32]) {
-    let (hd, n, kv_heads) = (heads.shape.head_dim, heads.positions, heads.shape.kv_heads);
-    assert!(w.len() >= tiles(n) * G * TILE && inverse.len() >= G && out.len() >= G * 16 * C, "buffers too short");
-    assert!(first + 16 * C <= hd && heads.values.len() >= n * kv_heads * hd, "cache too short");
+/// Which heads and dimensions one [`weigh_of`] pass makes.
+#[derive(Clone, Copy)]
+struct Span {
+    first_head: usize,
+    /// The first dimension of the head, and its column in `out`'s rows of `width`.
+    dim: usize,
+    column: usize,
+    width: usize,
+}
+
+/// Heads `first_head..+G`, the `16·C` dimensions from `span.dim`: per dimension one `fma` chain over
+/// the positions, times `1/Σ`. Returns the dimensions made.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c,avx2,fma")]
+fn weigh_of<const G: usize, const C: usize>(
+    heads: &Heads,
+    w: &[f32],
+    inverse: &[f32],
+    span: Span,
+    out: &mut [f32],
+) -> usize {
+    let (hd, n, kv_heads, group) = (heads.shape.head_dim, heads.positions, heads.shape.kv_heads, heads.group);
     let mut acc = [[_mm512_setzero_ps(); C]; G];
     for p in 0..n {
-        let at = (p * kv_heads + heads.kv) * hd + first;
-        let mut values = [_mm512_setzero_ps(); C];
-        for (c, v) in values.iter_mut().enumerate() {
-            // SAFETY: sixteen f16 values from `at + 16c`, inside the positions checked above.
-            *v = _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(heads.values.as_ptr().add(at + 16 * c).cast()) });
+        let at = (p * kv_heads + heads.kv) * hd + span.dim;
+        // Positions are a row of every head apart, too far for the hardware's prefetchers.
+        let ahead = heads.values.as_ptr().wrapping_add(at + AHEAD * kv_heads * hd);
+        _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+        _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(16 * C - 1).cast());
+        let lane = (p / TILE * group + span.first_head) * TILE + p % TILE;
+        let mut weights = [_mm512_setzero_ps(); G];
+        for (g, weight) in weights.iter_mut().enumerate() {
+            *weight = _mm512_set1_ps(w[lane + g * TILE]);
         }
-        let lane = (p / TILE * G) * TILE + p % TILE;
-        for (g, acc) in acc.iter_mut().enumerate() {
-            let weight = _mm512_set1_ps(w[lane + g * TILE]);
-            for (a, v) in acc.iter_mut().zip(values) {
-                *a = _mm512_fmadd_ps(weight, v, *a);
+        for c in 0..C {
+            // SAFETY: sixteen f16 values from `at + 16c`, inside the positions checked by the caller.
+            let values = _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(heads.values.as_ptr().add(at + 16 * c).cast()) });
+            for (acc, weight) in acc.iter_mut().zip(weights) {
+                acc[c] = _mm512_fmadd_ps(weight, values, acc[c]);
             }
         }
     }
     for (g, acc) in acc.iter().enumerate() {
+        let head = span.first_head + g;
+        let row = head * span.width + span.column;
+        assert!(row + 16 * C <= out.len(), "values out of bounds");
         for (c, a) in acc.iter().enumerate() {
-            // SAFETY: sixteen floats at `g·16C + 16c`, inside `out` (checked above).
+            // SAFETY: sixteen floats at `row + 16c`, inside `out` (checked above).
             unsafe {
-                _mm512_storeu_ps(out.as_mut_ptr().add((g * C + c) * 16), _mm512_mul_ps(*a, _mm512_set1_ps(inverse[g])))
+                _mm512_storeu_ps(out.as_mut_ptr().add(row + 16 * c), _mm512_mul_ps(*a, _mm512_set1_ps(inverse[head])))
             };
         }
     }
+    16 * C
 }

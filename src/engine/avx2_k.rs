@@ -3,8 +3,7 @@
 //! nibble bytes of eight rows. Each load (and its fifth- or sixth-bit plane) is unpacked once for all
 //! the tokens, and each token's row is summed in its own lane by exactly the arithmetic of
 //! [`super::kquant_portable`], so the bits match it. The K forms' scales multiply inside the i16 →
-//! i32 multiply-add, so a super-block's sum stays an integer until its one float step. (The AVX-512
-//! table runs these too.)
+//! i32 multiply-add, so a super-block's sum stays an integer until its one float step.
 
 use std::arch::x86_64::*;
 
@@ -84,7 +83,7 @@ fn walk<A: Copy, const T: usize>(
 /// never faults, whatever the address.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn ahead<W>(w: &[W], u: usize, j: usize, shares: usize) {
+pub(super) fn ahead<W>(w: &[W], u: usize, j: usize, shares: usize) {
     let lines = size_of::<W>().div_ceil(64);
     let next = w.as_ptr().wrapping_add(u + 1).cast::<i8>();
     for line in (j * lines).div_ceil(shares)..((j + 1) * lines).div_ceil(shares) {

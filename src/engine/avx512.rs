@@ -19,7 +19,7 @@ pub fn available() -> bool {
 /// Four activation bytes as one i32, broadcast to every lane.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
-fn four(qs: &[i8; 32], at: usize) -> __m512i {
+pub(super) fn four(qs: &[i8; 32], at: usize) -> __m512i {
     let bytes = [qs[at], qs[at + 1], qs[at + 2], qs[at + 3]];
     _mm512_set1_epi32(i32::from_le_bytes(bytes.map(|b| b as u8)))
 }
@@ -27,7 +27,7 @@ fn four(qs: &[i8; 32], at: usize) -> __m512i {
 /// Sixteen f16 values as f32.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
-fn halves(values: &[half::f16; ROWS]) -> __m512 {
+pub(super) fn halves(values: &[half::f16; ROWS]) -> __m512 {
     // SAFETY: 32 bytes: the sixteen f16 values.
     _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(values.as_ptr().cast::<__m256i>()) })
 }

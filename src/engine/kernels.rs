@@ -6,8 +6,8 @@
 //! chosen once, at load, and every call site calls through it. All three make each sum by the same
 //! arithmetic — exact integer block sums, then `fma(d_w·d_a, Σ, sums)` block after block (and
 //! `fma(m_w, s_a, offsets)` for 4-bit offsets; the K-quant forms', per 256 values, and Q5_0's in
-//! [`super::kquant_portable`]) — so they give the same bits. Those forms have portable and AVX2
-//! kernels ([`super::avx2_k`]); the AVX-512 table runs the AVX2 ones.
+//! [`super::kquant_portable`]) — so they give the same bits. Those forms' vector kernels are in
+//! [`super::avx2_k`] and [`super::avx512_k`].
 
 use std::ops::Range;
 
@@ -39,7 +39,7 @@ struct Table {
     level: Level,
     q4: Matmul<Q4x16>,
     q8: Matmul<Q8x16>,
-    /// The forms of [`super::kquant`] (portable and AVX2 kernels; AVX-512 runs the AVX2 ones).
+    /// The forms of [`super::kquant`].
     q5_0: Matmul<Q5x16>,
     q4_k: Matmul<Q4Kx16, KActBlock>,
     q5_k: Matmul<Q5Kx16, KActBlock>,
@@ -104,28 +104,25 @@ static AVX2: Table = Table {
     weigh: super::attention::avx2::weigh,
 };
 
-/// AVX-512 VNNI (F, BW and F16C; AVX2 too): up to four tokens per pass over the weights; attention's
-/// AVX-512 shapes, else its AVX2 steps.
+/// AVX-512 VNNI (F, BW and F16C; AVX2 too): up to four tokens per pass over the weights.
 #[cfg(target_arch = "x86_64")]
 static AVX512: Table = Table {
     level: Level::Avx512,
     q4: avx512_q4,
     q8: avx512_q8,
-    // No AVX-512 kernels of these forms yet (none could be run here to test them): every AVX-512
-    // CPU runs AVX2 (`Kernels::at` checks both).
-    q5_0: avx2_q5_0,
-    q4_k: avx2_q4_k,
-    q5_k: avx2_q5_k,
-    q6_k: avx2_q6_k,
+    q5_0: avx512_q5_0,
+    q4_k: avx512_q4_k,
+    q5_k: avx512_q5_k,
+    q6_k: avx512_q6_k,
     dot: avx2_dot,
     quantize: super::avx512::quantize,
     quantize_k: super::kquant::quantize_k_avx2,
     silu_mul: super::math::avx512::silu_mul,
     gelu_mul: super::math::avx2::gelu_mul,
     exp_sum: super::math::avx2::exp_sum,
-    scores: super::attention_avx512::scores_shaped,
+    scores: super::attention_avx512::scores,
     softmax: super::attention_avx512::softmax,
-    weigh: super::attention_avx512::weigh_shaped,
+    weigh: super::attention_avx512::weigh,
 };
 
 /// Which kernels run: one path's table, chosen once ([`Kernels::detect`] at load). The field is
@@ -150,10 +147,36 @@ impl PartialEq for Kernels {
 
 impl Eq for Kernels {}
 
+/// The variable that names the kernels' path (`portable`, `avx2`, `avx512`; unset, the fastest this CPU
+/// runs): to compare the paths on one machine, or to rule one out. Every path gives the same bits.
+pub const KERNELS_VAR: &str = "TUNEBENCH_KERNELS";
+
 impl Kernels {
-    /// The fastest kernels this CPU runs.
+    /// The kernels [`KERNELS_VAR`] names when it names a path this CPU runs, else the fastest this CPU
+    /// runs (read once; [`Kernels::configured`] says why a value is not taken).
     pub fn detect() -> Self {
+        static CHOSEN: std::sync::OnceLock<Kernels> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| Self::configured().unwrap_or_else(|_| Self::fastest()))
+    }
+
+    /// The fastest kernels this CPU runs.
+    pub fn fastest() -> Self {
         [Level::Avx512, Level::Avx2].into_iter().find_map(Self::at).unwrap_or(Self::portable())
+    }
+
+    /// The kernels [`KERNELS_VAR`] names (the fastest this CPU runs when it is unset), or why not: a
+    /// value that names no path, or a path this CPU does not run.
+    pub fn configured() -> Result<Self, String> {
+        let Some(value) = std::env::var_os(KERNELS_VAR) else {
+            return Ok(Self::fastest());
+        };
+        let level = match value.to_str().map(str::trim) {
+            Some("portable") => Level::Portable,
+            Some("avx2") => Level::Avx2,
+            Some("avx512") => Level::Avx512,
+            _ => return Err(format!("{KERNELS_VAR}={value:?} names no kernel path: portable, avx2 or avx512")),
+        };
+        Self::at(level).ok_or_else(|| format!("{KERNELS_VAR}={value:?}: this CPU does not run those kernels"))
     }
 
     /// The kernels of `level`, if this CPU runs them.
@@ -324,52 +347,22 @@ fn matmul_dense(
     }
 }
 
-/// The AVX-512 matrix kernels, `n` tokens in one pass over the weights.
-///
-/// # Safety
-/// The CPU has AVX-512 F, BW, VNNI and F16C.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
-unsafe fn avx512_q4(w: &[Q4x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
-    match n {
-        1 => super::avx512::q4::<1>(w, a, per_row, out),
-        2 => super::avx512::q4::<2>(w, a, per_row, out),
-        3 => super::avx512::q4::<3>(w, a, per_row, out),
-        _ => super::avx512::q4::<4>(w, a, per_row, out),
-    }
-}
-
-/// The same for 8-bit weights.
-///
-/// # Safety
-/// The CPU has AVX-512 F, BW, VNNI and F16C.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c")]
-unsafe fn avx512_q8(w: &[Q8x16], a: &[ActBlock], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
-    match n {
-        1 => super::avx512::q8::<1>(w, a, per_row, out),
-        2 => super::avx512::q8::<2>(w, a, per_row, out),
-        3 => super::avx512::q8::<3>(w, a, per_row, out),
-        _ => super::avx512::q8::<4>(w, a, per_row, out),
-    }
-}
-
-/// The AVX2 matrix kernels, `n` tokens in passes of up to `tile`: each form's fastest of 1 to 4 on a
-/// 2-core Zen 3 (CPU time in the kernel during `bench --vs-llama-cpp` prefill). The 4-bit form's four
-/// tokens need more than AVX2's sixteen registers; two do not. A token's sums are the same bits
-/// whatever the split.
-macro_rules! avx2_tiled {
-    ($($name:ident: $form:ty, $act:ty => $file:ident::$kernel:ident, $tile:literal;)*) => {$(
+/// The vector matrix kernels, `n` tokens in passes of up to `tile`: each form's fastest of 1 to 4 (CPU
+/// time in the kernel during `bench --vs-llama-cpp` prefill; AVX2 on a 2-core Zen 3, where the 4-bit
+/// form's four tokens need more than its sixteen registers, two do not). A token's sums are the same
+/// bits whatever the split.
+macro_rules! tiled {
+    ($features:literal: $($name:ident: $form:ty, $act:ty => $file:ident::$kernel:ident, $tile:literal;)*) => {$(
         /// # Safety
-        /// The CPU has AVX2, FMA and F16C.
+        /// The CPU has the features of this kernel's path (its table is held only then: `Kernels::at`).
         #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2,fma,f16c")]
+        #[target_feature(enable = $features)]
         unsafe fn $name(w: &[$form], a: &[$act], per_row: usize, n: usize, out: &mut [[f32; ROWS]; TILE]) {
             let mut t = 0;
             while t < n.min(TILE) {
                 let take = (n - t).min($tile);
                 let (a, out) = (&a[t * per_row..], &mut out[t..]);
-                // SAFETY: the CPU has AVX2, FMA and F16C (this function's contract).
+                // SAFETY: the CPU has this path's features (this function's contract).
                 unsafe {
                     match take {
                         1 => super::$file::$kernel::<1>(w, a, per_row, out),
@@ -384,13 +377,22 @@ macro_rules! avx2_tiled {
     )*};
 }
 
-avx2_tiled! {
+tiled! { "avx2,fma,f16c":
     avx2_q4: Q4x16, ActBlock => avx2::q4, 2;
     avx2_q8: Q8x16, ActBlock => avx2::q8, 4;
     avx2_q5_0: Q5x16, ActBlock => avx2_k::q5_0, 4;
     avx2_q4_k: Q4Kx16, KActBlock => avx2_k::q4_k, 4;
     avx2_q5_k: Q5Kx16, KActBlock => avx2_k::q5_k, 4;
     avx2_q6_k: Q6Kx16, KActBlock => avx2_k::q6_k, 4;
+}
+
+tiled! { "avx512f,avx512bw,avx512vnni,f16c,avx2,fma":
+    avx512_q4: Q4x16, ActBlock => avx512::q4, 4;
+    avx512_q8: Q8x16, ActBlock => avx512::q8, 4;
+    avx512_q5_0: Q5x16, ActBlock => avx512_k::q5_0, 4;
+    avx512_q4_k: Q4Kx16, KActBlock => avx512_k::q4_k, 4;
+    avx512_q5_k: Q5Kx16, KActBlock => avx512_k::q5_k, 4;
+    avx512_q6_k: Q6Kx16, KActBlock => avx512_k::q6_k, 4;
 }
 
 /// A portable kernel of one token (`row`), `n` tokens one at a time.

@@ -10,7 +10,7 @@
 //!   biases, RMS and head norms, adjacent or NeoX rotary pairs per base and factors, attention with an
 //!   optional sliding window, SiLU or GELU-tanh gated feed-forward); weights at their own size (Q4_0,
 //!   Q4_1, Q8_0 in [`quant`]'s blocks; Q4_K, Q5_K, Q6_K, Q5_0 in [`kquant`]'s forms; Q5_1 widened to
-//!   8 bits; floats as f32 rows), multiplied by [`kernels`] (AVX2 K-quant kernels in `avx2_k`). [`reference`]: a
+//!   8 bits; floats as f32 rows), multiplied by [`kernels`] (the K-quant kernels in `avx2_k`, `avx512_k`). [`reference`]: a
 //!   llama on candle's quantized matmuls (the speed baseline); llama.cpp's logits, in the family
 //!   fixtures, are every family's reference.
 //! - [`gguf`]: a GGUF file's header read with every size checked against the file (every loader opens it there).
@@ -44,6 +44,8 @@ pub mod avx2;
 pub mod avx2_k;
 #[cfg(all(feature = "local", target_arch = "x86_64"))]
 pub mod avx512;
+#[cfg(all(feature = "local", target_arch = "x86_64"))]
+pub mod avx512_k;
 #[cfg(feature = "local")]
 pub mod chat;
 #[cfg(feature = "local")]

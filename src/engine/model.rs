@@ -293,7 +293,7 @@ impl Model {
         let ffn = layers.iter().map(|l| l.gate.rows).max().unwrap_or(0);
         let rebuilt = load.rebuilt;
         let pool = Pool::new(threads).map_err(pool_err)?;
-        let kernels = Kernels::detect();
+        let kernels = Kernels::configured().map_err(EngineError::Model)?;
         if !rebuilt {
             why.clear();
         }

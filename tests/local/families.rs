@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use candle_core::quantized::gguf_file::Content;
 use serde_json::Value;
+use tunebench::engine::kernels::Level;
 use tunebench::engine::model::{self, Backend};
 
 /// The fixtures this build runs: every one (their families are the ones `arch` lists).
@@ -250,4 +251,46 @@ fn stored_weights_keep_the_blocks_and_read_f32_rows_from_the_gguf() {
     assert_eq!((second, got), (WeightsFrom::Stored, want));
     let (dense, _) = run("qwen3-F32");
     assert_eq!(dense, WeightsFrom::Gguf("f32 rows alone, read from the GGUF (nothing to store)".into()));
+}
+
+/// `TUNEBENCH_KERNELS` picks the kernels' path: every path this CPU runs answers with the same
+/// tokens; a value that names no path stops the load with the value, escaped, and the names that work.
+#[test]
+fn the_kernels_variable_picks_a_path_and_names_a_bad_value() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), "id = \"p\"\nresponse_type = \"text\"\ntemplate = \"Name a colour.\"\n")
+        .unwrap();
+    let model = folder().join("qwen3-Q4_K_M.gguf");
+    let run = |kernels: &str| {
+        let args = ["run", "p.toml", "--provider", "local", "--model", model.to_str().unwrap(), "--max-tokens", "8"];
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("tunebench"))
+            .args(args.iter().chain(&["--json"]))
+            .current_dir(dir.path())
+            .env("TUNEBENCH_CACHE_DIR", dir.path().join("cache"))
+            .env("TUNEBENCH_DATA_DIR", dir.path().join("data"))
+            .env("TUNEBENCH_KERNELS", kernels)
+            .output()
+            .unwrap()
+    };
+    let answer = |kernels: &str| {
+        let output = run(kernels);
+        assert!(output.status.success(), "{kernels}: {}", String::from_utf8_lossy(&output.stderr));
+        let record: Value = serde_json::from_slice(&output.stdout).unwrap();
+        record["turns"][0]["output"].as_str().unwrap().to_owned()
+    };
+    let portable = answer("portable");
+    assert!(!portable.is_empty());
+    for path in ["avx2", "avx512"] {
+        let at = [Level::Avx2, Level::Avx512][usize::from(path == "avx512")];
+        if tunebench::engine::kernels::Kernels::at(at).is_some() {
+            assert_eq!(answer(path), portable, "{path} answers as the portable kernels do");
+        }
+    }
+    let output = run("fast\u{1b}[31m");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && !stderr.contains('\u{1b}'), "{stderr}");
+    assert!(
+        stderr.contains(r#"TUNEBENCH_KERNELS="fast\u{1b}[31m" names no kernel path: portable, avx2 or avx512"#),
+        "{stderr}"
+    );
 }
