@@ -19,15 +19,18 @@ use super::attention::{attend, scratch_len, KvLayer};
 use super::attention_split::{attend_split, split_scratch_len, Token};
 use super::kernels::{groups, matmul_groups, Activations, Kernels};
 use super::kquant::{KActBlock, SUPER};
-use super::quant::{vector, ActBlock, Blocks, Matrix, BLOCK, ROWS};
+use super::quant::{ActBlock, Blocks, Matrix, BLOCK, ROWS};
 use super::threads::{Disjoint, Pool, PoolError};
 use super::weights::{self, Identity};
 use super::EngineError;
 
+mod loader;
 mod ops;
 mod quantized;
 
 pub use super::arch::Config;
+pub(super) use loader::rope_factors;
+use loader::Loader;
 use ops::{add, gated, rms_norm_heads, rms_norm_rows, scale, RopeTable};
 pub use ops::{argmax, first_largest};
 use quantized::{Forms, Quantized};
@@ -180,52 +183,6 @@ pub struct Model {
 
 pub(super) fn pool_err(error: PoolError) -> EngineError {
     EngineError::Model(error.0)
-}
-
-/// Reads the plan's tensors: matrices from the stored weights when there, else from the GGUF.
-struct Loader<'a, R> {
-    content: &'a Content,
-    reader: &'a mut R,
-    stored: std::collections::HashMap<String, Matrix>,
-    scratch: Vec<u8>,
-    /// Whether a block matrix was rebuilt (interleaved) from the GGUF. f32 rows are not stored (as big
-    /// as the dequantized model, and no quicker to read back than to dequantize): always read from it.
-    rebuilt: bool,
-}
-
-impl<R: Read + Seek> Loader<'_, R> {
-    /// Matrix `name` from the stored weights, else from the GGUF.
-    fn matrix(&mut self, name: &str) -> Result<Matrix, EngineError> {
-        if let Some(m) = self.stored.remove(name) {
-            return Ok(m);
-        }
-        let m = Matrix::read(self.content, self.reader, name, &mut self.scratch)?;
-        self.rebuilt |= !matches!(m.blocks, Blocks::Dense(_));
-        Ok(m)
-    }
-
-    fn vector(&mut self, name: &str) -> Result<Vec<f32>, EngineError> {
-        vector(self.content, self.reader, name)
-    }
-
-    fn optional(&mut self, name: &Option<String>) -> Result<Option<Vec<f32>>, EngineError> {
-        name.as_deref().map(|name| self.vector(name)).transpose()
-    }
-}
-
-/// The rotary factors the plan names (`rope_freqs.weight`, one per pair), each finite and above 0;
-/// none: empty.
-pub(super) fn rope_factors<R: Read + Seek>(
-    content: &Content,
-    reader: &mut R,
-    plan: &Plan,
-) -> Result<Vec<f32>, EngineError> {
-    let Some(name) = &plan.rope_factors else { return Ok(Vec::new()) };
-    let factors = vector(content, reader, name)?;
-    if let Some(bad) = factors.iter().find(|f| !f.is_finite() || **f <= 0.0) {
-        return Err(EngineError::Model(format!("tensor `{name}` holds the factor {bad} (finite, above 0 expected)")));
-    }
-    Ok(factors)
 }
 
 impl Model {
