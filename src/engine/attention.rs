@@ -278,6 +278,25 @@ fn widen(h: f16) -> f32 {
     f32::from_bits(value.to_bits() | ((bits & 0x8000) << 16))
 }
 
+/// Which heads and dimensions one pass of a vector path's weighted values makes: heads `first_head..`,
+/// dimensions from `dim` of each head, written from `column` of `out`'s rows of `width` (one a head).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(super) struct Span {
+    pub first_head: usize,
+    pub dim: usize,
+    pub column: usize,
+    pub width: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Span {
+    /// Where head `head`'s part of this pass starts in `out`.
+    pub fn row(self, head: usize) -> usize {
+        head * self.width + self.column
+    }
+}
+
 /// The reference arithmetic of the three steps as free functions: the portable entries of
 /// [`super::kernels`]' table.
 pub(super) mod portable {

@@ -7,7 +7,7 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::attention::{tiles, Heads, TILE};
+use super::attention::{tiles, Heads, Span, TILE};
 use super::math::avx2::exp256;
 use super::math::sum16;
 
@@ -170,16 +170,6 @@ pub unsafe fn weigh(heads: &Heads, w: &[f32], inverse: &[f32], dims: Range<usize
     }
 }
 
-/// Which heads and dimensions one [`weigh_of`] pass makes.
-#[derive(Clone, Copy)]
-struct Span {
-    first_head: usize,
-    /// The first dimension of the head, and its column in `out`'s rows of `width`.
-    dim: usize,
-    column: usize,
-    width: usize,
-}
-
 /// Heads `first_head..+G`, the `8·C` dimensions from `span.dim`: per dimension one `fma` chain over
 /// the positions, times `1/Σ`. Returns the dimensions made.
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -213,7 +203,7 @@ fn weigh_of<const G: usize, const C: usize>(
     }
     for (g, acc) in acc.iter().enumerate() {
         let head = span.first_head + g;
-        let row = head * span.width + span.column;
+        let row = span.row(head);
         assert!(row + 8 * C <= out.len(), "values out of bounds");
         for (c, a) in acc.iter().enumerate() {
             // SAFETY: eight floats at `row + 8c`, inside `out` (checked above).
