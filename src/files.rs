@@ -138,12 +138,18 @@ pub fn open(path: &Path, kind: &'static str) -> Result<(File, Metadata), FileErr
     Ok((file, metadata))
 }
 
-/// The bytes of the regular file at `path`, refused past `limit`.
-pub fn read(path: &Path, limit: Limit) -> Result<Vec<u8>, FileError> {
+/// [`open`], refused past `limit` (for a file read in place, memory-mapped).
+pub fn open_within(path: &Path, limit: Limit) -> Result<(File, Metadata), FileError> {
     let (file, metadata) = open(path, limit.kind)?;
     if metadata.len() > limit.bytes {
         return Err(FileError::new(path, Problem::TooLarge(limit)));
     }
+    Ok((file, metadata))
+}
+
+/// The bytes of the regular file at `path`, refused past `limit`.
+pub fn read(path: &Path, limit: Limit) -> Result<Vec<u8>, FileError> {
+    let (file, metadata) = open_within(path, limit)?;
     read_from(file, path, limit, metadata.len())
 }
 

@@ -86,7 +86,9 @@ fn human_model(m: &crate::provider::local::bench_llama_cpp::ModelFigures, thread
          \x20   generation  ours {:>7.1} tokens/s, llama.cpp {:>7.1} tokens/s → {:.2}×  (rounds: ours {}; llama.cpp {})\n\
          \x20   read per generated token: the file's tensors {:.0} MB (a token reads {:.0} MB of them); ours holds {:.0} MB \
          of weights ({:.2}× the file's) + {:.0} MB of keys and values at {:.1} GB/s; llama.cpp {:.0} + {:.0} MB at {:.1} GB/s; \
-         memory read baseline {:.1} GB/s ({} threads)\n",
+         memory read baseline {:.1} GB/s ({} threads)\n\
+         \x20   load        from the GGUF {:.0} ms; a later start {:.0} ms ({:.0} MB of weights mapped, {:.0} MB on 2 MiB pages); \
+         reading the file once {:.0} ms ({:.0} MB)\n",
         m.model,
         m.family,
         mb(m.file_bytes),
@@ -113,6 +115,12 @@ fn human_model(m: &crate::provider::local::bench_llama_cpp::ModelFigures, thread
         m.llama_cpp_read.gb_per_s,
         m.memory_read_gb_per_s,
         threads,
+        m.load.rebuilt_ms,
+        m.load.mapped_ms,
+        mb(m.load.mapped_bytes as u64),
+        mb(m.load.mapped_on_huge_pages.unwrap_or(0)),
+        m.load.read_file_once_ms,
+        mb(m.load.file_bytes_read),
     )
 }
 

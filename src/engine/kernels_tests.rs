@@ -219,7 +219,7 @@ fn a_token_gets_the_same_bits_alone_as_in_a_batch_and_in_any_group_range() {
 #[test]
 fn f32_rows_give_the_exact_sum_on_every_path() {
     let (rows, cols, tokens) = (35, 96, 3);
-    let w = Matrix { rows, cols, blocks: Blocks::Dense(values(rows * cols, 11)) };
+    let w = Matrix { rows, cols, blocks: Blocks::Dense(values(rows * cols, 11).into()) };
     let x = values(tokens * cols, 12);
     let Blocks::Dense(weights) = &w.blocks else { unreachable!() };
     for kernels in paths() {

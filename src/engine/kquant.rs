@@ -476,10 +476,10 @@ pub(in crate::engine) mod tests {
     /// The matrix of those bytes in its form.
     pub(in crate::engine) fn matrix(dtype: GgmlDType, rows: usize, cols: usize, bytes: &[u8]) -> Matrix {
         let blocks = match dtype {
-            GgmlDType::Q4K => Blocks::Q4Kx16(q4_k(rows, cols, bytes)),
-            GgmlDType::Q5K => Blocks::Q5Kx16(q5_k(rows, cols, bytes)),
-            GgmlDType::Q6K => Blocks::Q6Kx16(q6_k(rows, cols, bytes)),
-            GgmlDType::Q5_0 => Blocks::Q5x16(q5_0(rows, cols, bytes)),
+            GgmlDType::Q4K => Blocks::Q4Kx16(q4_k(rows, cols, bytes).into()),
+            GgmlDType::Q5K => Blocks::Q5Kx16(q5_k(rows, cols, bytes).into()),
+            GgmlDType::Q6K => Blocks::Q6Kx16(q6_k(rows, cols, bytes).into()),
+            GgmlDType::Q5_0 => Blocks::Q5x16(q5_0(rows, cols, bytes).into()),
             _ => unreachable!("{dtype:?}"),
         };
         Matrix { rows, cols, blocks }

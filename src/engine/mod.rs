@@ -16,7 +16,8 @@
 //! - [`gguf`]: a GGUF file's header read with every size checked against the file (every loader opens it there).
 //! - [`runs_here`]: what a GGUF is (family, parameters, quantisation, size) and whether this build runs
 //!   it, from its header alone.
-//! - [`weights`]: the interleaved weights stored on disk, so a later start reads them back;
+//! - [`weights`]: the interleaved weights stored on disk, so a later start maps them and reads them in
+//!   place ([`held`]: a matrix's blocks, the engine's own or a mapped file's);
 //!   [`huge_pages`]: 2 MiB pages for the weights, off in a process that loads no model.
 //! - [`thinking`]: a thinking model's thought before its answer (budget, closing text, shown text).
 //! - [`tokenizer`], [`chat`], [`sampler`], [`constraint`]: the pieces the loop uses; [`closed`]: objects
@@ -58,6 +59,8 @@ pub mod decodable;
 pub mod generate;
 #[cfg(feature = "local")]
 pub mod gguf;
+#[cfg(feature = "local")]
+pub mod held;
 pub mod huge_pages;
 #[cfg(feature = "local")]
 pub mod kernels;

@@ -45,8 +45,8 @@ pub struct StoredWeights {
 /// How the weights were loaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WeightsFrom {
-    /// Read back from the stored file.
-    Stored,
+    /// Read in place from the stored file, memory-mapped: `bytes` of block matrices (every one the file holds).
+    Mapped { bytes: usize },
     /// Rebuilt from the GGUF (no stored file asked for, or none usable: why), and stored when asked.
     Gguf(String),
 }
@@ -269,9 +269,11 @@ impl Model {
             pool,
             kernels,
             forms: Forms::default(),
-            weights_from: WeightsFrom::Stored,
+            weights_from: WeightsFrom::Mapped { bytes: 0 },
         };
         model.forms = Forms::of(model.multiplied());
+        let mapped = model.named_matrices().iter().filter(|(_, m)| m.is_mapped()).map(|(_, m)| m.bytes()).sum();
+        model.weights_from = WeightsFrom::Mapped { bytes: mapped };
         if model.named_matrices().is_empty() {
             model.weights_from = WeightsFrom::Gguf("f32 rows alone, read from the GGUF (nothing to store)".into());
         } else if rebuilt {

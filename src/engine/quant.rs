@@ -16,6 +16,7 @@ use candle_core::quantized::GgmlDType;
 use candle_core::Device;
 use half::f16;
 
+use super::held::{Held, Plain};
 use super::kquant::{self, Dequantize, Q4Kx16, Q5Kx16, Q5x16, Q6Kx16, SUPER};
 use super::EngineError;
 
@@ -124,17 +125,35 @@ pub struct ActBlock {
 pub enum Blocks {
     /// 4-bit rows in groups of sixteen: group `g`'s block `b` at `g·row_blocks + b`. A last group short
     /// of sixteen rows is padded with zero rows.
-    Q4x16(Vec<Q4x16>),
+    Q4x16(Held<Q4x16>),
     /// 8-bit rows in groups of sixteen, the same way.
-    Q8x16(Vec<Q8x16>),
+    Q8x16(Held<Q8x16>),
     /// Q5_0 rows in groups of sixteen, the same way.
-    Q5x16(Vec<Q5x16>),
+    Q5x16(Held<Q5x16>),
     /// Q4_K, Q5_K and Q6_K rows in groups of sixteen, one unit per 256 values (`cols / 256` a row).
-    Q4Kx16(Vec<Q4Kx16>),
-    Q5Kx16(Vec<Q5Kx16>),
-    Q6Kx16(Vec<Q6Kx16>),
+    Q4Kx16(Held<Q4Kx16>),
+    Q5Kx16(Held<Q5Kx16>),
+    Q6Kx16(Held<Q6Kx16>),
     /// f32 values, row after row (`rows × cols`), multiplied by f32 activations.
-    Dense(Vec<f32>),
+    Dense(Held<f32>),
+}
+
+impl Blocks {
+    /// The blocks' bytes, and whether they are mapped.
+    fn held(&self) -> (usize, bool) {
+        fn of<T: Plain>(held: &Held<T>) -> (usize, bool) {
+            (std::mem::size_of_val(held.as_slice()), held.is_mapped())
+        }
+        match self {
+            Blocks::Q4x16(b) => of(b),
+            Blocks::Q8x16(b) => of(b),
+            Blocks::Q5x16(b) => of(b),
+            Blocks::Q4Kx16(b) => of(b),
+            Blocks::Q5Kx16(b) => of(b),
+            Blocks::Q6Kx16(b) => of(b),
+            Blocks::Dense(v) => of(v),
+        }
+    }
 }
 
 /// A weight matrix of `rows` × `cols` (each row one output; `cols` a multiple of 32).
@@ -151,17 +170,14 @@ impl Matrix {
         self.cols / BLOCK
     }
 
-    /// Bytes held in memory.
+    /// Bytes held in memory (or mapped).
     pub fn bytes(&self) -> usize {
-        match &self.blocks {
-            Blocks::Q4x16(b) => std::mem::size_of_val(b.as_slice()),
-            Blocks::Q8x16(b) => std::mem::size_of_val(b.as_slice()),
-            Blocks::Q5x16(b) => std::mem::size_of_val(b.as_slice()),
-            Blocks::Q4Kx16(b) => std::mem::size_of_val(b.as_slice()),
-            Blocks::Q5Kx16(b) => std::mem::size_of_val(b.as_slice()),
-            Blocks::Q6Kx16(b) => std::mem::size_of_val(b.as_slice()),
-            Blocks::Dense(v) => std::mem::size_of_val(v.as_slice()),
-        }
+        self.blocks.held().0
+    }
+
+    /// Whether the blocks are read in place from the stored weights' file, mapped.
+    pub fn is_mapped(&self) -> bool {
+        self.blocks.held().1
     }
 
     /// Units of the blocks a row holds (a unit is 32 values, or 256 for the K forms).
@@ -261,26 +277,26 @@ impl Matrix {
                 let bytes = raw(content, reader, name, n * 34, scratch)?;
                 group8(rows, n, |i| q8_0(&bytes[i * 34..(i + 1) * 34]))
             }
-            GgmlDType::Q5_0 => {
-                Blocks::Q5x16(kquant::q5_0(rows, cols, raw(content, reader, name, n * kquant::Q5_0_BYTES, scratch)?))
-            }
+            GgmlDType::Q5_0 => Blocks::Q5x16(
+                kquant::q5_0(rows, cols, raw(content, reader, name, n * kquant::Q5_0_BYTES, scratch)?).into(),
+            ),
             GgmlDType::Q4K => {
                 let bytes = raw(content, reader, name, n / 8 * kquant::Q4_K_BYTES, scratch)?;
-                Blocks::Q4Kx16(kquant::q4_k(rows, cols, bytes))
+                Blocks::Q4Kx16(kquant::q4_k(rows, cols, bytes).into())
             }
             GgmlDType::Q5K => {
                 let bytes = raw(content, reader, name, n / 8 * kquant::Q5_K_BYTES, scratch)?;
-                Blocks::Q5Kx16(kquant::q5_k(rows, cols, bytes))
+                Blocks::Q5Kx16(kquant::q5_k(rows, cols, bytes).into())
             }
             GgmlDType::Q6K => {
                 let bytes = raw(content, reader, name, n / 8 * kquant::Q6_K_BYTES, scratch)?;
-                Blocks::Q6Kx16(kquant::q6_k(rows, cols, bytes))
+                Blocks::Q6Kx16(kquant::q6_k(rows, cols, bytes).into())
             }
             GgmlDType::Q5_1 => {
                 let blocks = quantize_weights(&vector(content, reader, name)?);
                 group8(rows, n, |i| blocks[i])
             }
-            _ => Blocks::Dense(vector(content, reader, name)?),
+            _ => Blocks::Dense(vector(content, reader, name)?.into()),
         };
         Ok(Self { rows, cols, blocks })
     }
@@ -349,7 +365,7 @@ fn group4(rows: usize, n: usize, block: impl Fn(usize) -> Q4Block) -> Blocks {
     let per_row = n / rows.max(1);
     let at = |row: usize, b: usize| if row < rows { block(row * per_row + b) } else { Q4Block::default() };
     let group = |g: usize, b: usize| Q4x16::new(std::array::from_fn(|r| at(ROWS * g + r, b)));
-    Blocks::Q4x16(in_groups(rows, per_row, group))
+    Blocks::Q4x16(in_groups(rows, per_row, group).into())
 }
 
 /// The same for 8-bit blocks.
@@ -357,7 +373,7 @@ fn group8(rows: usize, n: usize, block: impl Fn(usize) -> Q8Block) -> Blocks {
     let per_row = n / rows.max(1);
     let at = |row: usize, b: usize| if row < rows { block(row * per_row + b) } else { Q8Block::default() };
     let group = |g: usize, b: usize| Q8x16::new(std::array::from_fn(|r| at(ROWS * g + r, b)));
-    Blocks::Q8x16(in_groups(rows, per_row, group))
+    Blocks::Q8x16(in_groups(rows, per_row, group).into())
 }
 
 /// `group(g, b)` for every row group `g` of `rows` rows and block `b` of `per_row`, group after group,

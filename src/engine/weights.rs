@@ -1,6 +1,7 @@
 //! The interleaved weights on disk: once a GGUF's block matrices have been regrouped into the kernels'
 //! layout ([`super::quant`]; f32 rows are not stored, read from the GGUF every time), they are written
-//! to `<cache dir>/weights/` (atomically), so a later start reads them back instead of rebuilding
+//! to `<cache dir>/weights/` (atomically), so a later start maps the file and reads its blocks in
+//! place ([`super::held`]; each matrix's blocks start on a 64-byte line) instead of rebuilding
 //! them. A cache file names the GGUF it came from (its size, modified time and a hash of its first and
 //! last mebibyte) and ends with a checksum of everything before it: a file of another GGUF, of another
 //! layout version, or damaged (cut short, bytes changed) is never trusted; the weights are rebuilt
@@ -9,16 +10,22 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::mem::size_of;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
+use super::held::{self, Held};
 use super::kquant::{Q4Kx16, Q5Kx16, Q5x16, Q6Kx16, SUPER};
 use super::quant::{Blocks, Matrix, Q4x16, Q8x16, BLOCK, ROWS};
 use crate::files::Limit;
 
 /// The first bytes of a cache file; the number is the layout's version (a change of the block layout
 /// bumps it, so older files are rebuilt).
-const MAGIC: &[u8; 16] = b"tunebench-wts-04";
+const MAGIC: &[u8; 16] = b"tunebench-wts-05";
+
+/// Where a matrix's blocks start in the file: a multiple of this (a cache line; the mapping is page-aligned).
+const ALIGN: usize = 64;
 
 // The blocks are written as their bytes: plain data with no padding.
 const _: () = assert!(std::mem::size_of::<Q4x16>() == 4 * ROWS + 16 * ROWS);
@@ -76,29 +83,121 @@ pub fn file_for(dir: &Path, gguf: &Path, identity: &Identity) -> PathBuf {
 /// A fast 64-bit hash of `bytes` (four lanes of multiply and shift; it finds damage, it is no
 /// defence against tampering, which a cache directory of the user's own needs none of).
 pub fn checksum(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut lanes = [K, K ^ 1, K ^ 2, K ^ 3];
-    let mix = |lane: &mut u64, word: u64| {
-        *lane = (*lane ^ word).wrapping_mul(K);
-        *lane ^= *lane >> 29;
-    };
-    let words = bytes.chunks_exact(32);
-    let tail = words.remainder();
-    for chunk in words {
-        for (i, lane) in lanes.iter_mut().enumerate() {
+    let mut sum = Checksum::default();
+    sum.update(bytes);
+    sum.finish()
+}
+
+/// [`checksum`] of bytes given piece by piece (a file as it is written).
+struct Checksum {
+    lanes: [u64; 4],
+    /// The bytes of a 32-byte word not yet whole.
+    pending: [u8; 32],
+    filled: usize,
+    len: u64,
+}
+
+const K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl Default for Checksum {
+    fn default() -> Self {
+        Self { lanes: [K, K ^ 1, K ^ 2, K ^ 3], pending: [0; 32], filled: 0, len: 0 }
+    }
+}
+
+fn mix(lane: &mut u64, word: u64) {
+    *lane = (*lane ^ word).wrapping_mul(K);
+    *lane ^= *lane >> 29;
+}
+
+impl Checksum {
+    fn update(&mut self, mut bytes: &[u8]) {
+        self.len += bytes.len() as u64;
+        if self.filled > 0 {
+            let take = (32 - self.filled).min(bytes.len());
+            self.pending[self.filled..self.filled + take].copy_from_slice(&bytes[..take]);
+            self.filled += take;
+            bytes = &bytes[take..];
+            if self.filled < 32 {
+                return;
+            }
+            let word = self.pending;
+            self.word(&word);
+            self.filled = 0;
+        }
+        let words = bytes.chunks_exact(32);
+        let tail = words.remainder();
+        for chunk in words {
+            self.word(chunk);
+        }
+        self.pending[..tail.len()].copy_from_slice(tail);
+        self.filled = tail.len();
+    }
+
+    fn word(&mut self, chunk: &[u8]) {
+        for (i, lane) in self.lanes.iter_mut().enumerate() {
             let mut word = [0u8; 8];
             word.copy_from_slice(&chunk[8 * i..8 * i + 8]);
             mix(lane, u64::from_le_bytes(word));
         }
     }
-    for (i, byte) in tail.iter().enumerate() {
-        mix(&mut lanes[i % 4], u64::from(*byte) | ((i as u64) << 8));
+
+    fn finish(mut self) -> u64 {
+        for (i, byte) in self.pending[..self.filled].iter().enumerate() {
+            mix(&mut self.lanes[i % 4], u64::from(*byte) | ((i as u64) << 8));
+        }
+        let mut out = self.len;
+        for lane in self.lanes {
+            mix(&mut out, lane);
+        }
+        out
     }
-    let mut out = bytes.len() as u64;
-    for lane in lanes {
-        mix(&mut out, lane);
+}
+
+/// A writer that hands its file whole 2 MiB pieces, each at a multiple of 2 MiB (the last one shorter):
+/// the page cache then holds the file in 2 MiB folios where the filesystem makes them, which a later
+/// start maps as huge pages ([`super::held`]); written 1 MiB at a time, none of it was.
+struct InPieces<W> {
+    inner: W,
+    piece: Vec<u8>,
+}
+
+const PIECE: usize = 2 << 20;
+
+impl<W: Write> Write for InPieces<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let take = (PIECE - self.piece.len()).min(bytes.len());
+        self.piece.extend_from_slice(&bytes[..take]);
+        if self.piece.len() == PIECE {
+            self.inner.write_all(&self.piece)?;
+            self.piece.clear();
+        }
+        Ok(take)
     }
-    out
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.write_all(&self.piece)?;
+        self.piece.clear();
+        self.inner.flush()
+    }
+}
+
+/// A writer that sums what goes through it, and counts it.
+struct Summed<W> {
+    inner: W,
+    sum: Checksum,
+}
+
+impl<W: Write> Write for Summed<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(bytes)?;
+        self.sum.update(&bytes[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// The bytes of a slice of blocks.
@@ -109,48 +208,38 @@ fn block_bytes<T: Copy>(blocks: &[T]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast::<u8>(), std::mem::size_of_val(blocks)) }
 }
 
-/// Blocks from their bytes (`bytes.len()` a multiple of the block size).
-fn blocks_from<T: Copy>(bytes: &[u8]) -> Vec<T> {
-    let n = bytes.len() / std::mem::size_of::<T>();
-    // Written once: the bytes copied into fresh capacity (no zeroing pass over tens of megabytes first).
-    let mut blocks: Vec<T> = Vec::with_capacity(n);
-    // SAFETY: as above, every byte pattern is a valid block form or f32 (f16, u8, i8 and f32 have no
-    // invalid values); the capacity holds `n` blocks, exactly `n · size_of::<T>()` ≤ `bytes.len()` bytes, all
-    // written before the length is set.
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), blocks.as_mut_ptr().cast::<u8>(), n * std::mem::size_of::<T>());
-        blocks.set_len(n);
-    };
-    blocks
-}
-
 /// Writes `matrices` (by tensor name) for the GGUF of `identity` to `path`, atomically: a reader sees
-/// the old file or the whole new one.
+/// the old file or the whole new one. Streamed: no copy of the weights is made to write them.
 pub fn save(path: &Path, identity: &Identity, matrices: &[(&str, &Matrix)]) -> Result<(), String> {
-    let mut body = Vec::with_capacity(matrices.iter().map(|(_, m)| m.bytes() + 64).sum::<usize>() + 64);
-    body.extend_from_slice(MAGIC);
-    body.extend_from_slice(&identity.bytes());
-    body.extend_from_slice(&(matrices.len() as u64).to_le_bytes());
-    for (name, m) in matrices {
-        body.extend_from_slice(&(name.len() as u64).to_le_bytes());
-        body.extend_from_slice(name.as_bytes());
-        let (kind, bytes) = match &m.blocks {
-            Blocks::Q4x16(b) => (4u64, block_bytes(b)),
-            Blocks::Q8x16(b) => (8u64, block_bytes(b)),
-            Blocks::Q5x16(b) => (5u64, block_bytes(b)),
-            Blocks::Q4Kx16(b) => (14u64, block_bytes(b)),
-            Blocks::Q5Kx16(b) => (15u64, block_bytes(b)),
-            Blocks::Q6Kx16(b) => (16u64, block_bytes(b)),
-            Blocks::Dense(v) => (32u64, block_bytes(v)),
-        };
-        for n in [kind, m.rows as u64, m.cols as u64, bytes.len() as u64] {
-            body.extend_from_slice(&n.to_le_bytes());
+    write_atomic(path, |file| {
+        let pieces = InPieces { inner: file, piece: Vec::with_capacity(PIECE) };
+        let mut out = Summed { inner: pieces, sum: Checksum::default() };
+        out.write_all(MAGIC)?;
+        out.write_all(&identity.bytes())?;
+        out.write_all(&(matrices.len() as u64).to_le_bytes())?;
+        for (name, m) in matrices {
+            out.write_all(&(name.len() as u64).to_le_bytes())?;
+            out.write_all(name.as_bytes())?;
+            let (kind, bytes) = match &m.blocks {
+                Blocks::Q4x16(b) => (4u64, block_bytes(b)),
+                Blocks::Q8x16(b) => (8u64, block_bytes(b)),
+                Blocks::Q5x16(b) => (5u64, block_bytes(b)),
+                Blocks::Q4Kx16(b) => (14u64, block_bytes(b)),
+                Blocks::Q5Kx16(b) => (15u64, block_bytes(b)),
+                Blocks::Q6Kx16(b) => (16u64, block_bytes(b)),
+                Blocks::Dense(v) => (32u64, block_bytes(v)),
+            };
+            for n in [kind, m.rows as u64, m.cols as u64, bytes.len() as u64] {
+                out.write_all(&n.to_le_bytes())?;
+            }
+            let written = out.sum.len as usize;
+            out.write_all(&[0u8; ALIGN][..written.next_multiple_of(ALIGN) - written])?;
+            out.write_all(bytes)?;
         }
-        body.extend_from_slice(bytes);
-    }
-    let sum = checksum(&body);
-    body.extend_from_slice(&sum.to_le_bytes());
-    write_atomic(path, &body)?;
+        let Summed { mut inner, sum } = out;
+        inner.write_all(&sum.finish().to_le_bytes())?;
+        inner.flush()
+    })?;
     remove_others(path);
     Ok(())
 }
@@ -201,14 +290,15 @@ fn process_is_running(pid: u32) -> bool {
 
 static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+/// Writes a file at `path` with `write`, atomically: into a temporary file beside it, renamed over it.
+fn write_atomic(path: &Path, write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<(), String> {
     let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(fail)?;
     let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let temp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), NEXT_TEMP.fetch_add(1, Ordering::Relaxed)));
     let written = std::fs::File::create(&temp)
-        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
+        .and_then(|mut file| write(&mut file).and_then(|()| file.sync_all()))
         .and_then(|()| std::fs::rename(&temp, path));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&temp);
@@ -233,20 +323,23 @@ pub fn limit(identity: &Identity) -> Limit {
     Limit { kind: "a stored-weights file", bytes: identity.len.saturating_mul(4).saturating_add(16 << 20) }
 }
 
-/// The matrices of the cache file at `path`, by tensor name, if it is whole and made from the GGUF of
-/// `identity`; else why not (missing, another GGUF, another version, damaged, not a regular file,
-/// past its [`limit`]).
+/// The matrices of the cache file at `path`, by tensor name, read in place (the file mapped), if it is
+/// whole and made from the GGUF of `identity`; else why not (missing, another GGUF, another version,
+/// damaged, not a regular file, past its [`limit`]).
 pub fn load(path: &Path, identity: &Identity) -> Result<HashMap<String, Matrix>, String> {
-    let bytes = crate::files::read(path, limit(identity)).map_err(|e| e.to_string())?;
-    parse(&bytes, identity).map_err(|why| format!("{}: {why}", path.display()))
+    let (file, _) = crate::files::open_within(path, limit(identity)).map_err(|e| e.to_string())?;
+    let map = held::map(&file).map_err(|e| format!("{}: cannot map: {e}", path.display()))?;
+    parse(&map, identity).map_err(|why| format!("{}: {why}", path.display()))
 }
 
-fn parse(bytes: &[u8], identity: &Identity) -> Result<HashMap<String, Matrix>, String> {
+fn parse(map: &Arc<memmap2::Mmap>, identity: &Identity) -> Result<HashMap<String, Matrix>, String> {
+    let bytes: &[u8] = map;
     if bytes.len() < MAGIC.len() + 24 + 16 || &bytes[..MAGIC.len()] != MAGIC {
         return Err("not a weights cache of this version".into());
     }
     let (body, sum) = bytes.split_at(bytes.len() - 8);
     let mut at = 0;
+    // Reading every byte once, which also brings the file's pages in.
     if number(sum, &mut at)? != checksum(body) {
         return Err("damaged (checksum differs)".into());
     }
@@ -261,26 +354,29 @@ fn parse(bytes: &[u8], identity: &Identity) -> Result<HashMap<String, Matrix>, S
         let len = number(body, &mut at)? as usize;
         let name = body.get(at..at.saturating_add(len)).ok_or("cut short")?;
         let name = String::from_utf8_lossy(name).into_owned();
-        at += len;
+        at = at.saturating_add(len);
         let (kind, rows, cols, len) =
             (number(body, &mut at)?, number(body, &mut at)?, number(body, &mut at)?, number(body, &mut at)? as usize);
-        let data = body.get(at..at.saturating_add(len)).ok_or("cut short")?;
-        at += len;
+        at = at.next_multiple_of(ALIGN);
+        let data = at;
+        at = at.saturating_add(len);
+        if at > body.len() {
+            return Err("cut short".into());
+        }
         let (rows, cols) = (rows as usize, cols as usize);
         // Units of `values` values in `rows` rows of `cols`, of `size` bytes each, make `len` bytes.
         let fits = |values: usize, size: usize| {
             cols.is_multiple_of(values) && Some(len) == rows.div_ceil(ROWS).checked_mul(cols / values * size)
         };
-        use std::mem::size_of;
         let blocks = match kind {
-            4 if fits(BLOCK, size_of::<Q4x16>()) => Blocks::Q4x16(blocks_from(data)),
-            8 if fits(BLOCK, size_of::<Q8x16>()) => Blocks::Q8x16(blocks_from(data)),
-            5 if fits(BLOCK, size_of::<Q5x16>()) => Blocks::Q5x16(blocks_from(data)),
-            14 if fits(SUPER, size_of::<Q4Kx16>()) => Blocks::Q4Kx16(blocks_from(data)),
-            15 if fits(SUPER, size_of::<Q5Kx16>()) => Blocks::Q5Kx16(blocks_from(data)),
-            16 if fits(SUPER, size_of::<Q6Kx16>()) => Blocks::Q6Kx16(blocks_from(data)),
+            4 if fits(BLOCK, size_of::<Q4x16>()) => Blocks::Q4x16(Held::mapped(map, data, len)?),
+            8 if fits(BLOCK, size_of::<Q8x16>()) => Blocks::Q8x16(Held::mapped(map, data, len)?),
+            5 if fits(BLOCK, size_of::<Q5x16>()) => Blocks::Q5x16(Held::mapped(map, data, len)?),
+            14 if fits(SUPER, size_of::<Q4Kx16>()) => Blocks::Q4Kx16(Held::mapped(map, data, len)?),
+            15 if fits(SUPER, size_of::<Q5Kx16>()) => Blocks::Q5Kx16(Held::mapped(map, data, len)?),
+            16 if fits(SUPER, size_of::<Q6Kx16>()) => Blocks::Q6Kx16(Held::mapped(map, data, len)?),
             32 if Some(len) == rows.checked_mul(cols).and_then(|n| n.checked_mul(4)) => {
-                Blocks::Dense(blocks_from::<f32>(data))
+                Blocks::Dense(Held::mapped(map, data, len)?)
             }
             _ => return Err(format!("tensor {name}: {len} bytes do not make {rows}×{cols} of kind {kind}")),
         };
@@ -314,7 +410,7 @@ mod tests {
         let mut all = vec![
             ("a".into(), Matrix::from_q4(20, 64, &q4)),
             ("b".into(), Matrix::from_q8(10, 64, &q8)),
-            ("c".into(), Matrix { rows: 3, cols: 32, blocks: Blocks::Dense(dense) }),
+            ("c".into(), Matrix { rows: 3, cols: 32, blocks: Blocks::Dense(dense.into()) }),
         ];
         // Q5_0, Q4_K, Q5_K, Q6_K: 20 rows of 512.
         let forms = super::super::kquant::tests::random_matrices(20, 512, 3, false);
@@ -347,6 +443,7 @@ mod tests {
         let loaded = load(&saved(&dir), &identity()).unwrap();
         for (name, m) in matrices() {
             assert_eq!(loaded[&name], m, "{name}");
+            assert!(loaded[&name].is_mapped() && !m.is_mapped(), "{name} is read in place");
         }
         assert_eq!(loaded.len(), 7);
         let _ = std::fs::remove_dir_all(&dir);
@@ -371,6 +468,23 @@ mod tests {
         }
         assert!(load(&dir.join("missing.weights"), &identity()).is_err());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_checksum_of_pieces_is_the_checksum_of_the_whole() {
+        let bytes: Vec<u8> = (0..1000u32).map(|i| (i * 31 % 251) as u8).collect();
+        let whole = checksum(&bytes);
+        for [a, b] in [[0, 0], [1, 5], [31, 33], [32, 64], [7, 999], [500, 1000], [1000, 1000]] {
+            let mut sum = Checksum::default();
+            for piece in [&bytes[..a], &bytes[a..b], &bytes[b..]] {
+                sum.update(piece);
+            }
+            assert_eq!(sum.finish(), whole, "cut at {a} and {b}");
+        }
+        let mut changed = bytes.clone();
+        changed[999] ^= 1;
+        assert_ne!(checksum(&changed), whole);
+        assert_ne!(checksum(&bytes[..999]), whole);
     }
 
     #[test]

@@ -98,13 +98,13 @@ mod tests {
     #[test]
     fn each_width_is_quantized_only_in_the_forms_its_matrices_read() {
         let forms = Forms::of(&[
-            matrix(640, Blocks::Q5x16(Vec::new())),
-            matrix(640, Blocks::Q8x16(Vec::new())),
-            matrix(1024, Blocks::Q4Kx16(Vec::new())),
-            matrix(2048, Blocks::Q6Kx16(Vec::new())),
-            matrix(512, Blocks::Q4Kx16(Vec::new())),
-            matrix(512, Blocks::Q4x16(Vec::new())),
-            matrix(4096, Blocks::Dense(Vec::new())),
+            matrix(640, Blocks::Q5x16(Vec::new().into())),
+            matrix(640, Blocks::Q8x16(Vec::new().into())),
+            matrix(1024, Blocks::Q4Kx16(Vec::new().into())),
+            matrix(2048, Blocks::Q6Kx16(Vec::new().into())),
+            matrix(512, Blocks::Q4Kx16(Vec::new().into())),
+            matrix(512, Blocks::Q4x16(Vec::new().into())),
+            matrix(4096, Blocks::Dense(Vec::new().into())),
         ]);
         assert_eq!(forms.at(640), (true, false));
         assert_eq!(forms.at(1024), (false, true));

@@ -2,7 +2,8 @@
 //! the same run (llama.cpp through llama-cpp-python, `benches/llama-cpp/run.py`), the same prompt
 //! tokens, the same number of generated tokens, greedy, 2 threads, in alternating rounds; medians,
 //! ours ÷ llama.cpp, and the memory one generated token reads against the file's tensor bytes and the
-//! machine's memory read baseline.
+//! machine's memory read baseline; loading from the GGUF and from the stored weights (mapped) beside
+//! reading the file once.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,8 +11,11 @@ use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
 
+use std::time::Instant;
+
 use super::bench::{memory_read_gb_per_s, per_s, timed};
 use super::{fetch, load_options, Engine, LoadOptions};
+use crate::engine::model::WeightsFrom;
 use crate::provider::Request;
 
 /// Threads of both engines.
@@ -172,7 +176,23 @@ pub struct ModelFigures {
     /// [`THREADS`] threads at once summing a buffer the size of our weights (their shares of it),
     /// measured after the rounds: the most both could read a second.
     pub memory_read_gb_per_s: f64,
+    pub load: Load,
     pub rounds: Vec<Round>,
+}
+
+/// Loading the model: from the GGUF (interleaving its weights and storing them), and at a later start
+/// (the stored file mapped, its checksum read once), beside reading the GGUF's bytes once.
+#[derive(Clone, Debug, Serialize)]
+pub struct Load {
+    pub rebuilt_ms: f64,
+    pub mapped_ms: f64,
+    pub read_file_once_ms: f64,
+    pub file_bytes_read: u64,
+    /// Bytes of block matrices read in place from the mapped file.
+    pub mapped_bytes: usize,
+    /// The process's file-backed bytes mapped on 2 MiB pages (`FilePmdMapped`; `None` where the kernel
+    /// does not say).
+    pub mapped_on_huge_pages: Option<u64>,
 }
 
 /// A model measured, or why not.
@@ -232,9 +252,12 @@ fn measure_model(
     rounds: usize,
 ) -> Result<ModelFigures, String> {
     let (tensor_bytes, token_tensor_bytes) = tensor_bytes(path)?;
-    // Rebuilt from the GGUF, not stored: storing one model's weights removes the others'.
-    let options = LoadOptions { threads: THREADS, stored_weights: None, ..load_options() };
-    let mut engine = Engine::load(path, &options).map_err(|e| e.to_string())?;
+    // What a user's later start runs: the weights interleaved once and stored (in a folder of this run's
+    // own: storing one model's weights removes the others'), then mapped from that file.
+    let folder = std::env::temp_dir().join(format!("tunebench-vs-llama-cpp-{}-{name}-weights", std::process::id()));
+    let loaded = load_twice(path, &folder);
+    let _ = std::fs::remove_dir_all(&folder);
+    let (mut engine, load) = loaded?;
     let prompt = engine
         .prompt_text(request)
         .and_then(|text| engine.tokenizer().encode(&text).map_err(Into::into))
@@ -312,9 +335,57 @@ fn measure_model(
         ours,
         llama_cpp,
         memory_read_gb_per_s: memory_read_gb_per_s(held as usize, THREADS),
+        load,
         rounds: ours_runs.into_iter().zip(llama_runs).map(|(ours, llama_cpp)| Round { ours, llama_cpp }).collect(),
     };
     Ok(figures)
+}
+
+/// `path` loaded from the GGUF (its weights stored in `folder`), then again from the stored file, mapped;
+/// the second engine and the load figures.
+fn load_twice(path: &Path, folder: &Path) -> Result<(Engine, Load), String> {
+    let options = LoadOptions { threads: THREADS, stored_weights: Some(folder.to_path_buf()), ..load_options() };
+    let started = Instant::now();
+    drop(Engine::load(path, &options).map_err(|e| e.to_string())?);
+    let rebuilt_ms = started.elapsed().as_secs_f64() * 1e3;
+    let started = Instant::now();
+    let engine = Engine::load(path, &options).map_err(|e| e.to_string())?;
+    let mapped_ms = started.elapsed().as_secs_f64() * 1e3;
+    let WeightsFrom::Mapped { bytes: mapped_bytes } = engine.weights_from() else {
+        return Err(format!("the stored weights were not read back: {:?}", engine.weights_from()));
+    };
+    let started = Instant::now();
+    let read = read_once(path)?;
+    let read_file_once_ms = started.elapsed().as_secs_f64() * 1e3;
+    let huge = crate::engine::held::file_huge_page_bytes();
+    Ok((
+        engine,
+        Load {
+            rebuilt_ms,
+            mapped_ms,
+            read_file_once_ms,
+            file_bytes_read: read,
+            mapped_bytes,
+            mapped_on_huge_pages: huge,
+        },
+    ))
+}
+
+/// Reads the file at `path` once through a buffer of 1 MiB (from the page cache, as a later start
+/// finds it): the bytes read.
+fn read_once(path: &Path) -> Result<u64, String> {
+    use std::io::Read;
+    let (mut file, _) = crate::files::open(path, crate::files::GGUF).map_err(|e| e.to_string())?;
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => return Ok(total),
+            Ok(n) => total += n as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        }
+    }
 }
 
 /// One run of ours from an empty cache; `generated` is the tokens of the first (every round makes as many).
