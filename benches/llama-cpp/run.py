@@ -2,7 +2,8 @@
 
 The same GGUF and the same prompt tokens as tunebench's unconstrained workload run (the sample prompt's
 request: its prompt tokens, 1,024 generated, greedy, no repetition penalty), at 1 and 2 threads, timed
-by llama.cpp's own timers (llama_perf_context: prompt eval and eval). Every generated token is kept to
+by llama.cpp's own timers (llama_perf_context: prompt eval and eval); the model's load (`Llama(...)`:
+the file mapped, its vocabulary, the context) by the clock. Every generated token is kept to
 the count (an end-of-text is generated through, as tunebench's run reaches its length limit too).
 
     target/release/tunebench bench --workload-tokens /tmp/workload.json
@@ -17,12 +18,14 @@ may set `n_ctx`), alternately with the engine, and reads those lines.
 
 import json
 import sys
+import time
 
 import llama_cpp
 from llama_cpp import Llama
 
 
 def run(spec, threads):
+    started = time.perf_counter()
     llm = Llama(
         model_path=spec["model"],
         n_ctx=spec.get("n_ctx", 2048),
@@ -31,6 +34,7 @@ def run(spec, threads):
         n_threads_batch=threads,
         verbose=False,
     )
+    load_ms = (time.perf_counter() - started) * 1e3
     ctx = llm._ctx.ctx
     prompt, want = spec["prompt"], spec["max_tokens"]
     # A short warm-up (threads started, pages touched), then the timers from zero.
@@ -54,6 +58,7 @@ def run(spec, threads):
         "tokens": perf.n_eval,
         "tokens_per_s": perf.n_eval / perf.t_eval_ms * 1e3 if perf.t_eval_ms else 0.0,
         "generated": len(tokens),
+        "load_ms": load_ms,
     }
 
 

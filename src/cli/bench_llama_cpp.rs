@@ -88,7 +88,7 @@ fn human_model(m: &crate::provider::local::bench_llama_cpp::ModelFigures, thread
          of weights ({:.2}× the file's) + {:.0} MB of keys and values at {:.1} GB/s; llama.cpp {:.0} + {:.0} MB at {:.1} GB/s; \
          memory read baseline {:.1} GB/s ({} threads)\n\
          \x20   load        from the GGUF {:.0} ms; a later start {:.0} ms ({:.0} MB of weights mapped, {:.0} MB on 2 MiB pages); \
-         reading the file once {:.0} ms ({:.0} MB)\n",
+         llama.cpp {:.0} ms; reading the file once {:.0} ms ({:.0} MB)\n",
         m.model,
         m.family,
         mb(m.file_bytes),
@@ -119,6 +119,7 @@ fn human_model(m: &crate::provider::local::bench_llama_cpp::ModelFigures, thread
         m.load.mapped_ms,
         mb(m.load.mapped_bytes as u64),
         mb(m.load.mapped_on_huge_pages.unwrap_or(0)),
+        m.load.llama_cpp_ms,
         m.load.read_file_once_ms,
         mb(m.load.file_bytes_read),
     )

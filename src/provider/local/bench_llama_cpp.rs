@@ -46,6 +46,9 @@ pub struct LlamaCppRun {
     pub tokens_per_s: f64,
     /// Tokens generated.
     pub generated: usize,
+    /// The model's load (`Llama(...)`), by the clock; absent from older lines.
+    #[serde(default)]
+    pub load_ms: f64,
 }
 
 /// The runs in run.py's standard output: every line that opens with `{` is one; other lines (a
@@ -186,6 +189,8 @@ pub struct ModelFigures {
 pub struct Load {
     pub rebuilt_ms: f64,
     pub mapped_ms: f64,
+    /// llama.cpp's load of the same file (`Llama(...)`: mapped, its vocabulary, its context), median of the rounds.
+    pub llama_cpp_ms: f64,
     pub read_file_once_ms: f64,
     pub file_bytes_read: u64,
     /// Bytes of block matrices read in place from the mapped file.
@@ -271,6 +276,7 @@ fn measure_model(
         let mut generated = None;
         let mut ours_runs = Vec::new();
         let mut llama_runs = Vec::new();
+        let mut llama_loads = Vec::new();
         for round in 0..rounds {
             if round % 2 == 0 {
                 ours_runs.push(ours_run(&mut engine, request, prompt.len(), &mut generated, round)?);
@@ -294,14 +300,15 @@ fn measure_model(
                 ));
             }
             llama_runs.push(Side { prompt_tokens_per_s: run.prompt_tokens_per_s, tokens_per_s: run.tokens_per_s });
+            llama_loads.push(run.load_ms);
             if round % 2 == 1 {
                 ours_runs.push(ours_run(&mut engine, request, prompt.len(), &mut generated, round)?);
             }
         }
-        Ok((generated.unwrap_or(0), ours_runs, llama_runs))
+        Ok((generated.unwrap_or(0), ours_runs, llama_runs, llama_loads))
     })();
     let _ = std::fs::remove_file(&spec);
-    let (generated, ours_runs, llama_runs) = result?;
+    let (generated, ours_runs, llama_runs, llama_loads) = result?;
     let side = |runs: &[Side]| Side {
         prompt_tokens_per_s: median(runs.iter().map(|s| s.prompt_tokens_per_s).collect()),
         tokens_per_s: median(runs.iter().map(|s| s.tokens_per_s).collect()),
@@ -335,7 +342,7 @@ fn measure_model(
         ours,
         llama_cpp,
         memory_read_gb_per_s: memory_read_gb_per_s(held as usize, THREADS),
-        load,
+        load: Load { llama_cpp_ms: median(llama_loads), ..load },
         rounds: ours_runs.into_iter().zip(llama_runs).map(|(ours, llama_cpp)| Round { ours, llama_cpp }).collect(),
     };
     Ok(figures)
@@ -363,6 +370,7 @@ fn load_twice(path: &Path, folder: &Path) -> Result<(Engine, Load), String> {
         Load {
             rebuilt_ms,
             mapped_ms,
+            llama_cpp_ms: 0.0,
             read_file_once_ms,
             file_bytes_read: read,
             mapped_bytes,
