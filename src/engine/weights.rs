@@ -156,7 +156,7 @@ impl Checksum {
 
 /// A writer that hands its file whole 2 MiB pieces, each at a multiple of 2 MiB (the last one shorter):
 /// the page cache then holds the file in 2 MiB folios where the filesystem makes them, which a later
-/// start maps as huge pages ([`super::held`]); written 1 MiB at a time, none of it was.
+/// start maps as huge pages ([`super::held`]); written 1 MiB at a time, a third of it was.
 struct InPieces<W> {
     inner: W,
     piece: Vec<u8>,
