@@ -4,8 +4,9 @@
 //! A mapped file is read where it lies: no copy into the heap, its pages are the page cache's (shared
 //! by every process that loads the same model, dropped and read back by the kernel under memory
 //! pressure rather than swapped), and loading reads it once (its checksum). The mapping is advised for
-//! 2 MiB pages, which a kernel with large page-cache folios (Linux 6.x on ext4, xfs, tmpfs) maps as
-//! such; elsewhere it is 4 KiB pages, only slower.
+//! 2 MiB pages, which a kernel that keeps the file in 2 MiB page-cache folios maps as such (Linux 6.18
+//! on ext4 does, for the file [`super::weights`] writes in 2 MiB pieces); elsewhere it is 4 KiB pages,
+//! only slower.
 //!
 //! The stored file is ours: written to a temporary name and renamed into place, never written in
 //! place, so the bytes under a mapping never change while it is held. (Another program truncating it
