@@ -19,7 +19,7 @@ use super::attention::{attend, scratch_len, KvLayer};
 use super::attention_split::{attend_split, split_scratch_len, Token};
 use super::kernels::{groups, matmul_groups, Activations, Kernels};
 use super::kquant::{KActBlock, SUPER};
-use super::quant::{ActBlock, Blocks, Matrix, BLOCK, ROWS};
+use super::quant::{ActBlock, Matrix, BLOCK, ROWS};
 use super::threads::{Disjoint, Pool, PoolError};
 use super::weights::{self, Identity};
 use super::EngineError;
@@ -196,7 +196,7 @@ impl Model {
         let plan = Plan::of(content)?;
         super::quant::fits_in_memory(content, &format!("this {} model", plan.config.family))?;
         super::huge_pages::on_for_the_weights();
-        let (from_disk, mut why) = match stored {
+        let (from_disk, why) = match stored {
             Some(s) => match weights::load(&s.file, &s.identity) {
                 Ok(m) => (m, String::new()),
                 Err(why) => (Default::default(), why),
@@ -251,9 +251,6 @@ impl Model {
         let rebuilt = load.rebuilt;
         let pool = Pool::new(threads).map_err(pool_err)?;
         let kernels = Kernels::configured().map_err(EngineError::Model)?;
-        if !rebuilt {
-            why.clear();
-        }
         let mut model = Self {
             config,
             embedding_scale: plan.embedding_scale,
@@ -268,47 +265,27 @@ impl Model {
             buffers: Buffers::default(),
             pool,
             kernels,
+            // Both set below, from the model's matrices.
             forms: Forms::default(),
-            weights_from: WeightsFrom::Mapped { bytes: 0 },
+            weights_from: WeightsFrom::Gguf(String::new()),
         };
         model.forms = Forms::of(model.multiplied());
-        let mapped = model.named_matrices().iter().filter(|(_, m)| m.is_mapped()).map(|(_, m)| m.bytes()).sum();
-        model.weights_from = WeightsFrom::Mapped { bytes: mapped };
-        if model.named_matrices().is_empty() {
-            model.weights_from = WeightsFrom::Gguf("f32 rows alone, read from the GGUF (nothing to store)".into());
-        } else if rebuilt {
-            if let Some(s) = stored {
-                // A cache: when it cannot be written, the next start rebuilds again (and says so).
-                let named = model.named_matrices();
-                if let Err(e) = weights::save(&s.file, &s.identity, &named) {
-                    why = format!("{why}; not stored: {e}");
-                }
-            }
-            model.weights_from = WeightsFrom::Gguf(why);
-        }
+        let named = model.named_matrices();
+        let from = if named.is_empty() {
+            WeightsFrom::Gguf("f32 rows alone, read from the GGUF (nothing to store)".into())
+        } else if !rebuilt {
+            // Counted, not assumed: a matrix copied instead of mapped is not in the figure.
+            WeightsFrom::Mapped { bytes: named.iter().filter(|(_, m)| m.is_mapped()).map(|(_, m)| m.bytes()).sum() }
+        } else {
+            // A cache: when it cannot be written, the next start rebuilds again (and says so).
+            let saved = stored.map_or(Ok(()), |s| weights::save(&s.file, &s.identity, &named));
+            WeightsFrom::Gguf(match saved {
+                Ok(()) => why,
+                Err(e) => format!("{why}; not stored: {e}"),
+            })
+        };
+        model.weights_from = from;
         Ok(model)
-    }
-
-    /// Every block matrix (what the stored weights hold) with its tensor name.
-    fn named_matrices(&self) -> Vec<(&str, &Matrix)> {
-        let mut out: Vec<(&str, &Matrix)> = Vec::new();
-        for (l, p) in self.layers.iter().zip(&self.plan.layers) {
-            out.extend([
-                (p.q.weight.as_str(), &l.wq),
-                (&p.k.weight, &l.wk),
-                (&p.v.weight, &l.wv),
-                (&p.attn_output, &l.wo),
-                (&p.gate, &l.gate),
-                (&p.up, &l.up),
-                (&p.down, &l.down),
-            ]);
-        }
-        out.push((&self.plan.embeddings, &self.embeddings));
-        if let Some(output) = &self.output {
-            out.push((&self.plan.output, output));
-        }
-        out.retain(|(_, m)| !matches!(m.blocks, Blocks::Dense(_)));
-        out
     }
 
     /// Every matrix a token is multiplied by: the layers' and the output's (the embeddings when tied).

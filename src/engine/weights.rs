@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::held::{self, Held};
+use super::held::{self, Held, Plain};
 use super::kquant::{Q4Kx16, Q5Kx16, Q5x16, Q6Kx16, SUPER};
 use super::quant::{Blocks, Matrix, Q4x16, Q8x16, BLOCK, ROWS};
 use crate::files::Limit;
@@ -201,9 +201,8 @@ impl<W: Write> Write for Summed<W> {
 }
 
 /// The bytes of a slice of blocks.
-fn block_bytes<T: Copy>(blocks: &[T]) -> &[u8] {
-    // SAFETY: only called with the block forms of `Blocks` (`repr(C)` plain data of f16, u8 and i8
-    // without padding, asserted above) and f32, so every byte is initialised; the length is the slice's
+fn block_bytes<T: Plain>(blocks: &[T]) -> &[u8] {
+    // SAFETY: `Plain` types have no padding, so every byte is initialised; the length is the slice's
     // size in bytes.
     unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast::<u8>(), std::mem::size_of_val(blocks)) }
 }

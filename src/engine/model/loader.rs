@@ -1,5 +1,5 @@
 //! Reading a plan's tensors at load: block matrices from the stored weights when they are there, else
-//! from the GGUF; vectors and the rotary factors from the GGUF.
+//! from the GGUF; vectors and the rotary factors from the GGUF; the block matrices the stored weights hold.
 
 use std::io::{Read, Seek};
 
@@ -37,6 +37,30 @@ impl<R: Read + Seek> Loader<'_, R> {
 
     pub(super) fn optional(&mut self, name: &Option<String>) -> Result<Option<Vec<f32>>, EngineError> {
         name.as_deref().map(|name| self.vector(name)).transpose()
+    }
+}
+
+impl super::Model {
+    /// Every block matrix (what the stored weights hold) with its tensor name.
+    pub(super) fn named_matrices(&self) -> Vec<(&str, &Matrix)> {
+        let mut out: Vec<(&str, &Matrix)> = Vec::new();
+        for (l, p) in self.layers.iter().zip(&self.plan.layers) {
+            out.extend([
+                (p.q.weight.as_str(), &l.wq),
+                (&p.k.weight, &l.wk),
+                (&p.v.weight, &l.wv),
+                (&p.attn_output, &l.wo),
+                (&p.gate, &l.gate),
+                (&p.up, &l.up),
+                (&p.down, &l.down),
+            ]);
+        }
+        out.push((&self.plan.embeddings, &self.embeddings));
+        if let Some(output) = &self.output {
+            out.push((&self.plan.output, output));
+        }
+        out.retain(|(_, m)| !matches!(m.blocks, Blocks::Dense(_)));
+        out
     }
 }
 

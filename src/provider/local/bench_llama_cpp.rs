@@ -8,10 +8,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-
-use std::time::Instant;
 
 use super::bench::{memory_read_gb_per_s, per_s, timed};
 use super::{fetch, load_options, Engine, LoadOptions};
