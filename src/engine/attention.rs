@@ -1,6 +1,8 @@
 //! Attention over a compact key/value cache: keys and values stored as f16 (half the bytes of f32,
-//! and exact to convert back), the keys in tiles of sixteen positions laid out so that sixteen
-//! positions' scores are sixteen vector lanes, the values position after position.
+//! and exact to convert back), each key/value head's in runs of [`RUN`] positions that are one stretch
+//! of memory (a generated token's attention streams them as the kernels stream a matrix's rows), the
+//! keys in tiles of sixteen positions laid out so that sixteen positions' scores are sixteen vector
+//! lanes, the values position after position.
 //!
 //! [`attend`] attends one token's query heads that share a key/value head, in three steps that
 //! [`Heads`] also offers one by one, so a lone generated token's attention can be split across
@@ -19,6 +21,13 @@ use super::math::{exp, sum16};
 /// Positions per key tile.
 pub const TILE: usize = 16;
 
+/// Positions a key/value head's keys, and its values, run unbroken: the cache grows a run of every
+/// head at a time (1 MiB a layer for eight heads of 128 dimensions), and one head's run is 32 KiB of
+/// keys and 32 KiB of values. Tiles of sixteen positions, one after the other (4 KiB each, every
+/// head's in turn), left the hardware's prefetchers to start again at every tile: a generated token's
+/// attention read its cache at half the rate the matrices' kernels read theirs.
+pub const RUN: usize = 128;
+
 /// How many key/value heads, of how many dimensions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KvShape {
@@ -31,9 +40,26 @@ impl KvShape {
         self.kv_heads * self.head_dim
     }
 
-    /// Values of one key tile (every head).
-    pub(super) fn tile_len(self) -> usize {
-        TILE * self.kv_dim()
+    /// Values of one run, keys or values (every head's [`RUN`] positions).
+    fn run_len(self) -> usize {
+        RUN * self.kv_dim()
+    }
+
+    /// Where head `kv`'s key tile `tile` starts in the keys (`head_dim × 16`: dimension `d` of the
+    /// tile's position `p` at `d·16 + p mod 16`).
+    pub(super) fn key_tile(self, kv: usize, tile: usize) -> usize {
+        let (run, within) = (tile / (RUN / TILE), tile % (RUN / TILE));
+        (run * self.kv_heads + kv) * RUN * self.head_dim + within * TILE * self.head_dim
+    }
+
+    /// Where head `kv`'s values of position `p` start in the values (`head_dim` of them).
+    pub(super) fn value_row(self, kv: usize, p: usize) -> usize {
+        ((p / RUN) * self.kv_heads + kv) * RUN * self.head_dim + (p % RUN) * self.head_dim
+    }
+
+    /// Keys (or values) that hold `positions` positions: whole runs.
+    fn cache_len(self, positions: usize) -> usize {
+        positions.div_ceil(RUN) * self.run_len()
     }
 
     /// Bytes one cached position takes (key and value).
@@ -42,45 +68,45 @@ impl KvShape {
     }
 }
 
-/// One layer's cached keys and values.
+/// One layer's cached keys and values, run after run ([`RUN`] positions), in a run head after head.
 #[derive(Clone, Debug, Default)]
 pub struct KvLayer {
-    /// Tile after tile; in tile `p / 16`, head `h`'s dimension `d` of position `p` at
-    /// `(h·head_dim + d)·16 + p mod 16`.
+    /// In a head's run, tile after tile ([`KvShape::key_tile`]).
     keys: Vec<f16>,
-    /// Position after position, `kv_heads × head_dim` values each.
+    /// In a head's run, position after position ([`KvShape::value_row`]).
     values: Vec<f16>,
 }
 
 impl KvLayer {
     /// An empty cache with address space for `positions` (pages are touched only as they are used).
     pub fn with_capacity(shape: KvShape, positions: usize) -> Self {
-        Self {
-            keys: Vec::with_capacity(positions.div_ceil(TILE) * shape.tile_len()),
-            values: Vec::with_capacity(positions * shape.kv_dim()),
-        }
+        let len = shape.cache_len(positions);
+        Self { keys: Vec::with_capacity(len), values: Vec::with_capacity(len) }
     }
 
     /// Makes room for `positions` positions.
     pub fn grow(&mut self, shape: KvShape, positions: usize) {
-        let keys = positions.div_ceil(TILE) * shape.tile_len();
-        if self.keys.len() < keys {
-            self.keys.resize(keys, f16::ZERO);
-        }
-        if self.values.len() < positions * shape.kv_dim() {
-            self.values.resize(positions * shape.kv_dim(), f16::ZERO);
+        let len = shape.cache_len(positions);
+        for cache in [&mut self.keys, &mut self.values] {
+            if cache.len() < len {
+                cache.resize(len, f16::ZERO);
+            }
         }
     }
 
-    /// Stores position `p`'s key and value (`kv_heads × head_dim` values each; room made by [`Self::grow`]).
+    /// Stores position `p`'s key and value (`kv_heads × head_dim` values each, head after head; room
+    /// made by [`Self::grow`]).
     pub fn store(&mut self, shape: KvShape, p: usize, key: &[f32], value: &[f32]) {
-        let kv_dim = shape.kv_dim();
-        let tile = &mut self.keys[(p / TILE) * shape.tile_len()..][..shape.tile_len()];
-        for (i, k) in key[..kv_dim].iter().enumerate() {
-            tile[i * TILE + p % TILE] = f16::from_f32(*k);
-        }
-        for (slot, v) in self.values[p * kv_dim..][..kv_dim].iter_mut().zip(value) {
-            *slot = f16::from_f32(*v);
+        let hd = shape.head_dim;
+        let (key, value) = (&key[..shape.kv_dim()], &value[..shape.kv_dim()]);
+        for (kv, (key, value)) in key.chunks_exact(hd).zip(value.chunks_exact(hd)).enumerate() {
+            let tile = &mut self.keys[shape.key_tile(kv, p / TILE)..][..hd * TILE];
+            for (d, k) in key.iter().enumerate() {
+                tile[d * TILE + p % TILE] = f16::from_f32(*k);
+            }
+            for (slot, v) in self.values[shape.value_row(kv, p)..][..hd].iter_mut().zip(value) {
+                *slot = f16::from_f32(*v);
+            }
         }
     }
 }
@@ -151,7 +177,7 @@ impl<'a> Heads<'a> {
             shape.kv_heads
         );
         assert!(
-            cache.keys.len() >= tiles(positions) * shape.tile_len() && cache.values.len() >= positions * shape.kv_dim(),
+            cache.keys.len() >= shape.cache_len(positions) && cache.values.len() >= shape.cache_len(positions),
             "{positions} positions are not all in the cache"
         );
         Self { keys: &cache.keys, values: &cache.values, shape, kv, group, positions }
@@ -209,9 +235,9 @@ impl<'a> Heads<'a> {
     /// The reference arithmetic of step 1 (compiled as is for other CPUs, and for AVX2).
     #[inline(always)]
     pub(super) fn scores_lanes(&self, q: &[f32], tiles: std::ops::Range<usize>, out: &mut [f32]) {
-        let (hd, group, tile_len) = (self.shape.head_dim, self.group, self.shape.tile_len());
+        let (hd, group) = (self.shape.head_dim, self.group);
         for (tile, out) in tiles.zip(out.chunks_exact_mut(group * TILE)) {
-            let keys = &self.keys[tile * tile_len + self.kv * hd * TILE..][..hd * TILE];
+            let keys = &self.keys[self.shape.key_tile(self.kv, tile)..][..hd * TILE];
             for (q, scores) in q.chunks_exact(hd).zip(out.chunks_exact_mut(TILE)) {
                 let mut chains = [[0f32; TILE]; 4];
                 for (d, row) in keys.chunks_exact(TILE).enumerate() {
@@ -247,12 +273,12 @@ impl<'a> Heads<'a> {
 
     #[inline(always)]
     pub(super) fn weigh_lanes(&self, weights: &[f32], inverse: &[f32], dims: std::ops::Range<usize>, out: &mut [f32]) {
-        let (hd, group, kv_heads, width) = (self.shape.head_dim, self.group, self.shape.kv_heads, dims.len());
+        let (group, width) = (self.group, dims.len());
         for (g, out) in out.chunks_exact_mut(width).take(group).enumerate() {
             out.fill(0.0);
             for p in 0..self.positions {
                 let e = weights[(p / TILE * group + g) * TILE + p % TILE];
-                let values = &self.values[(p * kv_heads + self.kv) * hd + dims.start..][..width];
+                let values = &self.values[self.shape.value_row(self.kv, p) + dims.start..][..width];
                 for (o, v) in out.iter_mut().zip(values) {
                     *o = e.mul_add(widen(*v), *o);
                 }
@@ -373,24 +399,24 @@ mod tests {
     /// Over all the positions, and over a sliding window's last ones (the positions before it weigh nothing).
     #[test]
     fn attention_is_a_softmax_weighted_sum_of_values() {
-        for first in [0, 5, 16, 36] {
+        for first in [0, 5, 16, 36, RUN + 3] {
             attention_over(first);
         }
     }
 
     fn attention_over(first: usize) {
         let shape = KvShape { kv_heads: 3, head_dim: 64 };
-        let cache = cache(shape, 37);
-        let (group, kv, positions) = (3, 1, 37);
+        let positions = RUN + 37;
+        let cache = cache(shape, positions);
+        let (group, kv) = (3, 1);
         let queries = values(group * 64, 99);
         let mut scratch = vec![0f32; scratch_len(group, 64, positions)];
         let mut out = vec![0f32; group * 64];
         attend(Kernels::detect(), &cache, shape, kv, &queries, (first, positions), 0.125, &mut scratch, &mut out);
         for g in 0..group {
             let q = &queries[g * 64..(g + 1) * 64];
-            let key =
-                |p: usize, d: usize| f64::from(cache.keys[(p / 16) * 16 * 192 + (kv * 64 + d) * 16 + p % 16].to_f32());
-            let value = |p: usize, d: usize| f64::from(cache.values[p * 192 + kv * 64 + d].to_f32());
+            let key = |p: usize, d: usize| f64::from(cache.keys[shape.key_tile(kv, p / 16) + d * 16 + p % 16].to_f32());
+            let value = |p: usize, d: usize| f64::from(cache.values[shape.value_row(kv, p) + d].to_f32());
             let raw: Vec<f64> =
                 (first..positions).map(|p| (0..64).map(|d| f64::from(q[d]) * key(p, d)).sum::<f64>() * 0.125).collect();
             let max = raw.iter().cloned().fold(f64::MIN, f64::max);
@@ -404,16 +430,16 @@ mod tests {
         }
     }
 
-    /// The steps one by one, the scores in two runs of tiles and the weighted values 32 dimensions at
-    /// a time (as threads share them), give `attend`'s bits.
+    /// The steps one by one, the scores in two runs of tiles and the weighted values 32, 64 or a whole
+    /// head's dimensions at a time (as threads share them), give `attend`'s bits.
     #[test]
     fn the_steps_split_across_threads_give_attends_bits() {
         for (kv_heads, head_dim, group) in
             [(3, 64, 3), (2, 128, 1), (1, 32, 2), (2, 96, 2), (1, 18, 2), (1, 256, 4), (2, 48, 6), (1, 80, 5)]
         {
             let shape = KvShape { kv_heads, head_dim };
-            let cache = cache(shape, 70);
-            for positions in [1, 17, 33, 70] {
+            let cache = cache(shape, 2 * RUN + 9);
+            for positions in [1, 17, 33, 70, RUN, RUN + 1, 2 * RUN + 9] {
                 for kv in 0..kv_heads {
                     let queries = values(group * head_dim, 3 + positions as u32 + kv as u32);
                     for level in [Level::Portable, Level::Avx2, Level::Avx512] {
@@ -431,19 +457,21 @@ mod tests {
                         heads.scores(kernels, &q, half..all, second);
                         let mut inverse = vec![0f32; group];
                         heads.softmax(kernels, &mut scores, &mut inverse);
-                        let mut got = vec![0f32; group * head_dim];
-                        let width = if head_dim % 32 == 0 { 32 } else { head_dim };
-                        for start in (0..head_dim).step_by(width) {
-                            let mut part = vec![0f32; group * width];
-                            heads.weigh(kernels, &scores, &inverse, start..start + width, &mut part);
-                            for g in 0..group {
-                                got[g * head_dim + start..][..width].copy_from_slice(&part[g * width..][..width]);
+                        let widths = [32, 64, head_dim].into_iter().filter(|w| head_dim.is_multiple_of(*w));
+                        for width in widths {
+                            let mut got = vec![0f32; group * head_dim];
+                            for start in (0..head_dim).step_by(width) {
+                                let mut part = vec![0f32; group * width];
+                                heads.weigh(kernels, &scores, &inverse, start..start + width, &mut part);
+                                for g in 0..group {
+                                    got[g * head_dim + start..][..width].copy_from_slice(&part[g * width..][..width]);
+                                }
                             }
+                            assert!(
+                                got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                                "{level:?}, {shape:?}, {positions} positions, {width} wide: the steps differ from attend"
+                            );
                         }
-                        assert!(
-                            got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
-                            "{level:?}, {shape:?}, {positions} positions: the steps differ from attend"
-                        );
                     }
                 }
             }
@@ -454,8 +482,8 @@ mod tests {
     fn every_path_gives_the_same_bits_at_every_length() {
         for (kv_heads, head_dim, group) in [(3, 64, 3), (2, 128, 1), (1, 32, 2), (1, 256, 4), (2, 48, 6), (1, 80, 5)] {
             let shape = KvShape { kv_heads, head_dim };
-            let cache = cache(shape, 70);
-            for positions in [1, 15, 16, 17, 33, 70] {
+            let cache = cache(shape, 2 * RUN + 9);
+            for positions in [1, 15, 16, 17, 33, 70, RUN - 1, RUN, RUN + 1, 2 * RUN + 9] {
                 for kv in 0..kv_heads {
                     let queries = values(group * head_dim, positions as u32 + 7 * kv as u32);
                     let run = |kernels: Kernels| {

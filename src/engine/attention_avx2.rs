@@ -29,7 +29,10 @@ pub unsafe fn scores(heads: &Heads, q: &[f32], tiles: Range<usize>, out: &mut [f
         return heads.scores_lanes(q, tiles, out);
     }
     assert!(q.len() >= group * hd && out.len() >= tiles.len() * group * TILE, "buffers too short");
-    assert!(heads.keys.len() >= tiles.end * heads.shape.tile_len(), "cache too short");
+    assert!(
+        tiles.is_empty() || heads.keys.len() >= heads.shape.key_tile(heads.kv, tiles.end - 1) + hd * TILE,
+        "cache too short"
+    );
     let mut first = 0;
     while first < group {
         match (group - first).min(HEADS_PER_PASS) {
@@ -45,12 +48,11 @@ pub unsafe fn scores(heads: &Heads, q: &[f32], tiles: Range<usize>, out: &mut [f
 /// as `(c0 + c1) + (c2 + c3)`, eight positions (half a tile) at a time.
 #[target_feature(enable = "avx2,fma,f16c")]
 fn scores_of<const G: usize>(heads: &Heads, q: &[f32], tiles: Range<usize>, first: usize, out: &mut [f32]) {
-    let (hd, group, tile_len) = (heads.shape.head_dim, heads.group, heads.shape.tile_len());
+    let (hd, group) = (heads.shape.head_dim, heads.group);
     for (i, tile) in tiles.enumerate() {
-        let at = tile * tile_len + heads.kv * hd * TILE;
-        // The next tile's keys of this head, a cache line a step: they start a page of their own, where
-        // the hardware's prefetchers begin again.
-        let next = heads.keys.as_ptr().wrapping_add(at + tile_len);
+        let at = heads.shape.key_tile(heads.kv, tile);
+        // The next tile's keys of this head (at a run's end, in the next run), a cache line a step.
+        let next = heads.keys.as_ptr().wrapping_add(heads.shape.key_tile(heads.kv, tile + 1));
         for half in [0, 8] {
             let mut chains = [[_mm256_setzero_ps(); 4]; G];
             for d in (0..hd).step_by(4) {
@@ -144,10 +146,10 @@ pub unsafe fn weigh(heads: &Heads, w: &[f32], inverse: &[f32], dims: Range<usize
     if !width.is_multiple_of(8) {
         return heads.weigh_lanes(w, inverse, dims, out);
     }
-    let (hd, n, kv_heads) = (heads.shape.head_dim, heads.positions, heads.shape.kv_heads);
+    let (hd, n) = (heads.shape.head_dim, heads.positions);
     assert!(w.len() >= tiles(n) * group * TILE && inverse.len() >= group, "buffers too short");
     assert!(out.len() >= group * width && dims.end <= hd, "buffers too short");
-    assert!(heads.values.len() >= n * kv_heads * hd, "cache too short");
+    assert!(heads.values.len() >= heads.shape.value_row(heads.kv, n - 1) + hd, "cache too short");
     let mut first = 0;
     while first < group {
         let g = (group - first).min(HEADS_PER_PASS);
@@ -180,13 +182,15 @@ fn weigh_of<const G: usize, const C: usize>(
     span: Span,
     out: &mut [f32],
 ) -> usize {
-    let (hd, n, kv_heads, group) = (heads.shape.head_dim, heads.positions, heads.shape.kv_heads, heads.group);
+    let (n, group) = (heads.positions, heads.group);
     let mut acc = [[_mm256_setzero_ps(); C]; G];
     for p in 0..n {
-        let at = (p * kv_heads + heads.kv) * hd + span.dim;
-        // Positions are a row of every head apart, too far for the hardware's prefetchers.
-        let ahead = heads.values.as_ptr().wrapping_add(at + AHEAD * kv_heads * hd);
-        _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+        let at = heads.shape.value_row(heads.kv, p) + span.dim;
+        // Every cache line of this span's values `AHEAD` positions on (in the next run at a run's end).
+        let ahead = heads.values.as_ptr().wrapping_add(heads.shape.value_row(heads.kv, p + AHEAD) + span.dim);
+        for line in (0..8 * C).step_by(LINE) {
+            _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
+        }
         _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(8 * C - 1).cast());
         let lane = (p / TILE * group + span.first_head) * TILE + p % TILE;
         let mut weights = [_mm256_setzero_ps(); G];

@@ -1,6 +1,6 @@
 //! A generated token's attention split across the pool's threads finer than its key/value heads
 //! (3 heads on 2 threads would leave one thread idle a third of it): [`Heads`]' three steps, scores by
-//! key tile, softmax by key/value head, weighted values by 32 dimensions, each its own split. The
+//! key tile, softmax by key/value head, weighted values by whole heads or parts of them, each its own split. The
 //! steps are [`super::attention::attend`]'s, so the numbers are its bits.
 
 use super::attention::{scale_queries, tiles, Heads, KvLayer, KvShape, TILE};
@@ -25,13 +25,18 @@ impl Token<'_> {
         Heads::new(self.cache, self.shape, kv, self.group, self.positions)
     }
 
-    /// Dimensions of a unit of the weighted values: a cache line of f16 values where they divide evenly.
-    fn width(&self) -> usize {
-        if self.shape.head_dim.is_multiple_of(32) {
-            32
-        } else {
-            self.shape.head_dim
-        }
+    /// Dimensions of a unit of the weighted values: the widest that divides a head in whole cache
+    /// lines of f16 values and still gives each of `threads` two units (a head's values of a position
+    /// are one stretch of memory, read once for every dimension of the unit); a whole head where no
+    /// cache line divides it.
+    fn width(&self, threads: usize) -> usize {
+        let hd = self.shape.head_dim;
+        (1..=hd / 32)
+            .rev()
+            .map(|lines| 32 * lines)
+            .filter(|w| hd.is_multiple_of(*w))
+            .find(|w| self.shape.kv_heads * (hd / w) >= 2 * threads)
+            .unwrap_or(if hd.is_multiple_of(32) { 32 } else { hd })
     }
 }
 
@@ -44,7 +49,7 @@ pub(super) fn split_scratch_len(shape: KvShape, group: usize, positions: usize, 
 
 /// One token's attention, every head (`queries` and `out`: `heads × head_dim`), in the three steps of
 /// [`Heads`] each split across the pool: scores by key tile, softmax by key/value head, the weighted
-/// values by 32 dimensions. The steps are [`attend`]'s, so the numbers are its bits.
+/// values by heads or parts of them ([`Token::width`]). The steps are [`attend`]'s, so the numbers are its bits.
 pub(super) fn attend_split(
     pool: &mut Pool,
     kernels: Kernels,
@@ -54,7 +59,7 @@ pub(super) fn attend_split(
     out: &mut [f32],
 ) -> Result<(), EngineError> {
     let (hd, kv_heads, group) = (token.shape.head_dim, token.shape.kv_heads, token.group);
-    let (heads, ntiles, width) = (kv_heads * group, tiles(token.positions), token.width());
+    let (heads, ntiles, width) = (kv_heads * group, tiles(token.positions), token.width(pool.threads()));
     let per_kv = group * ntiles * TILE;
     let (scaled, rest) = scratch.split_at_mut(heads * hd);
     let (scores, rest) = rest.split_at_mut(kv_heads * per_kv);
