@@ -10,7 +10,7 @@ use std::arch::x86_64::*;
 use super::avx2::{column, tokens};
 use super::avx2_k::ahead;
 use super::avx512::{four, halves};
-use super::kquant::{KActBlock, KForm, Q4Kx16, Q5Kx16, Q5x16, Q6Kx16, SUBS};
+use super::kquant::{KActBlock, KForm, Q4Kx16, Q5Kx16, Q5x16, Q6Kx16, SUBS, SUPER};
 use super::quant::{ActBlock, ROWS};
 
 /// 64 bytes of `bytes` from `at`.
@@ -226,4 +226,49 @@ pub unsafe fn q5_0<const T: usize>(w: &[Q5x16], a: &[ActBlock], per_row: usize, 
         }
     }
     store_all(&acc, out);
+}
+
+/// [`super::kernels::Kernels::quantize_k`]: [`super::kquant::quantize_k_lanes`]' arithmetic sixteen
+/// values at a time (the same bits: the first value of largest magnitude, one multiply by `iscale`,
+/// ties to even, `min(127)` before the conversion, so a NaN product is 127 as there, and `as i8`'s
+/// saturation).
+///
+/// # Safety
+/// The CPU has AVX-512 F, BW, VNNI and F16C ([`super::avx512::available`]).
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c,avx2,fma")]
+pub unsafe fn quantize_k(x: &[f32], out: &mut [KActBlock]) {
+    const SIXTEENS: usize = SUPER / 16;
+    for (chunk, block) in x.chunks_exact(SUPER).zip(out.iter_mut()) {
+        // SAFETY: sixteen floats from 16i of the 256-float chunk.
+        let values: [__m512; SIXTEENS] =
+            std::array::from_fn(|i| unsafe { _mm512_loadu_ps(chunk.as_ptr().add(16 * i)) });
+        // `max(|v|, m)`: a NaN `|v|` keeps `m`, as `f32::max` does.
+        let amax =
+            _mm512_reduce_max_ps(values.iter().fold(_mm512_setzero_ps(), |m, v| _mm512_max_ps(_mm512_abs_ps(*v), m)));
+        let first = values.iter().enumerate().find_map(|(i, v)| {
+            let mask = _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(_mm512_abs_ps(*v), _mm512_set1_ps(amax));
+            (mask != 0).then(|| 16 * i + mask.trailing_zeros() as usize)
+        });
+        let Some(max) = first.map(|i| chunk[i]).filter(|_| amax > 0.0) else {
+            *block = KActBlock::default();
+            continue;
+        };
+        let iscale = -127.0 / max;
+        let (scale, top, bottom) = (_mm512_set1_ps(iscale), _mm512_set1_ps(127.0), _mm512_set1_ps(-128.0));
+        for (i, v) in values.iter().enumerate() {
+            let rounded =
+                _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm512_mul_ps(scale, *v));
+            // Then `as i8`'s saturation (an `iscale` that overflowed makes infinities).
+            let q = _mm512_cvtps_epi32(_mm512_max_ps(_mm512_min_ps(rounded, top), bottom));
+            // SAFETY: sixteen bytes at 16i of the 256 `qs` bytes.
+            unsafe {
+                _mm_storeu_si128(block.qs.as_flattened_mut().as_mut_ptr().add(16 * i).cast(), _mm512_cvtepi32_epi8(q))
+            };
+            block.bsums[i] = _mm512_reduce_add_epi32(q) as i16;
+        }
+        block.d = 1.0 / iscale;
+        for (s, pair) in block.sums.iter_mut().zip(block.bsums.chunks_exact(2)) {
+            *s = pair[0] + pair[1];
+        }
+    }
 }

@@ -116,7 +116,7 @@ static AVX512: Table = Table {
     q6_k: avx512_q6_k,
     dot: avx2_dot,
     quantize: super::avx512::quantize,
-    quantize_k: super::kquant::quantize_k_avx2,
+    quantize_k: super::avx512_k::quantize_k,
     silu_mul: super::math::avx512::silu_mul,
     gelu_mul: super::math::avx2::gelu_mul,
     exp_sum: super::math::avx2::exp_sum,

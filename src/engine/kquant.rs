@@ -556,11 +556,34 @@ pub(in crate::engine) mod tests {
                 assert!((v - b.d * f32::from(*q)).abs() <= b.d.abs() / 2.0 * 1.0001, "{v} vs {q}·{}", b.d);
             }
         }
+        // Then blocks of random values of every scale, and blocks holding a NaN, an infinity, the
+        // largest magnitude last, or only subnormals: every path gives the reference's blocks.
+        let mut more: Vec<f32> = (0..12).flat_map(|b| super::super::kernels::tests::values(SUPER, 40 + b)).collect();
+        for (b, scale) in [1e-30f32, 1e-3, 1.0, 1e3, 1e30, 3.0].into_iter().enumerate() {
+            more[b * SUPER..(b + 1) * SUPER].iter_mut().for_each(|v| *v *= scale);
+        }
+        more[6 * SUPER + 9] = f32::NAN;
+        more[7 * SUPER + 100] = f32::INFINITY;
+        more[8 * SUPER + 255] = -50.0;
+        more[9 * SUPER..10 * SUPER].iter_mut().for_each(|v| *v *= 1e-40);
+        more[10 * SUPER + 4] = f32::NAN;
+        more[10 * SUPER + 5] = f32::NEG_INFINITY;
+        let mut want_more = vec![KActBlock::default(); 12];
+        quantize_k_lanes(&more, &mut want_more);
         for level in [Level::Portable, Level::Avx2, Level::Avx512] {
             let Some(kernels) = Kernels::at(level) else { continue };
             let mut got = vec![KActBlock { d: 9.0, ..KActBlock::default() }; 4];
             kernels.quantize_k(&x, &mut got);
             assert_eq!(got, want, "{level:?}");
+            let mut got = vec![KActBlock { d: 9.0, ..KActBlock::default() }; 12];
+            kernels.quantize_k(&more, &mut got);
+            for (b, (got, want)) in got.iter().zip(&want_more).enumerate() {
+                assert_eq!(
+                    (got.d.to_bits(), got.qs, got.sums, got.bsums),
+                    (want.d.to_bits(), want.qs, want.sums, want.bsums),
+                    "{level:?}, block {b}"
+                );
+            }
         }
     }
 
