@@ -48,13 +48,17 @@ impl KvShape {
     /// Where head `kv`'s key tile `tile` starts in the keys (`head_dim × 16`: dimension `d` of the
     /// tile's position `p` at `d·16 + p mod 16`).
     pub(super) fn key_tile(self, kv: usize, tile: usize) -> usize {
-        let (run, within) = (tile / (RUN / TILE), tile % (RUN / TILE));
-        (run * self.kv_heads + kv) * RUN * self.head_dim + within * TILE * self.head_dim
+        self.head_run(kv, tile * TILE) + (tile * TILE % RUN) * self.head_dim
     }
 
     /// Where head `kv`'s values of position `p` start in the values (`head_dim` of them).
     pub(super) fn value_row(self, kv: usize, p: usize) -> usize {
-        ((p / RUN) * self.kv_heads + kv) * RUN * self.head_dim + (p % RUN) * self.head_dim
+        self.head_run(kv, p) + (p % RUN) * self.head_dim
+    }
+
+    /// Where head `kv`'s run that holds position `p` starts (in the keys, as in the values).
+    fn head_run(self, kv: usize, p: usize) -> usize {
+        ((p / RUN) * self.kv_heads + kv) * RUN * self.head_dim
     }
 
     /// Keys (or values) that hold `positions` positions: whole runs.
@@ -183,6 +187,16 @@ impl<'a> Heads<'a> {
         Self { keys: &cache.keys, values: &cache.values, shape, kv, group, positions }
     }
 
+    /// Where this head's key tile `tile` starts in [`Self::keys`] ([`KvShape::key_tile`]).
+    pub(super) fn key_tile(&self, tile: usize) -> usize {
+        self.shape.key_tile(self.kv, tile)
+    }
+
+    /// Where this head's values of position `p` start in [`Self::values`] ([`KvShape::value_row`]).
+    pub(super) fn value_row(&self, p: usize) -> usize {
+        self.shape.value_row(self.kv, p)
+    }
+
     /// Values of the scores of all the heads (`tiles · group · 16`).
     pub fn scores_len(&self) -> usize {
         tiles(self.positions) * self.group * TILE
@@ -237,7 +251,7 @@ impl<'a> Heads<'a> {
     pub(super) fn scores_lanes(&self, q: &[f32], tiles: std::ops::Range<usize>, out: &mut [f32]) {
         let (hd, group) = (self.shape.head_dim, self.group);
         for (tile, out) in tiles.zip(out.chunks_exact_mut(group * TILE)) {
-            let keys = &self.keys[self.shape.key_tile(self.kv, tile)..][..hd * TILE];
+            let keys = &self.keys[self.key_tile(tile)..][..hd * TILE];
             for (q, scores) in q.chunks_exact(hd).zip(out.chunks_exact_mut(TILE)) {
                 let mut chains = [[0f32; TILE]; 4];
                 for (d, row) in keys.chunks_exact(TILE).enumerate() {
@@ -278,7 +292,7 @@ impl<'a> Heads<'a> {
             out.fill(0.0);
             for p in 0..self.positions {
                 let e = weights[(p / TILE * group + g) * TILE + p % TILE];
-                let values = &self.values[self.shape.value_row(self.kv, p) + dims.start..][..width];
+                let values = &self.values[self.value_row(p) + dims.start..][..width];
                 for (o, v) in out.iter_mut().zip(values) {
                     *o = e.mul_add(widen(*v), *o);
                 }

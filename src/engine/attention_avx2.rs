@@ -29,10 +29,7 @@ pub unsafe fn scores(heads: &Heads, q: &[f32], tiles: Range<usize>, out: &mut [f
         return heads.scores_lanes(q, tiles, out);
     }
     assert!(q.len() >= group * hd && out.len() >= tiles.len() * group * TILE, "buffers too short");
-    assert!(
-        tiles.is_empty() || heads.keys.len() >= heads.shape.key_tile(heads.kv, tiles.end - 1) + hd * TILE,
-        "cache too short"
-    );
+    assert!(tiles.is_empty() || heads.keys.len() >= heads.key_tile(tiles.end - 1) + hd * TILE, "cache too short");
     let mut first = 0;
     while first < group {
         match (group - first).min(HEADS_PER_PASS) {
@@ -50,9 +47,9 @@ pub unsafe fn scores(heads: &Heads, q: &[f32], tiles: Range<usize>, out: &mut [f
 fn scores_of<const G: usize>(heads: &Heads, q: &[f32], tiles: Range<usize>, first: usize, out: &mut [f32]) {
     let (hd, group) = (heads.shape.head_dim, heads.group);
     for (i, tile) in tiles.enumerate() {
-        let at = heads.shape.key_tile(heads.kv, tile);
+        let at = heads.key_tile(tile);
         // The next tile's keys of this head (at a run's end, in the next run), a cache line a step.
-        let next = heads.keys.as_ptr().wrapping_add(heads.shape.key_tile(heads.kv, tile + 1));
+        let next = heads.keys.as_ptr().wrapping_add(heads.key_tile(tile + 1));
         for half in [0, 8] {
             let mut chains = [[_mm256_setzero_ps(); 4]; G];
             for d in (0..hd).step_by(4) {
@@ -149,7 +146,7 @@ pub unsafe fn weigh(heads: &Heads, w: &[f32], inverse: &[f32], dims: Range<usize
     let (hd, n) = (heads.shape.head_dim, heads.positions);
     assert!(w.len() >= tiles(n) * group * TILE && inverse.len() >= group, "buffers too short");
     assert!(out.len() >= group * width && dims.end <= hd, "buffers too short");
-    assert!(heads.values.len() >= heads.shape.value_row(heads.kv, n - 1) + hd, "cache too short");
+    assert!(heads.values.len() >= heads.value_row(n - 1) + hd, "cache too short");
     let mut first = 0;
     while first < group {
         let g = (group - first).min(HEADS_PER_PASS);
@@ -185,9 +182,9 @@ fn weigh_of<const G: usize, const C: usize>(
     let (n, group) = (heads.positions, heads.group);
     let mut acc = [[_mm256_setzero_ps(); C]; G];
     for p in 0..n {
-        let at = heads.shape.value_row(heads.kv, p) + span.dim;
+        let at = heads.value_row(p) + span.dim;
         // Every cache line of this span's values `AHEAD` positions on (in the next run at a run's end).
-        let ahead = heads.values.as_ptr().wrapping_add(heads.shape.value_row(heads.kv, p + AHEAD) + span.dim);
+        let ahead = heads.values.as_ptr().wrapping_add(heads.value_row(p + AHEAD) + span.dim);
         for line in (0..8 * C).step_by(LINE) {
             _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
         }
