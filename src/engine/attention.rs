@@ -13,7 +13,7 @@
 //! positions times `1/Σ` — on every path (AVX-512, AVX2, portable), so they give the same bits, and a
 //! token's result depends only on the cache up to its position, never on its batch or thread.
 
-use half::f16;
+use half::{f16, slice::HalfFloatSliceExt};
 
 use super::kernels::Kernels;
 use super::math::{exp, sum16};
@@ -99,18 +99,19 @@ impl KvLayer {
     }
 
     /// Stores position `p`'s key and value (`kv_heads × head_dim` values each, head after head; room
-    /// made by [`Self::grow`]).
+    /// made by [`Self::grow`]). Whole rows at a time through `half`'s slice conversion (F16C where the
+    /// CPU has it: the same bits as one value at a time, which asked for the CPU's features each time).
     pub fn store(&mut self, shape: KvShape, p: usize, key: &[f32], value: &[f32]) {
         let hd = shape.head_dim;
         let (key, value) = (&key[..shape.kv_dim()], &value[..shape.kv_dim()]);
+        let mut converted = vec![f16::ZERO; hd];
         for (kv, (key, value)) in key.chunks_exact(hd).zip(value.chunks_exact(hd)).enumerate() {
+            converted.convert_from_f32_slice(key);
             let tile = &mut self.keys[shape.key_tile(kv, p / TILE)..][..hd * TILE];
-            for (d, k) in key.iter().enumerate() {
-                tile[d * TILE + p % TILE] = f16::from_f32(*k);
+            for (d, k) in converted.iter().enumerate() {
+                tile[d * TILE + p % TILE] = *k;
             }
-            for (slot, v) in self.values[shape.value_row(kv, p)..][..hd].iter_mut().zip(value) {
-                *slot = f16::from_f32(*v);
-            }
+            self.values[shape.value_row(kv, p)..][..hd].convert_from_f32_slice(value);
         }
     }
 }
@@ -407,6 +408,38 @@ mod tests {
             let h = f16::from_bits(bits);
             let (got, want) = (widen(h), h.to_f32());
             assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "{bits:#06x}: {got} vs {want}");
+        }
+    }
+
+    /// Each key and value lands where `key_tile` and `value_row` say, as `f16::from_f32` rounds it.
+    #[test]
+    fn a_stored_position_is_its_values_rounded_to_f16() {
+        let shape = KvShape { kv_heads: 3, head_dim: 40 };
+        let positions = 2 * RUN + 5;
+        let mut cache = KvLayer::with_capacity(shape, positions);
+        cache.grow(shape, positions);
+        let kv_dim = shape.kv_dim();
+        let row = |p: usize, of: u32| -> Vec<f32> {
+            let mut row = values(kv_dim, 2 * p as u32 + of);
+            // Halfway cases, the edges of f16's range, a NaN.
+            row[..6].copy_from_slice(&[1.0 + 2f32.powi(-11), 65_504.0, 65_520.0, 6e-8, -0.0, f32::NAN]);
+            row
+        };
+        for p in 0..positions {
+            cache.store(shape, p, &row(p, 0), &row(p, 1));
+        }
+        let bits = |x: f16| if x.is_nan() { u16::MAX } else { x.to_bits() };
+        for p in 0..positions {
+            let (key, value) = (row(p, 0), row(p, 1));
+            for kv in 0..shape.kv_heads {
+                for d in 0..shape.head_dim {
+                    let (k, v) = (key[kv * shape.head_dim + d], value[kv * shape.head_dim + d]);
+                    let stored_key = cache.keys[shape.key_tile(kv, p / TILE) + d * TILE + p % TILE];
+                    let stored_value = cache.values[shape.value_row(kv, p) + d];
+                    assert_eq!(bits(stored_key), bits(f16::from_f32(k)), "key {p} {kv} {d}: {k}");
+                    assert_eq!(bits(stored_value), bits(f16::from_f32(v)), "value {p} {kv} {d}: {v}");
+                }
+            }
         }
     }
 

@@ -15,7 +15,8 @@ use super::math::sum16;
 const HEADS_PER_PASS: usize = 3;
 /// f16 values in a cache line.
 const LINE: usize = 32;
-/// Positions the weighted values ask for ahead of the one they sum.
+/// Positions the weighted values ask for ahead of the one they sum. The keys and values are asked for
+/// into the second-level cache (`T1`), as the AVX-512 kernels ask (measured there).
 const AHEAD: usize = 40;
 
 /// Step 1 ([`Heads::scores`]).
@@ -54,7 +55,7 @@ fn scores_of<const G: usize>(heads: &Heads, q: &[f32], tiles: Range<usize>, firs
             let mut chains = [[_mm256_setzero_ps(); 4]; G];
             for d in (0..hd).step_by(4) {
                 let line = (half / 8 * hd / 4 + d / 4) * LINE;
-                _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(line).cast());
+                _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(line).cast());
                 for j in 0..4 {
                     // SAFETY: eight f16 keys from `at + 16(d + j) + half`, inside the tiles checked by the caller.
                     let keys = _mm256_cvtph_ps(unsafe {
@@ -186,9 +187,9 @@ fn weigh_of<const G: usize, const C: usize>(
         // Every cache line of this span's values `AHEAD` positions on (in the next run at a run's end).
         let ahead = heads.values.as_ptr().wrapping_add(heads.value_row(p + AHEAD) + span.dim);
         for line in (0..8 * C).step_by(LINE) {
-            _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
+            _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(line).cast());
         }
-        _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(8 * C - 1).cast());
+        _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(8 * C - 1).cast());
         let lane = (p / TILE * group + span.first_head) * TILE + p % TILE;
         let mut weights = [_mm256_setzero_ps(); G];
         for (g, weight) in weights.iter_mut().enumerate() {

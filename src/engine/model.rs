@@ -20,7 +20,7 @@ use super::attention_split::{attend_split, split_scratch_len, Token};
 use super::kernels::{groups, matmul_groups, Activations, Kernels};
 use super::kquant::{KActBlock, SUPER};
 use super::quant::{ActBlock, Matrix, BLOCK, ROWS};
-use super::threads::{Disjoint, Pool, PoolError};
+use super::threads::{Disjoint, Pool, PoolError, CHUNKS_PER_THREAD, STREAM_CHUNKS_PER_THREAD};
 use super::weights::{self, Identity};
 use super::EngineError;
 
@@ -456,7 +456,7 @@ impl Model {
                 let (wg, wu, activation) = (&layer.gate, &layer.up, layer.activation);
                 {
                     let normed = unsafe { qz.rows(&h[..seq * dim], seq) };
-                    pool.split(groups(wg), 2, &|_, range| {
+                    pool.split_in(groups(wg), 2, chunks_per_thread(seq), &|_, range| {
                         let rows = ROWS * range.start..(ROWS * range.end).min(ffn);
                         for (w, o) in [(wu, &uo), (wg, &go)] {
                             matmul_groups(w, normed, seq, range.clone(), kernels, &mut |t, g, sums| {
@@ -503,6 +503,15 @@ impl Model {
     }
 }
 
+/// Chunks per thread of matrices times `tokens` tokens ([`STREAM_CHUNKS_PER_THREAD`] for one).
+fn chunks_per_thread(tokens: usize) -> usize {
+    if tokens == 1 {
+        STREAM_CHUNKS_PER_THREAD
+    } else {
+        CHUNKS_PER_THREAD
+    }
+}
+
 /// Runs `f(t)` for each of `seq` tokens, split across the pool (the tokens' rows are independent).
 fn per_token(pool: &mut Pool, seq: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), EngineError> {
     pool.split(seq, 2, &|_, tokens| tokens.for_each(f)).map_err(pool_err)
@@ -518,7 +527,7 @@ fn project(
     kernels: Kernels,
 ) -> Result<(), EngineError> {
     let units: usize = matrices.iter().map(|(m, _)| groups(m)).sum();
-    pool.split(units, 2, &|_, range| {
+    pool.split_in(units, 2, chunks_per_thread(tokens), &|_, range| {
         let mut first = 0;
         for (m, out) in matrices {
             let mine = range.start.max(first)..range.end.min(first + groups(m));
