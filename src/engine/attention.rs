@@ -102,14 +102,19 @@ impl KvLayer {
     /// made by [`Self::grow`]). Whole rows at a time through `half`'s slice conversion (F16C where the
     /// CPU has it: the same bits as one value at a time, which asked for the CPU's features each time).
     pub fn store(&mut self, shape: KvShape, p: usize, key: &[f32], value: &[f32]) {
+        const STAGED: usize = 64;
         let hd = shape.head_dim;
         let (key, value) = (&key[..shape.kv_dim()], &value[..shape.kv_dim()]);
-        let mut converted = vec![f16::ZERO; hd];
+        let mut staged = [f16::ZERO; STAGED];
         for (kv, (key, value)) in key.chunks_exact(hd).zip(value.chunks_exact(hd)).enumerate() {
-            converted.convert_from_f32_slice(key);
+            // The key's dimensions go a tile's row apart: converted a stack buffer at a time.
             let tile = &mut self.keys[shape.key_tile(kv, p / TILE)..][..hd * TILE];
-            for (d, k) in converted.iter().enumerate() {
-                tile[d * TILE + p % TILE] = *k;
+            for (part, key) in key.chunks(STAGED).enumerate() {
+                let staged = &mut staged[..key.len()];
+                staged.convert_from_f32_slice(key);
+                for (d, k) in staged.iter().enumerate() {
+                    tile[(STAGED * part + d) * TILE + p % TILE] = *k;
+                }
             }
             self.values[shape.value_row(kv, p)..][..hd].convert_from_f32_slice(value);
         }
@@ -414,7 +419,13 @@ mod tests {
     /// Each key and value lands where `key_tile` and `value_row` say, as `f16::from_f32` rounds it.
     #[test]
     fn a_stored_position_is_its_values_rounded_to_f16() {
-        let shape = KvShape { kv_heads: 3, head_dim: 40 };
+        // A head narrower than the store's staging buffer, and one that crosses it twice with a remainder.
+        for shape in [KvShape { kv_heads: 3, head_dim: 40 }, KvShape { kv_heads: 2, head_dim: 136 }] {
+            stored_position_over(shape);
+        }
+    }
+
+    fn stored_position_over(shape: KvShape) {
         let positions = 2 * RUN + 5;
         let mut cache = KvLayer::with_capacity(shape, positions);
         cache.grow(shape, positions);

@@ -134,7 +134,7 @@ pub unsafe fn weigh(heads: &Heads, w: &[f32], inverse: &[f32], dims: Range<usize
     let (hd, n) = (heads.shape.head_dim, heads.positions);
     assert!(w.len() >= tiles(n) * group * TILE && inverse.len() >= group, "buffers too short");
     assert!(out.len() >= group * width && dims.end <= hd, "buffers too short");
-    assert!(heads.values.len() >= heads.value_row(n - 1) + hd, "cache too short");
+    assert!(n == 0 || heads.values.len() >= heads.value_row(n - 1) + hd, "cache too short");
     let mut first = 0;
     while first < group {
         let g = (group - first).min(HEADS_PER_PASS);

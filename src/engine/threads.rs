@@ -26,12 +26,6 @@ const SPIN: Duration = Duration::from_micros(300);
 /// Chunks per thread a piece of work is cut into (small enough to even out, big enough to claim rarely).
 pub const CHUNKS_PER_THREAD: usize = 4;
 
-/// Chunks per thread of a generated token's matrices: each chunk is one unbroken stretch of weights,
-/// and a new one starts the memory's streams again. Two instead of four: the 0.6B file generated 3%
-/// faster where memory gave it room, 1.5% where it did not (one process, the two alternated); a
-/// prompt's matrices keep four (a chunk of many tokens' work evens out more).
-pub const STREAM_CHUNKS_PER_THREAD: usize = 2;
-
 /// The thread count: `TUNEBENCH_THREADS` when it is a positive number, else the machine's.
 pub fn configured() -> usize {
     let set = std::env::var(THREADS_VAR).ok().and_then(|t| t.trim().parse::<usize>().ok()).filter(|t| *t > 0);
