@@ -325,7 +325,7 @@ impl Engine {
         while at < prompt.len() && go_on() {
             let end = ((at / PREFILL_BLOCK + 1) * PREFILL_BLOCK).min(prompt.len());
             let block = prompt.get(at..end).unwrap_or_default();
-            logits = self.model.forward(block).inspect_err(|_| self.forget())?;
+            self.model.forward_into(block, &mut logits).inspect_err(|_| self.forget())?;
             self.cached.extend_from_slice(block);
             at = end;
         }
@@ -356,10 +356,11 @@ impl Engine {
         self.cached.clear();
     }
 
-    fn step(&mut self, tokens: &[TokenId]) -> Result<Vec<f32>, EngineError> {
-        let logits = self.model.forward(tokens).inspect_err(|_| self.forget())?;
+    /// Runs `tokens` after the cached ones; their logits overwrite `logits` (one buffer a generation).
+    fn step(&mut self, tokens: &[TokenId], logits: &mut Vec<f32>) -> Result<(), EngineError> {
+        self.model.forward_into(tokens, logits).inspect_err(|_| self.forget())?;
         self.cached.extend_from_slice(tokens);
-        Ok(logits)
+        Ok(())
     }
 
     /// Answers `ask`, calling `emit` with each step (`Started`, one `Token` per generated token); stops
@@ -414,7 +415,7 @@ impl Engine {
                     if out.tokens.len() >= max {
                         break Finish::Length;
                     }
-                    logits = self.step(&forced)?;
+                    self.step(&forced, &mut logits)?;
                     continue;
                 }
             }
@@ -450,7 +451,7 @@ impl Engine {
             if out.tokens.len() >= max {
                 break Finish::Length;
             }
-            logits = self.step(&[token])?;
+            self.step(&[token], &mut logits)?;
         };
         out.finish = Some(finish);
         Ok(out)
@@ -493,14 +494,14 @@ impl Engine {
             if !emit(Step::Thinking(Produced { id: token, text, odds })) {
                 return Ok(None);
             }
-            *logits = self.step(&[token])?;
+            self.step(&[token], logits)?;
             if Thought::closed_by_model(&raw) {
                 break ThoughtEnd::Model;
             }
         };
         let close = if end == ThoughtEnd::Model { MODEL_CLOSE } else { BUDGET_CLOSE };
         let closing = self.tokenizer.tokenize(close, false, true)?;
-        *logits = self.step(&closing)?;
+        self.step(&closing, logits)?;
         Ok(Some(Thought { tokens, raw, closing, end }))
     }
 

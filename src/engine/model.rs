@@ -11,6 +11,7 @@
 //! [`kernels`]: super::kernels
 
 use std::io::{Read, Seek};
+use std::ops::Range;
 
 use candle_core::quantized::gguf_file::Content;
 
@@ -72,8 +73,16 @@ pub trait Transformer: Send {
     fn weights_from(&self) -> WeightsFrom {
         WeightsFrom::Gguf("candle's backend stores nothing".into())
     }
-    /// Runs `tokens` at the positions after the cache and returns the logits after the last one.
-    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError>;
+    /// Runs `tokens` at the positions after the cache and writes the logits after the last one into
+    /// `logits` (resized to the vocabulary; one buffer kept across a generation's tokens is allocated
+    /// once: a fresh 0.6 MB a token was the allocator's pages zeroed again every token).
+    fn forward_into(&mut self, tokens: &[u32], logits: &mut Vec<f32>) -> Result<(), EngineError>;
+    /// [`Self::forward_into`] a new vector.
+    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
+        let mut logits = Vec::new();
+        self.forward_into(tokens, &mut logits)?;
+        Ok(logits)
+    }
     /// Forgets every cached position from `len` on.
     fn truncate_cache(&mut self, len: usize);
     /// The threads a forward pass runs on.
@@ -298,7 +307,7 @@ impl Model {
         self.multiplied().map(Matrix::bytes).sum()
     }
 
-    fn forward_inner(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
+    fn forward_inner(&mut self, tokens: &[u32], logits: &mut Vec<f32>) -> Result<(), EngineError> {
         let Self {
             config: c,
             embeddings,
@@ -456,7 +465,9 @@ impl Model {
                 let (wg, wu, activation) = (&layer.gate, &layer.up, layer.activation);
                 {
                     let normed = unsafe { qz.rows(&h[..seq * dim], seq) };
-                    pool.split_in(groups(wg), 2, chunks_per_thread(seq), &|_, range| {
+                    let group_bytes = (wg.bytes() + wu.bytes()) / groups(wg).max(1);
+                    let smallest = smallest_chunk(pool, groups(wg), group_bytes, seq);
+                    pool.split_in(groups(wg), 2, smallest, &|_, range| {
                         let rows = ROWS * range.start..(ROWS * range.end).min(ffn);
                         for (w, o) in [(wu, &uo), (wg, &go)] {
                             matmul_groups(w, normed, seq, range.clone(), kernels, &mut |t, g, sums| {
@@ -496,10 +507,10 @@ impl Model {
         // SAFETY: one thread.
         unsafe { qz.token(0, &h[..dim], kernels) };
         let output = output.as_ref().unwrap_or(embeddings);
-        let mut logits = vec![0f32; output.rows];
+        // Every row is written below: a buffer of the right length is not cleared first.
+        logits.resize(output.rows, 0.0);
         let normed = unsafe { qz.rows(&h[..dim], 1) };
-        project(pool, &[(output, &Disjoint::new(&mut logits))], normed, 1, kernels)?;
-        Ok(logits)
+        project(pool, &[(output, &Disjoint::new(logits))], normed, 1, kernels)
     }
 }
 
@@ -518,13 +529,38 @@ fn chunks_per_thread(tokens: usize) -> usize {
     }
 }
 
+/// Bytes of weights below which a chunk of matrices no longer shrinks (the pool's chunks shrink as
+/// the work runs out): the 0.6B file's output matrix (128 MB) in chunks of a quarter left a thread
+/// waiting 60–130 µs at its end each token; down to 512 KiB, a few µs.
+const SMALLEST_CHUNK_BYTES: usize = 512 << 10;
+
+/// The cache lines of one row group of `m`: what a unit of [`project`] weighs (a Q6_K group reads
+/// 1.46× a Q4_K one's bytes: chunks even in lines read keep the threads' shares even).
+fn group_lines(m: &Matrix) -> usize {
+    (m.bytes() / groups(m).max(1)).div_ceil(64).max(1)
+}
+
+/// The smallest chunk of a split of `units` units of `unit_bytes` bytes of weights each, times
+/// `tokens` tokens: [`chunks_per_thread`] chunks a thread, or [`SMALLEST_CHUNK_BYTES`] when that is more.
+fn smallest_chunk(pool: &Pool, units: usize, unit_bytes: usize, tokens: usize) -> usize {
+    pool.smallest_chunk(units, chunks_per_thread(tokens)).min(SMALLEST_CHUNK_BYTES.div_ceil(unit_bytes.max(1)))
+}
+
+/// The groups of a matrix (`groups` of `lines` units each, its first at unit `first` of a split) whose
+/// first unit is in `units`: each group in exactly one chunk of a split.
+fn groups_starting_in(units: Range<usize>, first: usize, lines: usize, groups: usize) -> Range<usize> {
+    let group = |unit: usize| unit.saturating_sub(first).div_ceil(lines.max(1)).min(groups);
+    group(units.start)..group(units.end)
+}
+
 /// Runs `f(t)` for each of `seq` tokens, split across the pool (the tokens' rows are independent).
 fn per_token(pool: &mut Pool, seq: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), EngineError> {
     pool.split(seq, 2, &|_, tokens| tokens.for_each(f)).map_err(pool_err)
 }
 
 /// Each matrix times the `tokens` activation rows of `x`, into its output (`tokens × rows`, token
-/// after token), the row groups of all of them split across the pool's threads.
+/// after token), the row groups of all of them split across the pool's threads, each group weighed
+/// by its cache lines ([`group_lines`]).
 fn project(
     pool: &mut Pool,
     matrices: &[(&Matrix, &Disjoint<'_, f32>)],
@@ -532,13 +568,14 @@ fn project(
     tokens: usize,
     kernels: Kernels,
 ) -> Result<(), EngineError> {
-    let units: usize = matrices.iter().map(|(m, _)| groups(m)).sum();
-    pool.split_in(units, 2, chunks_per_thread(tokens), &|_, range| {
+    let units: usize = matrices.iter().map(|(m, _)| groups(m) * group_lines(m)).sum();
+    let smallest = smallest_chunk(pool, units, 64, tokens);
+    pool.split_in(units, 2, smallest, &|_, range| {
         let mut first = 0;
         for (m, out) in matrices {
-            let mine = range.start.max(first)..range.end.min(first + groups(m));
+            let (lines, rows) = (group_lines(m), m.rows);
+            let mine = groups_starting_in(range.clone(), first, lines, groups(m));
             if !mine.is_empty() {
-                let (rows, mine) = (m.rows, mine.start - first..mine.end - first);
                 matmul_groups(m, x, tokens, mine, kernels, &mut |t, g, sums| {
                     let at = t * rows + ROWS * g;
                     // SAFETY: each thread writes the rows of its own groups.
@@ -546,7 +583,7 @@ fn project(
                     out.copy_from_slice(&sums[..out.len()]);
                 });
             }
-            first += groups(m);
+            first += groups(m) * lines;
         }
     })
     .map_err(pool_err)
@@ -565,16 +602,16 @@ impl Transformer for Model {
         self.weights_from.clone()
     }
 
-    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
+    fn forward_into(&mut self, tokens: &[u32], logits: &mut Vec<f32>) -> Result<(), EngineError> {
         if tokens.is_empty() {
             return Err(EngineError::Model("nothing to run: no tokens".into()));
         }
         if self.cached + tokens.len() > self.config.context {
             return Err(EngineError::Context { needed: self.cached + tokens.len(), context: self.config.context });
         }
-        let logits = self.forward_inner(tokens)?;
+        self.forward_inner(tokens, logits)?;
         self.cached += tokens.len();
-        Ok(logits)
+        Ok(())
     }
 
     fn truncate_cache(&mut self, len: usize) {
@@ -590,5 +627,41 @@ impl Transformer for Model {
             self.pool = Pool::new(threads).map_err(pool_err)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// However a split of matrices weighed in lines is cut into chunks, every group of every matrix is
+    /// in exactly one chunk (the 0.6B file's query, key and value matrices: Q4_K, Q4_K, Q6_K).
+    #[test]
+    fn every_group_is_in_exactly_one_chunk() {
+        for matrices in [vec![(144, 128), (144, 64), (210, 64)], vec![(1, 5)], vec![(7, 3), (1, 1), (300, 2)]] {
+            let units: usize = matrices.iter().map(|(lines, groups)| lines * groups).sum();
+            let mut state = 17u64;
+            for _ in 0..200 {
+                let mut cuts: Vec<usize> = (0..5)
+                    .map(|_| {
+                        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                        (state >> 33) as usize % (units + 1)
+                    })
+                    .chain([0, units])
+                    .collect();
+                cuts.sort_unstable();
+                let mut seen: Vec<Vec<u32>> = matrices.iter().map(|(_, groups)| vec![0; *groups]).collect();
+                for chunk in cuts.windows(2) {
+                    let mut first = 0;
+                    for ((lines, groups), seen) in matrices.iter().zip(&mut seen) {
+                        for g in groups_starting_in(chunk[0]..chunk[1], first, *lines, *groups) {
+                            seen[g] += 1;
+                        }
+                        first += lines * groups;
+                    }
+                }
+                assert!(seen.iter().flatten().all(|n| *n == 1), "{matrices:?} cut at {cuts:?}: {seen:?}");
+            }
+        }
     }
 }

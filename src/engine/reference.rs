@@ -206,16 +206,16 @@ impl Transformer for Llama {
         self.weight_bytes
     }
 
-    fn forward(&mut self, tokens: &[u32]) -> Result<Vec<f32>, EngineError> {
+    fn forward_into(&mut self, tokens: &[u32], logits: &mut Vec<f32>) -> Result<(), EngineError> {
         if tokens.is_empty() {
             return Err(EngineError::Model("nothing to run: no tokens".into()));
         }
         if self.cached + tokens.len() > self.config.context {
             return Err(EngineError::Context { needed: self.cached + tokens.len(), context: self.config.context });
         }
-        let logits = self.forward_inner(tokens).map_err(model_err)?;
+        *logits = self.forward_inner(tokens).map_err(model_err)?;
         self.cached += tokens.len();
-        Ok(logits)
+        Ok(())
     }
 
     fn truncate_cache(&mut self, len: usize) {

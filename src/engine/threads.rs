@@ -4,8 +4,10 @@
 //!
 //! Work is split into units (row groups of a matrix, tokens, attention heads) that the threads claim a
 //! chunk at a time, so a thread the system has descheduled holds up no one: the others take its
-//! share. Each unit is computed whole by one thread in the same order whoever runs it, so the numbers
-//! never depend on the thread count.
+//! share. Chunks shrink as the work runs out (each claim takes a share of what is left, never less
+//! than the job's smallest chunk): long runs first, short ones at the end, so a thread that finishes
+//! early waits for at most a short chunk of another's. Each unit is computed whole by one thread in
+//! the same order whoever runs it, so the numbers never depend on the thread count.
 
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -37,9 +39,11 @@ type Work<'a> = &'a (dyn Fn(usize, Range<usize>) + Sync);
 struct Shared {
     /// The current job's epoch (high 32 bits) and its next unclaimed unit (low 32 bits).
     claim: AtomicU64,
-    /// The current job's units and chunk size (set before its epoch is published).
+    /// The current job's units, the share of the units left a claim takes (one `parts`-th) and its
+    /// smallest chunk (set before its epoch is published).
     units: AtomicUsize,
-    chunk: AtomicUsize,
+    parts: AtomicUsize,
+    smallest: AtomicUsize,
     /// The current job's work; read only by a thread holding a claimed chunk of it.
     work: AtomicPtr<Work<'static>>,
     /// Units of the current job finished.
@@ -66,14 +70,14 @@ impl Shared {
                 return None;
             }
             // If the claim word still holds `current` when the exchange below succeeds, these are job
-            // `epoch`'s size and chunk: `split` changes the word (closes it) before it stores the next
-            // job's.
-            let (units, chunk) = (self.units.load(Ordering::Acquire), self.chunk.load(Ordering::Acquire));
+            // `epoch`'s: `split` changes the word (closes it) before it stores the next job's.
+            let units = self.units.load(Ordering::Acquire);
+            let (parts, smallest) = (self.parts.load(Ordering::Acquire), self.smallest.load(Ordering::Acquire));
             let next = (current & u64::from(u32::MAX)) as usize;
             if next >= units {
                 return None;
             }
-            let end = (next + chunk.max(1)).min(units);
+            let end = (next + (units - next).div_ceil(parts.max(1)).max(smallest).max(1)).min(units);
             let claimed = (u64::from(epoch) << 32) | end as u64;
             match self.claim.compare_exchange_weak(current, claimed, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return Some(next..end),
@@ -123,7 +127,8 @@ impl Pool {
         let shared = Arc::new(Shared {
             claim: AtomicU64::new(0),
             units: AtomicUsize::new(0),
-            chunk: AtomicUsize::new(1),
+            parts: AtomicUsize::new(1),
+            smallest: AtomicUsize::new(1),
             work: AtomicPtr::new(std::ptr::null_mut()),
             done: AtomicUsize::new(0),
             sleeping: AtomicUsize::new(0),
@@ -156,22 +161,28 @@ impl Pool {
 
     /// Runs `work(thread, units)` over chunks of `0..units` on every thread (thread 0 is the caller's)
     /// and returns when all are done. With one thread, or fewer than `min_units` units, the caller
-    /// runs it all as thread 0.
+    /// runs it all as thread 0. Chunks are no smaller than a [`CHUNKS_PER_THREAD`]-th of a thread's
+    /// share.
     pub fn split(
         &mut self,
         units: usize,
         min_units: usize,
         work: &(dyn Fn(usize, Range<usize>) + Sync),
     ) -> Result<(), PoolError> {
-        self.split_in(units, min_units, CHUNKS_PER_THREAD, work)
+        self.split_in(units, min_units, self.smallest_chunk(units, CHUNKS_PER_THREAD), work)
     }
 
-    /// [`Self::split`], the units cut into `chunks_per_thread` chunks per thread.
+    /// A `chunks_per_thread`-th of each thread's share of `units`.
+    pub fn smallest_chunk(&self, units: usize, chunks_per_thread: usize) -> usize {
+        units.div_ceil(self.threads * chunks_per_thread.max(1))
+    }
+
+    /// [`Self::split`], no chunk smaller than `smallest` units (but the last).
     pub fn split_in(
         &mut self,
         units: usize,
         min_units: usize,
-        chunks_per_thread: usize,
+        smallest: usize,
         work: &(dyn Fn(usize, Range<usize>) + Sync),
     ) -> Result<(), PoolError> {
         if self.threads == 1 || units < min_units.max(2) {
@@ -195,7 +206,10 @@ impl Pool {
         let erased = (&work as *const Work<'_>).cast::<Work<'static>>().cast_mut();
         shared.work.store(erased, Ordering::Release);
         shared.units.store(units, Ordering::Release);
-        shared.chunk.store(units.div_ceil(self.threads * chunks_per_thread.max(1)), Ordering::Release);
+        // A claim takes half a thread's share of what is left: a quarter of the job first on two
+        // threads, then less and less down to `smallest`.
+        shared.parts.store(2 * self.threads, Ordering::Release);
+        shared.smallest.store(smallest.max(1), Ordering::Release);
         shared.done.store(0, Ordering::Release);
         shared.claim.store(u64::from(self.epoch) << 32, Ordering::SeqCst);
         if shared.sleeping.load(Ordering::SeqCst) > 0 {
@@ -335,12 +349,12 @@ mod tests {
         for threads in [1, 2, 3, 5] {
             let mut pool = Pool::new(threads).unwrap();
             assert_eq!(pool.threads(), threads);
-            for (units, chunks) in
+            for (units, smallest) in
                 [0, 1, 2, 7, 64, 1000].into_iter().flat_map(|u| [(u, 0), (u, 1), (u, 2), (u, 4), (u, 2000)])
             {
                 let mut seen = vec![0u32; units];
                 let out = Disjoint::new(&mut seen);
-                pool.split_in(units, 1, chunks, &|_, range| {
+                pool.split_in(units, 1, smallest, &|_, range| {
                     for i in range {
                         // SAFETY: the shares are disjoint.
                         unsafe { out.slice(i..i + 1)[0] += 1 + i as u32 % 7 };
@@ -349,10 +363,26 @@ mod tests {
                 .unwrap();
                 assert!(
                     seen.iter().enumerate().all(|(i, v)| *v == 1 + i as u32 % 7),
-                    "{threads} threads, {units} units, {chunks} chunks a thread"
+                    "{threads} threads, {units} units, chunks of at least {smallest}"
                 );
             }
         }
+    }
+
+    /// Chunks shrink as the work runs out: a quarter of the job first on two threads, never larger
+    /// than the one before, none smaller than the smallest asked for but the last, the job covered once.
+    #[test]
+    fn chunks_shrink_to_the_smallest_as_the_work_runs_out() {
+        let mut pool = Pool::new(2).unwrap();
+        let claimed = Mutex::new(Vec::new());
+        pool.split_in(1000, 1, 10, &|_, range| claimed.lock().unwrap().push(range)).unwrap();
+        let mut chunks = claimed.into_inner().unwrap();
+        chunks.sort_by_key(|r| r.start);
+        assert_eq!(chunks[0], 0..250, "{chunks:?}");
+        assert!(chunks.windows(2).all(|w| w[0].end == w[1].start && w[1].len() <= w[0].len()), "{chunks:?}");
+        assert!(chunks[..chunks.len() - 1].iter().all(|r| r.len() >= 10), "{chunks:?}");
+        assert_eq!(chunks.last().map(|r| r.end), Some(1000));
+        assert!(chunks.len() > 8, "the chunks shrank: {chunks:?}");
     }
 
     #[test]
