@@ -39,11 +39,12 @@ type Work<'a> = &'a (dyn Fn(usize, Range<usize>) + Sync);
 struct Shared {
     /// The current job's epoch (high 32 bits) and its next unclaimed unit (low 32 bits).
     claim: AtomicU64,
-    /// The current job's units, the share of the units left a claim takes (one `parts`-th) and its
-    /// smallest chunk (set before its epoch is published).
+    /// The current job's units and smallest chunk (set before its epoch is published).
     units: AtomicUsize,
-    parts: AtomicUsize,
     smallest: AtomicUsize,
+    /// The share of the units left a claim takes (one `parts`-th): half a thread's, so a quarter of a
+    /// job first on two threads, then less and less down to the job's smallest chunk.
+    parts: usize,
     /// The current job's work; read only by a thread holding a claimed chunk of it.
     work: AtomicPtr<Work<'static>>,
     /// Units of the current job finished.
@@ -71,13 +72,12 @@ impl Shared {
             }
             // If the claim word still holds `current` when the exchange below succeeds, these are job
             // `epoch`'s: `split` changes the word (closes it) before it stores the next job's.
-            let units = self.units.load(Ordering::Acquire);
-            let (parts, smallest) = (self.parts.load(Ordering::Acquire), self.smallest.load(Ordering::Acquire));
+            let (units, smallest) = (self.units.load(Ordering::Acquire), self.smallest.load(Ordering::Acquire));
             let next = (current & u64::from(u32::MAX)) as usize;
             if next >= units {
                 return None;
             }
-            let end = (next + (units - next).div_ceil(parts.max(1)).max(smallest).max(1)).min(units);
+            let end = (next + (units - next).div_ceil(self.parts).max(smallest).max(1)).min(units);
             let claimed = (u64::from(epoch) << 32) | end as u64;
             match self.claim.compare_exchange_weak(current, claimed, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return Some(next..end),
@@ -127,8 +127,8 @@ impl Pool {
         let shared = Arc::new(Shared {
             claim: AtomicU64::new(0),
             units: AtomicUsize::new(0),
-            parts: AtomicUsize::new(1),
             smallest: AtomicUsize::new(1),
+            parts: 2 * threads,
             work: AtomicPtr::new(std::ptr::null_mut()),
             done: AtomicUsize::new(0),
             sleeping: AtomicUsize::new(0),
@@ -206,9 +206,6 @@ impl Pool {
         let erased = (&work as *const Work<'_>).cast::<Work<'static>>().cast_mut();
         shared.work.store(erased, Ordering::Release);
         shared.units.store(units, Ordering::Release);
-        // A claim takes half a thread's share of what is left: a quarter of the job first on two
-        // threads, then less and less down to `smallest`.
-        shared.parts.store(2 * self.threads, Ordering::Release);
         shared.smallest.store(smallest.max(1), Ordering::Release);
         shared.done.store(0, Ordering::Release);
         shared.claim.store(u64::from(self.epoch) << 32, Ordering::SeqCst);
