@@ -283,6 +283,9 @@ pub struct Figures {
     /// The embedded model (absent with --no-local).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local: Option<LocalSection>,
+    /// Picking a token at a temperature from a large vocabulary.
+    #[cfg(feature = "local")]
+    pub sampling: crate::provider::local::bench_sampling::SamplingFigures,
     /// Scoring imported answers, and a fully answered eval re-run.
     pub eval: super::bench_eval::EvalSection,
 }
@@ -397,6 +400,10 @@ fn measure(args: &BenchArgs) -> anyhow::Result<Figures> {
         #[cfg(feature = "tui")]
         tui: Some(crate::tui::bench::measure(args.tui_tokens)?),
         local: (!args.no_local).then(measure_local),
+        #[cfg(feature = "local")]
+        sampling: crate::provider::local::bench_sampling::measure(|ours, sorting| {
+            medians(args.runs, [ours, sorting]).map(|d| d.as_secs_f64())
+        }),
         eval: super::bench_eval::measure(args)?,
     })
 }
@@ -442,6 +449,17 @@ fn human(f: &Figures) -> String {
     let tui = f.tui.as_ref().map(tui_human).unwrap_or_default();
     #[cfg(not(feature = "tui"))]
     let tui = String::new();
+    #[cfg(feature = "local")]
+    let sampling = {
+        let s = &f.sampling;
+        format!(
+            "picking a token at temperature {}, top-p {}, from {} logits (median round):\n\
+             \x20 {:.0} µs (baseline, sorting every candidate: {:.0} µs) → {:.1}×\n",
+            s.temperature, s.top_p, s.vocabulary, s.ours_us, s.sorting_every_candidate_us, s.sorting_vs_ours
+        )
+    };
+    #[cfg(not(feature = "local"))]
+    let sampling = String::new();
     format!(
         "jsonl parse + validate, {} discriminated-union lines:\n\
          \x20 tunebench (whole)     {:>12.0} lines/s\n\
@@ -454,7 +472,7 @@ fn human(f: &Figures) -> String {
          time to first token added over a raw HTTP client (same in-process server, median of {} runs):\n\
          \x20 {:.0} µs (raw {:.0} µs, tunebench {:.0} µs)\n\
          replay of a 100k-chunk transcript through the run engine with live parsing:\n\
-         \x20 {:.0} chunks/s\n{tui}{}",
+         \x20 {:.0} chunks/s\n{tui}{}{}",
         f.jsonl_lines,
         f.jsonl_lines_per_s,
         f.jsonl_streamed_lines_per_s,
@@ -474,6 +492,7 @@ fn human(f: &Figures) -> String {
         f.ttft.tunebench_median_us,
         f.replay_chunks_per_s,
         f.local.as_ref().map(human_local).unwrap_or_default(),
+        sampling,
     ) + &super::bench_eval::human(&f.eval)
 }
 

@@ -18,6 +18,8 @@ mod answer;
 pub mod bench;
 #[cfg(feature = "testing")]
 pub mod bench_llama_cpp;
+#[cfg(feature = "testing")]
+pub mod bench_sampling;
 pub mod fetch;
 pub mod ollama_store;
 
