@@ -56,6 +56,8 @@ struct Table {
     gelu_mul: unsafe fn(&mut [f32], &[f32]),
     /// `Σ e^(x − max)` over the finite `x ≥ floor`.
     exp_sum: unsafe fn(&[f32], f32, f32) -> f32,
+    /// `out[i] ← e^((x[i] − max)·scale)` for the finite `x[i]`, else 0; their sum.
+    weights: unsafe fn(&[f32], f32, f32, &mut [f32]) -> f32,
     /// Attention's three steps.
     scores: Scores,
     softmax: Softmax,
@@ -77,6 +79,7 @@ static PORTABLE: Table = Table {
     silu_mul: super::math::silu_mul_lanes,
     gelu_mul: super::math::gelu_mul_lanes,
     exp_sum: super::math::exp_sum_lanes,
+    weights: super::math::weights_lanes,
     scores: super::attention::portable::scores,
     softmax: super::attention::portable::softmax,
     weigh: super::attention::portable::weigh,
@@ -99,6 +102,7 @@ static AVX2: Table = Table {
     silu_mul: super::math::avx2::silu_mul,
     gelu_mul: super::math::avx2::gelu_mul,
     exp_sum: super::math::avx2::exp_sum,
+    weights: super::math::avx2::weights,
     scores: super::attention::avx2::scores,
     softmax: super::attention::avx2::softmax,
     weigh: super::attention::avx2::weigh,
@@ -120,6 +124,7 @@ static AVX512: Table = Table {
     silu_mul: super::math::avx512::silu_mul,
     gelu_mul: super::math::avx2::gelu_mul,
     exp_sum: super::math::avx2::exp_sum,
+    weights: super::math::avx2::weights,
     scores: super::attention_avx512::scores,
     softmax: super::attention_avx512::softmax,
     weigh: super::attention_avx512::weigh,
@@ -236,6 +241,12 @@ impl Kernels {
     pub fn exp_sum(self, xs: &[f32], max: f32, floor: f32) -> f32 {
         // SAFETY: as in `dot`.
         unsafe { (self.table.exp_sum)(xs, max, floor) }
+    }
+
+    /// A token's weights at a temperature ([`super::math::weights`]), and their sum in sixteen lanes.
+    pub fn weights(self, xs: &[f32], max: f32, scale: f32, out: &mut [f32]) -> f32 {
+        // SAFETY: as in `dot`.
+        unsafe { (self.table.weights)(xs, max, scale, out) }
     }
 
     /// [`Heads::scores`]' kernel (its buffers checked there).

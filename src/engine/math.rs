@@ -83,6 +83,22 @@ pub(super) fn exp_sum_lanes(xs: &[f32], max: f32, floor: f32) -> f32 {
     sum16(&lanes)
 }
 
+/// `out[i] ← e^((x[i] − max)·scale)` for the finite `x[i]`, 0 for the others (a token's weights at a
+/// temperature: `scale` is its inverse); returns their sum, in sixteen lanes.
+pub fn weights(xs: &[f32], max: f32, scale: f32, out: &mut [f32], kernels: Kernels) -> f32 {
+    kernels.weights(xs, max, scale, out)
+}
+
+/// The reference arithmetic of [`weights`] (compiled as is for other CPUs).
+pub(super) fn weights_lanes(xs: &[f32], max: f32, scale: f32, out: &mut [f32]) -> f32 {
+    let mut lanes = [0f32; 16];
+    for (i, (x, w)) in xs.iter().zip(out.iter_mut()).enumerate() {
+        *w = if x.is_finite() { exp((x - max) * scale) } else { 0.0 };
+        lanes[i % 16] += *w;
+    }
+    sum16(&lanes)
+}
+
 /// The sum of sixteen lanes, halves added pairwise (`l[i] + l[i+8]`, then `+4`, `+2`, `+1`): the order
 /// a vector register reduces in.
 pub fn sum16(lanes: &[f32; 16]) -> f32 {
@@ -153,6 +169,39 @@ pub(super) mod avx2 {
             }
         }
         whole
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn weights(xs: &[f32], max: f32, scale: f32, out: &mut [f32]) -> f32 {
+        let n = xs.len().min(out.len());
+        let (m, by) = (_mm256_set1_ps(max), _mm256_set1_ps(scale));
+        let (sign, infinity) = (_mm256_set1_ps(-0.0), _mm256_set1_ps(f32::INFINITY));
+        let mut sums = [_mm256_setzero_ps(); 2];
+        let whole = n / 16 * 16;
+        for at in (0..whole).step_by(16) {
+            for (h, sum) in sums.iter_mut().enumerate() {
+                // SAFETY: eight values from `at + 8h`, below `whole`, inside both slices.
+                let x = unsafe { _mm256_loadu_ps(xs.as_ptr().add(at + 8 * h)) };
+                // Finite: |x| below infinity (a NaN compares false).
+                let live = _mm256_cmp_ps::<_CMP_LT_OQ>(_mm256_andnot_ps(sign, x), infinity);
+                let w = _mm256_and_ps(live, exp256(_mm256_mul_ps(_mm256_sub_ps(x, m), by)));
+                // SAFETY: as above.
+                unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(at + 8 * h), w) };
+                *sum = _mm256_add_ps(*sum, w);
+            }
+        }
+        let mut lanes = [0f32; 16];
+        // SAFETY: two times eight floats into an array of sixteen.
+        unsafe {
+            _mm256_storeu_ps(lanes.as_mut_ptr(), sums[0]);
+            _mm256_storeu_ps(lanes.as_mut_ptr().add(8), sums[1]);
+        }
+        for i in whole..n {
+            let x = xs[i];
+            out[i] = if x.is_finite() { super::exp((x - max) * scale) } else { 0.0 };
+            lanes[i % 16] += out[i];
+        }
+        super::sum16(&lanes)
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -309,6 +358,39 @@ mod tests {
             for level in [Level::Portable, Level::Avx2, Level::Avx512] {
                 let Some(kernels) = Kernels::at(level) else { continue };
                 assert_eq!(exp_sum(&xs[..n], max, floor, kernels).to_bits(), want.to_bits(), "{level:?} {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_path_gives_the_same_weights_bits() {
+        let mut xs: Vec<f32> = (0..203).map(|i| ((i * 37) % 101) as f32 * 0.3 - 15.0).collect();
+        xs[3] = f32::NAN;
+        xs[40] = f32::INFINITY;
+        xs[77] = f32::NEG_INFINITY;
+        for n in [0, 7, 16, 35, 203] {
+            let (max, scale) = (15.3, 1.0 / 0.7);
+            let mut want = vec![f32::NAN; n];
+            let total = weights_lanes(&xs[..n], max, scale, &mut want);
+            for (x, w) in xs[..n].iter().zip(&want) {
+                // e^ of the f32 argument (its own rounding is the argument's, not the exponential's).
+                let exact = if x.is_finite() { f64::from((x - max) * scale).exp() } else { 0.0 };
+                assert!(
+                    (f64::from(*w) - exact).abs() <= 1e-6 * exact,
+                    "{n}: e^(({x} − {max})·{scale}) = {w}, not {exact}"
+                );
+            }
+            let exact: f64 = want.iter().map(|w| f64::from(*w)).sum();
+            assert!((f64::from(total) - exact).abs() <= 1e-5 * exact, "{n}: {total} vs {exact}");
+            for level in [Level::Portable, Level::Avx2, Level::Avx512] {
+                let Some(kernels) = Kernels::at(level) else { continue };
+                let mut got = vec![f32::NAN; n];
+                assert_eq!(
+                    weights(&xs[..n], max, scale, &mut got, kernels).to_bits(),
+                    total.to_bits(),
+                    "{level:?} {n}"
+                );
+                assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "{level:?} {n}");
             }
         }
     }

@@ -4,7 +4,7 @@
 //! tokens of the last N; after it, [`odds`] says how likely the picked token and its runner-up were.
 
 use super::kernels::Kernels;
-use super::math::exp_sum;
+use super::math::{exp_sum, weights};
 use super::model::{argmax, first_largest};
 
 /// llama.cpp's repetition penalty (`--repeat-penalty`, `--repeat-last-n`): every distinct token among
@@ -98,13 +98,15 @@ impl Default for Sampling {
 pub struct Sampler {
     sampling: Sampling,
     state: u64,
-    /// Each allowed token and its weight, kept between picks (a vocabulary's worth each token).
+    /// Each token's weight, and the candidates (token, weight) searched for the nucleus: kept between
+    /// picks (a vocabulary's worth each token).
+    weights: Vec<f32>,
     candidates: Vec<(u32, f32)>,
 }
 
 impl Sampler {
     pub fn new(sampling: Sampling) -> Self {
-        Self { sampling, state: sampling.seed ^ 0x9E37_79B9_7F4A_7C15, candidates: Vec::new() }
+        Self { sampling, state: sampling.seed ^ 0x9E37_79B9_7F4A_7C15, weights: Vec::new(), candidates: Vec::new() }
     }
 
     fn next_unit(&mut self) -> f64 {
@@ -123,19 +125,17 @@ impl Sampler {
             return argmax(logits).filter(|i| logits[*i].is_finite()).map(|i| i as u32);
         }
         let t = self.sampling.temperature as f32;
+        // (Weights e^((v − max)/t) from the largest allowed logit: the likeliest weighs 1.)
         let max = logits.iter().copied().filter(|v| v.is_finite()).fold(f32::NEG_INFINITY, f32::max);
         if !max.is_finite() {
             return None;
         }
         let draw = self.next_unit() as f32;
-        let candidates = &mut self.candidates;
-        candidates.clear();
-        candidates.extend(
-            logits.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(i, v)| (i as u32, ((v - max) / t).exp())),
-        );
-        let total: f32 = candidates.iter().map(|c| c.1).sum();
-        let keep = nucleus(candidates, total, self.sampling.top_p.clamp(0.0, 1.0) as f32);
-        let candidates = &candidates[..keep.max(1)];
+        self.weights.resize(logits.len(), 0.0);
+        let total = weights(logits, max, 1.0 / t, &mut self.weights, Kernels::detect());
+        let top_p = self.sampling.top_p.clamp(0.0, 1.0) as f32;
+        let keep = nucleus(&mut self.candidates, &self.weights, |i| logits[i].is_finite(), total, top_p);
+        let candidates = &self.candidates[..keep.max(1)];
         let mass: f32 = candidates.iter().map(|c| c.1).sum();
         let mut target = draw * mass;
         for (token, weight) in candidates {
@@ -156,22 +156,27 @@ fn likelier(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
 /// A weight below this share of the total is left out of the first search for the nucleus.
 const UNLIKELY: f32 = 1e-6;
 
-/// The nucleus of `candidates` (weights summing to `total`): puts the most likely first, in order, and
-/// returns how many of them it takes for their share to reach `top_p` (all when it never does).
-/// First among the candidates of at least a millionth of the total, moved to the front: when their
-/// share reaches `top_p` they hold the nucleus, since every other one is less likely than each of
-/// them (a model's answer usually puts nearly all its weight on a few tokens). Else among all.
-fn nucleus(candidates: &mut [(u32, f32)], total: f32, top_p: f32) -> usize {
-    let mut likely = 0;
-    for at in 0..candidates.len() {
-        if candidates[at].1 >= total * UNLIKELY {
-            candidates.swap(likely, at);
-            likely += 1;
-        }
+/// The nucleus of the `allowed` tokens of `weights` (summing to `total`): puts the likeliest into
+/// `candidates`, in order, and returns how many of them it takes for their share to reach `top_p` (all
+/// when it never does). First among the tokens of at least a millionth of the total: when their share
+/// reaches `top_p` they hold the nucleus, since every other one is less likely than each of them (a
+/// model's answer usually puts nearly all its weight on a few tokens). Else among all the allowed ones.
+fn nucleus(
+    candidates: &mut Vec<(u32, f32)>,
+    weights: &[f32],
+    allowed: impl Fn(usize) -> bool,
+    total: f32,
+    top_p: f32,
+) -> usize {
+    let floor = total * UNLIKELY;
+    candidates.clear();
+    candidates.extend(weights.iter().enumerate().filter(|(_, w)| **w >= floor).map(|(i, w)| (i as u32, *w)));
+    if let Some(keep) = nucleus_among(candidates, total, top_p) {
+        return keep;
     }
-    nucleus_among(&mut candidates[..likely], total, top_p)
-        .or_else(|| nucleus_among(candidates, total, top_p))
-        .unwrap_or(candidates.len())
+    candidates.clear();
+    candidates.extend(weights.iter().enumerate().filter(|(i, _)| allowed(*i)).map(|(i, w)| (i as u32, *w)));
+    nucleus_among(candidates, total, top_p).unwrap_or(candidates.len())
 }
 
 /// [`nucleus`] among `candidates`, `None` when all of them fall short of `top_p`. Only the likeliest
@@ -243,8 +248,9 @@ mod tests {
         assert_eq!(sampler.pick(&[f32::NEG_INFINITY; 3]), None);
     }
 
-    /// The nucleus found among the likeliest is the one a sort of every candidate finds, whatever the
-    /// share asked for, on flat and peaked weights, with ties.
+    /// The nucleus found among the likeliest is the one a sort of every allowed token finds, whatever
+    /// the share asked for, on flat and peaked weights with ties (both searches taken: among the
+    /// tokens of a millionth of the total, and among all).
     #[test]
     fn the_nucleus_is_the_full_sorts() {
         let mut state = 7u64;
@@ -252,14 +258,16 @@ mod tests {
             state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
             (state >> 40) as f32 / (1u64 << 24) as f32
         };
+        let mut both = [false; 2];
         for (len, peak) in [(1, 1.0), (10, 1.0), (100, 30.0), (5000, 1.0), (5000, 40.0), (70_000, 25.0)] {
-            let weights: Vec<(u32, f32)> = (0..len)
-                .map(|i| (i as u32, (peak * (next() - 1.0)).exp() * if i % 9 == 0 { 0.5 } else { 1.0 }))
+            // Weights on 64 levels (many equal), every 13th token masked (weighed 0, as `weights` does).
+            let allowed = |i: usize| i % 13 != 5;
+            let weights: Vec<f32> = (0..len)
+                .map(|i| if allowed(i) { (peak * ((next() * 64.0).floor() / 64.0 - 1.0)).exp() } else { 0.0 })
                 .collect();
-            let mut weights = weights;
-            weights.extend_from_within(..len / 10);
-            let total: f32 = weights.iter().map(|c| c.1).sum();
-            let mut sorted = weights.clone();
+            let total: f32 = weights.iter().sum();
+            let mut sorted: Vec<(u32, f32)> =
+                weights.iter().enumerate().filter(|(i, _)| allowed(*i)).map(|(i, w)| (i as u32, *w)).collect();
             sorted.sort_by(likelier);
             for top_p in [0.0, 0.1, 0.5, 0.9, 0.95, 0.999, 1.0] {
                 let mut kept = 0.0;
@@ -268,12 +276,16 @@ mod tests {
                     kept >= top_p
                 });
                 let expected = expected.map_or(sorted.len(), |n| n + 1);
-                let mut ours = weights.clone();
-                let keep = nucleus(&mut ours, total, top_p);
+                let mut ours = Vec::new();
+                let keep = nucleus(&mut ours, &weights, allowed, total, top_p);
                 assert_eq!(keep, expected, "{len} candidates, peak {peak}, top_p {top_p}");
                 assert_eq!(ours[..keep], sorted[..keep], "{len} candidates, peak {peak}, top_p {top_p}");
+                // All the allowed tokens searched, more than the likely ones: the second search.
+                let likely = weights.iter().filter(|w| **w >= total * UNLIKELY).count();
+                both[usize::from(ours.len() > likely)] = true;
             }
         }
+        assert_eq!(both, [true, true], "only one of the two searches was taken");
     }
 
     #[test]
