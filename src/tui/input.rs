@@ -20,7 +20,9 @@ fn line_editor(text: &str) -> TextArea<'static> {
     area
 }
 
-/// `choose-model`: opens the model input, prefilled with the current model.
+/// `choose-model`: opens the model input, prefilled with the current model. For the local model, whose
+/// input filters a list, that text is selected: enter keeps it and typing replaces it (a filter typed
+/// after a model's path matched nothing); a server's model name is edited in place.
 pub fn open_model_picker(state: &mut State) -> Vec<Effect> {
     let provider = state.choice.provider;
     if provider == ProviderKind::Replay {
@@ -32,6 +34,9 @@ pub fn open_model_picker(state: &mut State) -> Vec<Effect> {
     }
     let current = state.choice.model.clone().unwrap_or_default();
     let mut area = line_editor(&current);
+    if provider == ProviderKind::Local && !current.is_empty() {
+        area.select_all();
+    }
     area.set_placeholder_text(if provider == ProviderKind::Local {
         "(default cached model)"
     } else {

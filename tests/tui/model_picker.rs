@@ -137,6 +137,29 @@ fn a_fetched_models_short_name_is_taken_and_an_unknown_name_refused() {
     assert_eq!(state.choice.model.as_deref(), Some("gemma-3-270m"));
 }
 
+/// Opened again, the picker holds the current model selected: enter keeps it, typing replaces it.
+#[test]
+fn reopened_the_current_model_is_kept_by_enter_and_replaced_by_typing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = opened_with_models(dir.path());
+    type_text(&mut state, "tiny");
+    update(&mut state, special(Key::Enter));
+    assert_eq!(state.choice.model.as_deref(), Some("ollama:tiny:q4"));
+    let found = || tunebench::run::models::in_ollama_store(&dir.path().join("ollama"));
+    update(&mut state, Msg::Action(Action::ChooseModel));
+    update(&mut state, Msg::ModelsFound(found()));
+    assert_eq!(state.input.as_ref().unwrap().text(), "ollama:tiny:q4");
+    update(&mut state, special(Key::Enter));
+    assert_eq!(state.choice.model.as_deref(), Some("ollama:tiny:q4"), "enter keeps the current model");
+    update(&mut state, Msg::Action(Action::ChooseModel));
+    update(&mut state, Msg::ModelsFound(found()));
+    type_text(&mut state, "gemma");
+    assert_eq!(state.input.as_ref().unwrap().text(), "gemma", "typing replaces the current model");
+    assert!(screen(&state).contains("▸ ollama:gem:q8"), "{}", screen(&state));
+    update(&mut state, special(Key::Enter));
+    assert_eq!(state.choice.model.as_deref(), Some("ollama:gem:q8"));
+}
+
 #[test]
 fn other_providers_keep_the_typed_input() {
     let mut state = sample_state();
