@@ -13,6 +13,8 @@ pub mod bench_large;
 #[cfg(feature = "testing")]
 pub mod bench_llama_cpp;
 #[cfg(feature = "testing")]
+pub mod bench_local;
+#[cfg(feature = "testing")]
 pub mod bench_optimize;
 pub mod compare;
 mod compare_human;

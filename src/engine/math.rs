@@ -340,12 +340,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_path_gives_the_same_exp_sum_bits() {
+    /// 203 values from −15 to 15, with a NaN, +∞ and −∞ among them.
+    fn spread_with_nan_and_infinities() -> Vec<f32> {
         let mut xs: Vec<f32> = (0..203).map(|i| ((i * 37) % 101) as f32 * 0.3 - 15.0).collect();
         xs[3] = f32::NAN;
         xs[40] = f32::INFINITY;
         xs[77] = f32::NEG_INFINITY;
+        xs
+    }
+
+    #[test]
+    fn every_path_gives_the_same_exp_sum_bits() {
+        let xs = spread_with_nan_and_infinities();
         for n in [0, 7, 16, 35, 203] {
             let (max, floor) = (15.3, -8.7);
             let want = exp_sum_lanes(&xs[..n], max, floor);
@@ -364,10 +370,7 @@ mod tests {
 
     #[test]
     fn every_path_gives_the_same_weights_bits() {
-        let mut xs: Vec<f32> = (0..203).map(|i| ((i * 37) % 101) as f32 * 0.3 - 15.0).collect();
-        xs[3] = f32::NAN;
-        xs[40] = f32::INFINITY;
-        xs[77] = f32::NEG_INFINITY;
+        let xs = spread_with_nan_and_infinities();
         for n in [0, 7, 16, 35, 203] {
             let (max, scale) = (15.3, 1.0 / 0.7);
             let mut want = vec![f32::NAN; n];

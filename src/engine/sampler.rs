@@ -134,7 +134,7 @@ impl Sampler {
         self.weights.resize(logits.len(), 0.0);
         let total = weights(logits, max, 1.0 / t, &mut self.weights, Kernels::detect());
         let top_p = self.sampling.top_p.clamp(0.0, 1.0) as f32;
-        let keep = nucleus(&mut self.candidates, &self.weights, |i| logits[i].is_finite(), total, top_p);
+        let keep = nucleus(&mut self.candidates, &self.weights, total, top_p);
         let candidates = &self.candidates[..keep.max(1)];
         let mass: f32 = candidates.iter().map(|c| c.1).sum();
         let mut target = draw * mass;
@@ -153,30 +153,24 @@ fn likelier(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
     b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
 }
 
-/// A weight below this share of the total is left out of the first search for the nucleus.
+/// A weight up to this share of the total is left out of the first search for the nucleus.
 const UNLIKELY: f32 = 1e-6;
 
-/// The nucleus of the `allowed` tokens of `weights` (summing to `total`): puts the likeliest into
-/// `candidates`, in order, and returns how many of them it takes for their share to reach `top_p` (all
-/// when it never does). First among the tokens of at least a millionth of the total: when their share
-/// reaches `top_p` they hold the nucleus, since every other one is less likely than each of them (a
-/// model's answer usually puts nearly all its weight on a few tokens). Else among all the allowed ones.
-fn nucleus(
-    candidates: &mut Vec<(u32, f32)>,
-    weights: &[f32],
-    allowed: impl Fn(usize) -> bool,
-    total: f32,
-    top_p: f32,
-) -> usize {
-    let floor = total * UNLIKELY;
-    candidates.clear();
-    candidates.extend(weights.iter().enumerate().filter(|(_, w)| **w >= floor).map(|(i, w)| (i as u32, *w)));
-    if let Some(keep) = nucleus_among(candidates, total, top_p) {
-        return keep;
+/// The nucleus of the tokens of `weights` (summing to `total`; a masked token weighs 0): puts the
+/// likeliest into `candidates`, in order, and returns how many of them it takes for their share to
+/// reach `top_p` (all when it never does). First among the tokens above a millionth of the total: when
+/// their share reaches `top_p` they hold the nucleus, since every other one is less likely than each of
+/// them (a model's answer usually puts nearly all its weight on a few tokens). Else among all the
+/// tokens weighing more than 0.
+fn nucleus(candidates: &mut Vec<(u32, f32)>, weights: &[f32], total: f32, top_p: f32) -> usize {
+    for floor in [total * UNLIKELY, 0.0] {
+        candidates.clear();
+        candidates.extend(weights.iter().enumerate().filter(|(_, w)| **w > floor).map(|(i, w)| (i as u32, *w)));
+        if let Some(keep) = nucleus_among(candidates, total, top_p) {
+            return keep;
+        }
     }
-    candidates.clear();
-    candidates.extend(weights.iter().enumerate().filter(|(i, _)| allowed(*i)).map(|(i, w)| (i as u32, *w)));
-    nucleus_among(candidates, total, top_p).unwrap_or(candidates.len())
+    candidates.len()
 }
 
 /// [`nucleus`] among `candidates`, `None` when all of them fall short of `top_p`. Only the likeliest
@@ -277,11 +271,11 @@ mod tests {
                 });
                 let expected = expected.map_or(sorted.len(), |n| n + 1);
                 let mut ours = Vec::new();
-                let keep = nucleus(&mut ours, &weights, allowed, total, top_p);
+                let keep = nucleus(&mut ours, &weights, total, top_p);
                 assert_eq!(keep, expected, "{len} candidates, peak {peak}, top_p {top_p}");
                 assert_eq!(ours[..keep], sorted[..keep], "{len} candidates, peak {peak}, top_p {top_p}");
                 // All the allowed tokens searched, more than the likely ones: the second search.
-                let likely = weights.iter().filter(|w| **w >= total * UNLIKELY).count();
+                let likely = weights.iter().filter(|w| **w > total * UNLIKELY).count();
                 both[usize::from(ours.len() > likely)] = true;
             }
         }
