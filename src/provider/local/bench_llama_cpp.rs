@@ -257,7 +257,8 @@ fn measure_model(
 ) -> Result<ModelFigures, String> {
     let (tensor_bytes, token_tensor_bytes) = tensor_bytes(path)?;
     // What a user's later start runs: the weights interleaved once and stored (in a folder of this run's
-    // own: storing one model's weights removes the others'), then mapped from that file.
+    // own, so the load from the GGUF is timed and the user's stored weights are left as they are), then
+    // mapped from that file.
     let folder = std::env::temp_dir().join(format!("tunebench-vs-llama-cpp-{}-{name}-weights", std::process::id()));
     let loaded = load_twice(path, &folder);
     let _ = std::fs::remove_dir_all(&folder);
