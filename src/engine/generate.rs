@@ -199,8 +199,6 @@ impl Engine {
         // The family first: an architecture this build does not run, or a file that does not fit its
         // family, is named before the vocabulary is read.
         let architecture = super::arch::Plan::of(&content)?.config.family.to_string();
-        let tokenizer = Arc::new(TextTokenizer::from_gguf(&content)?);
-        let template = ChatTemplate::of_gguf(path, &content, &tokenizer)?;
         // The stored weights: a file named by the GGUF's identity (which is checked again inside it).
         let stored = match (&options.stored_weights, options.backend) {
             (Some(dir), Backend::Native) => super::weights::Identity::of(path)
@@ -208,14 +206,32 @@ impl Engine {
                 .map(|identity| StoredWeights { file: super::weights::file_for(dir, path, &identity), identity }),
             _ => None,
         };
-        let model = super::model::load(
-            &content,
-            &mut reader,
-            options.backend,
-            options.context,
-            options.threads,
-            stored.as_ref(),
-        )?;
+        // The vocabulary is built while the weights load (the 0.6B file's 151,643 tokens and merges
+        // take longer than mapping its stored weights); its errors are named first, as before.
+        let (tokenizer, model) = std::thread::scope(|scope| {
+            let tokenizer = std::thread::Builder::new()
+                .name("tunebench-vocabulary".into())
+                .spawn_scoped(scope, || TextTokenizer::from_gguf(&content));
+            let model = super::model::load(
+                &content,
+                &mut reader,
+                options.backend,
+                options.context,
+                options.threads,
+                stored.as_ref(),
+            );
+            let tokenizer = match tokenizer {
+                Ok(building) => building.join().unwrap_or_else(|_| {
+                    Err(EngineError::Model("building the model's vocabulary failed (a bug)".into()))
+                }),
+                // No thread to spare: built here.
+                Err(_) => TextTokenizer::from_gguf(&content),
+            };
+            (tokenizer, model)
+        });
+        let tokenizer = Arc::new(tokenizer?);
+        let template = ChatTemplate::of_gguf(path, &content, &tokenizer)?;
+        let model = model?;
         Ok(Self {
             model,
             tokenizer,
