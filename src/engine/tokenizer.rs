@@ -139,13 +139,18 @@ fn list<'a>(content: &'a Content, key: &str) -> Result<Option<&'a Vec<Value>>, E
     content.metadata.get(key).map(|v| v.to_vec().map_err(|e| bad(key, format!("is not a list: {e}")))).transpose()
 }
 
-fn strings(content: &Content, key: &str) -> Result<Vec<String>, EngineError> {
+/// The texts of a list key, borrowed from the header (no copy: the merges are read once).
+fn texts_of<'a>(content: &'a Content, key: &str) -> Result<Vec<&'a str>, EngineError> {
     let values = meta(content, key)?.to_vec().map_err(|e| bad(key, format!("is not a list: {e}")))?;
     values
         .iter()
         .enumerate()
-        .map(|(i, v)| v.to_string().cloned().map_err(|e| bad(key, format!("entry {i} is not text: {e}"))))
+        .map(|(i, v)| v.to_string().map(String::as_str).map_err(|e| bad(key, format!("entry {i} is not text: {e}"))))
         .collect()
+}
+
+fn strings(content: &Content, key: &str) -> Result<Vec<String>, EngineError> {
+    Ok(texts_of(content, key)?.into_iter().map(str::to_owned).collect())
 }
 
 fn integer(value: &Value) -> Option<i64> {
@@ -226,7 +231,7 @@ impl TextTokenizer {
         let pre = text(content, "tokenizer.ggml.pre")?;
         let (model, mut add_bos, mut add_space_prefix, default_bos, default_eos) = match kind.as_str() {
             "gpt2" => {
-                let merges = strings(content, "tokenizer.ggml.merges")?;
+                let merges = texts_of(content, "tokenizer.ggml.merges")?;
                 let (bpe, add_bos) = bpe::ByteLevelBpe::new(&vocab.texts, &merges, pre.as_deref())?;
                 (Model::Bpe(Box::new(bpe)), add_bos, false, None, None)
             }

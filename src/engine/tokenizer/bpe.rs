@@ -69,7 +69,7 @@ pub struct ByteLevelBpe {
 impl ByteLevelBpe {
     /// The tokenizer of `tokens` and `merges` (`"a b"` each) with the pre-tokenizer named `pre` (none:
     /// llama.cpp's default); also whether this pre-tokenizer adds BOS when the file does not say.
-    pub fn new(tokens: &[String], merges: &[String], pre: Option<&str>) -> Result<(Self, bool), EngineError> {
+    pub fn new(tokens: &[String], merges: &[&str], pre: Option<&str>) -> Result<(Self, bool), EngineError> {
         let name = pre.unwrap_or("default");
         let Some(pre) = pre_of(name) else {
             return Err(EngineError::Model(format!(
