@@ -207,7 +207,9 @@ impl Engine {
             _ => None,
         };
         // The vocabulary is built while the weights load (the 0.6B file's 151,643 tokens and merges
-        // take longer than mapping its stored weights); its errors are named first, as before.
+        // take longer than mapping its stored weights); a vocabulary this build does not read is
+        // refused first, before any weight is read, and the vocabulary's other errors are named first.
+        TextTokenizer::check(&content)?;
         let (tokenizer, model) = std::thread::scope(|scope| {
             let tokenizer = std::thread::Builder::new()
                 .name("tunebench-vocabulary".into())

@@ -184,12 +184,40 @@ fn byte_of(text: &str) -> Option<u8> {
     (hex.len() == 2).then(|| u8::from_str_radix(hex, 16).ok()).flatten()
 }
 
+/// The file's tokenization model as its header names it.
+#[derive(Clone, Copy, Debug)]
+enum Form {
+    Bpe,
+    Spm,
+}
+
+/// `tokenizer.ggml.model`, and for byte-level BPE the pre-tokenizer `tokenizer.ggml.pre` names (returned):
+/// a vocabulary this build does not read is refused with the value and what does run.
+fn form_of(content: &Content) -> Result<(Form, Option<String>), EngineError> {
+    let kind = text(content, "tokenizer.ggml.model")?
+        .ok_or_else(|| EngineError::Model("the GGUF has no `tokenizer.ggml.model`".into()))?;
+    let pre = text(content, "tokenizer.ggml.pre")?;
+    match kind.as_str() {
+        "gpt2" => bpe::check_pre(pre.as_deref()).map(|()| (Form::Bpe, pre)),
+        "llama" => Ok((Form::Spm, pre)),
+        other => Err(EngineError::Model(format!(
+            "tokenizer.ggml.model is {other:?}: this build reads \"gpt2\" (byte-level BPE) and \"llama\" \
+             (SentencePiece) vocabularies"
+        ))),
+    }
+}
+
 impl TextTokenizer {
+    /// Whether the header names a vocabulary this build reads (its model, and its pre-tokenizer): a few
+    /// keys, so a load refuses such a file before it reads the weights. [`Self::from_gguf`] checks the rest.
+    pub fn check(content: &Content) -> Result<(), EngineError> {
+        form_of(content).map(|_| ())
+    }
+
     /// Builds the tokenizer from the GGUF metadata (`tokenizer.ggml.*`): `gpt2` (byte-level BPE with one
     /// of the pre-tokenizers in [`bpe::PRE_TOKENIZERS`]) or `llama` (SentencePiece) vocabularies.
     pub fn from_gguf(content: &Content) -> Result<Self, EngineError> {
-        let kind = text(content, "tokenizer.ggml.model")?
-            .ok_or_else(|| EngineError::Model("the GGUF has no `tokenizer.ggml.model`".into()))?;
+        let (form, pre) = form_of(content)?;
         let texts = strings(content, "tokenizer.ggml.tokens")?;
         let n = texts.len();
         if n == 0 {
@@ -228,20 +256,13 @@ impl TextTokenizer {
         let vocab = Vocab { texts, kinds, scores, ids };
 
         // llama.cpp's defaults per model, then the file's keys.
-        let pre = text(content, "tokenizer.ggml.pre")?;
-        let (model, mut add_bos, mut add_space_prefix, default_bos, default_eos) = match kind.as_str() {
-            "gpt2" => {
+        let (model, mut add_bos, mut add_space_prefix, default_bos, default_eos) = match form {
+            Form::Bpe => {
                 let merges = texts_of(content, "tokenizer.ggml.merges")?;
                 let (bpe, add_bos) = bpe::ByteLevelBpe::new(&vocab.texts, &merges, pre.as_deref())?;
                 (Model::Bpe(Box::new(bpe)), add_bos, false, None, None)
             }
-            "llama" => (Model::Spm, true, true, Some(1), Some(2)),
-            other => {
-                return Err(EngineError::Model(format!(
-                    "tokenizer.ggml.model is {other:?}: this build reads \"gpt2\" (byte-level BPE) and \"llama\" \
-                     (SentencePiece) vocabularies"
-                )))
-            }
+            Form::Spm => (Model::Spm, true, true, Some(1), Some(2)),
         };
         if let Some(prefix) = flag(content, "tokenizer.ggml.add_space_prefix")? {
             add_space_prefix = prefix;

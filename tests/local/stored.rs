@@ -114,3 +114,48 @@ fn the_next_case_runs_only_from_its_first_changed_token_and_answers_as_a_cold_on
         assert_eq!(warm, cold, "{threads} threads: the cold answer");
     }
 }
+
+/// The tiny qwen3 fixture (`qwen3-Q4_K_M.gguf`, K-quant blocks, so a load stores its weights) with one
+/// metadata key set to `value`, written in `dir`.
+fn qwen3_with(dir: &std::path::Path, key: &str, value: candle_core::quantized::gguf_file::Value) -> std::path::PathBuf {
+    use candle_core::quantized::gguf_file::{self, Content};
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/families/qwen3-Q4_K_M.gguf");
+    let mut reader = std::fs::File::open(&source).unwrap();
+    let content = Content::read(&mut reader).unwrap();
+    let mut metadata: Vec<(String, _)> =
+        content.metadata.iter().filter(|(k, _)| *k != key).map(|(k, v)| (k.clone(), v.clone())).collect();
+    metadata.push((key.to_string(), value));
+    let tensors: Vec<(String, _)> = content
+        .tensor_infos
+        .keys()
+        .map(|name| (name.clone(), content.tensor(&mut reader, name, &candle_core::Device::Cpu).unwrap()))
+        .collect();
+    let path = dir.join(format!("qwen3-{}.gguf", key.replace('.', "-")));
+    let metadata: Vec<(&str, &_)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let tensors: Vec<(&str, &_)> = tensors.iter().map(|(k, t)| (k.as_str(), t)).collect();
+    gguf_file::write(&mut std::fs::File::create(&path).unwrap(), &metadata, &tensors).unwrap();
+    path
+}
+
+/// The vocabulary is built while the weights load: a file whose vocabulary this build does not read is
+/// refused, naming it, before any weight is read (nothing stored); one whose vocabulary is broken
+/// further in is refused naming the vocabulary's key, as when the vocabulary was built first.
+#[test]
+fn a_vocabulary_this_build_does_not_read_is_refused_before_the_weights() {
+    use candle_core::quantized::gguf_file::Value;
+    let dir = tempfile::tempdir().unwrap();
+    let weights = dir.path().join("weights");
+    let options = LoadOptions { stored_weights: Some(weights.clone()), threads: 1, ..LoadOptions::default() };
+    let stored = || std::fs::read_dir(&weights).map_or(0, |d| d.count());
+    for (key, value, named) in [
+        ("tokenizer.ggml.pre", Value::String("falcon".into()), "\"falcon\""),
+        ("tokenizer.ggml.model", Value::String("bert".into()), "\"bert\""),
+    ] {
+        let error = Engine::load(&qwen3_with(dir.path(), key, value), &options).unwrap_err().to_string();
+        assert!(error.contains(key) && error.contains(named), "{error}");
+        assert_eq!(stored(), 0, "{key}: no weights read, none stored");
+    }
+    let broken = qwen3_with(dir.path(), "tokenizer.ggml.scores", Value::Array(vec![Value::F32(0.0)]));
+    let error = Engine::load(&broken, &options).unwrap_err().to_string();
+    assert!(error.contains("tokenizer.ggml.scores") && error.contains("1 entries"), "{error}");
+}

@@ -61,6 +61,23 @@ fn pre_of(name: &str) -> Option<Pre> {
     }
 }
 
+/// The pre-tokenizer `pre` names (none: llama.cpp's default), with its name; one this build does not
+/// read is refused with the value and the names it reads.
+fn named(pre: Option<&str>) -> Result<(&str, Pre), EngineError> {
+    let name = pre.unwrap_or("default");
+    pre_of(name).map(|pre| (name, pre)).ok_or_else(|| {
+        EngineError::Model(format!(
+            "tokenizer.ggml.pre is {name:?}: this build reads the pre-tokenizers {}",
+            PRE_TOKENIZERS.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(", ")
+        ))
+    })
+}
+
+/// Whether this build reads the pre-tokenizer `pre` names ([`named`]).
+pub fn check_pre(pre: Option<&str>) -> Result<(), EngineError> {
+    named(pre).map(|_| ())
+}
+
 /// A byte-level BPE vocabulary with its pre-tokenizer.
 pub struct ByteLevelBpe {
     inner: Tokenizer,
@@ -70,13 +87,7 @@ impl ByteLevelBpe {
     /// The tokenizer of `tokens` and `merges` (`"a b"` each) with the pre-tokenizer named `pre` (none:
     /// llama.cpp's default); also whether this pre-tokenizer adds BOS when the file does not say.
     pub fn new(tokens: &[String], merges: &[&str], pre: Option<&str>) -> Result<(Self, bool), EngineError> {
-        let name = pre.unwrap_or("default");
-        let Some(pre) = pre_of(name) else {
-            return Err(EngineError::Model(format!(
-                "tokenizer.ggml.pre is {name:?}: this build reads the pre-tokenizers {}",
-                PRE_TOKENIZERS.iter().map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(", ")
-            )));
-        };
+        let (name, pre) = named(pre)?;
         let merges = merges
             .iter()
             .enumerate()
