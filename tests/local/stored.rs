@@ -6,7 +6,7 @@ use tunebench::engine::model::WeightsFrom;
 use tunebench::provider::local::{Engine, LoadOptions};
 use tunebench::provider::{Event, Request, Usage};
 
-use super::support::{jsonl_request, model_file};
+use super::support::{gguf_with, jsonl_request, model_file};
 
 /// The tokens and every event (text, probabilities, usage) of `request` from an empty cache.
 fn answer(engine: &mut Engine, request: &Request) -> String {
@@ -118,22 +118,8 @@ fn the_next_case_runs_only_from_its_first_changed_token_and_answers_as_a_cold_on
 /// The tiny qwen3 fixture (`qwen3-Q4_K_M.gguf`, K-quant blocks, so a load stores its weights) with one
 /// metadata key set to `value`, written in `dir`.
 fn qwen3_with(dir: &std::path::Path, key: &str, value: candle_core::quantized::gguf_file::Value) -> std::path::PathBuf {
-    use candle_core::quantized::gguf_file::{self, Content};
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/families/qwen3-Q4_K_M.gguf");
-    let mut reader = std::fs::File::open(&source).unwrap();
-    let content = Content::read(&mut reader).unwrap();
-    let mut metadata: Vec<(String, _)> =
-        content.metadata.iter().filter(|(k, _)| *k != key).map(|(k, v)| (k.clone(), v.clone())).collect();
-    metadata.push((key.to_string(), value));
-    let tensors: Vec<(String, _)> = content
-        .tensor_infos
-        .keys()
-        .map(|name| (name.clone(), content.tensor(&mut reader, name, &candle_core::Device::Cpu).unwrap()))
-        .collect();
     let path = dir.join(format!("qwen3-{}.gguf", key.replace('.', "-")));
-    let metadata: Vec<(&str, &_)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let tensors: Vec<(&str, &_)> = tensors.iter().map(|(k, t)| (k.as_str(), t)).collect();
-    gguf_file::write(&mut std::fs::File::create(&path).unwrap(), &metadata, &tensors).unwrap();
+    gguf_with("qwen3-Q4_K_M.gguf", key, value, &path);
     path
 }
 

@@ -2,7 +2,8 @@
 //! the cache has none, as `tunebench model fetch` does: same progress on stderr, same checks, one
 //! fetch at a time across test binaries through the fetch's lock file), the tiny random-weight qwen3
 //! fixture, and the real Gemma 3 270M (fetched by name; skipped with a message when it cannot be had,
-//! unless `TUNEBENCH_REQUIRE_MODELS=1`, which CI sets); and helpers to run requests on them.
+//! unless `TUNEBENCH_REQUIRE_MODELS=1`, which CI sets); helpers to run requests on them, and to write a
+//! fixture again with one metadata key changed.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -188,3 +189,23 @@ macro_rules! on_models {
     };
 }
 pub(crate) use {on_every_model, on_models};
+
+/// The family fixture `source` written again at `out` with metadata `key` set to `value` (its tensors
+/// as they are): a file that differs from a real one in that key alone.
+pub fn gguf_with(source: &str, key: &str, value: candle_core::quantized::gguf_file::Value, out: &Path) {
+    use candle_core::quantized::gguf_file::{self, Content};
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/families").join(source);
+    let mut reader = std::fs::File::open(&source).unwrap();
+    let content = Content::read(&mut reader).unwrap();
+    let mut metadata: Vec<(String, _)> =
+        content.metadata.iter().filter(|(k, _)| *k != key).map(|(k, v)| (k.clone(), v.clone())).collect();
+    metadata.push((key.to_string(), value));
+    let tensors: Vec<(String, _)> = content
+        .tensor_infos
+        .keys()
+        .map(|name| (name.clone(), content.tensor(&mut reader, name, &candle_core::Device::Cpu).unwrap()))
+        .collect();
+    let metadata: Vec<(&str, &_)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let tensors: Vec<(&str, &_)> = tensors.iter().map(|(k, t)| (k.as_str(), t)).collect();
+    gguf_file::write(&mut std::fs::File::create(out).unwrap(), &metadata, &tensors).unwrap();
+}

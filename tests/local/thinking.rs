@@ -7,11 +7,13 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use candle_core::quantized::gguf_file::{self, Content, Value as GgufValue};
+use candle_core::quantized::gguf_file::Value as GgufValue;
 use serde_json::{json, Value};
 use tunebench::engine::thinking::ThoughtEnd;
 use tunebench::provider::local::{Engine, Generated, LoadOptions};
 use tunebench::provider::{Event, Request, StructuredMode};
+
+use super::support::gguf_with;
 
 fn families() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/families")
@@ -21,27 +23,12 @@ fn families() -> PathBuf {
 pub fn qwen3_thinking_file() -> PathBuf {
     static FILE: OnceLock<PathBuf> = OnceLock::new();
     FILE.get_or_init(|| {
-        let source = families().join("qwen3-F32.gguf");
-        let mut reader = std::fs::File::open(&source).unwrap();
-        let content = Content::read(&mut reader).unwrap();
         let template = std::fs::read_to_string(
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/chat_templates/qwen3.jinja"),
         )
         .unwrap();
-        let mut metadata: Vec<(String, GgufValue)> =
-            content.metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        metadata.retain(|(k, _)| k != "tokenizer.chat_template");
-        metadata.push(("tokenizer.chat_template".into(), GgufValue::String(template)));
-        let tensors: Vec<(String, _)> = content
-            .tensor_infos
-            .keys()
-            .map(|name| (name.clone(), content.tensor(&mut reader, name, &candle_core::Device::Cpu).unwrap()))
-            .collect();
         let path = std::env::temp_dir().join(format!("tunebench-qwen3-think-{}.gguf", std::process::id()));
-        let mut out = std::fs::File::create(&path).unwrap();
-        let metadata: Vec<(&str, &GgufValue)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let tensors: Vec<(&str, &_)> = tensors.iter().map(|(k, t)| (k.as_str(), t)).collect();
-        gguf_file::write(&mut out, &metadata, &tensors).unwrap();
+        gguf_with("qwen3-F32.gguf", "tokenizer.chat_template", GgufValue::String(template), &path);
         path
     })
     .clone()
